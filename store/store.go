@@ -1,0 +1,213 @@
+// Package store keeps the agent's durable state: the machine's current state and counters,
+// the transition journal, the lease budget, the report outbox and the applied-sha history.
+//
+// It never holds a secret: no token, grant or secret value is ever given to it. The bbolt
+// implementation opens its file for each transaction and closes it straight after, so the
+// file lock is never held across a network or docker call (status and explain never wait).
+package store
+
+import (
+	"errors"
+	"time"
+)
+
+// SchemaVersion is the layout version kept at meta/version.
+const SchemaVersion = 1
+
+// Sentinel errors.
+var (
+	// ErrLocked: the file lock was not obtained within the timeout (another process holds it).
+	ErrLocked = errors.New("state file is locked by another process")
+	// ErrReadOnly: an Update on a store opened read-only (explain --state-file).
+	ErrReadOnly = errors.New("state file is open read-only")
+)
+
+// Refusal is a bundle refused before the lease; remembered so it is not re-fetched each tick.
+type Refusal struct {
+	Sha    string    `json:"sha"`
+	Code   string    `json:"code"`
+	Detail string    `json:"detail"`
+	At     time.Time `json:"at"`
+}
+
+// Block is what only a person or a new grant can clear.
+type Block struct {
+	Code       string    `json:"code"` // AGENT_ENV_MISMATCH | AGENT_UNAUTHENTICATED
+	Detail     string    `json:"detail"`
+	At         time.Time `json:"at"`
+	ConfigHash string    `json:"config_hash"` // a changed config unblocks
+	GrantStamp string    `json:"grant_stamp"` // size+mtime of bootstrap.jwt when blocked; a new grant unblocks
+}
+
+// Failure is the last failure after the lease, with what it cost.
+type Failure struct {
+	Sha    string    `json:"sha"`
+	Code   string    `json:"code"`
+	Detail string    `json:"detail"`
+	State  string    `json:"state"` // the state whose step failed
+	At     time.Time `json:"at"`
+}
+
+// TokenMeta describes the bearer without its value (the value lives in bao.token, 0600).
+type TokenMeta struct {
+	Present   bool      `json:"present"`
+	Source    string    `json:"source,omitempty"` // bootstrap | lease
+	ExpiresAt time.Time `json:"expires_at,omitempty"`
+	CheckedAt time.Time `json:"checked_at,omitempty"` // last lookup-self or renew
+	GrantJTI  string    `json:"grant_jti,omitempty"`
+	EnvID     string    `json:"env_id,omitempty"` // the env the token is pinned to
+}
+
+// LastReport is the newest report handed to the outbox.
+type LastReport struct {
+	Result       string    `json:"result"`
+	Sha          string    `json:"sha"`
+	Detail       string    `json:"detail,omitempty"`
+	At           time.Time `json:"at"`
+	Acknowledged bool      `json:"acknowledged"`
+}
+
+// Container mirrors effects.Container (kept here so the store imports nothing of the agent).
+type Container struct {
+	Name    string `json:"name"`
+	Service string `json:"service"`
+	State   string `json:"state"`
+	Health  string `json:"health"`
+}
+
+// Record is the machine's current state and everything a tick needs to resume it.
+type Record struct {
+	State      string `json:"state"`       // a machine state name, validated by the machine on load
+	Tick       uint64 `json:"tick"`        // the last tick number started
+	Action     string `json:"action"`      // the action of the flight in progress (apply|none|down)
+	Sha        string `json:"sha"`         // the desired sha of the flight in progress
+	BundleURL  string `json:"bundle_url"`  // where that sha's bundle is served
+	Purge      bool   `json:"purge"`       // the flight's purge_volumes
+	AppliedSha string `json:"applied_sha"` // what runs now ("" before the first apply)
+	DesiredSha string `json:"desired_sha"` // tenancy's desired sha at the last check-in
+
+	Attempts    map[string]int `json:"attempts,omitempty"` // failed attempts, by the state whose step failed
+	NextRetryAt time.Time      `json:"next_retry_at,omitempty"`
+	Parked      bool           `json:"parked,omitempty"` // attempts exhausted: waits for resume or a new sha
+
+	Refusal *Refusal `json:"refusal,omitempty"`
+	Block   *Block   `json:"block,omitempty"`
+	Failure *Failure `json:"failure,omitempty"`
+
+	Token           TokenMeta   `json:"token"`
+	LeaseRetryAfter time.Time   `json:"lease_retry_after,omitempty"` // a 429's Retry-After, honoured
+	KVMount         string      `json:"kv_mount,omitempty"`          // adopted from the check-in's vault.mount
+	IntervalS       int         `json:"interval_s,omitempty"`        // tenancy's checkin_interval_s
+	LastCheckinAt   time.Time   `json:"last_checkin_at,omitempty"`
+	LastReport      *LastReport `json:"last_report,omitempty"`
+	Containers      []Container `json:"containers,omitempty"`
+	LastExit        int         `json:"last_exit"`
+	LastTickAt      time.Time   `json:"last_tick_at,omitempty"`
+}
+
+// Entry is one journal line: a transition (From != To, or an fsm event) or a note (From == To).
+type Entry struct {
+	Seq    uint64    `json:"seq"` // assigned by Append
+	Tick   uint64    `json:"tick"`
+	At     time.Time `json:"at"`
+	From   string    `json:"from"`
+	To     string    `json:"to"`
+	Event  string    `json:"event"`
+	Ms     int64     `json:"ms"` // how long the step took
+	Code   string    `json:"code,omitempty"`
+	Detail string    `json:"detail,omitempty"` // redacted words; names only, never a value
+}
+
+// TickSummary is one tick's header in the journal.
+type TickSummary struct {
+	Tick       uint64    `json:"tick"`
+	StartedAt  time.Time `json:"started_at"`
+	EndedAt    time.Time `json:"ended_at,omitempty"`
+	Exit       *int      `json:"exit,omitempty"` // nil while the tick runs (or when it was killed)
+	Action     string    `json:"action,omitempty"`
+	DesiredSha string    `json:"desired_sha,omitempty"`
+	AppliedSha string    `json:"applied_sha,omitempty"`
+	// Folded counts later ticks that changed nothing and were folded into this one;
+	// LastAt is when the newest of them ended.
+	Folded uint64    `json:"folded,omitempty"`
+	LastAt time.Time `json:"last_at,omitempty"`
+}
+
+// LeaseEvent is one lease asked of tenancy, granted or not (the 5-per-hour budget).
+type LeaseEvent struct {
+	At      time.Time `json:"at"`
+	Outcome string    `json:"outcome"` // granted | rate-limited | error
+}
+
+// QueuedReport is a report waiting in the outbox for tenancy's acknowledgement.
+type QueuedReport struct {
+	ID       uint64           `json:"id"`
+	Queued   time.Time        `json:"queued"`
+	Attempts int              `json:"attempts"`
+	Body     []byte           `json:"body"` // the JSON report as it will be sent (redacted)
+	Meta     QueuedReportMeta `json:"meta"`
+}
+
+// QueuedReportMeta lets the machine know what a queued report was for without decoding Body.
+type QueuedReportMeta struct {
+	Result string `json:"result"`
+	Sha    string `json:"sha"`
+	State  string `json:"state"` // the state that produced it
+}
+
+// Applied is one entry of the applied-sha history (rollback detection).
+type Applied struct {
+	Sha string    `json:"sha"`
+	At  time.Time `json:"at"`
+}
+
+// Retention bounds the journal.
+type Retention struct {
+	MaxTicks int           // keep at most this many tick summaries (with their entries)
+	MaxAge   time.Duration // and none older than this, except the newest MaxTicks/10 non-heartbeat ticks
+}
+
+// DefaultRetention keeps a year of 60 s ticks small: heartbeats fold, so ticks here are mostly
+// applies, refusals and failures.
+var DefaultRetention = Retention{MaxTicks: 2000, MaxAge: 90 * 24 * time.Hour}
+
+// Tx is one transaction. Everything written in an Update is committed together or not at all.
+type Tx interface {
+	Record() (Record, error) // a fresh Record{State: ""} on a new store
+	PutRecord(Record) error
+
+	// Append adds a journal entry, assigning and returning its sequence number.
+	Append(e Entry) (uint64, error)
+	// Entries returns the journal entries of one tick in order.
+	Entries(tick uint64) ([]Entry, error)
+	// AllEntries calls fn for every journal entry in order, stopping at the first error.
+	AllEntries(fn func(Entry) error) error
+
+	PutTick(TickSummary) error
+	GetTick(tick uint64) (TickSummary, bool, error)
+	// Ticks returns the newest n tick summaries (n <= 0: all), oldest first.
+	Ticks(n int) ([]TickSummary, error)
+	// DeleteTick removes a tick summary and all its journal entries.
+	DeleteTick(tick uint64) error
+	// Prune applies the retention policy as of now and returns how many ticks it removed.
+	Prune(r Retention, now time.Time) (int, error)
+
+	AddLease(LeaseEvent) error
+	// Leases returns the lease events at or after since, oldest first; older ones may be dropped.
+	Leases(since time.Time) ([]LeaseEvent, error)
+
+	// Enqueue persists a report before it is sent and returns its id.
+	Enqueue(q QueuedReport) (uint64, error)
+	Outbox() ([]QueuedReport, error)
+	UpdateQueued(q QueuedReport) error // bump Attempts
+	Ack(id uint64) error
+
+	AddApplied(Applied) error
+	AppliedHistory() ([]Applied, error) // oldest first, bounded to the newest 100
+}
+
+// Store is the durable state. Update and View run one transaction each.
+type Store interface {
+	Update(fn func(Tx) error) error
+	View(fn func(Tx) error) error
+}
