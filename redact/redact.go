@@ -1,7 +1,249 @@
 // Package redact masks secrets in every string the agent writes: logs, reports, the journal,
 // status and explain output. Values are registered the moment they exist; token shapes
 // (hvs., hvb., s., b., r., JWTs, Authorization: Bearer) are masked even when never registered.
+//
+// It may not log, store or return a registered value in any form, and it does no I/O of its own
+// beyond the writer it wraps.
 package redact
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"net/url"
+	"sort"
+	"strings"
+	"sync"
+)
 
 // Mask is what a secret is replaced with.
 const Mask = "[REDACTED]"
+
+// MinLen is the shortest value Add registers. Masking every "on", "1" or "abc" would shred the
+// logs it protects, and a value that short is no secret worth the name: it is ignored.
+const MinLen = 4
+
+// minDerived is the shortest encoded form (a base64 fragment, say) that is registered: a shorter
+// fragment would match ordinary text by chance.
+const minDerived = 6
+
+// Redactor masks registered values and known token shapes. It is safe for concurrent use.
+type Redactor struct {
+	mu     sync.RWMutex
+	first  [1 << 16 / 64]uint64 // bitset of the first two bytes of every pattern
+	byHead map[uint32][]string  // first four bytes → patterns, longest first
+	seen   map[string]struct{}  // every pattern, to keep Add idempotent
+	raw    map[string]struct{}  // the values as added, for Len
+}
+
+// New returns an empty Redactor; token shapes are masked from the start.
+func New() *Redactor {
+	return &Redactor{byHead: map[uint32][]string{}, seen: map[string]struct{}{}, raw: map[string]struct{}{}}
+}
+
+// Default is the process-wide redactor: logging wraps every output in it, and every effect that
+// reads a token, a grant or a secret value registers it here.
+var Default = New()
+
+// Add registers a secret with Default.
+func Add(secret string) { Default.Add(secret) }
+
+// String masks s with Default.
+func String(s string) string { return Default.String(s) }
+
+// Len is how many values were registered (for tests and status; never the values).
+func (r *Redactor) Len() int {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return len(r.raw)
+}
+
+// Add registers secret: the value itself and the forms it takes when encoded — base64 (standard
+// and URL alphabets, padded or not, and the stable middle of each of the three alignments it can
+// have inside a longer base64 text), hex, URL-escaped and JSON-escaped. Values shorter than
+// MinLen are ignored (see MinLen). Leading and trailing whitespace is not part of a secret.
+func (r *Redactor) Add(secret string) {
+	secret = strings.TrimSpace(secret)
+	if len(secret) < MinLen {
+		return
+	}
+	forms := []string{secret}
+	derived := func(s string) {
+		if len(s) >= minDerived && s != secret {
+			forms = append(forms, s)
+		}
+	}
+	b := []byte(secret)
+	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.URLEncoding} {
+		derived(enc.EncodeToString(b))
+		raw := enc.WithPadding(base64.NoPadding)
+		derived(raw.EncodeToString(b))
+		for k := 0; k < 3; k++ {
+			// The secret preceded by k bytes: the characters that depend on the secret's bits only.
+			buf := append(make([]byte, k), b...)
+			e := raw.EncodeToString(buf)
+			lo, hi := (8*k+5)/6, 8*(k+len(b))/6
+			if hi > lo {
+				derived(e[lo:hi])
+			}
+		}
+	}
+	derived(hex.EncodeToString(b))
+	derived(strings.ToUpper(hex.EncodeToString(b)))
+	derived(url.QueryEscape(secret))
+	derived(url.PathEscape(secret))
+	if j, err := json.Marshal(secret); err == nil {
+		derived(string(j[1 : len(j)-1]))
+	}
+	var jb bytes.Buffer
+	je := json.NewEncoder(&jb)
+	je.SetEscapeHTML(false)
+	if je.Encode(secret) == nil {
+		s := strings.TrimSpace(jb.String())
+		derived(s[1 : len(s)-1])
+	}
+
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.raw[secret] = struct{}{}
+	for _, f := range forms {
+		if _, ok := r.seen[f]; ok {
+			continue
+		}
+		r.seen[f] = struct{}{}
+		h2 := binary.LittleEndian.Uint16([]byte(f[:2]))
+		r.first[h2/64] |= 1 << (h2 % 64)
+		h4 := binary.LittleEndian.Uint32([]byte(f[:4]))
+		l := append(r.byHead[h4], f)
+		sort.SliceStable(l, func(i, j int) bool { return len(l[i]) > len(l[j]) })
+		r.byHead[h4] = l
+	}
+}
+
+// String returns s with every registered value and every known token shape replaced by Mask.
+func (r *Redactor) String(s string) string {
+	spans := r.spans(s)
+	if len(spans) == 0 {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	last := 0
+	for _, sp := range spans {
+		b.WriteString(s[last:sp.lo])
+		b.WriteString(Mask)
+		last = sp.hi
+	}
+	b.WriteString(s[last:])
+	return b.String()
+}
+
+// Bytes is String for a byte slice; it returns p itself when nothing was masked.
+func (r *Redactor) Bytes(p []byte) []byte {
+	s := string(p)
+	out := r.String(s)
+	if len(out) == len(s) && out == s {
+		return p
+	}
+	return []byte(out)
+}
+
+type span struct{ lo, hi int }
+
+// spans finds every range to mask, sorted and merged.
+func (r *Redactor) spans(s string) []span {
+	var sp []span
+	r.mu.RLock()
+	if len(r.seen) > 0 {
+		for i := 0; i+4 <= len(s); i++ {
+			h2 := uint16(s[i]) | uint16(s[i+1])<<8
+			if r.first[h2/64]&(1<<(h2%64)) == 0 {
+				continue
+			}
+			h4 := uint32(s[i]) | uint32(s[i+1])<<8 | uint32(s[i+2])<<16 | uint32(s[i+3])<<24
+			for _, p := range r.byHead[h4] {
+				if strings.HasPrefix(s[i:], p) {
+					sp = append(sp, span{i, i + len(p)})
+					break
+				}
+			}
+		}
+	}
+	r.mu.RUnlock()
+	sp = appendShapes(sp, s)
+	if len(sp) == 0 {
+		return nil
+	}
+	sort.Slice(sp, func(i, j int) bool { return sp[i].lo < sp[j].lo })
+	out := sp[:1]
+	for _, x := range sp[1:] {
+		last := &out[len(out)-1]
+		if x.lo <= last.hi {
+			if x.hi > last.hi {
+				last.hi = x.hi
+			}
+			continue
+		}
+		out = append(out, x)
+	}
+	return out
+}
+
+// Writer wraps w so that everything written through it is redacted a complete line at a time: a
+// secret split across two Write calls within one line is still masked. The returned writer is a
+// *LineWriter; call Flush (or Close) to write out a last line without a newline.
+func (r *Redactor) Writer(w io.Writer) io.Writer { return &LineWriter{r: r, w: w} }
+
+// maxLine bounds what a LineWriter holds back waiting for a newline; a longer run is redacted
+// and written as it is.
+const maxLine = 1 << 20
+
+// LineWriter is the line-buffered redacting writer returned by Redactor.Writer.
+// It is safe for concurrent use.
+type LineWriter struct {
+	r   *Redactor
+	w   io.Writer
+	mu  sync.Mutex
+	buf []byte
+}
+
+// Write buffers p and writes out every complete line, redacted, in one Write to the wrapped writer.
+func (lw *LineWriter) Write(p []byte) (int, error) {
+	lw.mu.Lock()
+	defer lw.mu.Unlock()
+	lw.buf = append(lw.buf, p...)
+	end := bytes.LastIndexByte(lw.buf, '\n') + 1
+	if end == 0 && len(lw.buf) < maxLine {
+		return len(p), nil
+	}
+	if end == 0 {
+		end = len(lw.buf)
+	}
+	out := lw.r.Bytes(lw.buf[:end])
+	_, err := lw.w.Write(out)
+	rest := copy(lw.buf, lw.buf[end:])
+	lw.buf = lw.buf[:rest]
+	if err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// Flush writes out what is buffered (a last line without its newline), redacted.
+func (lw *LineWriter) Flush() error {
+	lw.mu.Lock()
+	defer lw.mu.Unlock()
+	if len(lw.buf) == 0 {
+		return nil
+	}
+	out := lw.r.Bytes(lw.buf)
+	lw.buf = lw.buf[:0]
+	_, err := lw.w.Write(out)
+	return err
+}
+
+// Close flushes. It does not close the wrapped writer.
+func (lw *LineWriter) Close() error { return lw.Flush() }

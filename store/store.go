@@ -7,6 +7,7 @@
 package store
 
 import (
+	"encoding/json"
 	"errors"
 	"time"
 )
@@ -28,6 +29,9 @@ type Refusal struct {
 	Code   string    `json:"code"`
 	Detail string    `json:"detail"`
 	At     time.Time `json:"at"`
+	// NeedBytes is what DISK_INSUFFICIENT measured against, so the next tick can re-measure
+	// without fetching the bundle again (-1: the bundle declares no size).
+	NeedBytes int64 `json:"need_bytes,omitempty"`
 }
 
 // Block is what only a person or a new grant can clear.
@@ -77,6 +81,7 @@ type Container struct {
 
 // Record is the machine's current state and everything a tick needs to resume it.
 type Record struct {
+	EnvID      string `json:"env_id"`      // the env this state belongs to (for a support copy)
 	State      string `json:"state"`       // a machine state name, validated by the machine on load
 	Tick       uint64 `json:"tick"`        // the last tick number started
 	Action     string `json:"action"`      // the action of the flight in progress (apply|none|down)
@@ -144,7 +149,7 @@ type QueuedReport struct {
 	ID       uint64           `json:"id"`
 	Queued   time.Time        `json:"queued"`
 	Attempts int              `json:"attempts"`
-	Body     []byte           `json:"body"` // the JSON report as it will be sent (redacted)
+	Body     json.RawMessage  `json:"body"` // the JSON report as it will be sent (redacted)
 	Meta     QueuedReportMeta `json:"meta"`
 }
 

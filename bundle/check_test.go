@@ -1,0 +1,231 @@
+package bundle
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+)
+
+const env = "env-qa-02"
+
+func readBundle(t *testing.T, es ...entry) *Bundle {
+	t.Helper()
+	b, err := Read(mkTar(t, es...), 1<<20)
+	if err != nil {
+		t.Fatalf("Read: %v", err)
+	}
+	return b
+}
+
+// build makes a bundle from compose, template and manifest (empty: absent), with meta extras.
+func build(t *testing.T, envID, compose, tpl, manifest string, extra map[string]any) *Bundle {
+	t.Helper()
+	names := []string{"compose.yaml"}
+	es := []entry{file("compose.yaml", compose)}
+	if tpl != "" {
+		names = append(names, TemplateFile)
+		es = append(es, file(TemplateFile, tpl))
+	}
+	if manifest != "" {
+		names = append(names, ManifestFile)
+		es = append(es, file(ManifestFile, manifest))
+	}
+	es = append([]entry{file("bundle.json", bundleMeta(envID, extra, names...))}, es...)
+	return readBundle(t, es...)
+}
+
+const goodManifest = `{"entries": [
+  {"var": "GEMINI_API_KEY", "path": "monky/data/env-qa-02/see/gemini", "key": "value", "version": 3},
+  {"use": "registry-auth", "path": "monky/data/env-qa-02/see/registry", "version": 1}]}`
+
+const goodTemplate = "# substitutes every ${VAR} from OpenBao\nGEMINI_API_KEY=${GEMINI_API_KEY}\nLITERAL=$${NOT_A_VAR}\n"
+
+func TestCheckAccepts(t *testing.T) {
+	b := build(t, env, okCompose, goodTemplate, goodManifest, nil)
+	if r := Check(b, CheckInput{DesiredSha: b.Sha, EnvID: env, KVMount: "monky"}); r != nil {
+		t.Fatalf("Check refused a good bundle: %v", r)
+	}
+	// The mount defaults to monky.
+	if r := Check(b, CheckInput{DesiredSha: strings.ToUpper(b.Sha), EnvID: env}); r != nil {
+		t.Fatalf("Check refused with the default mount: %v", r)
+	}
+}
+
+func TestCheckEachCode(t *testing.T) {
+	const priv = "services:\n  api:\n    image: x\n    privileged: true\n"
+	cases := []struct {
+		name       string
+		envID      string
+		compose    string
+		tpl, man   string
+		desired    string // "" = the bundle's sha
+		mount      string
+		wantCode   string
+		wantDetail string
+	}{
+		{name: "manifest bad version", envID: env, compose: okCompose, man: `{"entries":[{"var":"A","path":"monky/data/env-qa-02/see/a","version":0}]}`,
+			wantCode: CodeInvalid, wantDetail: "version must be ≥ 1"},
+		{name: "manifest var and use", envID: env, compose: okCompose, man: `{"entries":[{"var":"A","use":"registry-auth","path":"monky/data/env-qa-02/see/a"}]}`,
+			wantCode: CodeInvalid, wantDetail: "needs either var or use"},
+		{name: "manifest neither", envID: env, compose: okCompose, man: `{"entries":[{"path":"monky/data/env-qa-02/see/a"}]}`,
+			wantCode: CodeInvalid, wantDetail: "needs either var or use"},
+		{name: "compose unparsable", envID: env, compose: "services: [\n  - : :\n", wantCode: CodeInvalid, wantDetail: "compose.yaml is not parsable"},
+		{name: "sha mismatch", envID: env, compose: okCompose, desired: strings.Repeat("ab", 32),
+			wantCode: CodeShaMismatch, wantDetail: "≠ desired abababababab"},
+		{name: "env mismatch", envID: "env-qa-03", compose: okCompose, wantCode: CodeEnvMismatch, wantDetail: "env-qa-03"},
+		{name: "env incomplete", envID: env, compose: okCompose, tpl: "B=${ZED}\nA=${ALPHA}\n# ${COMMENTED}\nC=${ALPHA}\n",
+			wantCode: CodeEnvIncomplete, wantDetail: "unresolved: ALPHA, ZED"},
+		{name: "manifest path other env", envID: env, compose: okCompose,
+			man:      `{"entries":[{"var":"A","path":"monky/data/env-qa-01/see/a"}]}`,
+			wantCode: CodeManifestPath, wantDetail: "entry A: path monky/data/env-qa-01/see/a is not under monky/data/env-qa-02/see/"},
+		{name: "manifest path dotdot", envID: env, compose: okCompose,
+			man:      `{"entries":[{"var":"A","path":"monky/data/env-qa-02/see/../../env-qa-01/see/a"}]}`,
+			wantCode: CodeManifestPath, wantDetail: "has a .. segment"},
+		{name: "manifest path empty", envID: env, compose: okCompose,
+			man:      `{"entries":[{"use":"registry-auth"}]}`,
+			wantCode: CodeManifestPath, wantDetail: "entry registry-auth: has no path"},
+		{name: "manifest path bare prefix", envID: env, compose: okCompose,
+			man:      `{"entries":[{"var":"A","path":"monky/data/env-qa-02/see/"}]}`,
+			wantCode: CodeManifestPath, wantDetail: "does not name an entry"},
+		{name: "manifest path other mount", envID: env, compose: okCompose, mount: "kv",
+			man:      `{"entries":[{"var":"A","path":"monky/data/env-qa-02/see/a"}]}`,
+			wantCode: CodeManifestPath, wantDetail: "not under kv/data/env-qa-02/see/"},
+		{name: "privileged", envID: env, compose: priv, wantCode: CodePrivileged, wantDetail: "service api: privileged: true"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			b := build(t, c.envID, c.compose, c.tpl, c.man, nil)
+			desired := c.desired
+			if desired == "" {
+				desired = b.Sha
+			}
+			r := Check(b, CheckInput{DesiredSha: desired, EnvID: env, KVMount: c.mount})
+			if r == nil || r.Code != c.wantCode {
+				t.Fatalf("got %v, want %s", r, c.wantCode)
+			}
+			if !strings.Contains(r.Detail, c.wantDetail) {
+				t.Errorf("detail %q does not hold %q", r.Detail, c.wantDetail)
+			}
+			if !strings.HasPrefix(r.Error(), c.wantCode+": ") {
+				t.Errorf("Error() = %q", r.Error())
+			}
+		})
+	}
+}
+
+// Each pair of faults is refused with the earlier code of PROTOCOL.md's order.
+func TestCheckOrder(t *testing.T) {
+	const priv = "services:\n  api:\n    image: x\n    network_mode: host\n"
+	const badPath = `{"entries":[{"var":"A","path":"secret/other"}]}`
+	const badVersion = `{"entries":[{"var":"A","path":"monky/data/env-qa-02/see/a","version":-1}]}`
+	wrongSha := strings.Repeat("0", 64)
+	cases := []struct {
+		name              string
+		bundleEnv         string
+		compose, tpl, man string
+		wrongSha          bool
+		want              string
+	}{
+		{"invalid before sha", env, okCompose, "", badVersion, true, CodeInvalid},
+		{"sha before env", "env-qa-09", okCompose, "", "", true, CodeShaMismatch},
+		{"env before incomplete", "env-qa-09", okCompose, "X=${MISSING}\n", "", false, CodeEnvMismatch},
+		{"incomplete before path", env, okCompose, "X=${MISSING}\n", badPath, false, CodeEnvIncomplete},
+		{"path before privileged", env, priv, "", badPath, false, CodeManifestPath},
+		{"all of them", "env-qa-09", priv, "X=${MISSING}\n", badPath, true, CodeShaMismatch},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			b := build(t, c.bundleEnv, c.compose, c.tpl, c.man, nil)
+			desired := b.Sha
+			if c.wrongSha {
+				desired = wrongSha
+			}
+			r := Check(b, CheckInput{DesiredSha: desired, EnvID: env, KVMount: "monky"})
+			if r == nil || r.Code != c.want {
+				t.Fatalf("got %v, want %s", r, c.want)
+			}
+		})
+	}
+}
+
+func TestCheckAllowPrivileged(t *testing.T) {
+	const priv = "services:\n  api:\n    image: x\n    privileged: true\n"
+	b := build(t, env, priv, "", "", map[string]any{"agent": map[string]any{"allow_privileged": true}})
+	if r := Check(b, CheckInput{DesiredSha: b.Sha, EnvID: env}); r != nil {
+		t.Fatalf("allow_privileged bundle refused: %v", r)
+	}
+}
+
+func TestPrivilegedFindings(t *testing.T) {
+	cases := map[string]struct {
+		compose string
+		want    []string
+	}{
+		"clean": {okCompose + "    volumes:\n      - ./config:/etc/app:ro\n      - data:/data\n      - /srv/data:/data\n      - /anon\n", nil},
+		"privileged": {"services:\n  api:\n    privileged: true\n  web:\n    privileged: false\n",
+			[]string{"service api: privileged: true"}},
+		"network host": {"services:\n  x:\n    network_mode: host\n", []string{"service x: network_mode: host"}},
+		"pid host":     {"services:\n  x:\n    pid: host\n", []string{"service x: pid: host"}},
+		"cap_add": {"services:\n  x:\n    cap_add: [NET_ADMIN, SYS_ADMIN]\n  y:\n    cap_add:\n      - ALL\n  z:\n    cap_add: [CAP_SYS_ADMIN]\n",
+			[]string{"service x: cap_add SYS_ADMIN", "service y: cap_add ALL", "service z: cap_add SYS_ADMIN"}},
+		"short root": {"services:\n  agent:\n    volumes:\n      - /:/host:ro\n", []string{"service agent: bind mount of /"}},
+		"short sock": {"services:\n  a:\n    volumes:\n      - /var/run/docker.sock:/var/run/docker.sock\n  b:\n    volumes: [\"/run/docker.sock:/s\"]\n",
+			[]string{"service a: bind mount of /var/run/docker.sock", "service b: bind mount of /run/docker.sock"}},
+		"long root": {"services:\n  agent:\n    volumes:\n      - type: bind\n        source: /\n        target: /host\n",
+			[]string{"service agent: bind mount of /"}},
+		"long sock": {"services:\n  agent:\n    volumes:\n      - type: bind\n        source: /var/run/docker.sock\n        target: /s\n      - type: volume\n        source: data\n        target: /data\n",
+			[]string{"service agent: bind mount of /var/run/docker.sock"}},
+		"unclean root": {"services:\n  a:\n    volumes:\n      - //:/host\n", []string{"service a: bind mount of /"}},
+		"anchor merge": {"x-base: &base\n  privileged: true\nservices:\n  a:\n    <<: *base\n    image: x\n", []string{"service a: privileged: true"}},
+		"no services":  {"version: '3'\n", nil},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, err := PrivilegedFindings([]byte(c.compose))
+			if err != nil {
+				t.Fatalf("err: %v", err)
+			}
+			if !reflect.DeepEqual(got, c.want) {
+				t.Errorf("got %q, want %q", got, c.want)
+			}
+		})
+	}
+	if _, err := PrivilegedFindings([]byte("services: 3\n")); err == nil {
+		t.Errorf("services: 3 accepted")
+	}
+}
+
+func TestManifestParse(t *testing.T) {
+	b := build(t, env, okCompose, "", goodManifest, nil)
+	m, err := b.Manifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Entries) != 2 {
+		t.Fatalf("entries = %d", len(m.Entries))
+	}
+	e := m.Entries[0]
+	if e.Var != "GEMINI_API_KEY" || e.Key != "value" || e.Version == nil || *e.Version != 3 {
+		t.Errorf("entry 0 = %+v", e)
+	}
+	reg, ok := m.RegistryAuth()
+	if !ok || reg.Key != DefaultKey || reg.Path != "monky/data/env-qa-02/see/registry" {
+		t.Errorf("registry entry = %+v, %v", reg, ok)
+	}
+	if v := m.Vars(); len(v) != 1 || !v["GEMINI_API_KEY"] {
+		t.Errorf("vars = %v: registry-auth must not be a var", v)
+	}
+	empty := build(t, env, okCompose, "", "", nil)
+	if m, err := empty.Manifest(); err != nil || len(m.Entries) != 0 {
+		t.Errorf("absent manifest: %v %v", m, err)
+	}
+	for _, bad := range []string{`{"entries":[{"var":"1A","path":"p"}]}`, `{"entries":[{"var":"A","path":"p"},{"var":"A","path":"q"}]}`,
+		`{"entries":[{"use":"registry-auth","path":"p"},{"use":"registry-auth","path":"q"}]}`, `{"entries":[{"use":"other","path":"p"}]}`,
+		`{"entries":[{"var":"A","path":"p","version":1.5}]}`, `[]`} {
+		if _, err := parseManifest([]byte(bad)); err == nil {
+			t.Errorf("accepted %s", bad)
+		} else {
+			wantRefusal(t, err, CodeInvalid)
+		}
+	}
+}

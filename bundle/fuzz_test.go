@@ -1,0 +1,104 @@
+package bundle
+
+import (
+	"reflect"
+	"sort"
+	"strings"
+	"testing"
+)
+
+const fuzzMax = 64 << 10
+
+func FuzzRead(f *testing.F) {
+	f.Add(mkTar(f, validEntries("env-qa-02", file("config/a.toml", "a=1\n"))...))
+	f.Add(gz(f, mkTar(f, validEntries("env-qa-02")...)))
+	f.Add([]byte{})
+	f.Add([]byte{0x1f, 0x8b})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		b, err := Read(data, fuzzMax)
+		if err != nil {
+			if _, ok := err.(*Refusal); !ok {
+				t.Fatalf("error is %T, want *Refusal", err)
+			}
+			return
+		}
+		var total int64
+		for name, body := range b.Files {
+			total += int64(len(body))
+			if badName(name) != "" {
+				t.Fatalf("accepted name %q", name)
+			}
+		}
+		if total > fuzzMax {
+			t.Fatalf("files total %d > %d", total, fuzzMax)
+		}
+		if len(b.Files)+len(b.Dirs) > MaxEntries {
+			t.Fatalf("%d entries", len(b.Files)+len(b.Dirs))
+		}
+		if b.Sha != Sha(b.Files) {
+			t.Fatalf("sha drift")
+		}
+		_ = Check(b, CheckInput{DesiredSha: b.Sha, EnvID: b.Meta.EnvID})
+	})
+}
+
+func FuzzReferences(f *testing.F) {
+	for _, s := range []string{"# ${VAR}\nA=${A}\n", "$${X}", "A=${A}${B}$$${C}", "${", "$", "  #${X}\n${Y_1}"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, tpl string) {
+		refs := References([]byte(tpl))
+		if !sort.StringsAreSorted(refs) {
+			t.Fatalf("not sorted: %q", refs)
+		}
+		values := map[string]string{}
+		for i, r := range refs {
+			if !ValidName(r) {
+				t.Fatalf("invalid name %q", r)
+			}
+			if i > 0 && refs[i-1] == r {
+				t.Fatalf("duplicate %q", r)
+			}
+			// "-" cannot be part of a name, so a substitution can never complete a new
+			// reference (as "${${A}}" with A=v would: "${v}").
+			values[r] = "-"
+		}
+		out, err := Render([]byte(tpl), values)
+		if err != nil {
+			t.Fatalf("render with every value: %v", err)
+		}
+		if left := References(out); len(left) != 0 {
+			t.Fatalf("references left after render: %q", left)
+		}
+		if len(refs) > 0 {
+			delete(values, refs[0])
+			if _, err := Render([]byte(tpl), values); err == nil || !strings.Contains(err.Error(), refs[0]) {
+				t.Fatalf("missing %s: err = %v", refs[0], err)
+			}
+		}
+	})
+}
+
+func FuzzPrivileged(f *testing.F) {
+	for _, s := range []string{okCompose, "services:\n  a:\n    privileged: true\n    volumes: [\"/:/host\"]\n",
+		"services:\n  a:\n    volumes:\n      - type: bind\n        source: /var/run/docker.sock\n", "services: [", "&a [*a, *a]"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, compose []byte) {
+		a, errA := PrivilegedFindings(compose)
+		b, errB := PrivilegedFindings(compose)
+		if (errA == nil) != (errB == nil) || !reflect.DeepEqual(a, b) {
+			t.Fatalf("not deterministic")
+		}
+		if errA != nil {
+			if r, ok := errA.(*Refusal); !ok || r.Code != CodeInvalid {
+				t.Fatalf("error %v is not BUNDLE_INVALID", errA)
+			}
+		}
+		for _, f := range a {
+			if !strings.HasPrefix(f, "service ") {
+				t.Fatalf("finding %q", f)
+			}
+		}
+	})
+}

@@ -1,0 +1,323 @@
+package bundle
+
+import (
+	"archive/tar"
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"path"
+	"sort"
+	"strings"
+)
+
+// Archive limits fixed by PROTOCOL.md §2.
+const (
+	// MaxEntries is the most entries (files and directories) a bundle may hold.
+	MaxEntries = 10000
+	// DefaultMaxBytes is max_bundle_bytes when the config does not set it.
+	DefaultMaxBytes = 64 << 20
+	// MetaFile is the bundle's metadata file.
+	MetaFile = "bundle.json"
+	// DefaultComposeFile is bundle.json's compose_file when absent.
+	DefaultComposeFile = "compose.yaml"
+	// TemplateFile is the optional env template.
+	TemplateFile = ".env.template"
+	// ManifestFile is the optional secrets manifest.
+	ManifestFile = "secrets.manifest.json"
+)
+
+// Agent is bundle.json's agent profile; both flags default to false.
+type Agent struct {
+	AllowPrivileged bool `json:"allow_privileged"`
+	AllowRollback   bool `json:"allow_rollback"`
+}
+
+// Meta is bundle.json as the agent reads it; unknown keys are ignored.
+type Meta struct {
+	EnvID         string   `json:"env_id"`
+	ComposeFile   string   `json:"compose_file"`
+	DiskNeedBytes int64    `json:"disk_need_bytes"`
+	Agent         Agent    `json:"agent"`
+	Files         []string `json:"files"`
+}
+
+// Bundle is a read, structurally valid bundle. Nothing of it has been written anywhere.
+type Bundle struct {
+	// Files holds every regular file by its clean relative path, bundle.json included.
+	Files map[string][]byte
+	// Dirs lists the directory entries of the archive (clean, no trailing slash), sorted.
+	Dirs []string
+	Meta Meta
+	// Sha is tenancy's bundle sha of Files (see Sha).
+	Sha string
+}
+
+// countingReader counts what it passes and refuses to pass more than limit bytes.
+type countingReader struct {
+	r     io.Reader
+	n     int64
+	limit int64
+}
+
+var errStreamCap = errors.New("uncompressed stream over the cap")
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	if c.n >= c.limit {
+		return 0, errStreamCap
+	}
+	if rem := c.limit - c.n; int64(len(p)) > rem {
+		p = p[:rem]
+	}
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// Read parses a bundle archive: a POSIX tar, gzip-compressed or not (recognised by its magic
+// bytes). Everything that makes the archive unsafe to unpack is refused from the headers,
+// before any file's content counts and before the sha is computed, as a *Refusal with code
+// BUNDLE_INVALID: an entry other than a regular file or a directory, a name that is absolute,
+// holds a `..` segment or is not clean, a name twice, more than MaxEntries entries, more than
+// maxBytes of file content, setuid/setgid/sticky bits, a truncated stream. Read never holds
+// more than maxBytes of file content in memory. maxBytes ≤ 0 means DefaultMaxBytes.
+func Read(archive []byte, maxBytes int64) (*Bundle, error) {
+	if maxBytes <= 0 {
+		maxBytes = DefaultMaxBytes
+	}
+	var src io.Reader = bytes.NewReader(archive)
+	gz := len(archive) >= 2 && archive[0] == 0x1f && archive[1] == 0x8b
+	if gz {
+		zr, err := gzip.NewReader(src)
+		if err != nil {
+			return nil, invalid("gzip stream unreadable")
+		}
+		zr.Multistream(false)
+		src = zr
+	}
+	// The whole uncompressed stream is capped too: the file content read so far plus a
+	// header and padding per entry seen, plus room for PAX records and the end blocks. A gzip
+	// bomb stops here, at the cap, whatever the headers claim.
+	streamCap := func(entries int, content int64) int64 {
+		return content + int64(entries+1)*2048 + 1<<20
+	}
+	cr := &countingReader{r: bufio.NewReaderSize(src, 32<<10), limit: streamCap(0, 0)}
+	tr := tar.NewReader(cr)
+
+	b := &Bundle{Files: map[string][]byte{}}
+	seen := map[string]bool{}
+	var total int64
+	entries := 0
+	for {
+		hdr, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil && !errors.Is(err, tar.ErrInsecurePath) {
+			return nil, streamErr(err)
+		}
+		if hdr.Typeflag == tar.TypeXGlobalHeader {
+			continue // PAX global metadata (git archive writes one): not an entry
+		}
+		entries++
+		if entries > MaxEntries {
+			return nil, invalid("more than %d entries", MaxEntries)
+		}
+		name := hdr.Name
+		switch hdr.Typeflag {
+		case tar.TypeReg: // the reader reports the old "\x00" type as TypeReg (or TypeDir)
+		case tar.TypeDir:
+			if strings.HasSuffix(name, "/") {
+				name = name[:len(name)-1]
+			}
+		case tar.TypeSymlink:
+			return nil, invalid("%s is a symlink", quoteName(hdr.Name))
+		case tar.TypeLink:
+			return nil, invalid("%s is a hard link", quoteName(hdr.Name))
+		case tar.TypeChar, tar.TypeBlock:
+			return nil, invalid("%s is a device", quoteName(hdr.Name))
+		case tar.TypeFifo:
+			return nil, invalid("%s is a FIFO", quoteName(hdr.Name))
+		default:
+			return nil, invalid("%s has entry type %q: only regular files and directories", quoteName(hdr.Name), hdr.Typeflag)
+		}
+		if why := badName(name); why != "" {
+			return nil, invalid("entry name %s %s", quoteName(hdr.Name), why)
+		}
+		if hdr.Mode&0o7000 != 0 {
+			return nil, invalid("%s has setuid, setgid or sticky bits", name)
+		}
+		cr.limit = streamCap(entries, total)
+		if seen[name] {
+			return nil, invalid("%s appears twice", name)
+		}
+		seen[name] = true
+		if hdr.Typeflag == tar.TypeDir {
+			b.Dirs = append(b.Dirs, name)
+			continue
+		}
+		if hdr.Size < 0 || hdr.Size > maxBytes-total {
+			return nil, invalid("more than %d bytes uncompressed (at %s)", maxBytes, name)
+		}
+		total += hdr.Size
+		cr.limit = streamCap(entries, total)
+		buf := make([]byte, hdr.Size)
+		if _, err := io.ReadFull(tr, buf); err != nil {
+			return nil, streamErr(err)
+		}
+		// The header's size bounds what tar hands out; a byte beyond it would be a reader bug.
+		if n, _ := tr.Read(make([]byte, 1)); n != 0 {
+			return nil, invalid("%s is longer than its header says", name)
+		}
+		b.Files[name] = buf
+	}
+	if gz {
+		// Read the gzip stream to its end so that its checksum and length are verified.
+		if _, err := io.Copy(io.Discard, cr); err != nil {
+			return nil, streamErr(err)
+		}
+	}
+	if err := checkParents(seen, b.Files); err != nil {
+		return nil, err
+	}
+	sort.Strings(b.Dirs)
+	if err := b.readMeta(); err != nil {
+		return nil, err
+	}
+	b.Sha = Sha(b.Files)
+	return b, nil
+}
+
+func streamErr(err error) *Refusal {
+	switch {
+	case errors.Is(err, errStreamCap):
+		return invalid("uncompressed stream larger than the size limit allows")
+	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
+		return invalid("archive is truncated")
+	case errors.Is(err, gzip.ErrChecksum), errors.Is(err, gzip.ErrHeader):
+		return invalid("gzip stream is corrupt")
+	case errors.Is(err, tar.ErrHeader):
+		return invalid("tar header is corrupt")
+	}
+	return invalid("archive unreadable: %v", err)
+}
+
+// badName says why a (trailing-slash-stripped) entry name is refused, "" when it is fine.
+func badName(name string) string {
+	switch {
+	case name == "":
+		return "is empty"
+	case strings.HasPrefix(name, "/"):
+		return "is absolute"
+	case strings.ContainsRune(name, 0):
+		return "holds a NUL byte"
+	case strings.Contains(name, "\\"):
+		return "holds a backslash"
+	}
+	for _, seg := range strings.Split(name, "/") {
+		if seg == ".." {
+			return "has a .. segment"
+		}
+	}
+	if path.Clean(name) != name || name == "." {
+		return "is not clean"
+	}
+	return ""
+}
+
+// checkParents refuses a file that another entry treats as a directory (a/b under file a):
+// such an archive cannot be unpacked as it reads.
+func checkParents(seen map[string]bool, files map[string][]byte) error {
+	names := make([]string, 0, len(seen))
+	for n := range seen {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		for d := path.Dir(n); d != "."; d = path.Dir(d) {
+			if _, isFile := files[d]; isFile {
+				return invalid("%s lies under %s, which is a file", n, d)
+			}
+		}
+	}
+	return nil
+}
+
+func (b *Bundle) readMeta() error {
+	raw, ok := b.Files[MetaFile]
+	if !ok {
+		return invalid("no %s", MetaFile)
+	}
+	var m Meta
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return invalid("%s is not valid JSON", MetaFile)
+	}
+	if m.ComposeFile == "" {
+		m.ComposeFile = DefaultComposeFile
+	}
+	if m.DiskNeedBytes < 0 {
+		return invalid("%s: disk_need_bytes is negative", MetaFile)
+	}
+	listed := map[string]bool{}
+	for _, f := range m.Files {
+		listed[f] = true
+	}
+	var missing, extra []string
+	for f := range listed {
+		if f == MetaFile {
+			continue
+		}
+		if _, ok := b.Files[f]; !ok {
+			missing = append(missing, f)
+		}
+	}
+	for f := range b.Files {
+		if f != MetaFile && !listed[f] {
+			extra = append(extra, f)
+		}
+	}
+	if len(missing) > 0 {
+		return invalid("%s files[] lists %s, not in the archive", MetaFile, firstFew(missing))
+	}
+	if len(extra) > 0 {
+		return invalid("archive holds %s, not in %s files[]", firstFew(extra), MetaFile)
+	}
+	if _, ok := b.Files[m.ComposeFile]; !ok {
+		return invalid("compose file %s is not in the archive", quoteName(m.ComposeFile))
+	}
+	b.Meta = m
+	return nil
+}
+
+func firstFew(names []string) string {
+	sort.Strings(names)
+	const few = 5
+	s := make([]string, 0, few)
+	for i, n := range names {
+		if i == few {
+			s = append(s, fmt.Sprintf("and %d more", len(names)-few))
+			break
+		}
+		s = append(s, quoteName(n))
+	}
+	return strings.Join(s, ", ")
+}
+
+// quoteName prints a name from the archive safely: quoted when it holds anything unusual,
+// cut when long.
+func quoteName(n string) string {
+	if len(n) > 120 {
+		n = n[:120] + "…"
+	}
+	for _, r := range n {
+		if r < 0x20 || r == 0x7f || r == '"' || r == ' ' || r == 0xfffd {
+			return fmt.Sprintf("%q", n)
+		}
+	}
+	return n
+}
+
+func sprintf(format string, args ...any) string { return fmt.Sprintf(format, args...) }

@@ -1,0 +1,404 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/urfave/cli/v2"
+
+	"github.com/tikali/monky-deployd/config"
+	"github.com/tikali/monky-deployd/effects/bao"
+	"github.com/tikali/monky-deployd/effects/disk"
+	"github.com/tikali/monky-deployd/effects/docker"
+	"github.com/tikali/monky-deployd/effects/tenancy"
+	"github.com/tikali/monky-deployd/explain"
+	"github.com/tikali/monky-deployd/logging"
+	"github.com/tikali/monky-deployd/machine"
+	"github.com/tikali/monky-deployd/redact"
+	"github.com/tikali/monky-deployd/states"
+	"github.com/tikali/monky-deployd/store"
+	"github.com/tikali/monky-deployd/transport"
+	"github.com/tikali/monky-deployd/version"
+)
+
+// exitError carries an exit code out of a command without exiting inside the cli library
+// (which would skip every deferred close).
+type exitError struct {
+	code int
+	msg  string
+}
+
+func (e *exitError) Error() string { return e.msg }
+
+func fail(code int, format string, args ...any) error {
+	return &exitError{code: code, msg: fmt.Sprintf(format, args...)}
+}
+
+// run is main without os.Exit: it returns the exit code.
+func run(args []string, stdout, stderr io.Writer) int {
+	app := newApp(stdout, stderr)
+	err := app.Run(args)
+	if err == nil {
+		return 0
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		if ee.msg != "" {
+			fmt.Fprintln(stderr, "monky-deployd: "+redact.String(ee.msg))
+		}
+		return ee.code
+	}
+	// usage errors from the cli library
+	fmt.Fprintln(stderr, "monky-deployd: "+redact.String(err.Error()))
+	return 1
+}
+
+func newApp(stdout, stderr io.Writer) *cli.App {
+	return &cli.App{
+		Name:            "monky-deployd",
+		Usage:           "the on-box pull agent for Monky backend environments",
+		Version:         version.Version,
+		Writer:          stdout,
+		ErrWriter:       stderr,
+		HideVersion:     true,
+		ExitErrHandler:  func(*cli.Context, error) {},
+		CommandNotFound: func(c *cli.Context, cmd string) { fmt.Fprintf(stderr, "monky-deployd: no command %q (see --help)\n", cmd) },
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "config", Value: config.DefaultPath, EnvVars: []string{"MONKY_DEPLOYD_CONFIG"}, Usage: "the agent's config.yaml"},
+		},
+		Commands: []*cli.Command{
+			{
+				Name:  "run",
+				Usage: "run ticks: --once for one (what the systemd timer runs), else loop until SIGTERM",
+				Description: "Examples:\n   monky-deployd run --once          # one tick\n   monky-deployd run --once --prune  # and drop old releases\n" +
+					"   monky-deployd run                 # loop (laptops without a timer)",
+				Flags: []cli.Flag{
+					&cli.BoolFlag{Name: "once", Usage: "run one tick and exit with its code"},
+					&cli.BoolFlag{Name: "prune", Usage: "after an apply, keep keep_releases releases and prune dangling images"},
+				},
+				Action: func(c *cli.Context) error { return cmdRun(c, stderr) },
+			},
+			{
+				Name:        "status",
+				Usage:       "where the box stands (read-only)",
+				Description: "Examples:\n   monky-deployd status\n   monky-deployd status --json | jq .lease_budget",
+				Flags:       []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "one JSON document on stdout"}},
+				Action:      func(c *cli.Context) error { return cmdStatus(c, stdout) },
+			},
+			{
+				Name:  "explain",
+				Usage: "why the box is where it is: the last ticks' transitions and what happens next",
+				Description: "Examples:\n   monky-deployd explain\n   monky-deployd explain -n 5 --json\n" +
+					"   monky-deployd explain --state-file ./state.db   # a copy a box sent to support; no config needed",
+				Flags: []cli.Flag{
+					&cli.BoolFlag{Name: "json", Usage: "one JSON document on stdout"},
+					&cli.IntFlag{Name: "n", Value: 20, Usage: "how many ticks"},
+					&cli.DurationFlag{Name: "since", Usage: "only ticks of the last DURATION (e.g. 1h)"},
+					&cli.StringFlag{Name: "state-file", Usage: "read this copy of a state file instead of the config's"},
+				},
+				Action: func(c *cli.Context) error { return cmdExplain(c, stdout) },
+			},
+			{
+				Name:        "resume",
+				Usage:       "after a manual fix: clear what parked the machine (refused, failed, blocked)",
+				Description: "Examples:\n   monky-deployd resume          # the next tick checks again\n   monky-deployd resume --now    # and run that tick now",
+				Flags: []cli.Flag{
+					&cli.BoolFlag{Name: "now", Usage: "also run one tick now"},
+					&cli.BoolFlag{Name: "dry-run", Usage: "say what would be cleared; change nothing"},
+				},
+				Action: func(c *cli.Context) error { return cmdResume(c, stdout, stderr) },
+			},
+			{
+				Name:        "bootstrap",
+				Usage:       "log in to OpenBao with the bootstrap grant and store the token",
+				Description: "Examples:\n   monky-deployd bootstrap          # only when no token is stored\n   monky-deployd bootstrap --force  # replace a working token with the grant's",
+				Flags:       []cli.Flag{&cli.BoolFlag{Name: "force", Usage: "log in even when a token is stored"}},
+				Action:      func(c *cli.Context) error { return cmdBootstrap(c, stdout, stderr) },
+			},
+			{
+				Name:   "diagram",
+				Usage:  "print the state machine as a mermaid diagram",
+				Action: func(c *cli.Context) error { fmt.Fprint(stdout, machine.Mermaid()); return nil },
+			},
+			{
+				Name:   "version",
+				Usage:  "print the version",
+				Action: func(c *cli.Context) error { fmt.Fprintln(stdout, version.Version); return nil },
+			},
+		},
+	}
+}
+
+func loadConfig(c *cli.Context) (*config.Config, error) {
+	cfg, err := config.Load(c.String("config"))
+	if err != nil {
+		return nil, fail(1, "%v", err)
+	}
+	return cfg, nil
+}
+
+func openStore(cfg *config.Config, log zerolog.Logger) (*store.Bolt, error) {
+	if err := os.MkdirAll(cfg.StateDir, 0o700); err != nil {
+		return nil, fail(1, "state dir: %v", err)
+	}
+	st, err := store.OpenBolt(cfg.StatePath(), store.BoltOptions{Logf: func(f string, a ...any) { log.Warn().Msgf(f, a...) }})
+	if err != nil {
+		return nil, fail(1, "state file: %v", err)
+	}
+	return st, nil
+}
+
+func newLogger(cfg *config.Config, stderr io.Writer) zerolog.Logger {
+	opts := logging.Options{NoColor: os.Getenv("NO_COLOR") != ""}
+	if f, ok := stderr.(*os.File); ok {
+		opts.Journald, opts.Human = logging.Detect(f)
+	}
+	level := "INFO"
+	if cfg != nil {
+		level = cfg.LogLevel
+	}
+	return logging.Setup(stderr, level, opts)
+}
+
+// newAgent wires the effects for cfg: the transport's dialer under both clients, the docker
+// CLI, the disk. A transport that cannot work (no SDK in this build, an unusable identity)
+// fails here, before anything touches the mesh.
+func newAgent(cfg *config.Config, log zerolog.Logger, st store.Store) (*states.Agent, error) {
+	d, err := transport.New(cfg)
+	if err != nil {
+		return nil, fail(1, "%v", err)
+	}
+	host := cfg.Tenancy.Host
+	if host == "" {
+		host = cfg.Tenancy.Service
+	}
+	thc, err := transport.HTTPClient(d, host, cfg.Tenancy.CAFile, cfg.TenancyTimeout())
+	if err != nil {
+		return nil, fail(1, "tenancy client: %v", err)
+	}
+	baoHost, _ := cfg.BaoHostPort()
+	bhc, err := transport.HTTPClient(d, baoHost, cfg.Bao.CAFile, cfg.BaoTimeout())
+	if err != nil {
+		return nil, fail(1, "OpenBao client: %v", err)
+	}
+	tc := tenancy.New(cfg.TenancyBaseURL(), thc, d.Name(), time.Now)
+	tc.Version = version.Version
+	bc, err := bao.New(cfg.Bao.Addr, bhc, cfg.BaoTimeout())
+	if err != nil {
+		return nil, fail(1, "OpenBao client: %v", err)
+	}
+	hostname, _ := os.Hostname()
+	return &states.Agent{
+		Cfg: cfg, Store: st, Log: log, Host: hostname, Version: version.Version,
+		Fx: states.Effects{Tenancy: tc, Bao: bc, Compose: docker.New(cfg.DockerBin, cfg.ComposeProject, cfg.DockerConfigDir()), Disk: disk.Statfs{}},
+	}, nil
+}
+
+func cmdRun(c *cli.Context, stderr io.Writer) error {
+	cfg, err := loadConfig(c)
+	if err != nil {
+		return err
+	}
+	log := newLogger(cfg, stderr)
+	st, err := openStore(cfg, log)
+	if err != nil {
+		return err
+	}
+	a, err := newAgent(cfg, log, st)
+	if err != nil {
+		return err
+	}
+	a.Prune = c.Bool("prune")
+	if c.Bool("once") {
+		res := a.Tick(context.Background())
+		return tickExit(res)
+	}
+	return loop(cfg, a, log)
+}
+
+func tickExit(res states.Result) error {
+	if res.Exit == 0 {
+		return nil
+	}
+	msg := ""
+	if res.Err != nil {
+		msg = res.Err.Error()
+	}
+	return &exitError{code: res.Exit, msg: msg}
+}
+
+// loop runs ticks until SIGTERM or SIGINT, which stop it after the step in flight commits.
+// Tenancy's checkin_interval_s wins over interval_s; an env mismatch (78) ends the loop.
+func loop(cfg *config.Config, a *states.Agent, log zerolog.Logger) error {
+	stop := make(chan struct{})
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+	defer signal.Stop(sigs)
+	go func() {
+		<-sigs
+		close(stop)
+	}()
+	a.Stop = stop
+	for {
+		res := a.Tick(context.Background())
+		if res.Exit == states.ExitEnvMismatch {
+			return tickExit(res)
+		}
+		if res.Exit != 0 && res.Err != nil {
+			log.Warn().Int("exit", res.Exit).Msg(redact.String(res.Err.Error()))
+		}
+		interval := time.Duration(cfg.IntervalS) * time.Second
+		if res.IntervalS > 0 {
+			interval = time.Duration(res.IntervalS) * time.Second
+		}
+		if interval < time.Second {
+			interval = time.Second
+		}
+		select {
+		case <-stop:
+			log.Info().Msg("stopping: signal received")
+			return nil
+		case <-time.After(interval):
+		}
+	}
+}
+
+func cmdStatus(c *cli.Context, stdout io.Writer) error {
+	cfg, err := loadConfig(c)
+	if err != nil {
+		return err
+	}
+	st, err := store.OpenBolt(cfg.StatePath(), store.BoltOptions{ReadOnly: true})
+	if err != nil {
+		if os.IsNotExist(errors.Unwrap(err)) || errors.Is(err, os.ErrNotExist) {
+			return fail(1, "no state file at %s: no tick has run yet", cfg.StatePath())
+		}
+		return fail(1, "state file: %v", err)
+	}
+	_, terr := os.Stat(cfg.TokenPath())
+	present := terr == nil
+	s, err := explain.BuildStatus(st, time.Now(), &present)
+	if err != nil {
+		return fail(1, "status: %v", err)
+	}
+	s.TickRunning = states.TickRunning(cfg.LockPath())
+	if c.Bool("json") {
+		return writeJSON(stdout, s)
+	}
+	var b strings.Builder
+	explain.WriteStatusText(&b, s)
+	fmt.Fprint(stdout, redact.String(b.String()))
+	return nil
+}
+
+func cmdExplain(c *cli.Context, stdout io.Writer) error {
+	path := c.String("state-file")
+	if path == "" {
+		cfg, err := loadConfig(c)
+		if err != nil {
+			return err
+		}
+		path = cfg.StatePath()
+	}
+	if _, err := os.Stat(path); err != nil {
+		return fail(1, "no state file at %s: %v", path, err)
+	}
+	st, err := store.OpenBolt(path, store.BoltOptions{ReadOnly: true})
+	if err != nil {
+		return fail(1, "state file %s: %v", path, err)
+	}
+	now := time.Now()
+	o := explain.Options{N: c.Int("n"), Now: now}
+	if d := c.Duration("since"); d > 0 {
+		o.Since = now.Add(-d)
+	}
+	doc, err := explain.Build(st, o)
+	if err != nil {
+		return fail(1, "explain: %v", err)
+	}
+	if c.Bool("json") {
+		return writeJSON(stdout, doc)
+	}
+	var b strings.Builder
+	explain.WriteText(&b, doc)
+	fmt.Fprint(stdout, redact.String(b.String()))
+	return nil
+}
+
+func writeJSON(w io.Writer, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fail(1, "json: %v", err)
+	}
+	_, err = fmt.Fprintln(w, redact.String(string(b)))
+	return err
+}
+
+func cmdResume(c *cli.Context, stdout, stderr io.Writer) error {
+	cfg, err := loadConfig(c)
+	if err != nil {
+		return err
+	}
+	log := newLogger(cfg, stderr)
+	st, err := openStore(cfg, log)
+	if err != nil {
+		return err
+	}
+	a := &states.Agent{Cfg: cfg, Store: st, Log: log, Version: version.Version}
+	dry := c.Bool("dry-run")
+	cleared, err := a.Resume(dry)
+	if err != nil {
+		return fail(1, "resume: %v", err)
+	}
+	verb := "cleared"
+	if dry {
+		verb = "would clear"
+	}
+	if len(cleared) == 0 {
+		fmt.Fprintln(stdout, "nothing to clear: the machine is not parked")
+	}
+	for _, s := range cleared {
+		fmt.Fprintf(stdout, "%s: %s\n", verb, redact.String(s))
+	}
+	if dry || !c.Bool("now") {
+		if !dry && len(cleared) > 0 {
+			fmt.Fprintln(stdout, "the next tick checks again (or run `monky-deployd resume --now`)")
+		}
+		return nil
+	}
+	agent, err := newAgent(cfg, log, st)
+	if err != nil {
+		return err
+	}
+	return tickExit(agent.Tick(context.Background()))
+}
+
+func cmdBootstrap(c *cli.Context, stdout, stderr io.Writer) error {
+	cfg, err := loadConfig(c)
+	if err != nil {
+		return err
+	}
+	log := newLogger(cfg, stderr)
+	st, err := openStore(cfg, log)
+	if err != nil {
+		return err
+	}
+	a, err := newAgent(cfg, log, st)
+	if err != nil {
+		return err
+	}
+	if err := a.BootstrapCommand(context.Background(), c.Bool("force")); err != nil {
+		return &exitError{code: states.ExitCode(err), msg: err.Error()}
+	}
+	fmt.Fprintln(stdout, "token stored at "+cfg.TokenPath())
+	return nil
+}

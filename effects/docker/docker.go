@@ -1,0 +1,262 @@
+// Package docker runs the docker CLI's compose v2 plugin for the agent: pull, up, ps, logs,
+// down, the data-root fact and image prune (PROTOCOL.md §4), and writes the agent's own
+// registry credential (DOCKER_CONFIG).
+//
+// Every command runs with COMPOSE_INTERACTIVE_NO_CLI=1 and DOCKER_CONFIG pointing at the
+// agent's directory — never a human's $HOME. It may not run `compose config` (it prints
+// resolved values) and never puts a credential in an error, a log or an argument.
+package docker
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/tikali/monky-deployd/effects"
+)
+
+// Codes of the compose failures, carried in *effects.Error.
+const (
+	CodePullFailed  = "COMPOSE_PULL_FAILED"
+	CodeUpFailed    = "COMPOSE_UP_FAILED"
+	CodeDownFailed  = "COMPOSE_DOWN_FAILED"
+	CodePSFailed    = "COMPOSE_PS_FAILED"
+	CodeLogsFailed  = "COMPOSE_LOGS_FAILED"
+	CodeInfoFailed  = "DOCKER_INFO_FAILED"
+	CodePruneFailed = "DOCKER_PRUNE_FAILED"
+	CodeNotFound    = "DOCKER_NOT_FOUND"
+)
+
+// Default timeouts.
+const (
+	DefaultTimeout      = 10 * time.Minute
+	DefaultQuickTimeout = 30 * time.Second
+	// MsgMax is how much of a command's output an error carries (its end).
+	MsgMax = 600
+)
+
+// CLI is effects.Compose over `<Bin> compose -p <Project>`.
+type CLI struct {
+	Bin             string
+	Project         string
+	DockerConfigDir string
+	// Timeout bounds pull, up, down, logs and prune; QuickTimeout bounds ps and info.
+	Timeout      time.Duration
+	QuickTimeout time.Duration
+}
+
+var _ effects.Compose = (*CLI)(nil)
+
+// New returns a CLI with the default timeouts. dockerConfigDir is the agent's DOCKER_CONFIG
+// (config.DockerConfigDir()); it is set on every command.
+func New(bin, project, dockerConfigDir string) *CLI {
+	if bin == "" {
+		bin = "docker"
+	}
+	return &CLI{Bin: bin, Project: project, DockerConfigDir: dockerConfigDir,
+		Timeout: DefaultTimeout, QuickTimeout: DefaultQuickTimeout}
+}
+
+// result is one finished command.
+type result struct {
+	stdout, stderr []byte
+}
+
+// run runs <Bin> args in dir with the agent's environment. A non-nil error is an
+// *effects.Error with op and code; its Msg is the command's own meaningful output.
+func (c *CLI) run(ctx context.Context, op, code, dir string, timeout time.Duration, args ...string) (result, error) {
+	path, err := exec.LookPath(c.Bin)
+	if err != nil {
+		return result{}, &effects.Error{Op: op, Kind: effects.Permanent, Code: CodeNotFound,
+			Msg: c.Bin + " not found on PATH", Hint: "install docker (with the compose plugin) or set docker_bin", Err: err}
+	}
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, path, args...)
+	cmd.Dir = dir
+	cmd.Env = c.env()
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	// compose starts helpers of its own: end the whole group on timeout.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 5 * time.Second
+	err = cmd.Run()
+	res := result{stdout: stdout.Bytes(), stderr: stderr.Bytes()}
+	if err == nil {
+		return res, nil
+	}
+	msg := Meaningful(append(append([]byte{}, res.stderr...), res.stdout...))
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		kind := effects.Temporary
+		if errors.Is(ctxErr, context.DeadlineExceeded) {
+			msg = joinMsg(fmt.Sprintf("timed out after %s", timeout), msg)
+		} else {
+			msg = joinMsg("cancelled", msg)
+		}
+		return res, &effects.Error{Op: op, Kind: kind, Code: code, Msg: msg, Err: ctxErr}
+	}
+	if msg == "" {
+		msg = exitText(err) + " and printed nothing"
+	}
+	return res, &effects.Error{Op: op, Kind: effects.Permanent, Code: code, Msg: msg, Err: err}
+}
+
+func joinMsg(a, b string) string {
+	if b == "" {
+		return a
+	}
+	return a + " | " + b
+}
+
+func exitText(err error) string {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return "exited " + strconv.Itoa(ee.ExitCode())
+	}
+	return err.Error()
+}
+
+// env is the process environment without any DOCKER_CONFIG or COMPOSE_INTERACTIVE_NO_CLI of
+// its own, plus the agent's.
+func (c *CLI) env() []string {
+	var out []string
+	for _, kv := range os.Environ() {
+		if strings.HasPrefix(kv, "DOCKER_CONFIG=") || strings.HasPrefix(kv, "COMPOSE_INTERACTIVE_NO_CLI=") {
+			continue
+		}
+		out = append(out, kv)
+	}
+	return append(out, "COMPOSE_INTERACTIVE_NO_CLI=1", "DOCKER_CONFIG="+c.DockerConfigDir)
+}
+
+func (c *CLI) compose(sub ...string) []string {
+	return append([]string{"compose", "-p", c.Project}, sub...)
+}
+
+var ansi = regexp.MustCompile(`\x1b\[[0-9;?]*[A-Za-z]`)
+
+// Meaningful turns a command's output into one line: ANSI codes and progress redraws gone,
+// blank lines dropped, the rest trimmed and joined with " | ", the last MsgMax bytes kept.
+func Meaningful(out []byte) string {
+	s := ansi.ReplaceAllString(string(out), "")
+	var lines []string
+	for _, l := range strings.Split(s, "\n") {
+		if i := strings.LastIndexByte(strings.TrimRight(l, "\r"), '\r'); i >= 0 {
+			l = l[i+1:] // a progress line redrawn in place: its last state
+		}
+		if l = strings.TrimSpace(l); l != "" {
+			lines = append(lines, l)
+		}
+	}
+	msg := strings.Join(lines, " | ")
+	if len(msg) > MsgMax {
+		msg = msg[len(msg)-MsgMax:]
+		for i := 0; i < 4 && len(msg) > 0 && msg[0]&0xc0 == 0x80; i++ {
+			msg = msg[1:] // not half a rune
+		}
+	}
+	return msg
+}
+
+// PS is `compose ps --format json` in dir.
+func (c *CLI) PS(ctx context.Context, dir string) ([]effects.Container, error) {
+	res, err := c.run(ctx, "compose ps", CodePSFailed, dir, c.QuickTimeout, c.compose("ps", "--format", "json")...)
+	if err != nil {
+		return nil, err
+	}
+	cs, err := ParsePS(res.stdout)
+	if err != nil {
+		return nil, &effects.Error{Op: "compose ps", Kind: effects.Permanent, Code: CodePSFailed, Err: err}
+	}
+	return cs, nil
+}
+
+// Pull is `compose pull` in dir. Idempotent. A failure carries the registry's own words.
+func (c *CLI) Pull(ctx context.Context, dir string) error {
+	_, err := c.run(ctx, "compose pull", CodePullFailed, dir, c.Timeout, c.compose("pull")...)
+	return err
+}
+
+// Up is `compose up -d --remove-orphans` in dir. Idempotent: compose converges.
+func (c *CLI) Up(ctx context.Context, dir string) error {
+	_, err := c.run(ctx, "compose up", CodeUpFailed, dir, c.Timeout, c.compose("up", "-d", "--remove-orphans")...)
+	return err
+}
+
+// Down is `compose down --remove-orphans` (plus -v when volumes) in dir, or in an empty
+// temporary directory when dir is gone: compose v2 downs a project by its name. Idempotent.
+// The caller decides volumes; it must never be true on prod.
+func (c *CLI) Down(ctx context.Context, dir string, volumes bool) error {
+	if _, err := os.Stat(dir); err != nil {
+		tmp, terr := os.MkdirTemp("", "monky-deployd-down-")
+		if terr != nil {
+			return fmt.Errorf("compose down: %w", terr)
+		}
+		defer os.RemoveAll(tmp)
+		dir = tmp
+	}
+	args := c.compose("down", "--remove-orphans")
+	if volumes {
+		args = append(args, "-v")
+	}
+	_, err := c.run(ctx, "compose down", CodeDownFailed, dir, c.Timeout, args...)
+	return err
+}
+
+// Logs is `compose logs --no-color --tail <tail>` in dir. The output is raw: the caller
+// redacts it before it goes anywhere.
+func (c *CLI) Logs(ctx context.Context, dir string, tail int) (string, error) {
+	if tail <= 0 {
+		tail = 100
+	}
+	res, err := c.run(ctx, "compose logs", CodeLogsFailed, dir, c.Timeout, c.compose("logs", "--no-color", "--tail", strconv.Itoa(tail))...)
+	if err != nil {
+		return "", err
+	}
+	return string(res.stdout) + string(res.stderr), nil
+}
+
+// DataRoot is `docker info -f '{{.DockerRootDir}}'`.
+func (c *CLI) DataRoot(ctx context.Context) (string, error) {
+	res, err := c.run(ctx, "docker info", CodeInfoFailed, "", c.QuickTimeout, "info", "-f", "{{.DockerRootDir}}")
+	if err != nil {
+		return "", err
+	}
+	root := strings.TrimSpace(string(res.stdout))
+	if !strings.HasPrefix(root, "/") {
+		return "", &effects.Error{Op: "docker info", Kind: effects.Permanent, Code: CodeInfoFailed,
+			Msg: "no data-root in the answer: " + Meaningful(res.stdout)}
+	}
+	return root, nil
+}
+
+// ImagePrune is `docker image prune -f`.
+func (c *CLI) ImagePrune(ctx context.Context) error {
+	_, err := c.run(ctx, "docker image prune", CodePruneFailed, "", c.Timeout, "image", "prune", "-f")
+	return err
+}
+
+// Version is `docker version` and `docker compose version`, one line each, for facts.
+func (c *CLI) Version(ctx context.Context) (string, error) {
+	d, err := c.run(ctx, "docker version", CodeInfoFailed, "", c.QuickTimeout, "version")
+	if err != nil {
+		return "", err
+	}
+	cv, err := c.run(ctx, "docker compose version", CodeInfoFailed, "", c.QuickTimeout, "compose", "version")
+	if err != nil {
+		return "", err
+	}
+	return Meaningful(d.stdout) + "\n" + Meaningful(cv.stdout), nil
+}

@@ -1,0 +1,325 @@
+package docker
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tikali/monky-deployd/effects"
+)
+
+var fakeBin string // the fake docker, built once
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "fakedocker-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	fakeBin = filepath.Join(dir, "docker")
+	_, self, _, _ := runtime.Caller(0)
+	root := filepath.Join(filepath.Dir(self), "..", "..")
+	cmd := exec.Command("go", "build", "-o", fakeBin, "./internal/fakedocker")
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build fakedocker: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+type call struct {
+	Argv             []string `json:"argv"`
+	Dir              string   `json:"dir"`
+	DockerConfig     string   `json:"docker_config"`
+	InteractiveNoCLI string   `json:"interactive_no_cli"`
+}
+
+type fixture struct {
+	cli      *CLI
+	state    string
+	log      string
+	release  string
+	dockerCf string
+}
+
+const compose = `services:
+  api:
+    image: harbor.tikali.net/monky/api:1
+    healthcheck:
+      test: ["CMD", "true"]
+  worker:
+    image: harbor.tikali.net/monky/worker:1
+`
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	root := t.TempDir()
+	f := &fixture{state: filepath.Join(root, "state"), log: filepath.Join(root, "calls.jsonl"),
+		release: filepath.Join(root, "releases", "abc"), dockerCf: filepath.Join(root, "agent", "docker")}
+	for _, d := range []string{f.state, f.release} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(f.release, "compose.yaml"), []byte(compose), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("FAKE_DOCKER_STATE", f.state)
+	t.Setenv("FAKE_DOCKER_LOG", f.log)
+	// A human's settings in the agent's environment must not leak into docker's.
+	t.Setenv("DOCKER_CONFIG", "/home/someone/.docker")
+	t.Setenv("COMPOSE_INTERACTIVE_NO_CLI", "0")
+	f.cli = New(fakeBin, "monky-env-qa-02", f.dockerCf)
+	return f
+}
+
+func (f *fixture) knob(t *testing.T, name, content string) {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(f.state, name), []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (f *fixture) calls(t *testing.T) []call {
+	t.Helper()
+	fh, err := os.Open(f.log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fh.Close()
+	var out []call
+	sc := bufio.NewScanner(fh)
+	for sc.Scan() {
+		var c call
+		if err := json.Unmarshal(sc.Bytes(), &c); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+func TestCommandsArgvDirEnv(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	if err := f.cli.Pull(ctx, f.release); err != nil {
+		t.Fatalf("pull: %v", err)
+	}
+	if err := f.cli.Up(ctx, f.release); err != nil {
+		t.Fatalf("up: %v", err)
+	}
+	if _, err := f.cli.PS(ctx, f.release); err != nil {
+		t.Fatalf("ps: %v", err)
+	}
+	if _, err := f.cli.Logs(ctx, f.release, 50); err != nil {
+		t.Fatalf("logs: %v", err)
+	}
+	if err := f.cli.Down(ctx, f.release, false); err != nil {
+		t.Fatalf("down: %v", err)
+	}
+	if err := f.cli.Down(ctx, f.release, true); err != nil {
+		t.Fatalf("down -v: %v", err)
+	}
+	if _, err := f.cli.DataRoot(ctx); err != nil {
+		t.Fatalf("data root: %v", err)
+	}
+	if err := f.cli.ImagePrune(ctx); err != nil {
+		t.Fatalf("prune: %v", err)
+	}
+	p := []string{"compose", "-p", "monky-env-qa-02"}
+	want := [][]string{
+		append(p, "pull"),
+		append(p, "up", "-d", "--remove-orphans"),
+		append(p, "ps", "--format", "json"),
+		append(p, "logs", "--no-color", "--tail", "50"),
+		append(p, "down", "--remove-orphans"),
+		append(p, "down", "--remove-orphans", "-v"),
+		{"info", "-f", "{{.DockerRootDir}}"},
+		{"image", "prune", "-f"},
+	}
+	calls := f.calls(t)
+	if len(calls) != len(want) {
+		t.Fatalf("%d calls, want %d: %+v", len(calls), len(want), calls)
+	}
+	for i, c := range calls {
+		if !reflect.DeepEqual(c.Argv, want[i]) {
+			t.Errorf("call %d argv = %q, want %q", i, c.Argv, want[i])
+		}
+		if c.DockerConfig != f.dockerCf {
+			t.Errorf("call %d DOCKER_CONFIG = %q, want %q", i, c.DockerConfig, f.dockerCf)
+		}
+		if c.InteractiveNoCLI != "1" {
+			t.Errorf("call %d COMPOSE_INTERACTIVE_NO_CLI = %q", i, c.InteractiveNoCLI)
+		}
+		if i < 6 && c.Dir != f.release {
+			t.Errorf("call %d dir = %q, want %q", i, c.Dir, f.release)
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(f.state, "volumes-removed")); strings.TrimSpace(string(b)) != "monky-env-qa-02" {
+		t.Errorf("volumes removed = %q, want one -v down", b)
+	}
+}
+
+func TestUpThenPSBothFormats(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	if cs, err := f.cli.PS(ctx, f.release); err != nil || len(cs) != 0 {
+		t.Fatalf("ps before up = %v, %v", cs, err)
+	}
+	if err := f.cli.Up(ctx, f.release); err != nil {
+		t.Fatal(err)
+	}
+	want := []effects.Container{
+		{Name: "monky-env-qa-02-api-1", Service: "api", State: "running", Health: "healthy"},
+		{Name: "monky-env-qa-02-worker-1", Service: "worker", State: "running", Health: ""},
+	}
+	nd, err := f.cli.PS(ctx, f.release)
+	if err != nil || !reflect.DeepEqual(nd, want) {
+		t.Fatalf("ps (NDJSON) = %+v, %v", nd, err)
+	}
+	f.knob(t, "ps-array", "")
+	arr, err := f.cli.PS(ctx, f.release)
+	if err != nil || !reflect.DeepEqual(arr, want) {
+		t.Fatalf("ps (array) = %+v, %v", arr, err)
+	}
+	f.knob(t, "unhealthy", "api\n")
+	cs, _ := f.cli.PS(ctx, f.release)
+	if cs[0].Healthy() || !cs[1].Healthy() {
+		t.Errorf("unhealthy knob: %+v", cs)
+	}
+	if err := f.cli.Down(ctx, f.release, false); err != nil {
+		t.Fatal(err)
+	}
+	if cs, err := f.cli.PS(ctx, f.release); err != nil || len(cs) != 0 {
+		t.Errorf("ps after down = %v, %v", cs, err)
+	}
+}
+
+func TestPullFailureCarriesRegistryWords(t *testing.T) {
+	f := newFixture(t)
+	f.knob(t, "pull-error", " api Pulling \n\n api Error \nError response from daemon: no basic auth credentials\n")
+	err := f.cli.Pull(context.Background(), f.release)
+	var e *effects.Error
+	if !errors.As(err, &e) {
+		t.Fatalf("err = %T %v", err, err)
+	}
+	if e.Code != CodePullFailed || e.Kind != effects.Permanent || e.Op != "compose pull" {
+		t.Errorf("error = %+v", e)
+	}
+	if e.Msg != "api Pulling | api Error | Error response from daemon: no basic auth credentials" {
+		t.Errorf("msg = %q", e.Msg)
+	}
+	if !strings.Contains(err.Error(), "no basic auth credentials") {
+		t.Errorf("Error() = %q", err.Error())
+	}
+}
+
+func TestUpFailureAndSilentFailure(t *testing.T) {
+	f := newFixture(t)
+	f.knob(t, "up-error", "")
+	err := f.cli.Up(context.Background(), f.release)
+	if effects.CodeOf(err) != CodeUpFailed {
+		t.Fatalf("err = %v", err)
+	}
+	if !strings.Contains(err.Error(), "exited 1 and printed nothing") {
+		t.Errorf("a silent failure must still say something: %q", err.Error())
+	}
+}
+
+func TestDownWithoutDir(t *testing.T) {
+	f := newFixture(t)
+	gone := filepath.Join(t.TempDir(), "releases", "gone")
+	if err := f.cli.Down(context.Background(), gone, false); err != nil {
+		t.Fatalf("down: %v", err)
+	}
+	c := f.calls(t)[0]
+	if c.Dir == gone || c.Dir == "" {
+		t.Errorf("ran in %q", c.Dir)
+	}
+	if _, err := os.Stat(c.Dir); !os.IsNotExist(err) {
+		t.Errorf("temp dir %s left behind", c.Dir)
+	}
+}
+
+func TestDataRoot(t *testing.T) {
+	f := newFixture(t)
+	f.knob(t, "root-dir", "/home/docker-data\n")
+	got, err := f.cli.DataRoot(context.Background())
+	if err != nil || got != "/home/docker-data" {
+		t.Errorf("DataRoot = %q, %v", got, err)
+	}
+}
+
+func TestMissingBinary(t *testing.T) {
+	cli := New("monky-no-such-docker", "p", t.TempDir())
+	err := cli.Up(context.Background(), t.TempDir())
+	if err == nil || !strings.Contains(err.Error(), "monky-no-such-docker not found on PATH") {
+		t.Errorf("err = %v", err)
+	}
+}
+
+func TestTimeoutKillsAndIsTemporary(t *testing.T) {
+	f := newFixture(t)
+	f.knob(t, "up-sleep", "20")
+	f.cli.Timeout = 300 * time.Millisecond
+	start := time.Now()
+	err := f.cli.Up(context.Background(), f.release)
+	if time.Since(start) > 8*time.Second {
+		t.Errorf("up took %s after a 300ms timeout", time.Since(start))
+	}
+	if !effects.IsTemporary(err) || effects.CodeOf(err) != CodeUpFailed || !strings.Contains(err.Error(), "timed out after 300ms") {
+		t.Errorf("err = %v", err)
+	}
+}
+
+func TestVersion(t *testing.T) {
+	f := newFixture(t)
+	v, err := f.cli.Version(context.Background())
+	if err != nil || !strings.Contains(v, "29.0.0-fake") || !strings.Contains(v, "v2.40.0-fake") {
+		t.Errorf("Version = %q, %v", v, err)
+	}
+}
+
+func TestMeaningful(t *testing.T) {
+	out := "\x1b[1A\x1b[2K api Pulling\r api Pulled\n\n   \nfinal  \n"
+	if got := Meaningful([]byte(out)); got != "api Pulled | final" {
+		t.Errorf("Meaningful = %q", got)
+	}
+	long := strings.Repeat("x", 1000) + "\nthe end"
+	got := Meaningful([]byte(long))
+	if len(got) != MsgMax || !strings.HasSuffix(got, " | the end") {
+		t.Errorf("long: len %d, %q…", len(got), got[len(got)-12:])
+	}
+}
+
+func TestLogsCarryServiceOutput(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	if err := f.cli.Up(ctx, f.release); err != nil {
+		t.Fatal(err)
+	}
+	f.knob(t, "log-line", "canary hvs.CANARYTOKEN\n")
+	out, err := f.cli.Logs(ctx, f.release, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "monky-env-qa-02-api-1  | canary hvs.CANARYTOKEN") || !strings.Contains(out, "starting worker") {
+		t.Errorf("logs = %q", out)
+	}
+	if argv := f.calls(t)[1].Argv; strings.Join(argv[3:], " ") != "logs --no-color --tail 100" {
+		t.Errorf("argv = %q: a tail of 0 means the default 100", argv)
+	}
+}

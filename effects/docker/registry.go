@@ -1,0 +1,130 @@
+package docker
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// RegistryAuth is the registry pull credential. Password is a secret: String never shows it.
+type RegistryAuth struct {
+	Registry string
+	Username string
+	Password string
+}
+
+// String names the credential without its secret.
+func (a RegistryAuth) String() string {
+	return fmt.Sprintf("registry credential for %s (user %s)", a.Registry, a.Username)
+}
+
+// GoString keeps %#v from printing the password.
+func (a RegistryAuth) GoString() string { return a.String() }
+
+// ParseRegistryAuth reads the manifest's registry-auth value: a JSON object
+// {"registry", "username", "password"} (registry optional, then defaultRegistry) or a bare
+// `username:password` (the password may hold ':'), whose registry is defaultRegistry.
+// Errors say what is wrong with the shape and never include the value.
+func ParseRegistryAuth(value, defaultRegistry string) (RegistryAuth, error) {
+	text := strings.TrimSpace(value)
+	if text == "" {
+		return RegistryAuth{}, errors.New("registry credential is empty")
+	}
+	if strings.HasPrefix(text, "{") {
+		var j struct {
+			Registry string `json:"registry"`
+			Username string `json:"username"`
+			Password string `json:"password"`
+		}
+		if json.Unmarshal([]byte(text), &j) != nil { // the decoder's error quotes the input
+			return RegistryAuth{}, errors.New("registry credential is not valid JSON of the shape {registry, username, password}")
+		}
+		if j.Username == "" || j.Password == "" {
+			return RegistryAuth{}, errors.New("registry credential JSON needs username and password")
+		}
+		reg := strings.TrimSpace(j.Registry)
+		if reg == "" {
+			reg = defaultRegistry
+		}
+		if reg == "" {
+			return RegistryAuth{}, errors.New("registry credential names no registry and registry_host is not set")
+		}
+		return RegistryAuth{Registry: reg, Username: j.Username, Password: j.Password}, nil
+	}
+	user, pw, ok := strings.Cut(text, ":")
+	if !ok || user == "" || pw == "" {
+		return RegistryAuth{}, errors.New("registry credential is neither JSON nor username:password")
+	}
+	if strings.ContainsAny(text, "\n\r") {
+		return RegistryAuth{}, errors.New("registry credential username:password holds a line break")
+	}
+	if defaultRegistry == "" {
+		return RegistryAuth{}, errors.New("registry credential username:password needs registry_host in the config")
+	}
+	return RegistryAuth{Registry: defaultRegistry, Username: user, Password: pw}, nil
+}
+
+// WriteDockerConfig writes dir/config.json (0600) holding the credential, replacing any
+// previous one atomically (temp file, fsync, rename, fsync dir); dir is created and kept
+// 0700. Idempotent. Errors never carry the credential.
+func WriteDockerConfig(dir string, a RegistryAuth) error {
+	if a.Registry == "" || a.Username == "" {
+		return errors.New("write docker config: credential has no registry or username")
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("write docker config: %w", err)
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
+		return fmt.Errorf("write docker config: %w", err)
+	}
+	auth := base64.StdEncoding.EncodeToString([]byte(a.Username + ":" + a.Password))
+	body, err := json.MarshalIndent(map[string]any{
+		"auths": map[string]any{a.Registry: map[string]string{"auth": auth}},
+	}, "", "  ")
+	if err != nil {
+		return errors.New("write docker config: encode failed")
+	}
+	return writeAtomic(filepath.Join(dir, "config.json"), append(body, '\n'), 0o600)
+}
+
+func writeAtomic(path string, body []byte, mode os.FileMode) (err error) {
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, ".config.json.*")
+	if err != nil {
+		return fmt.Errorf("write docker config: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	if err = tmp.Chmod(mode); err != nil {
+		return fmt.Errorf("write docker config: %w", err)
+	}
+	if _, err = tmp.Write(body); err != nil {
+		return fmt.Errorf("write docker config: %w", err)
+	}
+	if err = tmp.Sync(); err != nil {
+		return fmt.Errorf("write docker config: %w", err)
+	}
+	if err = tmp.Close(); err != nil {
+		return fmt.Errorf("write docker config: %w", err)
+	}
+	if err = os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("write docker config: %w", err)
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("write docker config: %w", err)
+	}
+	defer d.Close()
+	if err = d.Sync(); err != nil {
+		return fmt.Errorf("write docker config: %w", err)
+	}
+	return nil
+}

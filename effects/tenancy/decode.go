@@ -1,0 +1,86 @@
+package tenancy
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/url"
+
+	"github.com/tikali/monky-deployd/effects"
+)
+
+func shapeErr(op, code, msg string) error {
+	return &effects.Error{Op: op, Kind: effects.Permanent, Code: code, Msg: msg}
+}
+
+// decodeCheckin reads a check-in answer tolerantly (unknown fields ignored) and refuses an
+// action other than apply, none or down, and an apply without a desired sha. A missing
+// bundle_url for apply is filled with /v1/agent/bundle/<env>/<sha>.
+func decodeCheckin(body []byte) (effects.CheckinResponse, error) {
+	var r effects.CheckinResponse
+	if err := json.Unmarshal(body, &r); err != nil {
+		return effects.CheckinResponse{}, shapeErr("checkin", "CHECKIN_SHAPE", "answer is not a check-in: "+jsonProblem(err))
+	}
+	switch r.Action {
+	case effects.ActionApply, effects.ActionNone, effects.ActionDown:
+	default:
+		return effects.CheckinResponse{}, shapeErr("checkin", "CHECKIN_SHAPE",
+			fmt.Sprintf("unknown action %q (only apply, none and down exist)", clip(r.Action)))
+	}
+	if r.Action == effects.ActionApply {
+		if r.DesiredSha == "" {
+			return effects.CheckinResponse{}, shapeErr("checkin", "CHECKIN_SHAPE", "action apply without a desired_sha")
+		}
+		if r.BundleURL == "" {
+			r.BundleURL = "/v1/agent/bundle/" + url.PathEscape(r.EnvID) + "/" + url.PathEscape(r.DesiredSha)
+		}
+	}
+	if r.CheckinIntervalS < 0 {
+		r.CheckinIntervalS = 0
+	}
+	return r, nil
+}
+
+// decodeLease reads AgentLeaseOut: addr top-level, else vault.addr. The AppRole shape
+// (wrapping_token, role_id) and an answer without login_jwt are LEASE_SHAPE. The grant is
+// never quoted.
+func decodeLease(body []byte) (effects.Lease, error) {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(body, &raw); err != nil {
+		return effects.Lease{}, shapeErr("lease", "LEASE_SHAPE", "answer is not a lease: "+jsonProblem(err))
+	}
+	for _, k := range []string{"wrapping_token", "role_id"} {
+		if _, ok := raw[k]; ok {
+			return effects.Lease{}, shapeErr("lease", "LEASE_SHAPE",
+				"tenancy answered the retired AppRole lease shape ("+k+"): AppRole is gone and there is nothing to unwrap — "+
+					"tenancy must answer with login_jwt (AgentLeaseOut); no fallback")
+		}
+	}
+	var l struct {
+		effects.Lease
+		Vault *struct {
+			Addr string `json:"addr"`
+		} `json:"vault"`
+	}
+	if err := json.Unmarshal(body, &l); err != nil {
+		return effects.Lease{}, shapeErr("lease", "LEASE_SHAPE", "answer is not a lease: "+jsonProblem(err))
+	}
+	out := l.Lease
+	if out.Addr == "" && l.Vault != nil {
+		out.Addr = l.Vault.Addr
+	}
+	if out.LoginJWT == "" {
+		return effects.Lease{}, shapeErr("lease", "LEASE_SHAPE", "lease answer has no login_jwt")
+	}
+	return out, nil
+}
+
+// jsonProblem describes a decode error without quoting the input.
+func jsonProblem(err error) string {
+	switch e := err.(type) {
+	case *json.SyntaxError:
+		return fmt.Sprintf("invalid JSON at byte %d", e.Offset)
+	case *json.UnmarshalTypeError:
+		return fmt.Sprintf("field %q is a JSON %s", e.Field, e.Value)
+	}
+	return "not a JSON object"
+}

@@ -1,0 +1,31 @@
+package tenancy
+
+import (
+	"testing"
+
+	"github.com/tikali/monky-deployd/effects"
+)
+
+// FuzzDecodeCheckin feeds arbitrary bytes to the decoders of tenancy's answers: they must never
+// panic, and an accepted check-in has one of the three actions.
+func FuzzDecodeCheckin(f *testing.F) {
+	f.Add([]byte(checkinAnswer))
+	f.Add([]byte(`{"action":"none"}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		r, err := decodeCheckin(b)
+		if err == nil {
+			switch r.Action {
+			case effects.ActionApply, effects.ActionNone, effects.ActionDown:
+			default:
+				t.Fatalf("accepted action %q", r.Action)
+			}
+			if r.Action == effects.ActionApply && (r.DesiredSha == "" || r.BundleURL == "") {
+				t.Fatalf("accepted apply without sha or url: %+v", r)
+			}
+		}
+		if l, err := decodeLease(b); err == nil && l.LoginJWT == "" {
+			t.Fatal("accepted a lease without login_jwt")
+		}
+		decodeErrorBody(b)
+	})
+}

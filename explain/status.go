@@ -1,0 +1,191 @@
+package explain
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/tikali/monky-deployd/store"
+)
+
+// TokenStatus describes the bearer, never its value.
+type TokenStatus struct {
+	Present   bool       `json:"present"`
+	Source    string     `json:"source,omitempty"`
+	ExpiresAt *time.Time `json:"expires_at,omitempty"`
+}
+
+// Budget is the lease budget.
+type Budget struct {
+	Used    int        `json:"used"`
+	Limit   int        `json:"limit"`
+	WindowS int        `json:"window_s"`
+	FreesAt *time.Time `json:"frees_at"`
+}
+
+// Status is `status --json`.
+type Status struct {
+	Schema        int               `json:"schema"`
+	EnvID         string            `json:"env_id"`
+	State         string            `json:"state"`
+	Next          string            `json:"next"`
+	AppliedSha    string            `json:"applied_sha"`
+	DesiredSha    string            `json:"desired_sha"`
+	Token         TokenStatus       `json:"token"`
+	LastCheckinAt *time.Time        `json:"last_checkin_at"`
+	LastReport    *store.LastReport `json:"last_report"`
+	LeaseBudget   Budget            `json:"lease_budget"`
+	Attempts      int               `json:"attempts"`
+	AttemptsBy    map[string]int    `json:"attempts_by_state,omitempty"`
+	NextRetryAt   *time.Time        `json:"next_retry_at"`
+	Parked        bool              `json:"parked"`
+	Refusal       *store.Refusal    `json:"refusal,omitempty"`
+	Failure       *store.Failure    `json:"failure,omitempty"`
+	Block         *store.Block      `json:"block,omitempty"`
+	Outbox        int               `json:"outbox"`
+	Containers    []store.Container `json:"containers"`
+	LastTickAt    *time.Time        `json:"last_tick_at"`
+	LastExit      int               `json:"last_exit"`
+	TickRunning   bool              `json:"tick_running"`
+}
+
+func ptime(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}
+
+// BuildStatus reads where the box stands. tokenPresent is whether the token file exists
+// (nil: take the state file's word, as on a support copy).
+func BuildStatus(st store.Store, now time.Time, tokenPresent *bool) (Status, error) {
+	var s Status
+	err := st.View(func(tx store.Tx) error {
+		rec, err := tx.Record()
+		if err != nil {
+			return err
+		}
+		used, frees, err := budget(tx, now)
+		if err != nil {
+			return err
+		}
+		q, err := tx.Outbox()
+		if err != nil {
+			return err
+		}
+		s = Status{Schema: Schema, EnvID: rec.EnvID, State: stateOf(rec), Next: Next(rec, used, frees, len(q), now),
+			AppliedSha: rec.AppliedSha, DesiredSha: rec.DesiredSha,
+			Token:         TokenStatus{Present: rec.Token.Present, Source: rec.Token.Source, ExpiresAt: ptime(rec.Token.ExpiresAt)},
+			LastCheckinAt: ptime(rec.LastCheckinAt), LastReport: rec.LastReport,
+			LeaseBudget: Budget{Used: used, Limit: LeaseLimit, WindowS: int(LeaseWindow.Seconds()), FreesAt: ptime(frees)},
+			AttemptsBy:  rec.Attempts, NextRetryAt: ptime(rec.NextRetryAt), Parked: rec.Parked,
+			Refusal: rec.Refusal, Failure: rec.Failure, Block: rec.Block, Outbox: len(q),
+			Containers: rec.Containers, LastTickAt: ptime(rec.LastTickAt), LastExit: rec.LastExit}
+		for _, v := range rec.Attempts {
+			s.Attempts += v
+		}
+		return nil
+	})
+	if tokenPresent != nil {
+		s.Token.Present = *tokenPresent
+		if !s.Token.Present {
+			s.Token.Source, s.Token.ExpiresAt = "", nil
+		}
+	}
+	if s.Containers == nil {
+		s.Containers = []store.Container{}
+	}
+	return s, err
+}
+
+// WriteStatusText prints status for a person: the one thing wrong first, then aligned facts.
+func WriteStatusText(w io.Writer, s Status) {
+	if p := problem(s); p != "" {
+		fmt.Fprintf(w, "!! %s\n\n", p)
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	row := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, v) }
+	row("env", s.EnvID)
+	row("state", s.State)
+	row("next", s.Next)
+	row("applied", short(s.AppliedSha))
+	row("desired", short(s.DesiredSha))
+	tok := "absent"
+	if s.Token.Present {
+		tok = "present (" + s.Token.Source + ")"
+		if s.Token.ExpiresAt != nil {
+			tok += ", expires " + stamp(*s.Token.ExpiresAt)
+		}
+	}
+	row("token", tok)
+	row("last check-in", when(s.LastCheckinAt))
+	if s.LastReport != nil {
+		ack := "not yet acknowledged"
+		if s.LastReport.Acknowledged {
+			ack = "acknowledged"
+		}
+		row("last report", fmt.Sprintf("%s %s at %s, %s", s.LastReport.Result, short(s.LastReport.Sha), stamp(s.LastReport.At), ack))
+	} else {
+		row("last report", "never")
+	}
+	lb := fmt.Sprintf("%d/%d this hour", s.LeaseBudget.Used, s.LeaseBudget.Limit)
+	if s.LeaseBudget.FreesAt != nil && s.LeaseBudget.Used > 0 {
+		lb += ", a slot frees at " + stamp(*s.LeaseBudget.FreesAt)
+	}
+	row("lease budget", lb)
+	if s.Attempts > 0 {
+		row("attempts", fmt.Sprintf("%d%s", s.Attempts, map[bool]string{true: " (parked)", false: ""}[s.Parked]))
+		if s.NextRetryAt != nil && !s.Parked {
+			row("next retry", stamp(*s.NextRetryAt))
+		}
+	}
+	if s.Outbox > 0 {
+		row("outbox", fmt.Sprintf("%d report(s) waiting", s.Outbox))
+	}
+	row("last tick", fmt.Sprintf("%s, exit %d%s", when(s.LastTickAt), s.LastExit, map[bool]string{true: " (a tick is running now)", false: ""}[s.TickRunning]))
+	tw.Flush()
+	if len(s.Containers) > 0 {
+		fmt.Fprintln(w, "\ncontainers (at the last check-in):")
+		cs := append([]store.Container(nil), s.Containers...)
+		sort.Slice(cs, func(i, j int) bool { return cs[i].Name < cs[j].Name })
+		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		for _, c := range cs {
+			h := c.Health
+			if h == "" {
+				h = "-"
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", c.Service, c.Name, c.State, h)
+		}
+		tw.Flush()
+	}
+}
+
+func when(t *time.Time) string {
+	if t == nil {
+		return "never"
+	}
+	return stamp(*t)
+}
+
+func problem(s Status) string {
+	switch {
+	case s.Block != nil:
+		return "blocked: " + s.Block.Code + ": " + s.Block.Detail
+	case s.Refusal != nil && s.State == "Refused":
+		return "refused: " + s.Refusal.Code + ": " + s.Refusal.Detail
+	case s.Failure != nil && s.State == "Failed":
+		return "failed: " + s.Failure.Code + ": " + s.Failure.Detail
+	case !s.Token.Present:
+		return "no OpenBao token: the next tick logs in with the bootstrap grant, or needs the install kit"
+	case s.LastReport != nil && s.LastReport.Result == "failed":
+		return "last report failed: " + s.LastReport.Detail
+	}
+	if strings.HasPrefix(s.Next, "lease budget") {
+		return s.Next
+	}
+	return ""
+}

@@ -1,0 +1,322 @@
+// Command fakedocker is a recording stand-in for the docker CLI, for tests and for
+// `make demo` when no engine answers. It starts no container and talks to no daemon: it
+// records each call and keeps a pretend compose state in a directory.
+//
+// Build it as `docker` on a test's PATH:
+//
+//	go build -o <tmp>/docker ./internal/fakedocker
+//
+// Knobs (environment):
+//
+//	FAKE_DOCKER_LOG     a file; one JSON line is appended per call:
+//	                    {"argv": [...], "dir": cwd, "docker_config": $DOCKER_CONFIG,
+//	                     "interactive_no_cli": $COMPOSE_INTERACTIVE_NO_CLI}
+//	FAKE_DOCKER_STATE   the state directory (default: <tmp>/fakedocker-<uid>). In it:
+//	  projects/<P>.json   what `compose -p P up` started (written by the stub)
+//	  volumes-removed     one line per `compose -p P down -v`: P (written by the stub)
+//	  ps-array            when present, `compose ps --format json` prints one JSON array
+//	                      (compose < 2.21) instead of one object per line
+//	  pull-error          when present, `compose pull` prints its content to stderr, exit 1
+//	                      (e.g. "Error response from daemon: no basic auth credentials")
+//	  up-error            when present, `compose up` prints its content to stderr, exit 1
+//	  up-sleep            seconds `compose up` blocks before it records anything
+//	  unhealthy           service names, one per line, that `ps` reports "unhealthy"
+//	  log-line            a line `compose logs` prints for every service (plant a canary)
+//	  root-dir            what `docker info -f '{{.DockerRootDir}}'` prints (default: the
+//	                      state directory itself)
+//
+// `compose -p P up -d --remove-orphans` reads the compose file in the working directory
+// (compose.yaml, or the -f file) and records P's services as running, health "healthy" when
+// the service has a healthcheck, else "". `down` forgets them. `version`, `compose version`,
+// `info`, `image prune -f` print fixed answers. Anything else exits 1 saying so.
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+type container struct {
+	Name    string `json:"Name"`
+	Service string `json:"Service"`
+	State   string `json:"State"`
+	Health  string `json:"Health"`
+	Project string `json:"Project"`
+}
+
+func main() {
+	record()
+	os.Exit(run(os.Args[1:]))
+}
+
+func record() {
+	logPath := os.Getenv("FAKE_DOCKER_LOG")
+	if logPath == "" {
+		return
+	}
+	cwd, _ := os.Getwd()
+	line, _ := json.Marshal(map[string]any{
+		"argv":               os.Args[1:],
+		"dir":                cwd,
+		"docker_config":      os.Getenv("DOCKER_CONFIG"),
+		"interactive_no_cli": os.Getenv("COMPOSE_INTERACTIVE_NO_CLI"),
+	})
+	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "fakedocker: log:", err)
+		return
+	}
+	defer f.Close()
+	f.Write(append(line, '\n'))
+}
+
+func stateDir() string {
+	if d := os.Getenv("FAKE_DOCKER_STATE"); d != "" {
+		return d
+	}
+	return filepath.Join(os.TempDir(), fmt.Sprintf("fakedocker-%d", os.Getuid()))
+}
+
+func knob(name string) (string, bool) {
+	b, err := os.ReadFile(filepath.Join(stateDir(), name))
+	if err != nil {
+		return "", false
+	}
+	return string(b), true
+}
+
+func fail(format string, args ...any) int {
+	fmt.Fprintf(os.Stderr, format+"\n", args...)
+	return 1
+}
+
+func run(args []string) int {
+	if len(args) == 0 {
+		return fail("fakedocker: no command")
+	}
+	switch args[0] {
+	case "version":
+		fmt.Println("Client: Docker Engine - Community\n Version:           29.0.0-fake\n\nServer: Docker Engine - Community\n Engine:\n  Version:          29.0.0-fake")
+		return 0
+	case "info":
+		if root, ok := knob("root-dir"); ok {
+			fmt.Println(strings.TrimSpace(root))
+		} else {
+			fmt.Println(stateDir())
+		}
+		return 0
+	case "image":
+		if len(args) >= 2 && args[1] == "prune" {
+			fmt.Println("Total reclaimed space: 0B")
+			return 0
+		}
+	case "compose":
+		return compose(args[1:])
+	}
+	return fail("fakedocker: unknown command %q", strings.Join(args, " "))
+}
+
+func compose(args []string) int {
+	project, file := "", ""
+	i := 0
+	for ; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "-p" || a == "--project-name":
+			if i+1 >= len(args) {
+				return fail("flag needs an argument: %s", a)
+			}
+			i++
+			project = args[i]
+		case strings.HasPrefix(a, "--project-name="):
+			project = strings.TrimPrefix(a, "--project-name=")
+		case a == "-f" || a == "--file":
+			if i+1 >= len(args) {
+				return fail("flag needs an argument: %s", a)
+			}
+			i++
+			file = args[i]
+		case strings.HasPrefix(a, "-"):
+			return fail("fakedocker: unknown compose flag %s", a)
+		default:
+			goto sub
+		}
+	}
+sub:
+	if i >= len(args) {
+		return fail("fakedocker: compose needs a subcommand")
+	}
+	sub, rest := args[i], args[i+1:]
+	if sub == "version" {
+		fmt.Println("Docker Compose version v2.40.0-fake")
+		return 0
+	}
+	if project == "" {
+		cwd, _ := os.Getwd()
+		project = filepath.Base(cwd)
+	}
+	switch sub {
+	case "up":
+		return up(project, file)
+	case "ps":
+		return ps(project)
+	case "down":
+		return down(project, rest)
+	case "pull":
+		if msg, ok := knob("pull-error"); ok {
+			fmt.Fprint(os.Stderr, msg)
+			return 1
+		}
+		fmt.Fprintln(os.Stderr, "Pulled")
+		return 0
+	case "logs":
+		return logs(project)
+	}
+	return fail("fakedocker: unknown compose subcommand %q", sub)
+}
+
+func projectPath(p string) string { return filepath.Join(stateDir(), "projects", p+".json") }
+
+func load(p string) []container {
+	var cs []container
+	b, err := os.ReadFile(projectPath(p))
+	if err == nil {
+		json.Unmarshal(b, &cs)
+	}
+	return cs
+}
+
+func up(project, file string) int {
+	if file == "" {
+		for _, f := range []string{"compose.yaml", "compose.yml", "docker-compose.yaml", "docker-compose.yml"} {
+			if _, err := os.Stat(f); err == nil {
+				file = f
+				break
+			}
+		}
+		if file == "" {
+			return fail("no configuration file provided: not found")
+		}
+	}
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		return fail("open %s: %v", file, err)
+	}
+	var doc struct {
+		Services map[string]map[string]any `yaml:"services"`
+	}
+	if err := yaml.Unmarshal(raw, &doc); err != nil {
+		return fail("yaml: %v", err)
+	}
+	if s, ok := knob("up-sleep"); ok {
+		if n, err := strconv.ParseFloat(strings.TrimSpace(s), 64); err == nil {
+			time.Sleep(time.Duration(n * float64(time.Second)))
+		}
+	}
+	if msg, ok := knob("up-error"); ok {
+		fmt.Fprint(os.Stderr, msg)
+		return 1
+	}
+	names := make([]string, 0, len(doc.Services))
+	for n := range doc.Services {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	cs := make([]container, 0, len(names))
+	for _, n := range names {
+		c := container{Name: project + "-" + n + "-1", Service: n, State: "running", Project: project}
+		if _, ok := doc.Services[n]["healthcheck"]; ok {
+			c.Health = "healthy"
+		}
+		cs = append(cs, c)
+		fmt.Fprintf(os.Stderr, " Container %s  Started\n", c.Name)
+	}
+	if err := save(project, cs); err != nil {
+		return fail("fakedocker: %v", err)
+	}
+	return 0
+}
+
+func save(project string, cs []container) error {
+	p := projectPath(project)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return err
+	}
+	b, _ := json.Marshal(cs)
+	tmp := p + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, p)
+}
+
+func ps(project string) int {
+	cs := load(project)
+	bad := map[string]bool{}
+	if s, ok := knob("unhealthy"); ok {
+		for _, l := range strings.Split(s, "\n") {
+			if l = strings.TrimSpace(l); l != "" {
+				bad[l] = true
+			}
+		}
+	}
+	for i := range cs {
+		if bad[cs[i].Service] {
+			cs[i].Health = "unhealthy"
+		}
+	}
+	if _, ok := knob("ps-array"); ok {
+		if cs == nil {
+			cs = []container{}
+		}
+		b, _ := json.Marshal(cs)
+		fmt.Println(string(b))
+		return 0
+	}
+	for _, c := range cs {
+		b, _ := json.Marshal(c)
+		fmt.Println(string(b))
+	}
+	return 0
+}
+
+func down(project string, args []string) int {
+	cs := load(project)
+	for _, c := range cs {
+		fmt.Fprintf(os.Stderr, " Container %s  Removed\n", c.Name)
+	}
+	if err := os.Remove(projectPath(project)); err != nil && !os.IsNotExist(err) {
+		return fail("fakedocker: %v", err)
+	}
+	for _, a := range args {
+		if a == "-v" || a == "--volumes" {
+			f, err := os.OpenFile(filepath.Join(stateDir(), "volumes-removed"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+			if err != nil {
+				return fail("fakedocker: %v", err)
+			}
+			fmt.Fprintln(f, project)
+			f.Close()
+		}
+	}
+	return 0
+}
+
+func logs(project string) int {
+	extra, hasExtra := knob("log-line")
+	for _, c := range load(project) {
+		fmt.Printf("%s  | starting %s\n", c.Name, c.Service)
+		fmt.Printf("%s  | listening\n", c.Name)
+		if hasExtra {
+			fmt.Printf("%s  | %s\n", c.Name, strings.TrimRight(extra, "\n"))
+		}
+	}
+	return 0
+}

@@ -1,0 +1,216 @@
+package machine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/looplab/fsm"
+
+	"github.com/tikali/monky-deployd/failpoint"
+
+	"github.com/tikali/monky-deployd/store"
+)
+
+// Clock is the injected time source.
+type Clock func() time.Time
+
+// Transition is what the Engine journals and logs for one committed change of state.
+type Transition struct {
+	Tick   uint64
+	From   State
+	To     State
+	Event  string
+	Code   string
+	Detail string
+	Ms     int64
+}
+
+// Outcome is what a step decided: the event to fire, words for the journal, and any durable
+// writes that must be committed together with the transition (outbox, lease budget, history).
+type Outcome struct {
+	Event  string
+	Code   string
+	Detail string
+	// Update, when set, edits the record and writes more in the same transaction.
+	Update func(rec *store.Record, tx store.Tx) error
+}
+
+// Engine owns the current state. Fire and Note are the only writers of state and journal.
+type Engine struct {
+	store store.Store
+	now   Clock
+	fsm   *fsm.FSM
+	rec   store.Record
+	// OnTransition, when set, is called after each commit (one log line per transition).
+	OnTransition func(Transition)
+	// OnNote, when set, is called after each journal note.
+	OnNote func(e store.Entry)
+}
+
+// Load reads the record, validates its state name and returns an Engine positioned there.
+// A record from a fresh store starts at Idle.
+func Load(st store.Store, now Clock) (*Engine, error) {
+	var rec store.Record
+	if err := st.View(func(tx store.Tx) error {
+		var err error
+		rec, err = tx.Record()
+		return err
+	}); err != nil {
+		return nil, fmt.Errorf("load state: %w", err)
+	}
+	if rec.State == "" {
+		rec.State = string(Idle)
+	}
+	s, err := Parse(rec.State)
+	if err != nil {
+		return nil, fmt.Errorf("load state: %w", err)
+	}
+	return &Engine{store: st, now: now, fsm: newFSM(s), rec: rec}, nil
+}
+
+// State is the current state.
+func (e *Engine) State() State { return State(e.fsm.Current()) }
+
+// Record returns a copy of the current record.
+func (e *Engine) Record() store.Record { return cloneRecord(e.rec) }
+
+// Now is the engine's clock.
+func (e *Engine) Now() time.Time { return e.now() }
+
+// Fire validates ev against the table from the current state, then commits the new state,
+// the outcome's writes and one journal entry in one transaction. started is when the step
+// whose outcome this is began (for the entry's duration). Nothing changes when it fails.
+func (e *Engine) Fire(o Outcome, started time.Time) error {
+	from := e.State()
+	if !e.fsm.Can(o.Event) {
+		return fmt.Errorf("machine: event %q is not allowed in state %s", o.Event, from)
+	}
+	// The fsm is the validator only: it runs no callbacks and must never see a cancelled
+	// context (a cancelled Event wedges it for good), hence WithoutCancel.
+	if err := e.fsm.Event(context.WithoutCancel(context.Background()), o.Event); err != nil {
+		var noTr fsm.NoTransitionError
+		if !errors.As(err, &noTr) {
+			return fmt.Errorf("machine: %s from %s: %w", o.Event, from, err)
+		}
+	}
+	to := e.State()
+	now := e.now()
+	ms := now.Sub(started).Milliseconds()
+	if ms < 0 {
+		ms = 0
+	}
+	rec := cloneRecord(e.rec)
+	rec.State = string(to)
+	entry := store.Entry{Tick: rec.Tick, At: now, From: string(from), To: string(to), Event: o.Event, Ms: ms, Code: o.Code, Detail: o.Detail}
+	failpoint.Hit("before:" + string(to))
+	err := e.store.Update(func(tx store.Tx) error {
+		if o.Update != nil {
+			if err := o.Update(&rec, tx); err != nil {
+				return err
+			}
+		}
+		if err := tx.PutRecord(rec); err != nil {
+			return err
+		}
+		_, err := tx.Append(entry)
+		return err
+	})
+	if err != nil {
+		e.fsm.SetState(string(from))
+		return fmt.Errorf("commit %s → %s: %w", from, to, err)
+	}
+	e.rec = rec
+	failpoint.Hit("after:" + string(to))
+	if e.OnTransition != nil {
+		e.OnTransition(Transition{Tick: rec.Tick, From: from, To: to, Event: o.Event, Code: o.Code, Detail: o.Detail, Ms: ms})
+	}
+	return nil
+}
+
+// Note journals words without a change of state (a check-in that resumes a flight, a tick
+// that waits for its backoff), committing update with it when given.
+func (e *Engine) Note(event, code, detail string, started time.Time, update func(rec *store.Record, tx store.Tx) error) error {
+	now := e.now()
+	ms := now.Sub(started).Milliseconds()
+	if ms < 0 {
+		ms = 0
+	}
+	rec := cloneRecord(e.rec)
+	s := string(e.State())
+	entry := store.Entry{Tick: rec.Tick, At: now, From: s, To: s, Event: event, Ms: ms, Code: code, Detail: detail}
+	err := e.store.Update(func(tx store.Tx) error {
+		if update != nil {
+			if err := update(&rec, tx); err != nil {
+				return err
+			}
+		}
+		if err := tx.PutRecord(rec); err != nil {
+			return err
+		}
+		seq, err := tx.Append(entry)
+		entry.Seq = seq
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("journal %s: %w", event, err)
+	}
+	e.rec = rec
+	if e.OnNote != nil {
+		e.OnNote(entry)
+	}
+	return nil
+}
+
+// Save commits record changes that are not a transition and need no journal entry
+// (the container list, the token's expiry after a renew).
+func (e *Engine) Save(update func(rec *store.Record, tx store.Tx) error) error {
+	rec := cloneRecord(e.rec)
+	if err := e.store.Update(func(tx store.Tx) error {
+		if err := update(&rec, tx); err != nil {
+			return err
+		}
+		return tx.PutRecord(rec)
+	}); err != nil {
+		return fmt.Errorf("save state: %w", err)
+	}
+	e.rec = rec
+	return nil
+}
+
+// Restart positions the fsm at s without a transition: a tick that starts from Reported
+// starts from Idle (the tick boundary is not a journaled step).
+func (e *Engine) Restart(s State) {
+	e.fsm.SetState(string(s))
+}
+
+func cloneRecord(r store.Record) store.Record {
+	c := r
+	if r.Attempts != nil {
+		c.Attempts = make(map[string]int, len(r.Attempts))
+		for k, v := range r.Attempts {
+			c.Attempts[k] = v
+		}
+	}
+	if r.Containers != nil {
+		c.Containers = append([]store.Container(nil), r.Containers...)
+	}
+	if r.Refusal != nil {
+		v := *r.Refusal
+		c.Refusal = &v
+	}
+	if r.Block != nil {
+		v := *r.Block
+		c.Block = &v
+	}
+	if r.Failure != nil {
+		v := *r.Failure
+		c.Failure = &v
+	}
+	if r.LastReport != nil {
+		v := *r.LastReport
+		c.LastReport = &v
+	}
+	return c
+}

@@ -1,0 +1,114 @@
+package machine
+
+import (
+	"time"
+
+	"github.com/tikali/monky-deployd/store"
+)
+
+// BeginTick numbers a new tick and journals its header. A tick that starts from Reported
+// starts from Idle.
+func (e *Engine) BeginTick(envID string) (uint64, error) {
+	now := e.now()
+	rec := cloneRecord(e.rec)
+	rec.EnvID = envID
+	rec.Tick++
+	rec.LastTickAt = now
+	sum := store.TickSummary{Tick: rec.Tick, StartedAt: now, DesiredSha: rec.DesiredSha, AppliedSha: rec.AppliedSha}
+	if err := e.store.Update(func(tx store.Tx) error {
+		if err := tx.PutTick(sum); err != nil {
+			return err
+		}
+		return tx.PutRecord(rec)
+	}); err != nil {
+		return 0, err
+	}
+	e.rec = rec
+	if e.State() == Reported {
+		e.Restart(Idle)
+	}
+	return rec.Tick, nil
+}
+
+// TickEnd is what a finished tick records in its header.
+type TickEnd struct {
+	Exit   int
+	Action string
+}
+
+// EndTick records the tick's exit, folds it into the previous tick when it changed nothing
+// (a heartbeat like the one before it), and applies the journal's retention.
+func (e *Engine) EndTick(end TickEnd, keep store.Retention) error {
+	now := e.now()
+	rec := cloneRecord(e.rec)
+	rec.LastExit = end.Exit
+	return e.store.Update(func(tx store.Tx) error {
+		sum, ok, err := tx.GetTick(rec.Tick)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			sum = store.TickSummary{Tick: rec.Tick, StartedAt: now}
+		}
+		exit := end.Exit
+		sum.Exit = &exit
+		sum.EndedAt = now
+		sum.Action = end.Action
+		sum.DesiredSha = rec.DesiredSha
+		sum.AppliedSha = rec.AppliedSha
+		if folded, err := fold(tx, sum, now); err != nil {
+			return err
+		} else if !folded {
+			if err := tx.PutTick(sum); err != nil {
+				return err
+			}
+		}
+		if err := tx.PutRecord(rec); err != nil {
+			return err
+		}
+		_, err = tx.Prune(keep, now)
+		if err == nil {
+			e.rec = rec
+		}
+		return err
+	})
+}
+
+// fold merges a tick into the tick before it when both did the same thing with the same
+// result: the older header counts it (Folded, LastAt) and the newer one's entries go.
+func fold(tx store.Tx, sum store.TickSummary, now time.Time) (bool, error) {
+	if sum.Tick < 2 {
+		return false, nil
+	}
+	prevs, err := tx.Ticks(2)
+	if err != nil || len(prevs) < 2 {
+		return false, err
+	}
+	prev := prevs[0]
+	if prevs[1].Tick != sum.Tick || prev.Exit == nil || *prev.Exit != *sum.Exit ||
+		prev.Action != sum.Action || prev.DesiredSha != sum.DesiredSha || prev.AppliedSha != sum.AppliedSha {
+		return false, nil
+	}
+	a, err := tx.Entries(prev.Tick)
+	if err != nil {
+		return false, err
+	}
+	b, err := tx.Entries(sum.Tick)
+	if err != nil {
+		return false, err
+	}
+	if len(a) != len(b) {
+		return false, nil
+	}
+	for i := range a {
+		if a[i].From != b[i].From || a[i].To != b[i].To || a[i].Event != b[i].Event || a[i].Code != b[i].Code || a[i].Detail != b[i].Detail {
+			return false, nil
+		}
+	}
+	if err := tx.DeleteTick(sum.Tick); err != nil {
+		return false, err
+	}
+	prev.Folded++
+	prev.LastAt = now
+	return true, tx.PutTick(prev)
+}

@@ -1,0 +1,197 @@
+package redact
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+)
+
+const (
+	hvs = "hvs.CAESIJ7x2kq9Lm0pQrStUvWxYz_-AbCdEfGh"
+	jwt = "eyJhbGciOiJFUzI1NiIsInR5cCI6IkpXVCJ9.eyJlbnZfaWQiOiJlbnYtcWEtMDIiLCJqdGkiOiJ4In0.MEUCIQDx-_abc123"
+)
+
+func TestShapes(t *testing.T) {
+	cases := []struct{ in, want string }{
+		{"token " + hvs + " ok", "token [REDACTED] ok"},
+		{"hvb.AAAAAQJ_abcdefgh-xyz", "[REDACTED]"},
+		{"token=hvr.Abcdefgh123", "token=[REDACTED]"},
+		{"hvs.short", "hvs.short"},
+		{"legacy s.AbCdEfGhIjKlMnOpQrStUvWx done", "legacy [REDACTED] done"},
+		{"(b.0123456789abcdefghijXYZ)", "([REDACTED])"},
+		{"r.0123456789abcdefghij", "[REDACTED]"},
+		{"ordinary words: s.t, b.txt, e.g. a.b.c, is.AbCdEfGhIjKlMnOpQrStUvWx", "ordinary words: s.t, b.txt, e.g. a.b.c, is.AbCdEfGhIjKlMnOpQrStUvWx"},
+		{"file releases.tar.gz and cbs.tikali.net", "file releases.tar.gz and cbs.tikali.net"},
+		{"s.short0123456789", "s.short0123456789"},
+		{"grant " + jwt + " end", "grant [REDACTED] end"},
+		{`{"login_jwt":"` + jwt + `"}`, `{"login_jwt":"[REDACTED]"}`},
+		{"unsigned eyJhbGciOiJub25lIn0.eyJzdWIiOiJ4In0. tail", "unsigned [REDACTED] tail"},
+		{"eyJ alone, eyJhbGciOiJ without dots", "eyJ alone, eyJhbGciOiJ without dots"},
+		{"Authorization: Bearer abc.DEF-123 next", "Authorization: Bearer [REDACTED] next"},
+		{"authorization: bearer x", "authorization: bearer [REDACTED]"},
+		{`"Authorization":"Bearer tok3n"`, `"Authorization":"Bearer [REDACTED]"`},
+		{`map[Authorization:[Bearer tok3n] Accept:[json]]`, `map[Authorization:[Bearer [REDACTED]] Accept:[json]]`},
+		{`{"msg":"sent \"Authorization\":\"Bearer tok3n\""}`, `{"msg":"sent \"Authorization\":\"Bearer [REDACTED]\""}`},
+		{"Authorization: Basic dXNlcjpwYXNz", "Authorization: Basic [REDACTED]"},
+		{"Authorization: rawtoken123", "Authorization: [REDACTED]"},
+		{"authorization failed for user", "authorization failed for user"},
+		{"X-Vault-Token: abcd1234 rest", "X-Vault-Token: [REDACTED] rest"},
+		{`map[X-Vault-Token:[whatever]]`, `map[X-Vault-Token:[[REDACTED]]]`},
+		{`"x-vault-token": "zzzz"`, `"x-vault-token": "[REDACTED]"`},
+		{"missing X-Vault-Token header", "missing X-Vault-Token header"},
+		{"", ""},
+	}
+	r := New()
+	for _, tc := range cases {
+		if got := r.String(tc.in); got != tc.want {
+			t.Errorf("String(%q)\n got %q\nwant %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestRegisteredValuesAndEncodings(t *testing.T) {
+	const secret = `pa$$w0rd/with+odd "chars"&<x>`
+	r := New()
+	r.Add(secret)
+	r.Add("abc") // too short: ignored
+	if r.Len() != 1 {
+		t.Fatalf("Len = %d, want 1", r.Len())
+	}
+	forms := map[string]string{
+		"raw":         secret,
+		"b64":         base64.StdEncoding.EncodeToString([]byte(secret)),
+		"b64raw":      base64.RawStdEncoding.EncodeToString([]byte(secret)),
+		"b64url":      base64.URLEncoding.EncodeToString([]byte(secret)),
+		"hex":         hex.EncodeToString([]byte(secret)),
+		"HEX":         strings.ToUpper(hex.EncodeToString([]byte(secret))),
+		"query":       url.QueryEscape(secret),
+		"path":        url.PathEscape(secret),
+		"json":        mustJSON(secret),
+		"in-b64-off1": base64.StdEncoding.EncodeToString([]byte("u:" + secret + "!")),
+		"in-b64-off2": base64.StdEncoding.EncodeToString([]byte("us:" + secret + "!!")),
+		"in-b64-off0": base64.URLEncoding.EncodeToString([]byte("usr:" + secret)),
+	}
+	for name, f := range forms {
+		in := "before " + f + " after"
+		got := r.String(in)
+		if !strings.Contains(got, Mask) {
+			t.Errorf("%s: nothing masked in %q", name, got)
+		}
+		// Of the encoded form, only the characters that encode the neighbours (or a boundary
+		// character mixing both) may survive: none for a bare form, a handful inside a longer text.
+		visible := len(got) - len(Mask) - len("before  after")
+		limit := 0
+		if strings.HasPrefix(name, "in-b64") {
+			limit = 10 // e.g. "dXM6" + "hIQ==": the neighbours and the padding
+		}
+		if visible > limit || strings.Count(got, Mask) != 1 {
+			t.Errorf("%s: %d characters of %q survive in %q", name, visible, f, got)
+		}
+	}
+	if got := r.String("abc and abcd"); got != "abc and abcd" {
+		t.Errorf("short value masked: %q", got)
+	}
+}
+
+func mustJSON(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b[1 : len(b)-1])
+}
+
+// Overlapping registered values are masked as one span: neither leaks a tail.
+func TestOverlappingValues(t *testing.T) {
+	r := New()
+	r.Add("abcdXY12")
+	r.Add("XY12zzzz")
+	if got := r.String("[abcdXY12zzzz]"); got != "["+Mask+"]" {
+		t.Errorf("got %q", got)
+	}
+}
+
+func TestWriterNeverLeaksACanarySplitAcrossWrites(t *testing.T) {
+	const canary = "CANARY-7d1f0c2e9b"
+	r := New()
+	r.Add(canary)
+	var out bytes.Buffer
+	w := r.Writer(&out)
+	line := "level=info value=" + canary + " msg=done\n"
+	for cut := 1; cut < len(line)-1; cut++ {
+		out.Reset()
+		if _, err := w.Write([]byte(line[:cut])); err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(out.String(), "CANARY") {
+			t.Fatalf("cut %d: partial line escaped: %q", cut, out.String())
+		}
+		if _, err := w.Write([]byte(line[cut:])); err != nil {
+			t.Fatal(err)
+		}
+		if want := "level=info value=" + Mask + " msg=done\n"; out.String() != want {
+			t.Fatalf("cut %d: got %q want %q", cut, out.String(), want)
+		}
+	}
+	// A token shape split the same way, and a last line without newline written by Flush.
+	out.Reset()
+	w.Write([]byte("a " + hvs[:6]))
+	w.Write([]byte(hvs[6:] + " b\nlast " + canary[:5]))
+	w.Write([]byte(canary[5:]))
+	if err := w.(*LineWriter).Close(); err != nil {
+		t.Fatal(err)
+	}
+	if want := "a " + Mask + " b\nlast " + Mask; out.String() != want {
+		t.Fatalf("got %q want %q", out.String(), want)
+	}
+}
+
+func TestConcurrentUse(t *testing.T) {
+	r := New()
+	var wg sync.WaitGroup
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			for i := 0; i < 200; i++ {
+				s := fmt.Sprintf("secret-%d-%d", g, i)
+				r.Add(s)
+				if got := r.String("x " + s + " y"); got != "x "+Mask+" y" {
+					t.Errorf("got %q", got)
+					return
+				}
+			}
+		}(g)
+	}
+	wg.Wait()
+}
+
+func TestDefault(t *testing.T) {
+	Add("default-canary-42")
+	if got := String("v=default-canary-42"); got != "v="+Mask {
+		t.Errorf("got %q", got)
+	}
+	if got := string(Default.Bytes([]byte("plain"))); got != "plain" {
+		t.Errorf("Bytes changed plain text: %q", got)
+	}
+}
+
+func BenchmarkString(b *testing.B) {
+	r := New()
+	for i := 0; i < 50; i++ {
+		r.Add(fmt.Sprintf("s3cr3t-value-%02d-%x", i, i*7919))
+	}
+	var sb strings.Builder
+	for sb.Len() < 4096 {
+		sb.WriteString(`{"level":"info","state":"Pulled","sha":"7a10c2e4f1","ms":41,"message":"compose pull: image harbor.tikali.net/monky/app:1.2.3 up to date; s.t b.txt"} `)
+	}
+	line := sb.String()[:4096]
+	b.SetBytes(int64(len(line)))
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		_ = r.String(line)
+	}
+}

@@ -1,0 +1,161 @@
+// Package states holds one step per machine state and the tick that drives them: check in
+// first, then resume the flight in progress or start the one tenancy asks for. Each step does
+// its I/O through the effects interfaces and returns an Outcome; the machine.Engine is the
+// only writer of state and journal. No step reads the wall clock: the Agent's Now is injected.
+package states
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/tikali/monky-deployd/bundle"
+	"github.com/tikali/monky-deployd/config"
+	"github.com/tikali/monky-deployd/effects"
+	"github.com/tikali/monky-deployd/machine"
+	"github.com/tikali/monky-deployd/store"
+)
+
+// Effects are the agent's ways out of its process.
+type Effects struct {
+	Tenancy effects.Tenancy
+	Bao     effects.Bao
+	Compose effects.Compose
+	Disk    effects.Disk
+}
+
+// Agent runs ticks for one box.
+type Agent struct {
+	Cfg     *config.Config
+	Fx      Effects
+	Store   store.Store
+	Now     machine.Clock
+	Sleep   func(ctx context.Context, d time.Duration) error
+	Log     zerolog.Logger
+	Host    string
+	Version string
+	// Prune drops releases beyond keep_releases and runs `docker image prune -f` after an apply.
+	Prune bool
+	// ContainerdRoots are measured with the docker data-root before a pull (docker 29 keeps
+	// image layers in containerd's store, often on another filesystem).
+	ContainerdRoots []string
+	// MaxAttempts is how many failed applies of one sha are retried before the machine parks.
+	MaxAttempts int
+	// Retention bounds the journal.
+	Retention store.Retention
+	// Stop, when closed, ends the tick after the step in flight is committed (loop mode).
+	Stop <-chan struct{}
+	// HealthPoll is how often the health wait polls `compose ps`.
+	HealthPoll time.Duration
+
+	eng    *machine.Engine
+	token  string
+	bundle *bundle.Bundle
+	action string
+}
+
+// Defaults fills what a zero Agent lacks.
+func (a *Agent) defaults() {
+	if a.Now == nil {
+		a.Now = time.Now
+	}
+	if a.Sleep == nil {
+		a.Sleep = sleepCtx
+	}
+	if a.MaxAttempts == 0 {
+		a.MaxAttempts = 5
+	}
+	if a.Retention.MaxTicks == 0 {
+		a.Retention = store.DefaultRetention
+	}
+	if a.ContainerdRoots == nil {
+		a.ContainerdRoots = []string{"/var/lib/containerd"}
+	}
+	if a.HealthPoll == 0 {
+		a.HealthPoll = 2 * time.Second
+	}
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// Result is how a tick ended.
+type Result struct {
+	Exit int
+	// Err is the failure that decided the exit code, nil on success.
+	Err error
+	// IntervalS is tenancy's checkin_interval_s, 0 when it gave none.
+	IntervalS int
+}
+
+// Exit codes: a contract with the timer and the loop.
+const (
+	ExitOK          = 0
+	ExitFail        = 1
+	ExitTemporary   = 75
+	ExitEnvMismatch = 78
+)
+
+// ExitCode derives the exit code from an error: the one place this is decided.
+func ExitCode(err error) int {
+	if err == nil {
+		return ExitOK
+	}
+	var stopped errStopped
+	if errors.As(err, &stopped) {
+		return ExitOK
+	}
+	switch effects.KindOf(err) {
+	case effects.Temporary, effects.RateLimited:
+		return ExitTemporary
+	case effects.EnvMismatch:
+		return ExitEnvMismatch
+	}
+	return ExitFail
+}
+
+// errStopped ends a tick early on loop-mode shutdown, after the step in flight committed.
+type errStopped struct{}
+
+func (errStopped) Error() string { return "stopped" }
+
+// parked is a tick that ended in a parked state (refused, failed, blocked): its kind
+// decides the exit code (1, or 78 for an env mismatch).
+func parked(kind effects.Kind, code, format string, args ...any) error {
+	return &effects.Error{Op: "tick", Kind: kind, Code: code, Msg: fmt.Sprintf(format, args...)}
+}
+
+func (a *Agent) stopping() bool {
+	if a.Stop == nil {
+		return false
+	}
+	select {
+	case <-a.Stop:
+		return true
+	default:
+		return false
+	}
+}
+
+func short(sha string) string {
+	if len(sha) > 12 {
+		return sha[:12]
+	}
+	if sha == "" {
+		return "(none)"
+	}
+	return sha
+}
+
+func asEffects(err error, target **effects.Error) bool { return errors.As(err, target) }

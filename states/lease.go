@@ -1,0 +1,330 @@
+package states
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/tikali/monky-deployd/bundle"
+	"github.com/tikali/monky-deployd/effects"
+	"github.com/tikali/monky-deployd/effects/files"
+	"github.com/tikali/monky-deployd/machine"
+	"github.com/tikali/monky-deployd/redact"
+	"github.com/tikali/monky-deployd/store"
+)
+
+// LeaseLimit is tenancy's budget: leases per environment per rolling hour.
+const LeaseLimit = 5
+
+// LeaseWindow is the budget's rolling window.
+const LeaseWindow = time.Hour
+
+// stepPreflight: BundleVerified → Refused | Leased | LoggedIn | Failed. The checks that need
+// this box (rollback, disk), then a token fit to read the secrets: reused when it can be,
+// leased when it must be — never a lease the budget cannot afford.
+func (a *Agent) stepPreflight(ctx context.Context) error {
+	started := a.Now()
+	b, err := a.currentBundle(ctx)
+	if err != nil {
+		var r *bundle.Refusal
+		if errors.As(err, &r) {
+			return a.refuse(ctx, r.Code, r.Detail, 0)
+		}
+		return a.resumeBundleError(ctx, machine.BundleVerified, err)
+	}
+	rec := a.eng.Record()
+	if !b.Meta.Agent.AllowRollback && rec.Sha != rec.AppliedSha {
+		if at, ok := a.appliedBefore(rec.Sha); ok {
+			return a.refuse(ctx, codeRollback, fmt.Sprintf("%s was applied on this box before (%s) and is not the one applied now (%s); bundle.json agent.allow_rollback is not set",
+				short(rec.Sha), at.UTC().Format(time.RFC3339), short(rec.AppliedSha)), 0)
+		}
+	}
+	ok, detail, err := a.diskEnough(ctx, b.Meta.DiskNeedBytes)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return a.refuse(ctx, codeDisk, detail, b.Meta.DiskNeedBytes)
+	}
+	man, err := b.Manifest()
+	if err != nil {
+		return a.refuse(ctx, bundle.CodeInvalid, err.Error(), 0)
+	}
+	if len(man.Entries) == 0 {
+		return a.eng.Fire(machine.Outcome{Event: machine.EvReuse, Detail: "no secrets to read: no lease needed"}, started)
+	}
+	if why, ok := a.reusableToken(ctx); ok {
+		return a.eng.Fire(machine.Outcome{Event: machine.EvReuse, Detail: why}, started)
+	}
+	lease, err := a.askLease(ctx, "apply")
+	if err != nil {
+		if effects.IsTemporary(err) {
+			if a.tokenWorks(ctx) {
+				src := a.eng.Record().Token.Source
+				if src == "" {
+					src = SourceBootstrap
+				}
+				return a.eng.Fire(machine.Outcome{Event: machine.EvReuse, Detail: redact.String(err.Error()) + ": applying with the " + src + " token; the swap waits for the next apply"}, started)
+			}
+			_ = a.eng.Note("lease-deferred", effects.CodeOf(err), redact.String(err.Error()), started, nil)
+			return err
+		}
+		return a.fail(ctx, machine.BundleVerified, codeOr(err, "LEASE_FAILED"), redact.String(err.Error()), false)
+	}
+	if err := files.WriteAtomic(a.Cfg.GrantPath(), []byte(lease.LoginJWT+"\n"), 0o600); err != nil {
+		return err
+	}
+	used := a.leasesUsed()
+	return a.eng.Fire(machine.Outcome{Event: machine.EvLease, Detail: fmt.Sprintf("lease granted (%d/%d this hour); grant kept 0600 until login", used, LeaseLimit)}, started)
+}
+
+// appliedBefore reports whether sha is in the applied history, and when it was applied.
+func (a *Agent) appliedBefore(sha string) (time.Time, bool) {
+	var at time.Time
+	var found bool
+	_ = a.Store.View(func(tx store.Tx) error {
+		h, err := tx.AppliedHistory()
+		for _, x := range h {
+			if x.Sha == sha {
+				at, found = x.At, true
+			}
+		}
+		return err
+	})
+	return at, found
+}
+
+// reusableToken: a lease-derived token whose ttl (after a renew where needed) stays above
+// renew_below_s reads the secrets; no new lease. A bootstrap token is swapped once.
+func (a *Agent) reusableToken(ctx context.Context) (string, bool) {
+	rec := a.eng.Record()
+	if rec.Token.Source != SourceLease || a.token == "" {
+		return "", false
+	}
+	below := time.Duration(a.Cfg.Bao.RenewBelow) * time.Second
+	info, err := a.Fx.Bao.LookupSelf(ctx, a.token)
+	if err != nil {
+		a.Log.Info().Msg("lease-derived token not reusable: " + redact.String(err.Error()))
+		return "", false
+	}
+	ttl := info.TTL
+	if ttl <= below {
+		ttl, err = a.Fx.Bao.RenewSelf(ctx, a.token, 24*time.Hour)
+		if err != nil || ttl <= below {
+			return "", false
+		}
+	}
+	now := a.Now()
+	_ = a.eng.Save(func(r *store.Record, _ store.Tx) error {
+		r.Token.ExpiresAt, r.Token.CheckedAt = now.Add(ttl), now
+		return nil
+	})
+	return fmt.Sprintf("reusing the lease-derived token (ttl %s): no new lease", ttl.Round(time.Minute)), true
+}
+
+// tokenWorks reports whether the current token still answers lookup-self.
+func (a *Agent) tokenWorks(ctx context.Context) bool {
+	if a.token == "" {
+		return false
+	}
+	info, err := a.Fx.Bao.LookupSelf(ctx, a.token)
+	return err == nil && (info.TTL > 0 || info.ExpireTime.IsZero())
+}
+
+// leasesUsed counts the leases asked in the rolling window.
+func (a *Agent) leasesUsed() int {
+	n, _ := a.leaseBudget()
+	return n
+}
+
+// leaseBudget is the leases asked in the window and when the oldest of them leaves it.
+func (a *Agent) leaseBudget() (int, time.Time) {
+	now := a.Now()
+	var evs []store.LeaseEvent
+	_ = a.Store.View(func(tx store.Tx) error {
+		var err error
+		evs, err = tx.Leases(now.Add(-LeaseWindow))
+		return err
+	})
+	if len(evs) == 0 {
+		return 0, time.Time{}
+	}
+	return len(evs), evs[0].At.Add(LeaseWindow)
+}
+
+// LeaseBudget is what status and explain show: used, and when a slot frees.
+func LeaseBudget(tx store.Tx, now time.Time) (int, time.Time, error) {
+	evs, err := tx.Leases(now.Add(-LeaseWindow))
+	if err != nil || len(evs) == 0 {
+		return 0, time.Time{}, err
+	}
+	return len(evs), evs[0].At.Add(LeaseWindow), nil
+}
+
+// askLease asks tenancy for a lease unless the durable budget says it would be refused.
+// Every lease asked is recorded before it is asked, granted or not.
+func (a *Agent) askLease(ctx context.Context, reason string) (effects.Lease, error) {
+	now := a.Now()
+	rec := a.eng.Record()
+	if now.Before(rec.LeaseRetryAfter) {
+		return effects.Lease{}, &effects.Error{Op: "lease", Kind: effects.RateLimited, Code: "LEASE_RATE_LIMITED",
+			Msg: "tenancy asked to wait: no lease before " + rec.LeaseRetryAfter.UTC().Format("15:04:05")}
+	}
+	if used, frees := a.leaseBudget(); used >= LeaseLimit {
+		return effects.Lease{}, &effects.Error{Op: "lease", Kind: effects.RateLimited, Code: "LEASE_BUDGET",
+			Msg: fmt.Sprintf("lease budget %d/%d until %s", used, LeaseLimit, frees.UTC().Format("15:04"))}
+	}
+	if err := a.eng.Save(func(_ *store.Record, tx store.Tx) error {
+		return tx.AddLease(store.LeaseEvent{At: now, Outcome: "asked"})
+	}); err != nil {
+		return effects.Lease{}, err
+	}
+	lease, err := a.Fx.Tenancy.Lease(ctx, a.token, a.Cfg.EnvID, reason)
+	if err != nil {
+		var e *effects.Error
+		if errors.As(err, &e) && e.Kind == effects.RateLimited {
+			wait := e.RetryAfter
+			if wait <= 0 {
+				wait = time.Minute
+			}
+			if wait > LeaseWindow {
+				wait = LeaseWindow
+			}
+			_ = a.eng.Save(func(r *store.Record, _ store.Tx) error {
+				r.LeaseRetryAfter = now.Add(wait)
+				return nil
+			})
+		}
+		return lease, err
+	}
+	redact.Add(lease.LoginJWT)
+	if lease.Addr != "" && lease.Addr != a.Cfg.Bao.Addr {
+		a.Log.Info().Msgf("lease names OpenBao at %s; the configured %s is used", lease.Addr, a.Cfg.Bao.Addr)
+	}
+	return lease, nil
+}
+
+// grantExpired reads a JWT's exp without verifying it (OpenBao verifies); true when past.
+func grantExpired(jwt string, now time.Time) bool {
+	parts := strings.Split(jwt, ".")
+	if len(parts) != 3 {
+		return false
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		return false
+	}
+	var claims struct {
+		Exp int64 `json:"exp"`
+	}
+	if json.Unmarshal(raw, &claims) != nil || claims.Exp == 0 {
+		return false
+	}
+	return !now.Before(time.Unix(claims.Exp, 0))
+}
+
+// stepLogin: Leased → LoggedIn | Failed. Log in with the kept grant, store the token, delete
+// the grant. Idempotent across a crash: a token newer than the grant, or a grant already
+// consumed into a token of a new jti, is not logged in again.
+func (a *Agent) stepLogin(ctx context.Context) error {
+	started := a.Now()
+	rec := a.eng.Record()
+	grant, err := readSecretFile(a.Cfg.GrantPath())
+	if err != nil {
+		return err
+	}
+	if grant != "" && a.token != "" && files.ModTime(a.Cfg.TokenPath()).After(files.ModTime(a.Cfg.GrantPath())) {
+		if info, err := a.Fx.Bao.LookupSelf(ctx, a.token); err == nil && info.GrantJTI != rec.Token.GrantJTI {
+			_ = files.Remove(a.Cfg.GrantPath())
+			return a.loggedIn(started, info.TTL, info.GrantJTI, info.EnvID, "logged in before a restart; grant consumed")
+		}
+	}
+	if grant == "" && a.token != "" {
+		if info, err := a.Fx.Bao.LookupSelf(ctx, a.token); err == nil && info.GrantJTI != "" && info.GrantJTI != rec.Token.GrantJTI {
+			return a.loggedIn(started, info.TTL, info.GrantJTI, info.EnvID, "logged in before a restart")
+		}
+	}
+	if grant == "" || grantExpired(grant, a.Now()) {
+		_ = files.Remove(a.Cfg.GrantPath())
+		lease, err := a.askLease(ctx, "apply")
+		if err != nil {
+			if effects.IsTemporary(err) {
+				return err
+			}
+			return a.fail(ctx, machine.Leased, codeOr(err, "LEASE_FAILED"), redact.String(err.Error()), false)
+		}
+		grant = lease.LoginJWT
+		if err := files.WriteAtomic(a.Cfg.GrantPath(), []byte(grant+"\n"), 0o600); err != nil {
+			return err
+		}
+		a.Log.Info().Msg("the kept grant was gone or expired: leased again")
+	}
+	t, err := a.Fx.Bao.Login(ctx, a.Cfg.Bao.AuthMount, a.Cfg.Bao.Role, grant)
+	if err != nil {
+		if effects.IsTemporary(err) {
+			_ = a.eng.Note("login-failed", effects.CodeOf(err), redact.String(err.Error())+" (grant kept for the next tick)", started, nil)
+			return err
+		}
+		return a.fail(ctx, machine.Leased, codeOr(err, "BAO_LOGIN_REFUSED"), redact.String(err.Error()), false)
+	}
+	redact.Add(t.Value)
+	old := a.token
+	if err := files.WriteAtomic(a.Cfg.TokenPath(), []byte(t.Value+"\n"), 0o600); err != nil {
+		return err
+	}
+	a.token = t.Value
+	if err := files.Remove(a.Cfg.GrantPath()); err != nil {
+		return err
+	}
+	if err := a.loggedIn(started, t.TTL, t.Meta["grant_jti"], t.Meta["env_id"], fmt.Sprintf("logged in with the lease's grant (ttl %s); token replaced", t.TTL.Round(time.Minute))); err != nil {
+		return err
+	}
+	if old != "" && old != t.Value {
+		if err := a.Fx.Bao.RevokeSelf(ctx, old); err != nil {
+			a.Log.Info().Msg("revoking the replaced token: " + redact.String(err.Error()))
+		}
+	}
+	return nil
+}
+
+func (a *Agent) loggedIn(started time.Time, ttl time.Duration, jti, env, detail string) error {
+	now := a.Now()
+	return a.eng.Fire(machine.Outcome{Event: machine.EvLogin, Detail: detail, Update: func(r *store.Record, _ store.Tx) error {
+		r.Token = store.TokenMeta{Present: true, Source: SourceLease, ExpiresAt: now.Add(ttl), CheckedAt: now, GrantJTI: jti, EnvID: env}
+		return nil
+	}}, started)
+}
+
+// leaseLogin swaps the token outside an apply (upkeep near the max ttl): lease, log in,
+// replace the token. Journaled as notes; the machine's state does not change.
+func (a *Agent) leaseLogin(ctx context.Context, reason string) error {
+	started := a.Now()
+	lease, err := a.askLease(ctx, reason)
+	if err != nil {
+		_ = a.eng.Note("lease-deferred", effects.CodeOf(err), redact.String(err.Error()), started, nil)
+		return err
+	}
+	t, err := a.Fx.Bao.Login(ctx, a.Cfg.Bao.AuthMount, a.Cfg.Bao.Role, lease.LoginJWT)
+	if err != nil {
+		return err
+	}
+	redact.Add(t.Value)
+	if err := files.WriteAtomic(a.Cfg.TokenPath(), []byte(t.Value+"\n"), 0o600); err != nil {
+		return err
+	}
+	old := a.token
+	a.token = t.Value
+	now := a.Now()
+	if err := a.eng.Note("token-swap", "", fmt.Sprintf("token near its max ttl: leased (%s) and logged in again", reason), started, func(r *store.Record, _ store.Tx) error {
+		r.Token = store.TokenMeta{Present: true, Source: SourceLease, ExpiresAt: now.Add(t.TTL), CheckedAt: now, GrantJTI: t.Meta["grant_jti"], EnvID: t.Meta["env_id"]}
+		return nil
+	}); err != nil {
+		return err
+	}
+	_ = a.Fx.Bao.RevokeSelf(ctx, old)
+	return nil
+}

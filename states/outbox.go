@@ -1,0 +1,122 @@
+package states
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/tikali/monky-deployd/effects"
+	"github.com/tikali/monky-deployd/machine"
+	"github.com/tikali/monky-deployd/redact"
+	"github.com/tikali/monky-deployd/store"
+)
+
+const (
+	maxDetail  = 1024
+	maxLogTail = 2048
+)
+
+// enqueue persists a report in the outbox, in the transaction of the transition that
+// produced it. Detail and log tail pass the redactor first: names only, never a value.
+func (a *Agent) enqueue(r *store.Record, tx store.Tx, state machine.State, rep effects.Report) error {
+	rep.EnvID = a.Cfg.EnvID
+	rep.AgentVersion = a.Version
+	rep.Detail = truncate(redact.String(rep.Detail), maxDetail)
+	rep.LogTail = tail(redact.String(rep.LogTail), maxLogTail)
+	if rep.Containers == nil {
+		rep.Containers = []effects.Container{}
+	}
+	body, err := json.Marshal(rep)
+	if err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	now := a.Now()
+	if _, err := tx.Enqueue(store.QueuedReport{Queued: now, Body: body, Meta: store.QueuedReportMeta{Result: rep.Result, Sha: rep.Sha, State: string(state)}}); err != nil {
+		return err
+	}
+	r.LastReport = &store.LastReport{Result: rep.Result, Sha: rep.Sha, Detail: rep.Detail, At: now}
+	return nil
+}
+
+// flushOutbox sends every queued report, oldest first, removing each once tenancy
+// acknowledges it. When the acknowledged report is the one the current state waits for,
+// the machine moves on to Reported.
+func (a *Agent) flushOutbox(ctx context.Context) error {
+	var queued []store.QueuedReport
+	if err := a.Store.View(func(tx store.Tx) error {
+		var err error
+		queued, err = tx.Outbox()
+		return err
+	}); err != nil {
+		return err
+	}
+	for _, q := range queued {
+		var rep effects.Report
+		if err := json.Unmarshal(q.Body, &rep); err != nil {
+			return fmt.Errorf("outbox report %d: %w", q.ID, err)
+		}
+		started := a.Now()
+		err := a.Fx.Tenancy.Report(ctx, a.token, rep)
+		if err != nil {
+			q.Attempts++
+			_ = a.Store.Update(func(tx store.Tx) error { return tx.UpdateQueued(q) })
+			a.Log.Warn().Msg("report not acknowledged (kept in the outbox): " + redact.String(err.Error()))
+			return err
+		}
+		if err := a.acknowledged(q, started); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// acknowledged removes an acknowledged report and, where the state waited for it, fires
+// the report transition in the same transaction.
+func (a *Agent) acknowledged(q store.QueuedReport, started time.Time) error {
+	ack := func(r *store.Record, tx store.Tx) error {
+		if err := tx.Ack(q.ID); err != nil {
+			return err
+		}
+		if r.LastReport != nil && r.LastReport.Sha == q.Meta.Sha && r.LastReport.Result == q.Meta.Result {
+			r.LastReport.Acknowledged = true
+		}
+		return nil
+	}
+	st := a.eng.State()
+	rec := a.eng.Record()
+	waits := string(st) == q.Meta.State && (st == machine.Healthy || st == machine.Down || (st == machine.Failed && rec.Action == effects.ActionNone))
+	if waits {
+		detail := fmt.Sprintf("report %s acknowledged", q.Meta.Result)
+		if q.Meta.Sha != "" {
+			detail += " for " + short(q.Meta.Sha)
+		}
+		return a.eng.Fire(machine.Outcome{Event: machine.EvReport, Detail: detail, Update: ack}, started)
+	}
+	return a.eng.Save(ack)
+}
+
+// pendingReports counts the reports still in the outbox.
+func (a *Agent) pendingReports() int {
+	n := 0
+	_ = a.Store.View(func(tx store.Tx) error {
+		q, err := tx.Outbox()
+		n = len(q)
+		return err
+	})
+	return n
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-3] + "..."
+}
+
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[len(s)-n:]
+}

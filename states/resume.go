@@ -1,0 +1,106 @@
+package states
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/tikali/monky-deployd/machine"
+	"github.com/tikali/monky-deployd/store"
+)
+
+// Resume clears what parked the machine — a refusal, a failed apply's attempt counters, a
+// block — so the next tick checks again. With dryRun it says what it would clear and
+// changes nothing. It takes the tick lock: it never races a tick.
+func (a *Agent) Resume(dryRun bool) ([]string, error) {
+	a.defaults()
+	unlock, held, err := lockFile(a.Cfg.LockPath())
+	if err != nil {
+		return nil, err
+	}
+	if !held {
+		return nil, fmt.Errorf("a tick is running now; run resume again when it ends")
+	}
+	defer unlock()
+	eng, err := machine.Load(a.Store, a.Now)
+	if err != nil {
+		return nil, err
+	}
+	a.eng = eng
+	rec := eng.Record()
+	var cleared []string
+	var ev string
+	switch eng.State() {
+	case machine.Refused:
+		ev = machine.EvResume
+		if rec.Refusal != nil {
+			cleared = append(cleared, fmt.Sprintf("refusal %s of %s (%s)", rec.Refusal.Code, short(rec.Refusal.Sha), rec.Refusal.Detail))
+		}
+	case machine.Failed:
+		ev = machine.EvResume
+		if rec.Failure != nil {
+			cleared = append(cleared, fmt.Sprintf("failure %s of %s after %d attempt(s)%s", rec.Failure.Code, short(rec.Failure.Sha), totalAttempts(rec.Attempts), parkedWord(rec.Parked)))
+		}
+	case machine.Blocked:
+		ev = machine.EvUnblock
+		if rec.Block != nil {
+			cleared = append(cleared, fmt.Sprintf("block %s (%s)", rec.Block.Code, rec.Block.Detail))
+		}
+	}
+	if !rec.LeaseRetryAfter.IsZero() && rec.LeaseRetryAfter.After(a.Now()) {
+		cleared = append(cleared, "nothing about the lease budget: tenancy's Retry-After still holds until "+rec.LeaseRetryAfter.UTC().Format("15:04:05"))
+	}
+	if ev == "" || dryRun {
+		return cleared, nil
+	}
+	err = eng.Fire(machine.Outcome{Event: ev, Detail: "resume: the next tick checks again", Update: func(r *store.Record, _ store.Tx) error {
+		r.Refusal, r.Failure, r.Block = nil, nil, nil
+		r.Attempts, r.NextRetryAt, r.Parked = nil, timeZero, false
+		return nil
+	}}, a.Now())
+	return cleared, err
+}
+
+func parkedWord(p bool) string {
+	if p {
+		return ", parked"
+	}
+	return ""
+}
+
+// BootstrapCommand is `monky-deployd bootstrap`: log in with the bootstrap grant now. A stored
+// token is kept unless force; a block on a refused bearer is cleared by the new token.
+func (a *Agent) BootstrapCommand(ctx context.Context, force bool) error {
+	a.defaults()
+	unlock, held, err := lockFile(a.Cfg.LockPath())
+	if err != nil {
+		return err
+	}
+	if !held {
+		return fmt.Errorf("a tick is running now; run bootstrap again when it ends")
+	}
+	defer unlock()
+	eng, err := machine.Load(a.Store, a.Now)
+	if err != nil {
+		return err
+	}
+	a.eng = eng
+	if tok, _ := readSecretFile(a.Cfg.TokenPath()); tok != "" && !force {
+		return fmt.Errorf("a token is stored at %s; the grant stays unused (use --force to replace the token)", a.Cfg.TokenPath())
+	}
+	grant, err := readSecretFile(a.Cfg.BootstrapPath)
+	if err != nil {
+		return err
+	}
+	if grant == "" {
+		return fmt.Errorf("no bootstrap grant at %s — re-run the install kit", a.Cfg.BootstrapPath)
+	}
+	if eng.State() == machine.Blocked {
+		if err := eng.Fire(machine.Outcome{Event: machine.EvUnblock, Detail: "unblocked: bootstrap with a new grant", Update: func(r *store.Record, _ store.Tx) error {
+			r.Block = nil
+			return nil
+		}}, a.Now()); err != nil {
+			return err
+		}
+	}
+	return a.Bootstrap(ctx, grant)
+}

@@ -1,0 +1,237 @@
+package states
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/tikali/monky-deployd/bundle"
+	"github.com/tikali/monky-deployd/effects"
+	"github.com/tikali/monky-deployd/effects/docker"
+	"github.com/tikali/monky-deployd/effects/files"
+	"github.com/tikali/monky-deployd/machine"
+	"github.com/tikali/monky-deployd/redact"
+)
+
+// stepStage: LoggedIn → Staged | Failed. Read the manifest's secrets (pinned versions), write
+// the registry credential to the agent's own DOCKER_CONFIG, render .env (0600) into a staging
+// directory, promote it to releases/<sha> by a rename and swap `current` atomically.
+//
+// Idempotent: a release directory of the same sha is replaced whole; `current` always points
+// at a complete release.
+func (a *Agent) stepStage(ctx context.Context) error {
+	started := a.Now()
+	b, err := a.currentBundle(ctx)
+	if err != nil {
+		return a.resumeBundleError(ctx, machine.LoggedIn, err)
+	}
+	man, err := b.Manifest()
+	if err != nil {
+		return a.fail(ctx, machine.LoggedIn, bundle.CodeInvalid, err.Error(), false)
+	}
+	values := map[string]string{}
+	var names []string
+	registry := false
+	for _, e := range man.Entries {
+		key := e.Key
+		if key == "" {
+			key = bundle.DefaultKey
+		}
+		version := 0
+		if e.Version != nil {
+			version = *e.Version
+		}
+		v, err := a.Fx.Bao.ReadKV(ctx, a.token, e.Path, key, version)
+		if err != nil {
+			if effects.IsTemporary(err) {
+				return err
+			}
+			return a.fail(ctx, machine.LoggedIn, codeOr(err, "SECRET_READ_FAILED"), fmt.Sprintf("read %s from %s: %s", e.Label(), e.Path, redact.String(err.Error())), false)
+		}
+		redact.Add(v)
+		if e.Use == bundle.UseRegistryAuth {
+			auth, err := docker.ParseRegistryAuth(v, a.Cfg.RegistryHost)
+			if err != nil {
+				return a.fail(ctx, machine.LoggedIn, "REGISTRY_AUTH_INVALID", fmt.Sprintf("registry credential at %s: %s", e.Path, redact.String(err.Error())), false)
+			}
+			redact.Add(auth.Password)
+			if err := docker.WriteDockerConfig(a.Cfg.DockerConfigDir(), auth); err != nil {
+				return a.fail(ctx, machine.LoggedIn, "STAGE_FAILED", redact.String(err.Error()), false)
+			}
+			registry = true
+			continue
+		}
+		values[e.Var] = v
+		names = append(names, e.Var)
+	}
+	env, err := bundle.Render(b.Files[bundle.TemplateFile], values)
+	clear(values)
+	if err != nil {
+		return a.fail(ctx, machine.LoggedIn, bundle.CodeEnvIncomplete, redact.String(err.Error()), false)
+	}
+	if err := a.promote(b, env); err != nil {
+		return a.fail(ctx, machine.LoggedIn, "STAGE_FAILED", redact.String(err.Error()), false)
+	}
+	sort.Strings(names)
+	detail := fmt.Sprintf("read %d secret(s): %s", len(names), strings.Join(names, ", "))
+	if registry {
+		detail += " (+ registry credential)"
+	}
+	detail += fmt.Sprintf("; release %s promoted, current → releases/%s", short(b.Sha), short(b.Sha))
+	return a.eng.Fire(machine.Outcome{Event: machine.EvStage, Detail: detail}, started)
+}
+
+// promote writes the bundle and its .env into a staging directory under deploy_dir, renames
+// it to releases/<sha> and points `current` at it. Every file and directory is fsynced
+// before the renames that publish them.
+func (a *Agent) promote(b *bundle.Bundle, env []byte) error {
+	deploy := a.Cfg.DeployDir
+	releases := filepath.Join(deploy, "releases")
+	if err := os.MkdirAll(releases, 0o700); err != nil {
+		return fmt.Errorf("stage: %w", err)
+	}
+	staging := filepath.Join(deploy, ".staging-"+short(b.Sha)+"-"+files.RandomSuffix())
+	if err := os.Mkdir(staging, 0o700); err != nil {
+		return fmt.Errorf("stage: %w", err)
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			_ = os.RemoveAll(staging)
+		}
+	}()
+	dirs := map[string]bool{staging: true}
+	for _, d := range b.Dirs {
+		p := filepath.Join(staging, d)
+		if err := os.MkdirAll(p, 0o755); err != nil {
+			return fmt.Errorf("stage: %w", err)
+		}
+		dirs[p] = true
+	}
+	for name, data := range b.Files {
+		p := filepath.Join(staging, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return fmt.Errorf("stage: %w", err)
+		}
+		dirs[filepath.Dir(p)] = true
+		if err := writeSynced(p, data, 0o644); err != nil {
+			return err
+		}
+	}
+	if err := writeSynced(filepath.Join(staging, ".env"), env, 0o600); err != nil {
+		return err
+	}
+	for d := range dirs {
+		if err := files.SyncDir(d); err != nil {
+			return err
+		}
+	}
+	rel := filepath.Join(releases, b.Sha)
+	var trash string
+	if _, err := os.Lstat(rel); err == nil {
+		trash = filepath.Join(deploy, ".trash-"+files.RandomSuffix())
+		if err := os.Rename(rel, trash); err != nil {
+			return fmt.Errorf("stage: %w", err)
+		}
+	}
+	if err := os.Rename(staging, rel); err != nil {
+		return fmt.Errorf("promote: %w", err)
+	}
+	ok = true
+	if err := files.SyncDir(releases); err != nil {
+		return err
+	}
+	if trash != "" {
+		_ = os.RemoveAll(trash)
+	}
+	if err := files.ReplaceSymlink(filepath.Join("releases", b.Sha), a.currentDir()); err != nil {
+		return err
+	}
+	return nil
+}
+
+func writeSynced(path string, data []byte, perm os.FileMode) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	if err != nil {
+		return fmt.Errorf("stage %s: %w", filepath.Base(path), err)
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return fmt.Errorf("stage %s: %w", filepath.Base(path), err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fmt.Errorf("stage %s: %w", filepath.Base(path), err)
+	}
+	return f.Close()
+}
+
+// cleanLeftovers removes staging and trash directories an interrupted tick left behind.
+func (a *Agent) cleanLeftovers() {
+	entries, err := os.ReadDir(a.Cfg.DeployDir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		n := e.Name()
+		if strings.HasPrefix(n, ".staging-") || strings.HasPrefix(n, ".trash-") || strings.HasPrefix(n, ".current.tmp-") {
+			_ = os.RemoveAll(filepath.Join(a.Cfg.DeployDir, n))
+		}
+	}
+}
+
+// removeCurrent drops the `current` link after a retire.
+func removeCurrent(link string) error {
+	if _, err := os.Lstat(link); err != nil {
+		return nil
+	}
+	return files.Remove(link)
+}
+
+// prune keeps the newest keep_releases releases and never the current one's, then prunes
+// dangling images.
+func (a *Agent) prune(ctx context.Context) {
+	releases := filepath.Join(a.Cfg.DeployDir, "releases")
+	entries, err := os.ReadDir(releases)
+	if err != nil {
+		return
+	}
+	cur, _ := os.Readlink(a.currentDir())
+	cur = filepath.Base(cur)
+	type rel struct {
+		name string
+		mod  int64
+	}
+	var rels []rel
+	for _, e := range entries {
+		if !e.IsDir() || e.Name() == cur {
+			continue
+		}
+		info, err := e.Info()
+		if err != nil {
+			continue
+		}
+		rels = append(rels, rel{e.Name(), info.ModTime().UnixNano()})
+	}
+	sort.Slice(rels, func(i, j int) bool { return rels[i].mod > rels[j].mod })
+	keep := a.Cfg.KeepReleases - 1 // the current one counts
+	if keep < 0 {
+		keep = 0
+	}
+	removed := 0
+	for i, r := range rels {
+		if i < keep {
+			continue
+		}
+		if err := os.RemoveAll(filepath.Join(releases, r.name)); err == nil {
+			removed++
+		}
+	}
+	if err := a.Fx.Compose.ImagePrune(ctx); err != nil {
+		a.Log.Warn().Msg("image prune: " + redact.String(err.Error()))
+	}
+	a.Log.Info().Msgf("prune: removed %d old release(s), kept %d and the current one", removed, min(keep, len(rels)))
+}

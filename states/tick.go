@@ -1,0 +1,196 @@
+package states
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/tikali/monky-deployd/effects"
+	"github.com/tikali/monky-deployd/machine"
+	"github.com/tikali/monky-deployd/redact"
+	"github.com/tikali/monky-deployd/store"
+)
+
+// Tick runs one tick: the lock, the check-in, and the machine as far as it can go now.
+// Two ticks never run at once: a second one returns exit 0 at once.
+func (a *Agent) Tick(ctx context.Context) Result {
+	a.defaults()
+	if err := os.MkdirAll(a.Cfg.StateDir, 0o700); err != nil {
+		return Result{Exit: ExitFail, Err: fmt.Errorf("state dir: %w", err)}
+	}
+	unlock, held, err := lockFile(a.Cfg.LockPath())
+	if err != nil {
+		return Result{Exit: ExitFail, Err: err}
+	}
+	if !held {
+		a.Log.Info().Msg("another tick holds the lock; nothing to do")
+		return Result{Exit: ExitOK}
+	}
+	defer unlock()
+
+	eng, err := machine.Load(a.Store, a.Now)
+	if err != nil {
+		return Result{Exit: ExitFail, Err: err}
+	}
+	a.eng = eng
+	a.token, a.bundle, a.action = "", nil, ""
+	eng.OnTransition = a.logTransition
+	eng.OnNote = a.logNote
+	if _, err := eng.BeginTick(a.Cfg.EnvID); err != nil {
+		return Result{Exit: ExitFail, Err: fmt.Errorf("begin tick: %w", err)}
+	}
+	a.cleanLeftovers()
+	err = a.run(ctx)
+	res := Result{Exit: ExitCode(err), Err: err, IntervalS: eng.Record().IntervalS}
+	if err != nil && a.Cfg.LaptopMode && res.Exit == ExitTemporary {
+		a.Log.Info().Msg("offline (laptop mode): " + redact.String(err.Error()))
+		res = Result{Exit: ExitOK, IntervalS: res.IntervalS}
+	}
+	if err := eng.EndTick(machine.TickEnd{Exit: res.Exit, Action: a.action}, a.Retention); err != nil {
+		a.Log.Error().Err(err).Msg("end tick")
+		if res.Exit == ExitOK {
+			res = Result{Exit: ExitFail, Err: err}
+		}
+	}
+	return res
+}
+
+// run is the tick's body; its error decides the exit code.
+func (a *Agent) run(ctx context.Context) error {
+	if a.eng.State() == machine.Blocked {
+		if err := a.checkBlock(); err != nil {
+			return err
+		}
+	}
+	if err := a.ensureToken(ctx); err != nil {
+		return err
+	}
+	containers := a.ps(ctx)
+	resp, err := a.checkin(ctx, containers)
+	if err != nil {
+		return err
+	}
+	a.action = resp.Action
+	if err := a.flushOutbox(ctx); err != nil && !effects.IsTemporary(err) {
+		return err
+	}
+	switch resp.Action {
+	case effects.ActionNone:
+		err = a.heartbeat(ctx, resp, containers)
+	case effects.ActionDown:
+		err = a.retire(ctx, resp)
+	case effects.ActionApply:
+		err = a.apply(ctx, resp)
+	default:
+		err = &effects.Error{Op: "checkin", Kind: effects.Permanent, Code: "CHECKIN_SHAPE", Msg: fmt.Sprintf("unknown action %q", resp.Action)}
+	}
+	if err != nil {
+		return err
+	}
+	// A report that could not be sent keeps the tick temporary: the next one sends it.
+	if n := a.pendingReports(); n > 0 {
+		return &effects.Error{Op: "report", Kind: effects.Temporary, Msg: fmt.Sprintf("%d report(s) wait in the outbox for tenancy", n)}
+	}
+	return nil
+}
+
+// checkin sends the heartbeat and records what tenancy answered. A refused bearer is
+// handled here: the token is dropped and a fresh bootstrap grant, if any, logs in again.
+func (a *Agent) checkin(ctx context.Context, containers []effects.Container) (effects.CheckinResponse, error) {
+	rec := a.eng.Record()
+	req := effects.CheckinRequest{EnvID: a.Cfg.EnvID, AgentVersion: a.Version, AppliedSha: rec.AppliedSha, Host: a.Host, Containers: containers}
+	if req.Containers == nil {
+		req.Containers = []effects.Container{}
+	}
+	started := a.Now()
+	resp, err := a.Fx.Tenancy.Checkin(ctx, a.token, req)
+	if err != nil && effects.KindOf(err) == effects.Unauthenticated {
+		if rerr := a.reauthenticate(ctx, err); rerr != nil {
+			return resp, rerr
+		}
+		resp, err = a.Fx.Tenancy.Checkin(ctx, a.token, req)
+		if err != nil && effects.KindOf(err) == effects.Unauthenticated {
+			return resp, a.blockUnauthenticated(err, "the fresh bootstrap grant's token was refused too")
+		}
+	}
+	if err != nil {
+		switch effects.KindOf(err) {
+		case effects.EnvMismatch:
+			return resp, a.block(codeEnvMismatch, fmt.Sprintf("the token is pinned to another env than config.yaml's %s: %s", a.Cfg.EnvID, redact.String(err.Error())), started, err)
+		}
+		_ = a.eng.Note("checkin-failed", effects.CodeOf(err), redact.String(err.Error()), started, nil)
+		return resp, err
+	}
+	now := a.Now()
+	err = a.eng.Save(func(r *store.Record, _ store.Tx) error {
+		r.LastCheckinAt = now
+		r.DesiredSha = resp.DesiredSha
+		if resp.CheckinIntervalS > 0 {
+			r.IntervalS = resp.CheckinIntervalS
+		}
+		if resp.Vault != nil && resp.Vault.Mount != "" {
+			r.KVMount = resp.Vault.Mount
+		}
+		r.Containers = toStore(containers)
+		return nil
+	})
+	if err != nil {
+		return resp, err
+	}
+	a.Log.Info().Str("action", resp.Action).Str("desired", short(resp.DesiredSha)).Str("applied", short(rec.AppliedSha)).
+		Msgf("checkin: action=%s desired=%s applied=%s", resp.Action, short(resp.DesiredSha), short(rec.AppliedSha))
+	return resp, nil
+}
+
+// kvMount is the KV mount: tenancy's vault.mount when it named one, else the config's.
+func (a *Agent) kvMount() string {
+	if m := a.eng.Record().KVMount; m != "" {
+		return m
+	}
+	return a.Cfg.Bao.KVMount
+}
+
+func toStore(cs []effects.Container) []store.Container {
+	if cs == nil {
+		return nil
+	}
+	out := make([]store.Container, len(cs))
+	for i, c := range cs {
+		out[i] = store.Container(c)
+	}
+	return out
+}
+
+func fromStore(cs []store.Container) []effects.Container {
+	out := make([]effects.Container, len(cs))
+	for i, c := range cs {
+		out[i] = effects.Container(c)
+	}
+	return out
+}
+
+// ps lists the project's containers when a release is current; an error is logged and
+// the check-in goes without them.
+func (a *Agent) ps(ctx context.Context) []effects.Container {
+	dir := a.currentDir()
+	if _, err := os.Stat(dir); err != nil {
+		return []effects.Container{}
+	}
+	cs, err := a.Fx.Compose.PS(ctx, dir)
+	if err != nil {
+		a.Log.Warn().Msg("compose ps: " + redact.String(err.Error()))
+		return []effects.Container{}
+	}
+	return cs
+}
+
+func (a *Agent) currentDir() string { return a.Cfg.DeployDir + "/current" }
+
+func (a *Agent) releaseDir(sha string) string { return a.Cfg.DeployDir + "/releases/" + sha }
+
+// isStop reports whether err is the loop's shutdown.
+func isStop(err error) bool {
+	var s errStopped
+	return errors.As(err, &s)
+}

@@ -1,0 +1,240 @@
+package states
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"time"
+
+	"github.com/tikali/monky-deployd/effects"
+	"github.com/tikali/monky-deployd/effects/files"
+	"github.com/tikali/monky-deployd/machine"
+	"github.com/tikali/monky-deployd/redact"
+	"github.com/tikali/monky-deployd/store"
+)
+
+// Protocol codes the tick itself decides on.
+const (
+	codeEnvMismatch     = "AGENT_ENV_MISMATCH"
+	codeUnauthenticated = "AGENT_UNAUTHENTICATED"
+)
+
+// Token sources.
+const (
+	SourceBootstrap = "bootstrap"
+	SourceLease     = "lease"
+)
+
+// readSecretFile reads a 0600 file holding one secret; "" when absent or empty.
+// The value is registered with the redactor before it is returned.
+func readSecretFile(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return "", nil
+		}
+		return "", fmt.Errorf("read %s: %w", path, err)
+	}
+	v := string(bytes.TrimSpace(b))
+	redact.Add(v)
+	return v, nil
+}
+
+// ensureToken gives the tick a bearer: the stored token (renewed when its ttl runs low), or a
+// login with the kit's bootstrap grant when there is none. A fresh bootstrap.jwt beside a
+// working token is left alone: the token is used.
+func (a *Agent) ensureToken(ctx context.Context) error {
+	tok, err := readSecretFile(a.Cfg.TokenPath())
+	if err != nil {
+		return err
+	}
+	if tok != "" {
+		a.token = tok
+		return a.upkeep(ctx)
+	}
+	grant, err := readSecretFile(a.Cfg.BootstrapPath)
+	if err != nil {
+		return a.blockUnauthenticated(err, fmt.Sprintf("no token and the bootstrap grant at %s is unreadable: %v", a.Cfg.BootstrapPath, err))
+	}
+	if grant == "" {
+		return a.blockUnauthenticated(nil, fmt.Sprintf("no token at %s and no bootstrap grant at %s — re-run the install kit", a.Cfg.TokenPath(), a.Cfg.BootstrapPath))
+	}
+	return a.Bootstrap(ctx, grant)
+}
+
+// Bootstrap logs in with the kit's bootstrap grant, stores the token (0600) and consumes the
+// grant: deleted, or truncated when its directory is read-only.
+func (a *Agent) Bootstrap(ctx context.Context, grant string) error {
+	started := a.Now()
+	redact.Add(grant)
+	t, err := a.Fx.Bao.Login(ctx, a.Cfg.Bao.AuthMount, a.Cfg.Bao.Role, grant)
+	if err != nil {
+		if effects.IsTemporary(err) {
+			_ = a.eng.Note("bootstrap-failed", effects.CodeOf(err), redact.String(err.Error()), started, nil)
+			return err
+		}
+		return a.blockUnauthenticated(err, "the bootstrap grant was refused by OpenBao ("+redact.String(err.Error())+") — re-run the install kit for a fresh grant")
+	}
+	redact.Add(t.Value)
+	if err := files.WriteAtomic(a.Cfg.TokenPath(), []byte(t.Value+"\n"), 0o600); err != nil {
+		return err
+	}
+	consumeGrant(a.Cfg.BootstrapPath)
+	a.token = t.Value
+	now := a.Now()
+	meta := store.TokenMeta{Present: true, Source: SourceBootstrap, ExpiresAt: now.Add(t.TTL), CheckedAt: now, GrantJTI: t.Meta["grant_jti"], EnvID: t.Meta["env_id"]}
+	return a.eng.Note("bootstrap", "", fmt.Sprintf("logged in with the bootstrap grant; token stored (ttl %s); grant consumed", t.TTL.Round(time.Minute)), started,
+		func(r *store.Record, _ store.Tx) error { r.Token = meta; return nil })
+}
+
+// consumeGrant deletes a used grant, or empties it where the directory is not writable.
+func consumeGrant(path string) {
+	if err := files.Remove(path); err == nil {
+		return
+	}
+	_ = os.Truncate(path, 0)
+}
+
+// upkeep renews the token when its ttl falls under renew_below_s, learning the expiry with
+// lookup-self when it is not known. A token OpenBao no longer honours is dropped.
+func (a *Agent) upkeep(ctx context.Context) error {
+	rec := a.eng.Record()
+	now := a.Now()
+	below := time.Duration(a.Cfg.Bao.RenewBelow) * time.Second
+	if rec.Token.ExpiresAt.IsZero() || !rec.Token.Present {
+		info, err := a.Fx.Bao.LookupSelf(ctx, a.token)
+		if err != nil {
+			return a.tokenUnusable(ctx, err)
+		}
+		if err := a.eng.Save(func(r *store.Record, _ store.Tx) error {
+			r.Token.Present = true
+			if r.Token.Source == "" {
+				r.Token.Source = SourceBootstrap
+			}
+			r.Token.ExpiresAt = now.Add(info.TTL)
+			r.Token.CheckedAt = now
+			r.Token.EnvID, r.Token.GrantJTI = info.EnvID, info.GrantJTI
+			return nil
+		}); err != nil {
+			return err
+		}
+		rec = a.eng.Record()
+	}
+	if rec.Token.ExpiresAt.Sub(now) >= below {
+		return nil
+	}
+	started := now
+	ttl, err := a.Fx.Bao.RenewSelf(ctx, a.token, 24*time.Hour)
+	if err != nil {
+		return a.tokenUnusable(ctx, err)
+	}
+	if err := a.eng.Note("renew", "", fmt.Sprintf("token renewed: ttl %s", ttl.Round(time.Second)), started, func(r *store.Record, _ store.Tx) error {
+		r.Token.ExpiresAt = a.Now().Add(ttl)
+		r.Token.CheckedAt = a.Now()
+		return nil
+	}); err != nil {
+		return err
+	}
+	if ttl >= below {
+		return nil
+	}
+	// The token is near its max ttl: only a new lease gives a new one. Without budget, the
+	// next tick tries again; the token still works until it expires.
+	if err := a.leaseLogin(ctx, "renew"); err != nil && !effects.IsTemporary(err) {
+		return err
+	}
+	return nil
+}
+
+// tokenUnusable handles a lookup or renew error: temporary errors pass through; a token
+// OpenBao refuses is dropped like a refused bearer.
+func (a *Agent) tokenUnusable(ctx context.Context, err error) error {
+	if effects.IsTemporary(err) {
+		return err
+	}
+	return a.reauthenticate(ctx, err)
+}
+
+// reauthenticate drops a refused token; a fresh bootstrap grant on disk logs in again in the
+// same tick, else the machine blocks until one arrives.
+func (a *Agent) reauthenticate(ctx context.Context, cause error) error {
+	started := a.Now()
+	if err := files.Remove(a.Cfg.TokenPath()); err != nil {
+		return err
+	}
+	a.token = ""
+	detail := "bearer refused (" + redact.String(cause.Error()) + "): token deleted"
+	if err := a.eng.Note("unauthenticated", codeUnauthenticated, detail, started, func(r *store.Record, _ store.Tx) error {
+		r.Token = store.TokenMeta{}
+		return nil
+	}); err != nil {
+		return err
+	}
+	grant, err := readSecretFile(a.Cfg.BootstrapPath)
+	if err != nil || grant == "" {
+		return a.blockUnauthenticated(cause, "the grant was superseded (kit re-revealed or env retired) or the token revoked, and no fresh bootstrap grant is on disk — re-run the install kit")
+	}
+	return a.Bootstrap(ctx, grant)
+}
+
+func (a *Agent) blockUnauthenticated(cause error, detail string) error {
+	if cause != nil && effects.KindOf(cause) == effects.Unauthenticated {
+		detail = "bearer refused: " + detail
+	}
+	return a.block(codeUnauthenticated, detail, a.Now(), cause)
+}
+
+// block parks the machine in Blocked: later ticks touch no network until resume, a changed
+// config, or (for a refused bearer) a new bootstrap grant on disk.
+func (a *Agent) block(code, detail string, started time.Time, cause error) error {
+	detail = redact.String(detail)
+	kind := effects.Permanent
+	if code == codeEnvMismatch {
+		kind = effects.EnvMismatch
+	}
+	b := &store.Block{Code: code, Detail: detail, At: a.Now(), ConfigHash: a.Cfg.Hash, GrantStamp: files.Stamp(a.Cfg.BootstrapPath)}
+	if a.eng.State() != machine.Blocked {
+		if err := a.eng.Fire(machine.Outcome{Event: machine.EvBlock, Code: code, Detail: detail, Update: func(r *store.Record, _ store.Tx) error {
+			r.Block = b
+			return nil
+		}}, started); err != nil {
+			return err
+		}
+	}
+	return &effects.Error{Op: "blocked", Kind: kind, Code: code, Msg: detail, Err: cause}
+}
+
+// checkBlock clears a block whose cause went away, or ends the tick at once, off the network.
+func (a *Agent) checkBlock() error {
+	rec := a.eng.Record()
+	b := rec.Block
+	if b == nil {
+		b = &store.Block{Code: codeUnauthenticated}
+	}
+	reason := ""
+	switch {
+	case a.Cfg.Hash != "" && a.Cfg.Hash != b.ConfigHash:
+		reason = "config.yaml changed"
+	case b.Code == codeUnauthenticated && files.Stamp(a.Cfg.BootstrapPath) != "" && files.Stamp(a.Cfg.BootstrapPath) != b.GrantStamp:
+		reason = "a new bootstrap grant is on disk"
+	}
+	if reason != "" {
+		return a.eng.Fire(machine.Outcome{Event: machine.EvUnblock, Detail: "unblocked: " + reason, Update: func(r *store.Record, _ store.Tx) error {
+			r.Block = nil
+			return nil
+		}}, a.Now())
+	}
+	kind := effects.Permanent
+	if b.Code == codeEnvMismatch {
+		kind = effects.EnvMismatch
+	}
+	msg := b.Detail + " — blocked since " + b.At.UTC().Format(time.RFC3339) + "; no network until `monky-deployd resume`, a changed config"
+	if b.Code == codeUnauthenticated {
+		msg += " or a new bootstrap.jwt"
+	}
+	_ = a.eng.Note("blocked", b.Code, "still blocked: "+b.Detail, a.Now(), nil)
+	return &effects.Error{Op: "blocked", Kind: kind, Code: b.Code, Msg: msg}
+}

@@ -1,0 +1,152 @@
+package states
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/tikali/monky-deployd/bundle"
+	"github.com/tikali/monky-deployd/effects"
+	"github.com/tikali/monky-deployd/machine"
+	"github.com/tikali/monky-deployd/redact"
+)
+
+const (
+	codeDisk     = bundle.CodeDiskInsufficient
+	codeRollback = bundle.CodeRollback
+)
+
+// fetchBundle downloads and reads the flight's bundle. A refusal comes back as *bundle.Refusal.
+//
+// Idempotent: it writes nothing; a resumed flight fetches again rather than trust memory.
+func (a *Agent) fetchBundle(ctx context.Context) (*bundle.Bundle, error) {
+	rec := a.eng.Record()
+	url := rec.BundleURL
+	if url == "" {
+		url = "/v1/agent/bundle/" + a.Cfg.EnvID + "/" + rec.Sha
+	}
+	blob, err := a.Fx.Tenancy.FetchBundle(ctx, a.token, url, a.Cfg.MaxBundleBytes)
+	if err != nil {
+		if effects.CodeOf(err) == bundle.CodeInvalid {
+			return nil, &bundle.Refusal{Code: bundle.CodeInvalid, Detail: redact.String(err.Error())}
+		}
+		return nil, err
+	}
+	b, err := bundle.Read(blob.Body, a.Cfg.MaxBundleBytes)
+	if err != nil {
+		return nil, err
+	}
+	if blob.HeaderSha != "" && blob.HeaderSha != b.Sha {
+		a.Log.Warn().Msgf("bundle header sha %s disagrees with the content's %s; enforcing the desired sha", short(blob.HeaderSha), short(b.Sha))
+	}
+	if r := bundle.Check(b, bundle.CheckInput{DesiredSha: rec.Sha, EnvID: a.Cfg.EnvID, KVMount: a.kvMount()}); r != nil {
+		return b, r
+	}
+	return b, nil
+}
+
+// stepVerify: CheckedIn → BundleVerified | Refused | Failed. Fetch, read, check the archive,
+// its sha, env and references — all before any lease.
+func (a *Agent) stepVerify(ctx context.Context) error {
+	started := a.Now()
+	b, err := a.fetchBundle(ctx)
+	var r *bundle.Refusal
+	switch {
+	case errors.As(err, &r):
+		return a.refuse(ctx, r.Code, r.Detail, 0)
+	case err != nil && effects.KindOf(err) == effects.NotFound:
+		return a.fail(ctx, machine.CheckedIn, "BUNDLE_NOT_FOUND", redact.String(err.Error()), false)
+	case err != nil && effects.IsTemporary(err):
+		_ = a.eng.Note("fetch-failed", effects.CodeOf(err), redact.String(err.Error()), started, nil)
+		return err
+	case err != nil:
+		return a.fail(ctx, machine.CheckedIn, codeOr(err, "BUNDLE_FETCH_FAILED"), redact.String(err.Error()), false)
+	}
+	a.bundle = b
+	detail := fmt.Sprintf("bundle %s verified: %d files, sha matches", short(b.Sha), len(b.Files))
+	return a.eng.Fire(machine.Outcome{Event: machine.EvVerify, Detail: detail}, started)
+}
+
+// currentBundle is the flight's bundle, fetched again when this tick resumes a flight.
+func (a *Agent) currentBundle(ctx context.Context) (*bundle.Bundle, error) {
+	if a.bundle != nil && a.bundle.Sha == a.eng.Record().Sha {
+		return a.bundle, nil
+	}
+	b, err := a.fetchBundle(ctx)
+	if err != nil {
+		return nil, err
+	}
+	a.bundle = b
+	return b, nil
+}
+
+// resumeBundleError turns a bundle that no longer verifies on a resumed flight into a failure.
+func (a *Agent) resumeBundleError(ctx context.Context, from machine.State, err error) error {
+	if effects.IsTemporary(err) {
+		return err
+	}
+	return a.fail(ctx, from, codeOr(err, "BUNDLE_FETCH_FAILED"), "fetching the bundle again to resume: "+redact.String(err.Error()), false)
+}
+
+func codeOr(err error, fallback string) string {
+	var r *bundle.Refusal
+	if errors.As(err, &r) {
+		return r.Code
+	}
+	if c := effects.CodeOf(err); c != "" {
+		return c
+	}
+	return fallback
+}
+
+// diskEnough measures every filesystem a pull can fill — docker's data-root and containerd's
+// root where it exists — against need × factor + headroom (headroom alone when need is 0).
+func (a *Agent) diskEnough(ctx context.Context, need int64) (bool, string, error) {
+	root, err := a.Fx.Compose.DataRoot(ctx)
+	if err != nil {
+		if effects.IsTemporary(err) {
+			return false, "", err
+		}
+		a.Log.Warn().Msg("docker info: " + redact.String(err.Error()) + "; measuring /var/lib/docker")
+		root = "/var/lib/docker"
+	}
+	paths := []string{root}
+	for _, p := range a.ContainerdRoots {
+		if st, err := os.Stat(p); err == nil && st.IsDir() && p != root {
+			paths = append(paths, p)
+		}
+	}
+	var free uint64
+	for i, p := range paths {
+		f, err := a.Fx.Disk.Free(p)
+		if err != nil {
+			return false, "", fmt.Errorf("measure free space on %s: %w", p, err)
+		}
+		if i == 0 || f < free {
+			free = f
+		}
+	}
+	headroom := a.Cfg.Disk.HeadroomBytes
+	required := headroom
+	var sized string
+	if need > 0 {
+		required = int64(float64(need)*a.Cfg.Disk.Factor) + headroom
+		sized = fmt.Sprintf("bundle needs %d MiB (%d MiB × %g + %d MiB headroom)", required>>20, need>>20, a.Cfg.Disk.Factor, headroom>>20)
+	} else {
+		sized = fmt.Sprintf("a pull needs at least %d MiB headroom (bundle declares no size)", required>>20)
+	}
+	detail := fmt.Sprintf("image storage (%s) has %d MiB free, %s", joinPaths(paths), free>>20, sized)
+	return free >= uint64(required), detail, nil
+}
+
+func joinPaths(p []string) string {
+	s := ""
+	for i, x := range p {
+		if i > 0 {
+			s += ", "
+		}
+		s += x
+	}
+	return s
+}

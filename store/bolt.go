@@ -1,0 +1,529 @@
+package store
+
+// Bolt keeps the state in one bbolt file, <state_dir>/state.db. Every value is JSON (counters
+// and the version are decimal text), so `bbolt get` and `bbolt keys` show readable text.
+// BE8 is an 8-byte big-endian unsigned integer, so keys sort in number order.
+//
+//	meta/
+//	|--> version                -> "1"  (SchemaVersion)
+//	|--> record                 -> Record JSON (the machine's current state)
+//	|--> seq.journal            -> "1234" (last journal seq handed out; never reused)
+//	|--> seq.outbox             -> "17"   (last outbox id handed out)
+//	|--> seq.applied            -> "9"    (last applied-history key)
+//	journal/
+//	|--> <seq BE8>              -> Entry JSON
+//	tick_entries/                  (index: the journal entries of each tick)
+//	|--> <tick BE8><seq BE8>    -> "" (empty)
+//	ticks/
+//	|--> <tick BE8>             -> TickSummary JSON
+//	leases/
+//	|--> <unix nanos BE8>       -> LeaseEvent JSON (next free nanosecond on a tie)
+//	outbox/
+//	|--> <id BE8>               -> QueuedReport JSON
+//	applied/
+//	|--> <seq BE8>              -> Applied JSON (newest 100)
+//
+// Entries(tick) and DeleteTick seek tick_entries to <tick BE8> and read only that tick's keys,
+// so neither scans the journal.
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
+)
+
+const (
+	fileMode = 0o600
+	dirMode  = 0o700
+	// defaultTimeout bounds the wait for another process's lock (status and explain wait no longer).
+	defaultTimeout = time.Second
+	// compactMinBytes: a file smaller than this is never worth compacting.
+	compactMinBytes = 128 << 10
+	// reopenTries bounds the retries when the file was replaced (compacted) while we waited for it.
+	reopenTries = 3
+)
+
+// BoltOptions tune OpenBolt.
+type BoltOptions struct {
+	// ReadOnly opens a copy for reading (explain --state-file): Update returns ErrReadOnly and a
+	// damaged file is an error, never moved aside.
+	ReadOnly bool
+	// Timeout bounds the wait for the file lock (default 1 s); past it the error wraps ErrLocked.
+	Timeout time.Duration
+	// Logf receives the one line said when a damaged file is moved aside (default: dropped).
+	Logf func(format string, args ...any)
+	// MaxSize caps the file size in bytes (bbolt's MaxSize; 0: no cap).
+	MaxSize int64
+	// Now is the clock used to name a moved-aside file (default time.Now).
+	Now func() time.Time
+}
+
+// Bolt is the Store over a bbolt file. It does not keep the file open: each Update, View,
+// Check and CompactIfNeeded opens it, runs one transaction and closes it, so the lock is never
+// held across a network or docker call.
+type Bolt struct {
+	path string
+	opts BoltOptions
+}
+
+var _ Store = (*Bolt)(nil)
+
+// OpenBolt validates (or creates) the state file at path and returns a Bolt for it. A file
+// bbolt cannot read, or one with another schema version, is moved aside to
+// <path>.corrupt-<UTC yyyymmddThhmmssZ> and a fresh file is created; in ReadOnly mode that is
+// an error instead. A lock held past the timeout returns an error wrapping ErrLocked.
+func OpenBolt(path string, opts BoltOptions) (*Bolt, error) {
+	if opts.Timeout <= 0 {
+		opts.Timeout = defaultTimeout
+	}
+	if opts.Logf == nil {
+		opts.Logf = func(string, ...any) {}
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	b := &Bolt{path: path, opts: opts}
+	if opts.ReadOnly {
+		if err := b.validateReadOnly(); err != nil {
+			return nil, err
+		}
+		return b, nil
+	}
+	if err := os.MkdirAll(filepath.Dir(path), dirMode); err != nil {
+		return nil, fmt.Errorf("create state dir: %w", err)
+	}
+	if err := b.validate(); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// Path is the state file's path.
+func (b *Bolt) Path() string { return b.path }
+
+// open opens the file and takes its lock (shared when readOnly). When the path was replaced by
+// a compaction while waiting for the lock, it opens the new file instead.
+func (b *Bolt) open(readOnly bool) (*bolt.DB, error) {
+	for try := 0; ; try++ {
+		db, f, err := boltOpen(b.path, b.opts, readOnly)
+		if err != nil {
+			if errors.Is(err, bolterrors.ErrTimeout) {
+				return nil, fmt.Errorf("open %s: %w", b.path, ErrLocked)
+			}
+			return nil, fmt.Errorf("open %s: %w", b.path, err)
+		}
+		if try >= reopenTries || f == nil || sameFile(f, b.path) {
+			return db, nil
+		}
+		_ = db.Close()
+	}
+}
+
+// boltOpen is bolt.Open that also returns the opened file, and turns a panic (bbolt panics on
+// some damaged pages while loading the freelist) into an error, closing the file and its lock.
+func boltOpen(path string, opts BoltOptions, readOnly bool) (db *bolt.DB, f *os.File, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			if f != nil {
+				_ = f.Close()
+			}
+			db, f, err = nil, nil, fmt.Errorf("bbolt: %v", r)
+		}
+	}()
+	db, err = bolt.Open(path, fileMode, &bolt.Options{
+		Timeout:  opts.Timeout,
+		ReadOnly: readOnly,
+		MaxSize:  int(opts.MaxSize),
+		OpenFile: func(name string, flag int, perm os.FileMode) (*os.File, error) {
+			var err error
+			f, err = os.OpenFile(name, flag, perm)
+			return f, err
+		},
+	})
+	return db, f, err
+}
+
+func sameFile(f *os.File, path string) bool {
+	a, err := f.Stat()
+	if err != nil {
+		return true
+	}
+	c, err := os.Stat(path)
+	if err != nil {
+		return true
+	}
+	return os.SameFile(a, c)
+}
+
+// run runs one bbolt transaction on a freshly opened file and closes it. A panic from bbolt
+// (a damaged page) comes back as an error so a tick ends instead of crashing; the next
+// OpenBolt's check moves such a file aside.
+func (b *Bolt) run(writable bool, fn func(*bolt.Tx) error) (err error) {
+	db, err := b.open(!writable)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("state file %s is damaged: %v", b.path, r)
+		}
+		if cerr := db.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("close %s: %w", b.path, cerr)
+		}
+	}()
+	if writable {
+		return db.Update(fn)
+	}
+	return db.View(fn)
+}
+
+// Update runs fn in one read-write transaction; an error from fn commits nothing.
+func (b *Bolt) Update(fn func(Tx) error) error {
+	if b.opts.ReadOnly {
+		return ErrReadOnly
+	}
+	return b.run(true, func(btx *bolt.Tx) error {
+		if err := ensureBuckets(btx); err != nil {
+			return err
+		}
+		return fn(&tx{kv: boltTx{btx}})
+	})
+}
+
+// View runs fn in one read-only transaction under a shared lock.
+func (b *Bolt) View(fn func(Tx) error) error {
+	return b.run(false, func(btx *bolt.Tx) error {
+		return fn(&tx{kv: boltTx{btx}})
+	})
+}
+
+func ensureBuckets(btx *bolt.Tx) error {
+	for _, name := range allBuckets {
+		if _, err := btx.CreateBucketIfNotExists([]byte(name)); err != nil {
+			return fmt.Errorf("create bucket %s: %w", name, err)
+		}
+	}
+	meta := btx.Bucket([]byte(bucketMeta))
+	if meta.Get([]byte(keyVersion)) == nil {
+		if err := meta.Put([]byte(keyVersion), []byte(strconv.Itoa(SchemaVersion))); err != nil {
+			return fmt.Errorf("put meta/version: %w", err)
+		}
+	}
+	return nil
+}
+
+// schemaProblem says what is wrong with an open file's layout ("" when it is ours).
+// An empty file (no bucket yet) is fine: it gets initialised.
+func schemaProblem(btx *bolt.Tx) string {
+	meta := btx.Bucket([]byte(bucketMeta))
+	if meta == nil {
+		empty := true
+		_ = btx.ForEach(func([]byte, *bolt.Bucket) error { empty = false; return nil })
+		if empty {
+			return ""
+		}
+		return "no meta bucket: not a monky-deployd state file"
+	}
+	v := meta.Get([]byte(keyVersion))
+	if v == nil {
+		return "no meta/version: not a monky-deployd state file"
+	}
+	if string(v) != strconv.Itoa(SchemaVersion) {
+		return fmt.Sprintf("schema version %q, this agent reads %d", truncate(string(v), 20), SchemaVersion)
+	}
+	return ""
+}
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "…"
+	}
+	return s
+}
+
+// firstCheckError drains a bbolt check and returns its first problem.
+func firstCheckError(btx *bolt.Tx) error {
+	var first error
+	for err := range btx.Check() {
+		if first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// inspect opens the file and says what is wrong with it: problem is a reason to move the file
+// aside ("" when it is fine); err is an error that is not the file's fault (lock, permission).
+func (b *Bolt) inspect(readOnly bool) (problem string, err error) {
+	db, err := b.open(readOnly)
+	if err != nil {
+		if !damaged(err) {
+			return "", err
+		}
+		return fmt.Sprintf("bbolt cannot open it (%v)", unwrapAll(err)), nil
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			problem = fmt.Sprintf("bbolt cannot read it (%v)", r)
+		}
+		_ = db.Close()
+	}()
+	verr := db.View(func(btx *bolt.Tx) error {
+		if p := schemaProblem(btx); p != "" {
+			problem = p
+			return nil
+		}
+		if cerr := firstCheckError(btx); cerr != nil {
+			problem = fmt.Sprintf("consistency check failed (%v)", cerr)
+		}
+		return nil
+	})
+	if verr != nil && problem == "" {
+		problem = fmt.Sprintf("bbolt cannot read it (%v)", verr)
+	}
+	return problem, nil
+}
+
+// damaged reports whether an open error is the file's content (not a bolt file, a bad
+// checksum, too short) rather than the system's (lock, permission, disk full, I/O): only the
+// former is a reason to move the file aside.
+func damaged(err error) bool {
+	var errno syscall.Errno
+	var perr *fs.PathError
+	switch {
+	case errors.Is(err, ErrLocked), errors.Is(err, bolterrors.ErrMaxSizeReached),
+		errors.As(err, &errno), errors.As(err, &perr):
+		return false
+	}
+	return true
+}
+
+// unwrapAll returns the innermost error (bbolt's own words, without our path prefix).
+func unwrapAll(err error) error {
+	for {
+		next := errors.Unwrap(err)
+		if next == nil {
+			return err
+		}
+		err = next
+	}
+}
+
+func (b *Bolt) validate() error {
+	_, statErr := os.Stat(b.path)
+	created := errors.Is(statErr, fs.ErrNotExist)
+	problem, err := b.inspect(false)
+	if err != nil {
+		return err
+	}
+	if problem != "" {
+		aside, err := b.moveAside()
+		if err != nil {
+			return fmt.Errorf("state file %s is unusable (%s) and could not be moved aside: %w", b.path, problem, err)
+		}
+		b.opts.Logf("state file %s is unusable: %s; moved it aside to %s; the agent starts fresh", b.path, problem, aside)
+		created = true
+	}
+	if err := b.run(true, ensureBuckets); err != nil {
+		return fmt.Errorf("initialise state file: %w", err)
+	}
+	if created {
+		if err := syncDir(filepath.Dir(b.path)); err != nil {
+			return err
+		}
+	}
+	if fi, err := os.Stat(b.path); err == nil && fi.Mode().Perm() != fileMode {
+		if err := os.Chmod(b.path, fileMode); err != nil {
+			return fmt.Errorf("chmod state file: %w", err)
+		}
+	}
+	return nil
+}
+
+func (b *Bolt) validateReadOnly() error {
+	problem, err := b.inspect(true)
+	if err != nil {
+		return err
+	}
+	if problem != "" {
+		return fmt.Errorf("state file %s is unusable: %s", b.path, problem)
+	}
+	return nil
+}
+
+// moveAside renames the file to <path>.corrupt-<UTC stamp> (with -N on a clash) and returns
+// the new name.
+func (b *Bolt) moveAside() (string, error) {
+	base := b.path + ".corrupt-" + b.opts.Now().UTC().Format("20060102T150405Z")
+	aside := base
+	for i := 1; ; i++ {
+		if _, err := os.Lstat(aside); errors.Is(err, fs.ErrNotExist) {
+			break
+		}
+		aside = fmt.Sprintf("%s-%d", base, i)
+	}
+	if err := os.Rename(b.path, aside); err != nil {
+		return "", fmt.Errorf("move aside: %w", err)
+	}
+	if err := syncDir(filepath.Dir(b.path)); err != nil {
+		return "", err
+	}
+	return aside, nil
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("sync dir: %w", err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("sync dir: %w", err)
+	}
+	return nil
+}
+
+// Check runs bbolt's consistency check and returns its first problem.
+func (b *Bolt) Check() error {
+	return b.run(false, func(btx *bolt.Tx) error {
+		if err := firstCheckError(btx); err != nil {
+			return fmt.Errorf("check %s: %w", b.path, err)
+		}
+		return nil
+	})
+}
+
+// CompactIfNeeded rewrites the file without its free pages when they exceed threshold (a
+// fraction of the data size, e.g. 0.5). The copy is written to <path>.compact, synced and renamed
+// over the file, and the directory is synced; it reports whether it compacted. Files under
+// 128 KiB are left alone.
+func (b *Bolt) CompactIfNeeded(threshold float64) (compacted bool, err error) {
+	if b.opts.ReadOnly {
+		return false, ErrReadOnly
+	}
+	src, err := b.open(false)
+	if err != nil {
+		return false, err
+	}
+	defer func() {
+		if cerr := src.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("close %s: %w", b.path, cerr)
+		}
+	}()
+	var size int64 // up to the high-water mark; bbolt may have grown the file beyond it
+	if err := src.View(func(btx *bolt.Tx) error { size = btx.Size(); return nil }); err != nil {
+		return false, fmt.Errorf("compact: %w", err)
+	}
+	if size < compactMinBytes {
+		return false, nil
+	}
+	st := src.Stats()
+	free := int64(st.FreePageN+st.PendingPageN) * int64(src.Info().PageSize)
+	if float64(free) <= threshold*float64(size) {
+		return false, nil
+	}
+
+	tmp := b.path + ".compact"
+	if err := os.Remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return false, fmt.Errorf("compact: %w", err)
+	}
+	dst, err := bolt.Open(tmp, fileMode, &bolt.Options{Timeout: b.opts.Timeout})
+	if err != nil {
+		return false, fmt.Errorf("compact: open copy: %w", err)
+	}
+	if err := bolt.Compact(dst, src, 1<<20); err != nil {
+		_ = dst.Close()
+		_ = os.Remove(tmp)
+		return false, fmt.Errorf("compact: %w", err)
+	}
+	if err := dst.Sync(); err != nil {
+		_ = dst.Close()
+		_ = os.Remove(tmp)
+		return false, fmt.Errorf("compact: sync copy: %w", err)
+	}
+	if err := dst.Close(); err != nil {
+		_ = os.Remove(tmp)
+		return false, fmt.Errorf("compact: close copy: %w", err)
+	}
+	if err := os.Rename(tmp, b.path); err != nil {
+		_ = os.Remove(tmp)
+		return false, fmt.Errorf("compact: rename: %w", err)
+	}
+	if err := syncDir(filepath.Dir(b.path)); err != nil {
+		return true, fmt.Errorf("compact: %w", err)
+	}
+	return true, nil
+}
+
+// boltTx adapts a bbolt transaction to kvTx.
+type boltTx struct{ btx *bolt.Tx }
+
+func (t boltTx) bucket(name string) kvBucket {
+	return boltBucket{b: t.btx.Bucket([]byte(name))}
+}
+
+// boltBucket is a bbolt bucket; a nil b is a bucket missing from the file (reads as empty).
+type boltBucket struct{ b *bolt.Bucket }
+
+func (b boltBucket) get(k []byte) []byte {
+	if b.b == nil {
+		return nil
+	}
+	return b.b.Get(k)
+}
+
+func (b boltBucket) put(k, v []byte) error {
+	if b.b == nil || !b.b.Writable() {
+		return errNotWritable
+	}
+	return b.b.Put(k, v)
+}
+
+func (b boltBucket) del(k []byte) error {
+	if b.b == nil || !b.b.Writable() {
+		return errNotWritable
+	}
+	return b.b.Delete(k)
+}
+
+func (b boltBucket) ascend(from []byte, fn func(k, v []byte) (bool, error)) error {
+	if b.b == nil {
+		return nil
+	}
+	c := b.b.Cursor()
+	var k, v []byte
+	if from == nil {
+		k, v = c.First()
+	} else {
+		k, v = c.Seek(from)
+	}
+	for ; k != nil; k, v = c.Next() {
+		more, err := fn(k, v)
+		if err != nil || !more {
+			return err
+		}
+	}
+	return nil
+}
+
+func (b boltBucket) descend(fn func(k, v []byte) (bool, error)) error {
+	if b.b == nil {
+		return nil
+	}
+	c := b.b.Cursor()
+	for k, v := c.Last(); k != nil; k, v = c.Prev() {
+		more, err := fn(k, v)
+		if err != nil || !more {
+			return err
+		}
+	}
+	return nil
+}

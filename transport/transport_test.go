@@ -1,0 +1,480 @@
+package transport
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"math/big"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tikali/monky-deployd/config"
+	"github.com/tikali/monky-deployd/effects"
+)
+
+const baoName = "bao.cbs.tikali.net"
+
+// testCA is a private CA made for the test and a server certificate it signed.
+type testCA struct {
+	caPEM  []byte
+	server tls.Certificate
+}
+
+func newTestCA(t *testing.T, names ...string) testCA {
+	t.Helper()
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caTmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(1),
+		Subject:               pkix.Name{CommonName: "monky test CA"},
+		NotBefore:             time.Now().Add(-time.Hour),
+		NotAfter:              time.Now().Add(time.Hour),
+		IsCA:                  true,
+		KeyUsage:              x509.KeyUsageCertSign,
+		BasicConstraintsValid: true,
+	}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caCert, _ := x509.ParseCertificate(caDER)
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(2),
+		Subject:      pkix.Name{CommonName: names[0]},
+		DNSNames:     names,
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &key.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return testCA{
+		caPEM:  pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}),
+		server: tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key},
+	}
+}
+
+// tlsServer serves "ok" over TLS with the CA's server certificate.
+func tlsServer(t *testing.T, ca testCA) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, "ok "+r.Host)
+	}))
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{ca.server}}
+	srv.Config.ErrorLog = log.New(io.Discard, "", 0) // handshake failures are the point of some tests
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func writeFile(t *testing.T, name string, data []byte) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+const goodIdentity = `{"ztAPI": "https://ctrl.example:1280", "id": {"key": "pem:x", "cert": "pem:y", "ca": "pem:z"}}`
+
+// proxyConfig is a hand-built config for transport proxy with the given proxy targets.
+func proxyConfig(t *testing.T, tenancyTo, baoTo string) *config.Config {
+	return &config.Config{
+		EnvID:     "env-qa-02",
+		Transport: config.TransportProxy,
+		Identity:  writeFile(t, "monky-host.env-qa-02.json", []byte(goodIdentity)),
+		Tenancy:   config.Tenancy{Service: "monky.tenancy.deploy", Port: 443, Scheme: "http", ProxyAddr: tenancyTo},
+		Bao:       config.Bao{Service: "openbao", Addr: "https://" + baoName + ":8200", ProxyAddr: baoTo},
+	}
+}
+
+func get(t *testing.T, hc *http.Client, url string) (string, error) {
+	t.Helper()
+	resp, err := hc.Get(url)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return string(b), err
+}
+
+func TestProxyTLSValidatesInterceptName(t *testing.T) {
+	ca := newTestCA(t, baoName)
+	srv := tlsServer(t, ca)
+	caFile := writeFile(t, "openbao-ca.pem", ca.caPEM)
+	d, err := New(proxyConfig(t, "127.0.0.1:1", srv.Listener.Addr().String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Name() != "proxy" {
+		t.Fatalf("Name() = %q", d.Name())
+	}
+	hc, err := HTTPClient(d, baoName, caFile, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := get(t, hc, "https://"+baoName+":8200/v1/sys/health")
+	if err != nil {
+		t.Fatalf("https through the proxy mapping: %v", err)
+	}
+	if body != "ok "+baoName+":8200" {
+		t.Fatalf("body %q: the request should carry the intercept name as Host", body)
+	}
+}
+
+func TestTLSFailures(t *testing.T) {
+	ca := newTestCA(t, baoName)
+	srv := tlsServer(t, ca)
+	caFile := writeFile(t, "openbao-ca.pem", ca.caPEM)
+	other := newTestCA(t, baoName)
+	otherCA := writeFile(t, "other-ca.pem", other.caPEM)
+	garbage := writeFile(t, "garbage.pem", []byte("not a certificate\n"))
+
+	cases := []struct {
+		name, serverName, caFile string
+		kind                     effects.Kind
+		code, want               string
+	}{
+		{"wrong name", "vault.example.org", caFile, effects.TLS, "TLS_NAME_MISMATCH", "not valid for vault.example.org"},
+		{"CA file absent", baoName, filepath.Join(t.TempDir(), "missing.pem"), effects.TLS, "TLS_UNKNOWN_CA", "check bao.ca_file"},
+		{"another CA", baoName, otherCA, effects.TLS, "TLS_UNKNOWN_CA", "unknown authority"},
+		{"garbage CA file", baoName, garbage, effects.TLS, "TLS_CA_FILE", "holds no PEM certificate"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := proxyConfig(t, "127.0.0.1:1", srv.Listener.Addr().String())
+			d, err := New(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			hc, err := HTTPClient(d, tc.serverName, tc.caFile, 5*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = get(t, hc, "https://"+baoName+":8200/v1/sys/health")
+			if err == nil {
+				t.Fatal("request succeeded; want a TLS failure")
+			}
+			e := Classify("bao login", baoName+":8200", "proxy", err)
+			if e.Kind != tc.kind || e.Code != tc.code {
+				t.Fatalf("kind %v code %q, want %v %q (%v)", e.Kind, e.Code, tc.kind, tc.code, e)
+			}
+			if !strings.Contains(e.Error(), tc.want) {
+				t.Fatalf("message %q does not say %q", e.Error(), tc.want)
+			}
+			if effects.IsTemporary(e) {
+				t.Fatal("a TLS failure must not be temporary")
+			}
+		})
+	}
+}
+
+func TestPlainHTTPNeverReadsCAFile(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "plain") }))
+	defer srv.Close()
+	garbage := writeFile(t, "garbage.pem", []byte("garbage"))
+	hc, err := HTTPClient(systemDialer{}, "", garbage, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := get(t, hc, srv.URL)
+	if err != nil || body != "plain" {
+		t.Fatalf("plain http with a garbage ca_file: %q %v", body, err)
+	}
+}
+
+func TestHTTPClientIgnoresProxyEnvironment(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "direct") }))
+	defer srv.Close()
+	t.Setenv("HTTP_PROXY", "http://127.0.0.1:1")
+	t.Setenv("http_proxy", "http://127.0.0.1:1")
+	t.Setenv("HTTPS_PROXY", "http://127.0.0.1:1")
+	t.Setenv("NO_PROXY", "")
+	hc, err := HTTPClient(systemDialer{}, "", "", 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hc.Timeout != 5*time.Second {
+		t.Fatalf("client timeout %v", hc.Timeout)
+	}
+	body, err := get(t, hc, srv.URL)
+	if err != nil || body != "direct" {
+		t.Fatalf("got %q %v; the proxy environment must be ignored", body, err)
+	}
+}
+
+func TestSystemTransport(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "system") }))
+	defer srv.Close()
+	d, err := New(&config.Config{Transport: config.TransportSystem, Identity: "/nonexistent"})
+	if err != nil {
+		t.Fatalf("system must not read the identity: %v", err)
+	}
+	if d.Name() != "system" {
+		t.Fatalf("Name() = %q", d.Name())
+	}
+	hc, _ := HTTPClient(d, "", "", 5*time.Second)
+	body, err := get(t, hc, srv.URL+"/v1/agent/checkin")
+	if err != nil || body != "system" {
+		t.Fatalf("got %q %v", body, err)
+	}
+}
+
+func TestProxyMapping(t *testing.T) {
+	tenancy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "tenancy "+r.Host) }))
+	defer tenancy.Close()
+	cfg := proxyConfig(t, tenancy.Listener.Addr().String(), "127.0.0.1:18200")
+	d, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hc, _ := HTTPClient(d, "", "", 5*time.Second)
+	// Host "" is read as the service; names are case-insensitive.
+	body, err := get(t, hc, "http://MONKY.tenancy.deploy:443/v1/agent/checkin")
+	if err != nil || body != "tenancy MONKY.tenancy.deploy:443" {
+		t.Fatalf("got %q %v", body, err)
+	}
+
+	_, err = d.DialContext(context.Background(), "tcp", "example.com:443")
+	want := "transport proxy: NO_MAPPING: no mapping for example.com:443 (maps bao.cbs.tikali.net:8200 → 127.0.0.1:18200, monky.tenancy.deploy:443 → " + tenancy.Listener.Addr().String() + ")"
+	if err == nil || err.Error() != want {
+		t.Fatalf("unmapped destination:\n got %v\nwant %s", err, want)
+	}
+	// The pod's own port is not the intercept port: refused too.
+	if _, err := d.DialContext(context.Background(), "tcp", "monky.tenancy.deploy:8081"); err == nil {
+		t.Fatal("monky.tenancy.deploy:8081 was dialled; only the intercept port is mapped")
+	}
+	// Through an HTTP client the refusal keeps its words.
+	_, err = get(t, hc, "http://example.com/")
+	e := Classify("checkin", "example.com:80", "proxy", err)
+	if e.Code != "NO_MAPPING" || e.Kind != effects.Permanent {
+		t.Fatalf("classified %v as %v %q", err, e.Kind, e.Code)
+	}
+}
+
+func TestProxyHostAndBaseURL(t *testing.T) {
+	cfg := proxyConfig(t, "127.0.0.1:18443", "127.0.0.1:18200")
+	cfg.Tenancy = config.Tenancy{BaseURL: "http://tenancy.intercept:8443", ProxyAddr: "127.0.0.1:18443"}
+	d, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	to, ok := d.(*proxyDialer).routes.lookup("tenancy.intercept:8443")
+	if !ok || to != "127.0.0.1:18443" {
+		t.Fatalf("base_url mapping: %q %v", to, ok)
+	}
+	cfg.Tenancy.ProxyAddr = ""
+	if _, err := New(cfg); err == nil || !strings.Contains(err.Error(), "tenancy.proxy_addr is empty") {
+		t.Fatalf("empty proxy_addr: %v", err)
+	}
+}
+
+func TestIdentityFaults(t *testing.T) {
+	dir := t.TempDir()
+	cases := []struct {
+		name, content, want string
+	}{
+		{"not JSON", "ztAPI=https://x\n", "is not a ziti identity (not JSON: syntax error at byte 1)"},
+		{"JSON without keys", `{"name": "monky-host"}`, "is not a ziti identity (JSON without ztAPI and id)"},
+		{"JSON without id", `{"ztAPI": "https://ctrl:1280"}`, "is not a ziti identity (JSON without id)"},
+		{"JSON array", `[1,2]`, "is not a ziti identity (not a JSON object)"},
+		{"empty", ``, "is not a ziti identity (not JSON"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "_")+".json")
+			if err := os.WriteFile(p, []byte(tc.content), 0o640); err != nil {
+				t.Fatal(err)
+			}
+			checkIdentityError(t, CheckIdentity(p), "identity "+p+" "+tc.want)
+		})
+	}
+	t.Run("absent", func(t *testing.T) {
+		p := filepath.Join(dir, "missing.json")
+		cfg := proxyConfig(t, "127.0.0.1:18443", "127.0.0.1:18200")
+		cfg.Identity = p
+		_, err := New(cfg)
+		checkIdentityError(t, err, "transport proxy: IDENTITY_UNUSABLE: identity "+p+" does not exist")
+	})
+	t.Run("a directory", func(t *testing.T) {
+		checkIdentityError(t, CheckIdentity(dir), "is not a regular file")
+	})
+	t.Run("good", func(t *testing.T) {
+		p := writeFile(t, "id.json", []byte(goodIdentity))
+		if err := CheckIdentity(p); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("unreadable", func(t *testing.T) {
+		if os.Geteuid() == 0 {
+			t.Skip("running as root: a mode-000 file is still readable, so this fault cannot be provoked")
+		}
+		p := writeFile(t, "id.json", []byte(goodIdentity))
+		if err := os.Chmod(p, 0); err != nil {
+			t.Fatal(err)
+		}
+		err := CheckIdentity(p)
+		checkIdentityError(t, err, "identity "+p+" is not readable by this user (uid ")
+		for _, w := range []string{"groups ", "usermod -a -G ", " monky-deployd`", "drops POSIX ACLs"} {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("message %q lacks %q", err, w)
+			}
+		}
+	})
+	t.Run("never quotes the key", func(t *testing.T) {
+		p := writeFile(t, "id.json", []byte(`{"ztAPI": "x", "id": "SECRETKEYMATERIAL"}`))
+		err := CheckIdentity(p)
+		if err == nil || strings.Contains(err.Error(), "SECRETKEYMATERIAL") {
+			t.Fatalf("%v", err)
+		}
+	})
+}
+
+func checkIdentityError(t *testing.T, err error, want string) {
+	t.Helper()
+	var e *effects.Error
+	if !errors.As(err, &e) {
+		t.Fatalf("error %v (%T) is not an *effects.Error", err, err)
+	}
+	if e.Kind != effects.Permanent || e.Code != "IDENTITY_UNUSABLE" {
+		t.Fatalf("kind %v code %q", e.Kind, e.Code)
+	}
+	if !strings.Contains(err.Error(), want) {
+		t.Fatalf("message\n %q\ndoes not contain\n %q", err, want)
+	}
+}
+
+func TestSDKUnavailableInDefaultBuild(t *testing.T) {
+	cfg := proxyConfig(t, "127.0.0.1:18443", "127.0.0.1:18200")
+	cfg.Transport = config.TransportSDK
+	_, err := New(cfg)
+	var e *effects.Error
+	if !errors.As(err, &e) || e.Code != "SDK_UNAVAILABLE" || e.Kind != effects.Permanent {
+		t.Fatalf("got %v", err)
+	}
+	msg := err.Error()
+	if strings.Contains(msg, "\n") {
+		t.Fatalf("message is more than one line: %q", msg)
+	}
+	for _, w := range []string{"transport sdk:", "this build has no OpenZiti SDK", "`transport: proxy` (monky-deployd-proxy.service)", "`transport: system`"} {
+		if !strings.Contains(msg, w) {
+			t.Errorf("message %q lacks %q", msg, w)
+		}
+	}
+}
+
+func TestUnknownTransport(t *testing.T) {
+	_, err := New(&config.Config{Transport: "carrier-pigeon"})
+	if err == nil || !strings.Contains(err.Error(), `"carrier-pigeon"`) {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestClassifyNetworkFailures(t *testing.T) {
+	// A port where nothing listens.
+	l, _ := net.Listen("tcp", "127.0.0.1:0")
+	dead := l.Addr().String()
+	l.Close()
+
+	// A server that never answers, and one that cuts the answer short.
+	hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		<-r.Context().Done()
+	}))
+	defer hang.Close()
+	cut := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		conn, buf, _ := w.(http.Hijacker).Hijack()
+		buf.WriteString("HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nshort")
+		buf.Flush()
+		conn.Close()
+	}))
+	defer cut.Close()
+	plain := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer plain.Close()
+
+	cfg := proxyConfig(t, dead, "127.0.0.1:18200")
+	pd, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxyClient, _ := HTTPClient(pd, "", "", 2*time.Second)
+	sysClient, _ := HTTPClient(systemDialer{}, "", "", 300*time.Millisecond)
+
+	t.Run("refused via proxy", func(t *testing.T) {
+		_, err := get(t, proxyClient, "http://monky.tenancy.deploy:443/v1/agent/checkin")
+		e := Classify("checkin", "monky.tenancy.deploy:443", "proxy", err)
+		wantClass(t, e, effects.Temporary, "CONNECTION_REFUSED",
+			"checkin: CONNECTION_REFUSED: nothing listens at monky.tenancy.deploy:443 (transport proxy, dialled "+dead+") — check monky-deployd-proxy.service")
+	})
+	t.Run("refused via system", func(t *testing.T) {
+		_, err := get(t, sysClient, "http://"+dead+"/")
+		e := Classify("checkin", dead, "system", err)
+		wantClass(t, e, effects.Temporary, "CONNECTION_REFUSED", "nothing listens at "+dead+" (transport system) — check the tunneller")
+	})
+	t.Run("timeout", func(t *testing.T) {
+		_, err := get(t, sysClient, hang.URL)
+		e := Classify("checkin", "h:1", "system", err)
+		wantClass(t, e, effects.Temporary, "TIMEOUT", "no answer from h:1 (transport system) in time")
+	})
+	t.Run("truncated body", func(t *testing.T) {
+		_, err := get(t, sysClient, cut.URL)
+		e := Classify("bundle", "h:1", "system", err)
+		wantClass(t, e, effects.Temporary, "CONNECTION_RESET", "reset or cut short")
+	})
+	t.Run("https to a plain server", func(t *testing.T) {
+		_, err := get(t, sysClient, strings.Replace(plain.URL, "http:", "https:", 1))
+		e := Classify("login", "h:1", "system", err)
+		wantClass(t, e, effects.TLS, "TLS_HANDSHAKE", "did not answer TLS")
+	})
+	t.Run("DNS", func(t *testing.T) {
+		err := &net.OpError{Op: "dial", Net: "tcp", Err: &net.DNSError{Err: "no such host", Name: "bao.cbs.tikali.net", IsNotFound: true}}
+		e := Classify("login", "bao.cbs.tikali.net:8200", "system", err)
+		wantClass(t, e, effects.Temporary, "DNS_FAILURE", "cannot resolve bao.cbs.tikali.net for bao.cbs.tikali.net:8200 (transport system): no such host — check the tunneller's DNS intercept")
+	})
+	t.Run("reset", func(t *testing.T) {
+		err := &net.OpError{Op: "read", Net: "tcp", Err: os.NewSyscallError("read", syscall.ECONNRESET)}
+		e := Classify("lease", "h:1", "sdk", err)
+		wantClass(t, e, effects.Temporary, "CONNECTION_RESET", "connection to h:1 (transport sdk) was reset or cut short")
+	})
+	t.Run("nil", func(t *testing.T) {
+		if Classify("x", "h:1", "system", nil) != nil {
+			t.Fatal("nil error classified as a failure")
+		}
+	})
+}
+
+func wantClass(t *testing.T, e *effects.Error, kind effects.Kind, code, msg string) {
+	t.Helper()
+	if e == nil {
+		t.Fatal("no error")
+	}
+	if e.Kind != kind || e.Code != code {
+		t.Fatalf("kind %v code %q, want %v %q: %v", e.Kind, e.Code, kind, code, e)
+	}
+	if !strings.Contains(e.Error(), msg) {
+		t.Fatalf("message\n %q\ndoes not contain\n %q", e.Error(), msg)
+	}
+}
