@@ -122,9 +122,10 @@ func totalAttempts(m map[string]int) int {
 	return n
 }
 
-// backoff is the wait before retry n (1-based): 1, 2, 4, 8 … minutes, at most 30.
+// backoff is the wait after failed attempt n (1-based): 2, 4, 8, 16 … minutes, at most 30 —
+// longer than the timer's minute from the first failure on.
 func backoff(n int) time.Duration {
-	d := time.Minute
+	d := 2 * time.Minute
 	for i := 1; i < n && d < 30*time.Minute; i++ {
 		d *= 2
 	}

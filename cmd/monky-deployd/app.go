@@ -64,14 +64,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 func newApp(stdout, stderr io.Writer) *cli.App {
 	return &cli.App{
-		Name:            "monky-deployd",
-		Usage:           "the on-box pull agent for Monky backend environments",
-		Version:         version.Version,
-		Writer:          stdout,
-		ErrWriter:       stderr,
-		HideVersion:     true,
-		ExitErrHandler:  func(*cli.Context, error) {},
-		CommandNotFound: func(c *cli.Context, cmd string) { fmt.Fprintf(stderr, "monky-deployd: no command %q (see --help)\n", cmd) },
+		Name:           "monky-deployd",
+		Usage:          "the on-box pull agent for Monky backend environments",
+		Version:        version.Version,
+		Writer:         stdout,
+		ErrWriter:      stderr,
+		HideVersion:    true,
+		ExitErrHandler: func(*cli.Context, error) {},
+		CommandNotFound: func(c *cli.Context, cmd string) {
+			fmt.Fprintf(stderr, "monky-deployd: no command %q (see --help)\n", cmd)
+		},
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "config", Value: config.DefaultPath, EnvVars: []string{"MONKY_DEPLOYD_CONFIG"}, Usage: "the agent's config.yaml"},
 		},

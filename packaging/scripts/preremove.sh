@@ -1,0 +1,23 @@
+#!/bin/sh
+# monky-deployd prerm / rpm %preun.
+# dpkg calls the OLD package's prerm on an UPGRADE as well as on a removal, and rpm passes the
+# number of instances that will remain. Disabling the timer unconditionally stopped and disabled
+# every upgraded agent, silently: the box stays up, the containers keep running and nothing says
+# the check-ins have stopped (0.1.9, env-dev-01 and env-dev-08). Only a real removal stops it.
+#   dpkg: remove | upgrade <new-version> | failed-upgrade <old-version> | deconfigure in-favour …
+#   rpm : 0 (erase) | 1 (upgrade)
+set -e
+
+SYSTEMD_DIR="${MONKY_SYSTEMD_RUN_DIR:-/run/systemd/system}"
+
+case "${1:-}" in
+  remove | 0) ;;
+  *) exit 0 ;; # upgrade, failed-upgrade, deconfigure, rpm 1, anything unknown: leave the units alone
+esac
+
+if [ -d "$SYSTEMD_DIR" ]; then
+  systemctl disable --now monky-deployd.timer || true
+  systemctl stop monky-deployd.service || true
+  systemctl disable --now monky-deployd-proxy.service || true
+fi
+exit 0

@@ -1,0 +1,249 @@
+package packaging
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const (
+	reload       = "systemctl daemon-reload"
+	tryRestart   = "systemctl try-restart monky-deployd-proxy.service"
+	usermodDock  = "usermod -a -G docker monky-deployd"
+	usermodZiti  = "usermod -a -G ziti monky-deployd"
+	mkState      = "install -d -m 0700 -o monky-deployd -g monky-deployd <ROOT>/var/lib/monky-deployd"
+	mkEtc        = "install -d -m 0750 -o root -g monky-deployd <ROOT>/etc/monky-deployd"
+	disableTimer = "systemctl disable --now monky-deployd.timer"
+	stopService  = "systemctl stop monky-deployd.service"
+	disableProxy = "systemctl disable --now monky-deployd-proxy.service"
+)
+
+// scriptCase is one dpkg or rpm invocation of a maintainer script and the exact calls it must make,
+// on the first run and on a second identical run (every script is idempotent).
+type scriptCase struct {
+	script  string
+	args    []string
+	systemd bool     // /run/systemd/system exists
+	known   []string // getent answers before the first run
+	first   []string
+	second  []string // nil: same as first
+}
+
+func runScriptCases(t *testing.T, cases []scriptCase) {
+	for _, c := range cases {
+		name := c.script + "(" + strings.Join(c.args, ",") + ")"
+		if !c.systemd {
+			name += "/no-systemd"
+		}
+		if len(c.known) > 0 {
+			name += "/" + strings.Join(c.known, ",")
+		}
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			s := newSandbox(t)
+			s.known(c.known...)
+			runDir := filepath.Join(s.dir, "run-systemd-system")
+			if c.systemd {
+				if err := os.MkdirAll(runDir, 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			env := []string{"MONKY_ROOT=" + s.Root, "MONKY_SYSTEMD_RUN_DIR=" + runDir}
+			script := filepath.Join(repoRoot(t), "packaging", "scripts", c.script+".sh")
+			for i, want := range [][]string{c.first, c.second} {
+				if i == 1 && want == nil {
+					want = c.first
+				}
+				code, out := s.run(nil, env, "sh", append([]string{script}, c.args...)...)
+				if code != 0 {
+					t.Fatalf("run %d: exit %d: %s", i+1, code, out)
+				}
+				equalCalls(t, "run "+string(rune('1'+i)), s.calls(), want)
+			}
+		})
+	}
+}
+
+func TestPreinstCreatesTheSystemUserOnce(t *testing.T) {
+	t.Parallel()
+	create := []string{
+		"getent group monky-deployd",
+		"groupadd --system monky-deployd",
+		"getent passwd monky-deployd",
+		"useradd --system --gid monky-deployd --home-dir /var/lib/monky-deployd --no-create-home --shell /usr/sbin/nologin --comment Monky backend pull agent monky-deployd",
+	}
+	exists := []string{"getent group monky-deployd", "getent passwd monky-deployd"}
+	var cases []scriptCase
+	for _, args := range [][]string{{"install"}, {"install", "0.9.0"}, {"upgrade", "0.9.0"}, {"1"}, {"2"}} {
+		cases = append(cases, scriptCase{script: "preinstall", args: args, systemd: true, first: create, second: exists})
+	}
+	cases = append(cases,
+		scriptCase{script: "preinstall", args: []string{"upgrade", "0.9.0"}, systemd: true,
+			known: []string{"group:monky-deployd", "passwd:monky-deployd"}, first: exists},
+		scriptCase{script: "preinstall", args: []string{"abort-upgrade", "1.0.1"}, systemd: true, first: []string{}},
+	)
+	runScriptCases(t, cases)
+}
+
+func TestPostinstNeverEnablesTheTimer(t *testing.T) {
+	t.Parallel()
+	fresh := []string{"getent group docker", usermodDock, "getent group ziti", usermodZiti, mkState, mkEtc, reload}
+	upgrade := append(append([]string{}, fresh...), tryRestart)
+	noGroups := []string{"getent group docker", "getent group ziti", mkState, mkEtc, reload}
+	both := []string{"group:docker", "group:ziti"}
+	runScriptCases(t, []scriptCase{
+		{script: "postinstall", args: []string{"configure"}, systemd: true, known: both, first: fresh},
+		{script: "postinstall", args: []string{"configure", ""}, systemd: true, known: both, first: fresh},
+		{script: "postinstall", args: []string{"configure", "0.9.0"}, systemd: true, known: both, first: upgrade},
+		{script: "postinstall", args: []string{"1"}, systemd: true, known: both, first: fresh},
+		{script: "postinstall", args: []string{"2"}, systemd: true, known: both, first: upgrade},
+		// ziti absent (proxy or system transport): no group call for it, nothing fails
+		{script: "postinstall", args: []string{"configure"}, systemd: true, known: []string{"group:docker"},
+			first: []string{"getent group docker", usermodDock, "getent group ziti", mkState, mkEtc, reload}},
+		{script: "postinstall", args: []string{"configure"}, systemd: true, first: noGroups},
+		// a container or chroot without systemd as PID 1: no systemctl at all
+		{script: "postinstall", args: []string{"configure", "0.9.0"}, systemd: false, known: both,
+			first: []string{"getent group docker", usermodDock, "getent group ziti", usermodZiti, mkState, mkEtc}},
+		{script: "postinstall", args: []string{"abort-upgrade", "1.0.1"}, systemd: true, known: both, first: []string{}},
+		{script: "postinstall", args: []string{"abort-remove"}, systemd: true, known: both, first: []string{}},
+		{script: "postinstall", args: []string{"abort-deconfigure", "in-favour", "x", "1.0"}, systemd: true, known: both, first: []string{}},
+	})
+}
+
+func TestPostinstDirectoryModes(t *testing.T) {
+	t.Parallel()
+	s := newSandbox(t)
+	env := []string{"MONKY_ROOT=" + s.Root, "MONKY_SYSTEMD_RUN_DIR=" + filepath.Join(s.dir, "absent")}
+	script := filepath.Join(repoRoot(t), "packaging", "scripts", "postinstall.sh")
+	if code, out := s.run(nil, env, "sh", script, "configure"); code != 0 {
+		t.Fatalf("exit %d: %s", code, out)
+	}
+	if m := mode(t, s.path("var/lib/monky-deployd")); m != 0o700 {
+		t.Errorf("state dir mode %o, want 700", m)
+	}
+	if m := mode(t, s.path("etc/monky-deployd")); m != 0o750 {
+		t.Errorf("/etc/monky-deployd mode %o, want 750", m)
+	}
+}
+
+// The 0.1.9 incident: dpkg runs the OLD prerm on an upgrade; disabling there took agents offline.
+func TestPrermStopsTheAgentOnlyOnARealRemoval(t *testing.T) {
+	t.Parallel()
+	removal := []string{disableTimer, stopService, disableProxy}
+	var cases []scriptCase
+	for _, args := range [][]string{{"remove"}, {"0"}} {
+		cases = append(cases, scriptCase{script: "preremove", args: args, systemd: true, first: removal})
+		cases = append(cases, scriptCase{script: "preremove", args: args, systemd: false, first: []string{}})
+	}
+	for _, args := range [][]string{
+		{"upgrade", "1.0.1"}, {"failed-upgrade", "1.0.0"}, {"deconfigure", "in-favour", "other", "2.0", "removing", "monky-deployd", "1.0.0"},
+		{"1"}, {"2"}, {},
+	} {
+		cases = append(cases, scriptCase{script: "preremove", args: args, systemd: true, first: []string{}})
+	}
+	runScriptCases(t, cases)
+}
+
+func TestPostrmPurgesOnlyOnPurge(t *testing.T) {
+	t.Parallel()
+	var cases []scriptCase
+	cases = append(cases,
+		scriptCase{script: "postremove", args: []string{"remove"}, systemd: true, first: []string{reload}},
+		scriptCase{script: "postremove", args: []string{"remove"}, systemd: false, first: []string{}},
+		scriptCase{script: "postremove", args: []string{"0"}, systemd: true, first: []string{reload}},
+		scriptCase{script: "postremove", args: []string{"purge"}, systemd: true, first: []string{}},
+	)
+	for _, args := range [][]string{{"upgrade", "1.0.1"}, {"failed-upgrade", "1.0.0"}, {"abort-install"},
+		{"abort-install", "0.9.0"}, {"abort-upgrade", "0.9.0"}, {"disappear", "other", "1.0"}, {"1"}} {
+		cases = append(cases, scriptCase{script: "postremove", args: args, systemd: true, first: []string{}})
+	}
+	runScriptCases(t, cases)
+
+	// what each argument does to the files
+	for _, c := range []struct {
+		args       []string
+		stateGone  bool
+		etcPresent bool // /etc/monky-deployd holds config.yaml
+	}{
+		{[]string{"remove"}, false, true},
+		{[]string{"upgrade", "1.0.1"}, false, true},
+		{[]string{"abort-install"}, false, true},
+		{[]string{"0"}, false, true},
+		{[]string{"purge"}, true, true},
+		{[]string{"purge"}, true, false},
+	} {
+		s := newSandbox(t)
+		stateFile := s.path("var/lib/monky-deployd/bao.token")
+		writeFile(t, stateFile, "tok", 0o600)
+		etc := s.path("etc/monky-deployd")
+		if err := os.MkdirAll(etc, 0o750); err != nil {
+			t.Fatal(err)
+		}
+		if c.etcPresent {
+			writeFile(t, filepath.Join(etc, "config.yaml"), "env_id: env-qa-02\n", 0o640)
+		}
+		env := []string{"MONKY_ROOT=" + s.Root, "MONKY_SYSTEMD_RUN_DIR=" + filepath.Join(s.dir, "absent")}
+		script := filepath.Join(repoRoot(t), "packaging", "scripts", "postremove.sh")
+		for run := 0; run < 2; run++ {
+			if code, out := s.run(nil, env, "sh", append([]string{script}, c.args...)...); code != 0 {
+				t.Fatalf("%v: exit %d: %s", c.args, code, out)
+			}
+		}
+		_, err := os.Stat(stateFile)
+		if gone := os.IsNotExist(err); gone != c.stateGone {
+			t.Errorf("postrm %v: state removed=%v, want %v", c.args, gone, c.stateGone)
+		}
+		_, err = os.Stat(etc)
+		if kept := err == nil; kept != (c.etcPresent || c.args[0] != "purge") {
+			t.Errorf("postrm %v (config present %v): /etc/monky-deployd kept=%v", c.args, c.etcPresent, kept)
+		}
+	}
+}
+
+func TestMaintainerScriptsArePOSIXAndShellcheckClean(t *testing.T) {
+	t.Parallel()
+	scripts, _ := filepath.Glob(filepath.Join(repoRoot(t), "packaging", "scripts", "*.sh"))
+	if len(scripts) != 4 {
+		t.Fatalf("want 4 maintainer scripts, found %v", scripts)
+	}
+	for _, sc := range scripts {
+		b, err := os.ReadFile(sc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(string(b), "#!/bin/sh\n") || !strings.Contains(string(b), "\nset -e\n") {
+			t.Errorf("%s: must start with #!/bin/sh and set -e", sc)
+		}
+		if strings.Contains(string(b), "enable monky-deployd.timer") || strings.Contains(string(b), "enable --now monky-deployd.timer") {
+			t.Errorf("%s enables the timer: only install.sh and the ansible role may", sc)
+		}
+	}
+	sc := needTool(t, "shellcheck")
+	s := newSandbox(t)
+	if code, out := s.run(nil, []string{"PATH=/usr/bin:/bin"}, sc, append([]string{"-s", "sh", "-S", "warning"}, scripts...)...); code != 0 {
+		t.Errorf("shellcheck: %s", out)
+	}
+}
+
+func writeFile(t *testing.T, p, content string, m os.FileMode) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(content), m); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(p, m); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Dir(wd)
+}

@@ -1,0 +1,269 @@
+package states_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tikali/monky-deployd/explain"
+)
+
+func mode(t *testing.T, path string) os.FileMode {
+	t.Helper()
+	st, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.Mode().Perm()
+}
+
+func TestFreshBoxAppliesThenHeartbeats(t *testing.T) {
+	h := newHarness(t)
+	sha := h.release("v1", nil)
+
+	h.wantExit(h.tick(), 0)
+
+	if _, err := os.Stat(filepath.Join(h.kit, "bootstrap.jwt")); !os.IsNotExist(err) {
+		t.Errorf("bootstrap grant not consumed: %v", err)
+	}
+	if m := mode(t, h.cfg.TokenPath()); m != 0o600 {
+		t.Errorf("token mode %o", m)
+	}
+	rel := filepath.Join(h.cfg.DeployDir, "releases", sha)
+	if m := mode(t, rel); m != 0o700 {
+		t.Errorf("release dir mode %o", m)
+	}
+	envFile := filepath.Join(rel, ".env")
+	if m := mode(t, envFile); m != 0o600 {
+		t.Errorf(".env mode %o", m)
+	}
+	envText, _ := os.ReadFile(envFile)
+	for _, want := range []string{"GEMINI_API_KEY=canary-gemini-v1-Qx7", "DB_PASSWORD=canary-db-pw-Kw3", "LITERAL=$${NOT_A_REF}", "# rendered by tenancy: substitutes every ${VAR}"} {
+		if !strings.Contains(string(envText), want) {
+			t.Errorf(".env lacks %q:\n%s", want, envText)
+		}
+	}
+	if target, _ := os.Readlink(filepath.Join(h.cfg.DeployDir, "current")); target != filepath.Join("releases", sha) {
+		t.Errorf("current → %q", target)
+	}
+	c := h.sim.Counts(env)
+	if c.Leases != 1 || c.Logins != 2 {
+		t.Errorf("leases %d logins %d, want 1 lease and 2 logins (bootstrap + lease)", c.Leases, c.Logins)
+	}
+	if res, _ := h.lastReport(); res != "applied" {
+		t.Errorf("report %q", res)
+	}
+	calls := strings.Join(h.composeCalls(), "\n")
+	if !strings.Contains(calls, "compose -p monky-env-qa-02 pull") || !strings.Contains(calls, "compose -p monky-env-qa-02 up -d --remove-orphans") {
+		t.Errorf("compose calls:\n%s", calls)
+	}
+	rec := h.record()
+	if rec.State != "Reported" || rec.AppliedSha != sha || rec.Token.Source != "lease" {
+		t.Errorf("record state %s applied %s token %s", rec.State, rec.AppliedSha, rec.Token.Source)
+	}
+
+	before := len(h.composeCalls())
+	h.wantExit(h.tick(), 0)
+	if got := len(h.composeCalls()); got != before {
+		t.Errorf("heartbeat ran compose beyond ps: %v", h.composeCalls()[before:])
+	}
+	if c := h.sim.Counts(env); c.Leases != 1 || c.Reports != 2 {
+		t.Errorf("after heartbeat: leases %d reports %d", c.Leases, c.Reports)
+	}
+	doc, err := explain.Build(h.st, explain.Options{Now: h.clock.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if doc.State != "Reported" || doc.Next != "converged" || doc.EnvID != env {
+		t.Errorf("explain: state %q next %q env %q", doc.State, doc.Next, doc.EnvID)
+	}
+	last := doc.Ticks[len(doc.Ticks)-1]
+	var path []string
+	for _, tr := range last.Transitions {
+		if tr.From != tr.To {
+			path = append(path, tr.From+">"+tr.To)
+		}
+	}
+	if got := strings.Join(path, " "); got != "Idle>CheckedIn CheckedIn>Healthy Healthy>Reported" {
+		t.Errorf("heartbeat path %q", got)
+	}
+}
+
+func TestHeartbeatsFoldInTheJournal(t *testing.T) {
+	h := newHarness(t)
+	h.release("v1", nil)
+	h.wantExit(h.tick(), 0)
+	for i := 0; i < 50; i++ {
+		h.wantExit(h.tick(), 0)
+	}
+	doc, err := explain.Build(h.st, explain.Options{N: 100, Now: h.clock.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(doc.Ticks) != 2 {
+		t.Fatalf("%d ticks kept, want 2 (the apply and one folded heartbeat)", len(doc.Ticks))
+	}
+	if doc.Ticks[1].Folded != 49 {
+		t.Errorf("folded %d, want 49", doc.Ticks[1].Folded)
+	}
+}
+
+func TestSecondApplyReusesTheLeaseToken(t *testing.T) {
+	h := newHarness(t)
+	h.release("v1", nil)
+	h.wantExit(h.tick(), 0)
+	sha2 := h.release("v2", nil)
+	h.wantExit(h.tick(), 0)
+	if c := h.sim.Counts(env); c.Leases != 1 {
+		t.Errorf("leases %d, want 1: the lease-derived token is reused", c.Leases)
+	}
+	if rec := h.record(); rec.AppliedSha != sha2 {
+		t.Errorf("applied %s", rec.AppliedSha)
+	}
+}
+
+func TestRateLimitedLeaseAppliesWithTheWorkingToken(t *testing.T) {
+	h := newHarness(t)
+	h.sim.Fail(simFail("/v1/agent/lease", 429, "LEASE_RATE_LIMITED", "600"))
+	h.release("v1", nil)
+	h.wantExit(h.tick(), 0)
+	rec := h.record()
+	if rec.Token.Source != "bootstrap" {
+		t.Errorf("token source %q, want bootstrap (swap deferred)", rec.Token.Source)
+	}
+	if res, _ := h.lastReport(); res != "applied" {
+		t.Errorf("report %q", res)
+	}
+	if !rec.LeaseRetryAfter.After(h.clock.Now()) {
+		t.Errorf("Retry-After not recorded: %v", rec.LeaseRetryAfter)
+	}
+}
+
+func TestLeaseBudgetIsNeverExceeded(t *testing.T) {
+	h := newHarness(t)
+	// a renew_below_s above the token ttl makes every lease-derived token unfit for reuse,
+	// so every apply wants a lease
+	cfgPath := filepath.Join(h.kit, "config.yaml")
+	b, _ := os.ReadFile(cfgPath)
+	b = []byte(strings.Replace(string(b), "bao:\n", "bao:\n  renew_below_s: 200000\n", 1))
+	if err := os.WriteFile(cfgPath, b, 0o640); err != nil {
+		t.Fatal(err)
+	}
+	h.reload()
+	for i := 0; i < 7; i++ {
+		h.release("r"+string(rune('a'+i)), nil)
+		if code := h.tick(); code != 0 && code != 75 {
+			t.Fatalf("apply %d: exit %d\n%s", i, code, h.logs.String())
+		}
+	}
+	c := h.sim.Counts(env)
+	if c.LeasesRefused != 0 {
+		t.Errorf("the agent earned %d 429s it could foresee", c.LeasesRefused)
+	}
+	if c.LeaseAsks > 5 {
+		t.Errorf("%d leases asked in one hour, budget is 5", c.LeaseAsks)
+	}
+	if h.clock.Now().Sub(time.Date(2026, 11, 29, 14, 0, 0, 0, time.UTC)) > time.Hour {
+		t.Fatalf("the test took more than a simulated hour")
+	}
+}
+
+func TestExit75AtLoginKeepsTheGrant(t *testing.T) {
+	h := newHarness(t)
+	h.wantExit(h.tick(), 0) // bootstrap; nothing desired yet
+	h.sim.Fail(simFailTimes("/v1/auth/jwt-tenancy/login", 503, 1))
+	h.release("v1", nil)
+	h.wantExit(h.tick(), 75)
+	if rec := h.record(); rec.State != "Leased" {
+		t.Fatalf("state %s, want Leased", rec.State)
+	}
+	if m := mode(t, h.cfg.GrantPath()); m != 0o600 {
+		t.Errorf("kept grant mode %o", m)
+	}
+	h.wantExit(h.tick(), 0)
+	if c := h.sim.Counts(env); c.Leases != 1 {
+		t.Errorf("leases %d, want 1: the kept grant logs in", c.Leases)
+	}
+	if _, err := os.Stat(h.cfg.GrantPath()); !os.IsNotExist(err) {
+		t.Errorf("grant file left after login")
+	}
+}
+
+func TestRegistryCredentialGoesToTheAgentsDockerConfig(t *testing.T) {
+	for _, shape := range []string{`{"registry": "harbor.example", "username": "robot$pull", "password": "canary-reg-pw:with:colons"}`, "robot$pull:canary-reg-pw:with:colons"} {
+		t.Run(shape[:1], func(t *testing.T) {
+			h := newHarness(t)
+			h.sim.PutSecret(env, "registry", map[string]string{"value": shape})
+			h.release("v1", func(f map[string][]byte) {
+				f["secrets.manifest.json"] = []byte(`{"entries": [
+  {"var": "GEMINI_API_KEY", "path": "monky/data/env-qa-02/see/gemini"},
+  {"var": "DB_PASSWORD", "path": "monky/data/env-qa-02/see/db", "key": "password"},
+  {"use": "registry-auth", "path": "monky/data/env-qa-02/see/registry", "version": 1}
+]}`)
+			})
+			h.wantExit(h.tick(), 0)
+			cfgFile := filepath.Join(h.cfg.DockerConfigDir(), "config.json")
+			if m := mode(t, cfgFile); m != 0o600 {
+				t.Errorf("docker config mode %o", m)
+			}
+			if m := mode(t, h.cfg.DockerConfigDir()); m != 0o700 {
+				t.Errorf("docker config dir mode %o", m)
+			}
+			envText, _ := os.ReadFile(filepath.Join(h.cfg.DeployDir, "current", ".env"))
+			if strings.Contains(string(envText), "canary-reg-pw") {
+				t.Errorf("registry password in .env")
+			}
+			b, _ := os.ReadFile(h.dockerLog)
+			for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+				if !strings.Contains(line, `"docker_config":"`+h.cfg.DockerConfigDir()+`"`) {
+					t.Errorf("docker call without the agent's DOCKER_CONFIG: %s", line)
+				}
+			}
+		})
+	}
+}
+
+func TestPullFailureCarriesTheRegistrysWords(t *testing.T) {
+	h := newHarness(t)
+	h.release("v1", nil)
+	os.WriteFile(filepath.Join(h.dockerState, "pull-error"), []byte("Error response from daemon: no basic auth credentials"), 0o600)
+	h.wantExit(h.tick(), 1)
+	res, detail := h.lastReport()
+	if res != "failed" || !strings.Contains(detail, "COMPOSE_PULL_FAILED") || !strings.Contains(detail, "no basic auth credentials") {
+		t.Errorf("report %s %q", res, detail)
+	}
+	rec := h.record()
+	if rec.State != "Failed" || rec.Failure == nil || !strings.Contains(rec.Failure.Detail, "no basic auth credentials") {
+		t.Errorf("state %s failure %+v", rec.State, rec.Failure)
+	}
+	// backoff: the next tick waits, fetching nothing
+	fetches := h.sim.Counts(env).BundleFetches
+	h.wantExit(h.tick(), 1)
+	if h.sim.Counts(env).BundleFetches != fetches {
+		t.Errorf("a failed apply was retried before its backoff")
+	}
+	os.Remove(filepath.Join(h.dockerState, "pull-error"))
+	h.clock.Advance(3 * time.Minute)
+	h.wantExit(h.tick(), 0)
+	if c := h.sim.Counts(env); c.Leases != 1 {
+		t.Errorf("leases %d: the retry reused the lease token", c.Leases)
+	}
+}
+
+func TestUnhealthyAfterUpReportsFailedWithARedactedLogTail(t *testing.T) {
+	h := newHarness(t)
+	h.release("v1", nil)
+	os.WriteFile(filepath.Join(h.dockerState, "unhealthy"), []byte("api\n"), 0o600)
+	os.WriteFile(filepath.Join(h.dockerState, "log-line"), []byte("api | using key canary-gemini-v1-Qx7"), 0o600)
+	h.wantExit(h.tick(), 1)
+	reps := h.sim.Reports(env)
+	r := reps[len(reps)-1]
+	if r.Result != "failed" || !strings.HasPrefix(r.Detail, "UNHEALTHY") || !strings.Contains(r.Detail, "api") {
+		t.Errorf("report %s %q", r.Result, r.Detail)
+	}
+	if r.LogTail == "" || strings.Contains(r.LogTail, "canary-gemini") {
+		t.Errorf("log tail empty or unredacted: %q", r.LogTail)
+	}
+}
