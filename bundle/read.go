@@ -130,9 +130,7 @@ func Read(archive []byte, maxBytes int64) (*Bundle, error) {
 		switch hdr.Typeflag {
 		case tar.TypeReg: // the reader reports the old "\x00" type as TypeReg (or TypeDir)
 		case tar.TypeDir:
-			if strings.HasSuffix(name, "/") {
-				name = name[:len(name)-1]
-			}
+			name = strings.TrimSuffix(name, "/")
 		case tar.TypeSymlink:
 			return nil, invalid("%s is a symlink", quoteName(hdr.Name))
 		case tar.TypeLink:

@@ -2,7 +2,6 @@ package states
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 
@@ -186,11 +185,3 @@ func (a *Agent) ps(ctx context.Context) []effects.Container {
 }
 
 func (a *Agent) currentDir() string { return a.Cfg.DeployDir + "/current" }
-
-func (a *Agent) releaseDir(sha string) string { return a.Cfg.DeployDir + "/releases/" + sha }
-
-// isStop reports whether err is the loop's shutdown.
-func isStop(err error) bool {
-	var s errStopped
-	return errors.As(err, &s)
-}

@@ -1,0 +1,177 @@
+package states_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tikali/monky-deployd/explain"
+)
+
+func (h *harness) rewriteConfig(from, to string) {
+	h.t.Helper()
+	p := filepath.Join(h.kit, "config.yaml")
+	b, _ := os.ReadFile(p)
+	if !strings.Contains(string(b), from) {
+		h.t.Fatalf("config lacks %q", from)
+	}
+	os.WriteFile(p, []byte(strings.Replace(string(b), from, to, 1)), 0o640)
+	h.reload()
+}
+
+func TestEnvMismatchBlocksWithoutAStorm(t *testing.T) {
+	h := newHarness(t)
+	h.release("v1", nil)
+	h.wantExit(h.tick(), 0)
+	// the config now names another env than the token is pinned to
+	h.rewriteConfig(`env_id: "env-qa-02"`, `env_id: "env-qa-03"`)
+	h.wantExit(h.tick(), 78)
+	if rec := h.record(); rec.State != "Blocked" || rec.Block == nil || rec.Block.Code != "AGENT_ENV_MISMATCH" {
+		t.Fatalf("state %s block %+v", rec.State, rec.Block)
+	}
+	checkins := h.sim.Counts(env).Checkins
+	for i := 0; i < 3; i++ {
+		h.wantExit(h.tick(), 78)
+	}
+	if got := h.sim.Counts(env).Checkins; got != checkins {
+		t.Errorf("a blocked machine checked in %d more times", got-checkins)
+	}
+	doc, _ := explain.Build(h.st, explain.Options{Now: h.clock.Now()})
+	if !strings.Contains(doc.Next, "AGENT_ENV_MISMATCH") || !strings.Contains(doc.Next, "78") {
+		t.Errorf("next %q", doc.Next)
+	}
+	// fixing the config unblocks by itself
+	h.rewriteConfig(`env_id: "env-qa-03"`, `env_id: "env-qa-02"`)
+	h.wantExit(h.tick(), 0)
+	if rec := h.record(); rec.State != "Reported" {
+		t.Errorf("after the fix: state %s", rec.State)
+	}
+}
+
+func TestUnauthenticatedWithoutAGrantBlocksUntilANewKit(t *testing.T) {
+	h := newHarness(t)
+	h.release("v1", nil)
+	h.wantExit(h.tick(), 0)
+	// a kit re-reveal supersedes the grant the token came from; the new grant is not on this box
+	if _, err := h.sim.RevealKit(env); err != nil {
+		t.Fatal(err)
+	}
+	h.wantExit(h.tick(), 1)
+	rec := h.record()
+	if rec.State != "Blocked" || rec.Block == nil || rec.Block.Code != "AGENT_UNAUTHENTICATED" {
+		t.Fatalf("state %s block %+v", rec.State, rec.Block)
+	}
+	if _, err := os.Stat(h.cfg.TokenPath()); !os.IsNotExist(err) {
+		t.Errorf("refused token kept: %v", err)
+	}
+	checkins := h.sim.Counts(env).Checkins
+	h.wantExit(h.tick(), 1)
+	if h.sim.Counts(env).Checkins != checkins {
+		t.Errorf("a blocked machine checked in")
+	}
+	doc, _ := explain.Build(h.st, explain.Options{Now: h.clock.Now()})
+	if !strings.Contains(doc.Next, "re-run the install kit") {
+		t.Errorf("next %q", doc.Next)
+	}
+	// a fresh kit's grant on disk unblocks, logs in and converges in one tick
+	grant, _ := h.sim.RevealKit(env)
+	os.WriteFile(filepath.Join(h.kit, "bootstrap.jwt"), []byte(grant+"\n"), 0o600)
+	h.wantExit(h.tick(), 0)
+	if rec := h.record(); rec.State != "Reported" || rec.Token.Source != "bootstrap" {
+		t.Errorf("state %s token %s", rec.State, rec.Token.Source)
+	}
+}
+
+func TestUnauthenticatedWithAFreshGrantBootstrapsInTheSameTick(t *testing.T) {
+	h := newHarness(t)
+	h.release("v1", nil)
+	h.wantExit(h.tick(), 0)
+	grant, _ := h.sim.RevealKit(env)
+	os.WriteFile(filepath.Join(h.kit, "bootstrap.jwt"), []byte(grant+"\n"), 0o600)
+	h.wantExit(h.tick(), 0)
+	if _, err := os.Stat(filepath.Join(h.kit, "bootstrap.jwt")); !os.IsNotExist(err) {
+		t.Errorf("grant not consumed")
+	}
+}
+
+func TestAFreshGrantBesideAWorkingTokenIsLeftAlone(t *testing.T) {
+	h := newHarness(t)
+	h.release("v1", nil)
+	h.wantExit(h.tick(), 0)
+	grant, _ := h.sim.MintGrant(env, 3600e9)
+	os.WriteFile(filepath.Join(h.kit, "bootstrap.jwt"), []byte(grant+"\n"), 0o600)
+	logins := h.sim.Counts(env).Logins
+	h.wantExit(h.tick(), 0)
+	if h.sim.Counts(env).Logins != logins {
+		t.Errorf("the grant was used while the token works")
+	}
+	if _, err := os.Stat(filepath.Join(h.kit, "bootstrap.jwt")); err != nil {
+		t.Errorf("grant removed: %v", err)
+	}
+}
+
+func TestAppRoleLeaseShapeIsRefusedLoudly(t *testing.T) {
+	h := newHarness(t)
+	h.sim.SetLeaseShape(env, "approle")
+	h.release("v1", nil)
+	h.wantExit(h.tick(), 1)
+	res, detail := h.lastReport()
+	if res != "failed" || !strings.HasPrefix(detail, "LEASE_SHAPE") {
+		t.Errorf("report %s %q", res, detail)
+	}
+	for _, c := range h.composeCalls() {
+		if strings.Contains(c, " up") {
+			t.Errorf("compose up after LEASE_SHAPE")
+		}
+	}
+}
+
+func TestTemporaryCheckinFailureKeepsTheStateAndExits75(t *testing.T) {
+	h := newHarness(t)
+	h.release("v1", nil)
+	h.wantExit(h.tick(), 0)
+	h.sim.Fail(simFail("/v1/agent/checkin", 503, "", ""))
+	h.wantExit(h.tick(), 75)
+	if rec := h.record(); rec.State != "Reported" {
+		t.Errorf("state %s", rec.State)
+	}
+	h.sim.ClearFails()
+	h.wantExit(h.tick(), 0)
+}
+
+func TestLaptopModeOfflineExitsZero(t *testing.T) {
+	h := newHarness(t)
+	p := filepath.Join(h.kit, "config.yaml")
+	b, _ := os.ReadFile(p)
+	os.WriteFile(p, append(b, "laptop_mode: true\n"...), 0o640)
+	h.reload()
+	h.release("v1", nil)
+	h.wantExit(h.tick(), 0)
+	h.sim.Fail(simFail("/v1/agent/checkin", 0, "", ""))
+	h.wantExit(h.tick(), 0)
+}
+
+func TestReportOutboxSurvivesATenancyOutage(t *testing.T) {
+	h := newHarness(t)
+	h.release("v1", nil)
+	h.sim.Fail(simFail("/v1/agent/report", 503, "", ""))
+	h.wantExit(h.tick(), 75)
+	if rec := h.record(); rec.State != "Healthy" || rec.LastReport == nil || rec.LastReport.Acknowledged {
+		t.Fatalf("state %s last report %+v", rec.State, rec.LastReport)
+	}
+	h.sim.ClearFails()
+	h.wantExit(h.tick(), 0)
+	applied := 0
+	for _, r := range h.sim.Reports(env) {
+		if r.Result == "applied" {
+			applied++
+		}
+	}
+	if applied != 2 { // the queued apply report, then this tick's heartbeat
+		t.Errorf("%d applied reports, want 2", applied)
+	}
+	if rec := h.record(); rec.State != "Reported" || !rec.LastReport.Acknowledged {
+		t.Errorf("state %s", rec.State)
+	}
+}

@@ -1,0 +1,213 @@
+package states_test
+
+import (
+	"archive/tar"
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tikali/monky-deployd/bundle"
+)
+
+// rawTar builds an archive by hand, for bundles the simulator would not render.
+func rawTar(t *testing.T, files map[string]string, extra ...*tar.Header) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for name, body := range files {
+		if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(body)), Typeflag: tar.TypeReg}); err != nil {
+			t.Fatal(err)
+		}
+		tw.Write([]byte(body))
+	}
+	for _, hdr := range extra {
+		if err := tw.WriteHeader(hdr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tw.Close()
+	return buf.Bytes()
+}
+
+func bundleFiles(envID string, files map[string]string) map[string]string {
+	names := `"compose.yaml"`
+	for n := range files {
+		if n != "compose.yaml" {
+			names += `, "` + n + `"`
+		}
+	}
+	out := map[string]string{"bundle.json": `{"env_id": "` + envID + `", "files": [` + names + `]}`}
+	for n, b := range files {
+		out[n] = b
+	}
+	return out
+}
+
+func shaOf(files map[string]string) string {
+	m := map[string][]byte{}
+	for k, v := range files {
+		m[k] = []byte(v)
+	}
+	return bundle.Sha(m)
+}
+
+// Every refusal before the lease: no lease, no login beyond the bootstrap, no compose call
+// but ps, a failed report carrying the code — and the same sha is not fetched again.
+func TestRefusalsCostNoLease(t *testing.T) {
+	compose := "services:\n  api:\n    image: x\n"
+	cases := []struct {
+		code  string
+		setup func(h *harness)
+	}{
+		{bundle.CodeInvalid, func(h *harness) {
+			files := bundleFiles(env, map[string]string{"compose.yaml": compose})
+			arch := rawTar(t, files, &tar.Header{Name: "evil", Linkname: "/etc/passwd", Typeflag: tar.TypeSymlink})
+			h.sim.AddRawRelease(env, "bad", "aa"+shaOf(files)[2:], arch)
+			h.sim.SetDesired(env, "aa"+shaOf(files)[2:])
+		}},
+		{bundle.CodeShaMismatch, func(h *harness) {
+			files := bundleFiles(env, map[string]string{"compose.yaml": compose})
+			sha := strings.Repeat("ab", 32)
+			h.sim.AddRawRelease(env, "bad", sha, rawTar(t, files))
+			h.sim.SetDesired(env, sha)
+		}},
+		{bundle.CodeEnvMismatch, func(h *harness) {
+			files := bundleFiles("env-qa-03", map[string]string{"compose.yaml": compose})
+			h.sim.AddRawRelease(env, "bad", shaOf(files), rawTar(t, files))
+			h.sim.SetDesired(env, shaOf(files))
+		}},
+		{bundle.CodeEnvIncomplete, func(h *harness) {
+			h.release("v1", func(f map[string][]byte) { f[".env.template"] = append(f[".env.template"], "X=${UNSUPPLIED}\n"...) })
+		}},
+		{bundle.CodeManifestPath, func(h *harness) {
+			h.release("v1", func(f map[string][]byte) {
+				f["secrets.manifest.json"] = []byte(`{"entries": [
+  {"var": "GEMINI_API_KEY", "path": "monky/data/env-prod-01/see/gemini"},
+  {"var": "DB_PASSWORD", "path": "monky/data/env-qa-02/see/db", "key": "password"}]}`)
+			})
+		}},
+		{bundle.CodePrivileged, func(h *harness) {
+			h.release("v1", func(f map[string][]byte) {
+				f["compose.yaml"] = []byte("services:\n  api:\n    image: x\n    volumes:\n      - type: bind\n        source: /var/run/docker.sock\n        target: /var/run/docker.sock\n")
+			})
+		}},
+		{bundle.CodeDiskInsufficient, func(h *harness) {
+			h.disk.free = 100 << 20
+			h.release("v1", nil)
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.code, func(t *testing.T) {
+			h := newHarness(t)
+			c.setup(h)
+			h.wantExit(h.tick(), 1)
+			cnt := h.sim.Counts(env)
+			if cnt.LeaseAsks != 0 || cnt.Logins != 1 || cnt.KVReads != 0 {
+				t.Errorf("lease asks %d, logins %d (1 is the bootstrap), kv reads %d", cnt.LeaseAsks, cnt.Logins, cnt.KVReads)
+			}
+			if calls := h.composeCalls(); len(calls) != 0 {
+				t.Errorf("compose calls on a refused bundle: %v", calls)
+			}
+			res, detail := h.lastReport()
+			if res != "failed" || !strings.HasPrefix(detail, c.code+": ") {
+				t.Errorf("report %s %q, want failed %s", res, detail, c.code)
+			}
+			if rec := h.record(); rec.State != "Refused" || rec.Refusal == nil || rec.Refusal.Code != c.code {
+				t.Errorf("state %s refusal %+v", rec.State, rec.Refusal)
+			}
+			fetches := cnt.BundleFetches
+			h.wantExit(h.tick(), 1)
+			if got := h.sim.Counts(env).BundleFetches; got != fetches {
+				t.Errorf("the refused sha was fetched again (%d → %d)", fetches, got)
+			}
+			if c.code == bundle.CodeDiskInsufficient {
+				_, detail := h.lastReport()
+				if !strings.Contains(detail, "MiB free") || !strings.Contains(detail, "declares no size") {
+					t.Errorf("disk detail %q", detail)
+				}
+				h.disk.free = 500 << 30
+				h.wantExit(h.tick(), 0)
+				if res, _ := h.lastReport(); res != "applied" {
+					t.Errorf("after the space freed: report %s", res)
+				}
+			}
+		})
+	}
+}
+
+func TestRollbackRefusedUnlessAllowed(t *testing.T) {
+	h := newHarness(t)
+	v1 := h.release("v1", nil)
+	h.wantExit(h.tick(), 0)
+	h.release("v2", nil)
+	h.wantExit(h.tick(), 0)
+	h.sim.SetDesired(env, v1)
+	h.wantExit(h.tick(), 1)
+	if res, detail := h.lastReport(); res != "failed" || !strings.HasPrefix(detail, "ROLLBACK_REFUSED") {
+		t.Fatalf("report %s %q", res, detail)
+	}
+	h.release("v1-again", func(f map[string][]byte) {
+		f["bundle.json"] = []byte(`{"agent": {"allow_rollback": true}}`)
+		f["config/app.toml"] = []byte("name = \"v1\"\n")
+		f["compose.yaml"] = backend("v1")["compose.yaml"]
+	})
+	h.wantExit(h.tick(), 0)
+	if c := h.sim.Counts(env); c.Leases != 1 {
+		t.Errorf("leases %d", c.Leases)
+	}
+}
+
+func TestResumeRechecksARefusal(t *testing.T) {
+	h := newHarness(t)
+	h.release("v1", func(f map[string][]byte) { f[".env.template"] = append(f[".env.template"], "X=${UNSUPPLIED}\n"...) })
+	h.wantExit(h.tick(), 1)
+	cleared, err := h.agent().Resume(false)
+	if err != nil || len(cleared) != 1 || !strings.Contains(cleared[0], "ENV_INCOMPLETE") {
+		t.Fatalf("resume: %v %v", cleared, err)
+	}
+	fetches := h.sim.Counts(env).BundleFetches
+	h.wantExit(h.tick(), 1)
+	if h.sim.Counts(env).BundleFetches != fetches+1 {
+		t.Errorf("resume did not make the next tick check again")
+	}
+}
+
+func TestRetire(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		prodOK bool
+		want   string
+	}{{"purge", false, "down -v"}, {"prod keeps volumes", true, "down --remove-orphans"}} {
+		t.Run(c.name, func(t *testing.T) {
+			h := newHarness(t)
+			if c.prodOK {
+				p := filepath.Join(h.kit, "config.yaml")
+				b, _ := os.ReadFile(p)
+				os.WriteFile(p, append(b, "prod: true\n"...), 0o640)
+				h.reload()
+			}
+			h.release("v1", nil)
+			h.wantExit(h.tick(), 0)
+			h.sim.Retire(env, true)
+			h.wantExit(h.tick(), 0)
+			calls := strings.Join(h.composeCalls(), "\n")
+			down := ""
+			for _, l := range strings.Split(calls, "\n") {
+				if strings.Contains(l, " down") {
+					down = l
+				}
+			}
+			if c.prodOK && strings.Contains(down, "-v") || !c.prodOK && !strings.Contains(down, "-v") {
+				t.Errorf("down call %q", down)
+			}
+			if res, _ := h.lastReport(); res != "down" {
+				t.Errorf("report %q", res)
+			}
+			if rec := h.record(); rec.State != "Reported" || rec.AppliedSha != "" {
+				t.Errorf("state %s applied %q", rec.State, rec.AppliedSha)
+			}
+		})
+	}
+}
