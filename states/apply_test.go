@@ -1,6 +1,7 @@
 package states_test
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -265,5 +266,54 @@ func TestUnhealthyAfterUpReportsFailedWithARedactedLogTail(t *testing.T) {
 	}
 	if r.LogTail == "" || strings.Contains(r.LogTail, "canary-gemini") {
 		t.Errorf("log tail empty or unredacted: %q", r.LogTail)
+	}
+}
+
+func TestPruneKeepsTheCurrentReleaseAndKeepReleases(t *testing.T) {
+	h := newHarness(t)
+	var shas []string
+	for _, n := range []string{"v1", "v2", "v3", "v4"} {
+		shas = append(shas, h.release(n, nil))
+		h.wantExit(h.tick(), 0)
+	}
+	a := h.agent()
+	a.Prune = true
+	h.sim.SetDesired(env, shas[3]) // converged: a heartbeat does not prune
+	sha5 := h.release("v5", nil)
+	if res := a.Tick(context.Background()); res.Exit != 0 {
+		t.Fatalf("exit %d: %v", res.Exit, res.Err)
+	}
+	entries, _ := os.ReadDir(filepath.Join(h.cfg.DeployDir, "releases"))
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	if len(names) != 3 { // keep_releases: 3, the current one included
+		t.Errorf("releases kept: %v", names)
+	}
+	if _, err := os.Stat(filepath.Join(h.cfg.DeployDir, "releases", sha5)); err != nil {
+		t.Errorf("the current release was pruned")
+	}
+	found := false
+	for _, c := range h.dockerCalls() {
+		if strings.Contains(c, "image prune -f") {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("no docker image prune")
+	}
+}
+
+func TestLeftoverStagingIsRemovedOnTheNextTick(t *testing.T) {
+	h := newHarness(t)
+	h.release("v1", nil)
+	h.wantExit(h.tick(), 0)
+	left := filepath.Join(h.cfg.DeployDir, ".staging-deadbeef-0001")
+	os.MkdirAll(left, 0o700)
+	os.WriteFile(filepath.Join(left, ".env"), []byte("X=1"), 0o600)
+	h.wantExit(h.tick(), 0)
+	if _, err := os.Stat(left); !os.IsNotExist(err) {
+		t.Errorf("leftover staging dir still there")
 	}
 }

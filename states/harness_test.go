@@ -65,7 +65,7 @@ type disk struct{ free uint64 }
 func (d *disk) Free(string) (uint64, error) { return d.free, nil }
 
 type harness struct {
-	t           *testing.T
+	t           testing.TB
 	sim         *sim.Sim
 	ten, bao    *httptest.Server
 	dir, kit    string
@@ -80,7 +80,7 @@ type harness struct {
 
 // newHarness starts the simulator, writes a kit with a bootstrap grant, and adds the
 // releases given as name → files (bundle.json partial allowed).
-func newHarness(t *testing.T) *harness {
+func newHarness(t testing.TB) *harness {
 	t.Helper()
 	h := &harness{t: t, clock: &clock{t: time.Date(2026, 11, 29, 14, 0, 0, 0, time.UTC)}, disk: &disk{free: 500 << 30}, logs: &bytes.Buffer{}}
 	s, err := sim.New(sim.Options{Now: h.clock.Now})
