@@ -175,3 +175,18 @@ func TestReportOutboxSurvivesATenancyOutage(t *testing.T) {
 		t.Errorf("state %s", rec.State)
 	}
 }
+
+func TestAReportTenancyRefusesForGoodIsDropped(t *testing.T) {
+	h := newHarness(t)
+	h.release("v1", nil)
+	h.sim.Fail(simFailTimes("/v1/agent/report", 422, 1))
+	h.wantExit(h.tick(), 0)
+	h.wantExit(h.tick(), 0)
+	var outbox int
+	if st, err := explain.BuildStatus(h.st, h.clock.Now(), nil); err == nil {
+		outbox = st.Outbox
+	}
+	if outbox != 0 {
+		t.Errorf("%d report(s) stuck in the outbox", outbox)
+	}
+}

@@ -3,6 +3,7 @@ package states
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -58,13 +59,22 @@ func (a *Agent) flushOutbox(ctx context.Context) error {
 		}
 		started := a.Now()
 		err := a.Fx.Tenancy.Report(ctx, a.token, rep)
+		if err != nil && droppable(err) {
+			// tenancy refused this report for good (a 4xx that is not about the bearer): keeping
+			// it would fail every later tick. It is dropped, and the journal says so.
+			a.Log.Warn().Msg("tenancy refused a report; dropped: " + redact.String(err.Error()))
+			if err := a.acknowledged(q, started, "refused by tenancy and dropped: "+redact.String(err.Error())); err != nil {
+				return err
+			}
+			continue
+		}
 		if err != nil {
 			q.Attempts++
 			_ = a.Store.Update(func(tx store.Tx) error { return tx.UpdateQueued(q) })
 			a.Log.Warn().Msg("report not acknowledged (kept in the outbox): " + redact.String(err.Error()))
 			return err
 		}
-		if err := a.acknowledged(q, started); err != nil {
+		if err := a.acknowledged(q, started, "acknowledged"); err != nil {
 			return err
 		}
 	}
@@ -73,7 +83,7 @@ func (a *Agent) flushOutbox(ctx context.Context) error {
 
 // acknowledged removes an acknowledged report and, where the state waited for it, fires
 // the report transition in the same transaction.
-func (a *Agent) acknowledged(q store.QueuedReport, started time.Time) error {
+func (a *Agent) acknowledged(q store.QueuedReport, started time.Time, how string) error {
 	ack := func(r *store.Record, tx store.Tx) error {
 		if err := tx.Ack(q.ID); err != nil {
 			return err
@@ -87,11 +97,15 @@ func (a *Agent) acknowledged(q store.QueuedReport, started time.Time) error {
 	rec := a.eng.Record()
 	waits := string(st) == q.Meta.State && (st == machine.Healthy || st == machine.Down || (st == machine.Failed && rec.Action == effects.ActionNone))
 	if waits {
-		detail := fmt.Sprintf("report %s acknowledged", q.Meta.Result)
+		detail := "report " + q.Meta.Result
 		if q.Meta.Sha != "" {
 			detail += " for " + short(q.Meta.Sha)
 		}
+		detail += " " + how
 		return a.eng.Fire(machine.Outcome{Event: machine.EvReport, Detail: detail, Update: ack}, started)
+	}
+	if how != "acknowledged" {
+		return a.eng.Note("report-dropped", "", "report "+q.Meta.Result+" for "+short(q.Meta.Sha)+" "+how, started, ack)
 	}
 	return a.eng.Save(ack)
 }
@@ -119,4 +133,14 @@ func tail(s string, n int) string {
 		return s
 	}
 	return s[len(s)-n:]
+}
+
+// droppable reports whether a report error is tenancy's final word on that report.
+func droppable(err error) bool {
+	switch effects.KindOf(err) {
+	case effects.Permanent, effects.NotFound:
+		var e *effects.Error
+		return errors.As(err, &e) && e.Status >= 400 && e.Status < 500
+	}
+	return false
 }

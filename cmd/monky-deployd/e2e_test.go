@@ -1,0 +1,606 @@
+package main
+
+// Binary end-to-end tests: the built monky-deployd (plain, and with -tags failpoints) against
+// the built monky-sim serving the demo backend, with the recording docker stub as docker_bin.
+// What is asserted is what an operator sees: exit codes, stderr lines, explain/status output,
+// the files in state_dir, and what tenancy and OpenBao received.
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+const demoEnv = "env-demo-01"
+
+// binDir holds the binaries TestMain builds: monky-deployd, monky-deployd-fp (failpoints),
+// monky-sim and docker (the recording stub).
+var binDir string
+
+// wantVersion is what the built agent's `version` prints.
+const wantVersion = "0.0.0-e2e"
+
+func TestMain(m *testing.M) {
+	os.Exit(testMain(m))
+}
+
+func testMain(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "monky-e2e-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	binDir = dir
+	ld := "-X github.com/tikali/monky-deployd/version.Version=" + wantVersion
+	builds := [][]string{
+		{"build", "-ldflags", ld, "-o", filepath.Join(dir, "monky-deployd"), "."},
+		{"build", "-tags", "failpoints", "-ldflags", ld, "-o", filepath.Join(dir, "monky-deployd-fp"), "."},
+		{"build", "-o", filepath.Join(dir, "monky-sim"), "../monky-sim"},
+		{"build", "-o", filepath.Join(dir, "docker"), "../../internal/fakedocker"},
+	}
+	for _, args := range builds {
+		cmd := exec.Command("go", args...)
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "e2e: go %s: %v\n%s", strings.Join(args, " "), err, out)
+			return 1
+		}
+	}
+	return m.Run()
+}
+
+// box is one simulated install: a running monky-sim, its kit, the agent's state_dir and the
+// docker stub's state. Every agent run's output is kept for the secret scan.
+type box struct {
+	t        *testing.T
+	dir      string
+	kit      string
+	stateDir string
+	addrFile string
+	dockerSt string
+	dockerLg string
+	grant    string // bootstrap.jwt as written by the kit, read before any run
+	outputs  []string
+}
+
+func startBox(t *testing.T) *box {
+	t.Helper()
+	dir := t.TempDir()
+	b := &box{t: t, dir: dir, kit: filepath.Join(dir, "kit"), stateDir: filepath.Join(dir, "state"),
+		addrFile: filepath.Join(dir, "addr.json"), dockerSt: filepath.Join(dir, "docker-state"),
+		dockerLg: filepath.Join(dir, "docker-calls.jsonl")}
+	if err := os.MkdirAll(b.dockerSt, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	simLog, err := os.Create(filepath.Join(dir, "sim.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(filepath.Join(binDir, "monky-sim"), "serve", "--releases", "../../testdata/demo",
+		"--env", demoEnv, "--kit", b.kit, "--addr-file", b.addrFile, "--state-dir", b.stateDir,
+		"--docker-bin", filepath.Join(binDir, "docker"), "--quiet")
+	cmd.Stdout, cmd.Stderr = simLog, simLog
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+		simLog.Close()
+	})
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if fi, err := os.Stat(b.addrFile); err == nil && fi.Size() > 0 {
+			break
+		}
+		select {
+		case <-done:
+			raw, _ := os.ReadFile(simLog.Name())
+			t.Fatalf("monky-sim stopped at start:\n%s", raw)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("monky-sim wrote no addr file within 10 s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	g, err := os.ReadFile(filepath.Join(b.kit, "bootstrap.jwt"))
+	if err != nil {
+		t.Fatalf("kit: %v", err)
+	}
+	b.grant = strings.TrimSpace(string(g))
+	if b.grant == "" {
+		t.Fatal("kit: empty bootstrap.jwt")
+	}
+	return b
+}
+
+func (b *box) config() string { return filepath.Join(b.kit, "config.yaml") }
+
+// runBin runs bin with args and extra environment and returns stdout, stderr and the exit
+// code (-1 with the signal when the process was killed by one).
+func (b *box) runBin(bin string, env []string, args ...string) (string, string, int, syscall.Signal) {
+	b.t.Helper()
+	cmd := exec.Command(filepath.Join(binDir, bin), args...)
+	cmd.Env = append(os.Environ(), "NO_COLOR=1", "FAKE_DOCKER_LOG="+b.dockerLg, "FAKE_DOCKER_STATE="+b.dockerSt,
+		"MONKY_DEPLOYD_CONFIG=", "MONKY_DEPLOYD_FAILPOINT=")
+	cmd.Env = append(cmd.Env, env...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	b.outputs = append(b.outputs, out.String(), errb.String())
+	code, sig := 0, syscall.Signal(0)
+	if err != nil {
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) {
+			b.t.Fatalf("%s %v: %v", bin, args, err)
+		}
+		code = ee.ExitCode()
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			sig = ws.Signal()
+		}
+	}
+	return out.String(), errb.String(), code, sig
+}
+
+// agent runs the plain agent with the box's config.
+func (b *box) agent(args ...string) (string, string, int) {
+	b.t.Helper()
+	o, e, c, _ := b.runBin("monky-deployd", nil, append([]string{"--config", b.config()}, args...)...)
+	return o, e, c
+}
+
+// tick runs `run --once` and fails the test unless it exits with want.
+func (b *box) tick(want int) string {
+	b.t.Helper()
+	_, e, c := b.agent("run", "--once")
+	if c != want {
+		b.t.Fatalf("run --once exit %d, want %d; stderr:\n%s", c, want, e)
+	}
+	return e
+}
+
+// sim runs a monky-sim client command against the box's simulator.
+func (b *box) sim(cmd string, args ...string) string {
+	b.t.Helper()
+	o, e, c, _ := b.runBin("monky-sim", nil, append([]string{cmd, "--addr-file", b.addrFile, "--env", demoEnv}, args...)...)
+	if c != 0 {
+		b.t.Fatalf("monky-sim %s %v: exit %d: %s", cmd, args, c, e)
+	}
+	return o
+}
+
+type simCounts struct {
+	Checkins      int `json:"checkins"`
+	BundleFetches int `json:"bundle_fetches"`
+	Leases        int `json:"leases"`
+	Logins        int `json:"logins"`
+	Reports       int `json:"reports"`
+}
+
+func (b *box) counts() simCounts {
+	b.t.Helper()
+	var c simCounts
+	if err := json.Unmarshal([]byte(b.sim("counts")), &c); err != nil {
+		b.t.Fatalf("counts: %v", err)
+	}
+	return c
+}
+
+type simReport struct {
+	Sha    string `json:"sha"`
+	Result string `json:"result"`
+	Detail string `json:"detail"`
+}
+
+func (b *box) reports() []simReport {
+	b.t.Helper()
+	var out []simReport
+	for _, l := range strings.Split(strings.TrimSpace(b.sim("reports")), "\n") {
+		if l == "" {
+			continue
+		}
+		var r simReport
+		if err := json.Unmarshal([]byte(l), &r); err != nil {
+			b.t.Fatalf("report %q: %v", l, err)
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+func countResult(rs []simReport, result string) int {
+	n := 0
+	for _, r := range rs {
+		if r.Result == result {
+			n++
+		}
+	}
+	return n
+}
+
+// explainJSON runs `explain --json` and decodes the parts the tests read.
+type explainDoc struct {
+	State string `json:"state"`
+	Next  string `json:"next"`
+	Ticks []struct {
+		Exit   int    `json:"exit"`
+		Action string `json:"action"`
+	} `json:"ticks"`
+}
+
+func (b *box) explainJSON() explainDoc {
+	b.t.Helper()
+	o, e, c := b.agent("explain", "--json", "-n", "1")
+	if c != 0 {
+		b.t.Fatalf("explain --json: exit %d: %s", c, e)
+	}
+	var d explainDoc
+	if err := json.Unmarshal([]byte(o), &d); err != nil {
+		b.t.Fatalf("explain --json is not one JSON document: %v\n%s", err, o)
+	}
+	return d
+}
+
+// dockerCalls counts recorded docker calls whose argv contains every word of sub in order.
+func (b *box) dockerCalls(sub ...string) int {
+	b.t.Helper()
+	raw, err := os.ReadFile(b.dockerLg)
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, l := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
+		var rec struct{ Argv []string }
+		if json.Unmarshal([]byte(l), &rec) != nil {
+			continue
+		}
+		i := 0
+		for _, a := range rec.Argv {
+			if i < len(sub) && a == sub[i] {
+				i++
+			}
+		}
+		if i == len(sub) {
+			n++
+		}
+	}
+	return n
+}
+
+func TestVersionAndConfigErrors(t *testing.T) {
+	b := &box{t: t, dir: t.TempDir()}
+	o, e, c, _ := b.runBin("monky-deployd", nil, "version")
+	if c != 0 || strings.TrimSpace(o) != wantVersion {
+		t.Errorf("version: exit %d, stdout %q, stderr %q; want %q", c, o, e, wantVersion)
+	}
+
+	oneLine := func(name, stderr string, words ...string) {
+		t.Helper()
+		lines := strings.Split(strings.TrimRight(stderr, "\n"), "\n")
+		if len(lines) != 1 {
+			t.Errorf("%s: want one stderr line, got %d:\n%s", name, len(lines), stderr)
+		}
+		for _, w := range words {
+			if !strings.Contains(stderr, w) {
+				t.Errorf("%s: stderr lacks %q:\n%s", name, w, stderr)
+			}
+		}
+	}
+
+	missing := filepath.Join(b.dir, "nonexistent", "config.yaml")
+	_, e, c, _ = b.runBin("monky-deployd", nil, "--config", missing, "run", "--once")
+	if c != 1 {
+		t.Errorf("missing config: exit %d, want 1", c)
+	}
+	oneLine("missing config", e, missing)
+
+	bad := filepath.Join(b.dir, "bad.yaml")
+	writeFile(t, bad, "env_id: env-qa-02\nsite: cbs\nbogus_key: 1\nstate_dir: "+filepath.Join(b.dir, "s1")+"\n")
+	_, e, c, _ = b.runBin("monky-deployd", nil, "--config", bad, "run", "--once")
+	if c != 1 {
+		t.Errorf("unknown key: exit %d, want 1", c)
+	}
+	oneLine("unknown key", e, "bogus_key", "line 3")
+
+	sdk := filepath.Join(b.dir, "sdk.yaml")
+	writeFile(t, sdk, "env_id: env-qa-02\nsite: cbs\ntransport: sdk\nidentity: "+filepath.Join(b.dir, "no-such-identity.json")+
+		"\nstate_dir: "+filepath.Join(b.dir, "s2")+"\n")
+	_, e, c, _ = b.runBin("monky-deployd", nil, "--config", sdk, "run", "--once")
+	if c != 1 {
+		t.Errorf("transport sdk: exit %d, want 1", c)
+	}
+	oneLine("transport sdk", e, "no OpenZiti SDK", "transport: proxy", "transport: system")
+}
+
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestExitCodes walks the demo: apply 0, heartbeat 0, new release 0, rollback refused 1 (and
+// remembered: the next tick exits 1 again without fetching the bundle), retire 0.
+func TestExitCodes(t *testing.T) {
+	b := startBox(t)
+	b.sim("desire", "--release", "v1")
+	b.tick(0)
+	if d := b.explainJSON(); d.State != "Reported" || d.Next != "converged" || d.Ticks[0].Action != "apply" {
+		t.Errorf("after apply: %+v", d)
+	}
+	b.tick(0)
+	if d := b.explainJSON(); d.Next != "converged" || d.Ticks[0].Action != "none" {
+		t.Errorf("after heartbeat: %+v", d)
+	}
+	b.sim("desire", "--release", "v2")
+	b.tick(0)
+	b.sim("desire", "--release", "v1")
+	e := b.tick(1)
+	if !strings.Contains(e, "ROLLBACK_REFUSED") {
+		t.Errorf("refused tick's stderr does not name the refusal:\n%s", e)
+	}
+	fetches := b.counts().BundleFetches
+	e = b.tick(1)
+	if !strings.Contains(e, "ROLLBACK_REFUSED") {
+		t.Errorf("second refused tick's stderr does not name the refusal:\n%s", e)
+	}
+	if got := b.counts().BundleFetches; got != fetches {
+		t.Errorf("a remembered refusal fetched the bundle again: fetches %d → %d", fetches, got)
+	}
+	if d := b.explainJSON(); d.State != "Refused" || !strings.Contains(d.Next, "ROLLBACK_REFUSED") {
+		t.Errorf("after refusal: %+v", d)
+	}
+	b.sim("retire", "--purge")
+	b.tick(0)
+	if got := b.dockerCalls("compose", "down"); got != 1 {
+		t.Errorf("compose down calls = %d, want 1", got)
+	}
+}
+
+// TestKillBetweenTransitions kills the agent with SIGKILL right before or right after a
+// transition commits; the next plain tick must finish the apply with one lease, two logins
+// (bootstrap + lease) and one applied report.
+func TestKillBetweenTransitions(t *testing.T) {
+	for _, tc := range []struct {
+		point string
+		ups   int // compose up calls in all: a kill before Up's commit replays it once
+	}{
+		{"after:Leased", 1},
+		{"before:LoggedIn", 1},
+		{"after:Staged", 1},
+		{"before:Up", 2},
+		{"after:Up", 1},
+		{"before:Reported", 1},
+	} {
+		t.Run(tc.point, func(t *testing.T) {
+			b := startBox(t)
+			b.sim("desire", "--release", "v1")
+			_, e, c, sig := b.runBin("monky-deployd-fp", []string{"MONKY_DEPLOYD_FAILPOINT=" + tc.point},
+				"--config", b.config(), "run", "--once")
+			if sig != syscall.SIGKILL {
+				t.Fatalf("failpoint %s: exit %d, signal %v; want death by SIGKILL; stderr:\n%s", tc.point, c, sig, e)
+			}
+			b.tick(0)
+			cn := b.counts()
+			if cn.Leases != 1 || cn.Logins != 2 {
+				t.Errorf("leases %d, logins %d; want 1 and 2", cn.Leases, cn.Logins)
+			}
+			rs := b.reports()
+			if n := countResult(rs, "applied"); n != 1 {
+				t.Errorf("applied reports = %d, want 1: %+v", n, rs)
+			}
+			if got := b.dockerCalls("compose", "up"); got != tc.ups {
+				t.Errorf("compose up calls = %d, want %d", got, tc.ups)
+			}
+			if d := b.explainJSON(); d.State != "Reported" || d.Next != "converged" {
+				t.Errorf("after the resumed tick: state %q next %q", d.State, d.Next)
+			}
+			// and the box is steady: a heartbeat asks for nothing more
+			b.tick(0)
+			if cn2 := b.counts(); cn2.Leases != 1 || cn2.Logins != 2 {
+				t.Errorf("after a heartbeat: leases %d, logins %d", cn2.Leases, cn2.Logins)
+			}
+		})
+	}
+}
+
+// TestTwoTicksAtOnce holds the tick lock as a running tick would: a second tick exits 0 at
+// once without checking in, and status/explain answer within a second.
+func TestTwoTicksAtOnce(t *testing.T) {
+	b := startBox(t)
+	b.sim("desire", "--release", "v1")
+	b.tick(0)
+	before := b.counts().Checkins
+
+	f, err := os.OpenFile(filepath.Join(b.stateDir, "lock"), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		t.Fatalf("flock: %v", err)
+	}
+	defer func() { _ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN) }()
+
+	start := time.Now()
+	b.tick(0)
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("a locked-out tick took %v", d)
+	}
+	if got := b.counts().Checkins; got != before {
+		t.Errorf("a locked-out tick checked in: %d → %d", before, got)
+	}
+	for _, args := range [][]string{{"status", "--json"}, {"explain", "--json"}} {
+		start := time.Now()
+		o, e, c := b.agent(args...)
+		took := time.Since(start)
+		if c != 0 {
+			t.Errorf("%v while a tick runs: exit %d: %s", args, c, e)
+			continue
+		}
+		if took > time.Second {
+			t.Errorf("%v took %v while a tick runs", args, took)
+		}
+		var doc map[string]any
+		if err := json.Unmarshal([]byte(o), &doc); err != nil {
+			t.Errorf("%v: not one JSON document: %v\n%s", args, err, o)
+		}
+		if args[0] == "status" && doc["tick_running"] != true {
+			t.Errorf("status --json while the lock is held: tick_running = %v", doc["tick_running"])
+		}
+	}
+}
+
+// TestCorruptStateFile: garbage in state.db is moved aside and the tick goes on.
+func TestCorruptStateFile(t *testing.T) {
+	b := startBox(t)
+	b.sim("desire", "--release", "v1")
+	b.tick(0)
+	garbage := bytes.Repeat([]byte("not a bbolt file \x00\xff"), 512)
+	writeFile(t, filepath.Join(b.stateDir, "state.db"), string(garbage))
+	b.tick(0)
+	aside, _ := filepath.Glob(filepath.Join(b.stateDir, "state.db.corrupt-*"))
+	if len(aside) != 1 {
+		t.Fatalf("state.db.corrupt-* files: %v, want 1", aside)
+	}
+	if raw, _ := os.ReadFile(aside[0]); !bytes.Equal(raw, garbage) {
+		t.Errorf("%s does not hold the corrupt bytes", aside[0])
+	}
+	if d := b.explainJSON(); d.State == "" {
+		t.Errorf("explain after recovery: %+v", d)
+	}
+}
+
+// TestSecretCanary: no secret value, token or grant in anything the agent prints, stores or
+// reports.
+func TestSecretCanary(t *testing.T) {
+	b := startBox(t)
+	const dbCanary = "CANARY-db-7f3a9c21e4"
+	// gemini is pinned to version 2 by the demo manifest: its value is the one the agent reads.
+	const geminiPinned = "demo-gemini-key-2"
+	b.sim("secret", "--name", "db", "--key", "password", "--value", dbCanary)
+	b.sim("desire", "--release", "v1")
+	b.tick(0)
+	tokenRaw, err := os.ReadFile(filepath.Join(b.stateDir, "bao.token"))
+	if err != nil {
+		t.Fatalf("token file: %v", err)
+	}
+	token := strings.TrimSpace(string(tokenRaw))
+	b.tick(0) // heartbeat
+	b.sim("desire", "--release", "v2")
+	b.tick(0)
+	for _, args := range [][]string{{"status"}, {"status", "--json"}, {"explain"}, {"explain", "--json"}} {
+		if _, e, c := b.agent(args...); c != 0 {
+			t.Errorf("%v: exit %d: %s", args, c, e)
+		}
+	}
+	b.sim("reports") // kept in b.outputs
+
+	needles := map[string]string{"db secret": dbCanary, "gemini secret": geminiPinned, "token": token, "grant": b.grant}
+	for name, n := range needles {
+		if len(n) < 8 {
+			t.Fatalf("%s is too short to scan for: %q", name, n)
+		}
+	}
+	scan := func(where string, hay []byte) int {
+		hits := 0
+		for name, n := range needles {
+			if c := bytes.Count(hay, []byte(n)); c > 0 {
+				t.Errorf("%s: %d hit(s) of the %s", where, c, name)
+				hits += c
+			}
+		}
+		return hits
+	}
+
+	// Positive control: the rendered .env of the applied release holds the secrets (that is its
+	// job), and the scanner finds them there.
+	envs, _ := filepath.Glob(filepath.Join(b.stateDir, demoEnv, "releases", "*", ".env"))
+	if len(envs) == 0 {
+		t.Fatal("no rendered .env under the deploy dir")
+	}
+	found := 0
+	for _, p := range envs {
+		raw, _ := os.ReadFile(p)
+		found += bytes.Count(raw, []byte(dbCanary))
+	}
+	if found == 0 {
+		t.Fatalf("positive control: the canary is not in any rendered .env %v: the scan would prove nothing", envs)
+	}
+
+	hits := 0
+	for i, o := range b.outputs {
+		hits += scan(fmt.Sprintf("output %d", i), []byte(o))
+	}
+	db, err := os.ReadFile(filepath.Join(b.stateDir, "state.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hits += scan("state.db", db)
+	if hits != 0 {
+		t.Errorf("%d secret hits in %d outputs and state.db", hits, len(b.outputs))
+	}
+}
+
+// TestExplainReadsInPlainWords checks the key phrases of explain after a heartbeat, a retire,
+// and a tick whose token was superseded by a re-revealed kit.
+func TestExplainReadsInPlainWords(t *testing.T) {
+	b := startBox(t)
+	explainHas := func(when string, words ...string) {
+		t.Helper()
+		o, e, c := b.agent("explain", "-n", "1")
+		if c != 0 {
+			t.Fatalf("explain %s: exit %d: %s", when, c, e)
+		}
+		for _, w := range words {
+			if !strings.Contains(o, w) {
+				t.Errorf("explain %s lacks %q:\n%s", when, w, o)
+			}
+		}
+	}
+	b.sim("desire", "--release", "v1")
+	b.tick(0)
+	b.tick(0)
+	explainHas("after a heartbeat", "action none", "CheckedIn", "services healthy", "next:  converged")
+
+	b.sim("retire")
+	b.tick(0)
+	explainHas("after a retire", "action down", "compose down", "retired")
+
+	b2 := startBox(t)
+	b2.sim("desire", "--release", "v1")
+	b2.tick(0)
+	b2.sim("reveal", "--kit", filepath.Join(b2.dir, "other-kit"))
+	e := b2.tick(1)
+	if !strings.Contains(e, "AGENT_UNAUTHENTICATED") {
+		t.Errorf("unauthenticated tick's stderr:\n%s", e)
+	}
+	if _, err := os.Stat(filepath.Join(b2.stateDir, "bao.token")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the refused token is still on disk: %v", err)
+	}
+	checkins := b2.counts().Checkins
+	b = b2
+	explainHas("after an unauthenticated tick", "AGENT_UNAUTHENTICATED", "re-run the install kit", "Blocked")
+	// Blocked: the next tick exits 1 at once without touching the network.
+	b2.tick(1)
+	if got := b2.counts().Checkins; got != checkins {
+		t.Errorf("check-ins %d → %d: a blocked tick went to the network", checkins, got)
+	}
+}
