@@ -7,16 +7,17 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/tikali/monky-deployd/machine"
 	"github.com/tikali/monky-deployd/store"
 )
 
 // Schema is the version of the --json documents; it changes only when a field's meaning does.
 const Schema = 1
 
-// LeaseLimit and LeaseWindow mirror tenancy's budget (5 leases per env per rolling hour).
+// LeaseLimit and LeaseWindow are tenancy's budget, as the machine keeps it.
 const (
-	LeaseLimit  = 5
-	LeaseWindow = time.Hour
+	LeaseLimit  = machine.LeaseLimit
+	LeaseWindow = machine.LeaseWindow
 )
 
 // Transition is one journal entry as explain shows it.
@@ -173,7 +174,7 @@ func next(rec store.Record, used int, frees time.Time, now time.Time) string {
 		if rec.Parked {
 			return fmt.Sprintf("parked after %d failed attempts: %s— `monky-deployd resume` retries", n, code)
 		}
-		return fmt.Sprintf("retry %d of %d at %s", n+1, 5, clock(rec.NextRetryAt))
+		return fmt.Sprintf("retry %d of %d at %s", n+1, machine.MaxAttempts, clock(rec.NextRetryAt))
 	case "Blocked":
 		if rec.Block == nil {
 			return "blocked — `monky-deployd resume`"

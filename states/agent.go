@@ -66,7 +66,7 @@ func (a *Agent) defaults() {
 		a.Sleep = sleepCtx
 	}
 	if a.MaxAttempts == 0 {
-		a.MaxAttempts = 5
+		a.MaxAttempts = machine.MaxAttempts
 	}
 	if a.Retention.MaxTicks == 0 {
 		a.Retention = store.DefaultRetention

@@ -17,11 +17,11 @@ import (
 	"github.com/tikali/monky-deployd/store"
 )
 
-// LeaseLimit is tenancy's budget: leases per environment per rolling hour.
-const LeaseLimit = 5
-
-// LeaseWindow is the budget's rolling window.
-const LeaseWindow = time.Hour
+// LeaseLimit and LeaseWindow are tenancy's budget (machine.LeaseLimit per machine.LeaseWindow).
+const (
+	LeaseLimit  = machine.LeaseLimit
+	LeaseWindow = machine.LeaseWindow
+)
 
 // stepPreflight: BundleVerified → Refused | Leased | LoggedIn | Failed. The checks that need
 // this box (rollback, disk), then a token fit to read the secrets: reused when it can be,
