@@ -3,6 +3,7 @@ package effects
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -60,7 +61,7 @@ type Error struct {
 
 func (e *Error) Error() string {
 	s := e.Op
-	if e.Code != "" {
+	if e.Code != "" && !strings.Contains(e.Msg, e.Code) {
 		s += ": " + e.Code
 	}
 	if e.Status != 0 {
