@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"sync"
 	"time"
@@ -137,4 +138,15 @@ func loadRoots(caFile string) (*x509.CertPool, error) {
 			Msg: fmt.Sprintf("CA file %s holds no PEM certificate", caFile)}
 	}
 	return pool, nil
+}
+
+// HostPort is the host:port a URL dials, the scheme's default port filled in.
+func HostPort(u *url.URL) string {
+	if u.Port() != "" {
+		return u.Host
+	}
+	if u.Scheme == "https" {
+		return net.JoinHostPort(u.Hostname(), "443")
+	}
+	return net.JoinHostPort(u.Hostname(), "80")
 }

@@ -205,13 +205,19 @@ func newAgent(cfg *config.Config, log zerolog.Logger, st store.Store) (*states.A
 	}, nil
 }
 
-func cmdRun(c *cli.Context, stderr io.Writer) error {
+// setup reads the config and opens the state file for a command that changes state.
+func setup(c *cli.Context, stderr io.Writer) (*config.Config, zerolog.Logger, *store.Bolt, error) {
 	cfg, err := loadConfig(c)
 	if err != nil {
-		return err
+		return nil, zerolog.Nop(), nil, err
 	}
 	log := newLogger(cfg, stderr)
 	st, err := openStore(cfg, log)
+	return cfg, log, st, err
+}
+
+func cmdRun(c *cli.Context, stderr io.Writer) error {
+	cfg, log, st, err := setup(c, stderr)
 	if err != nil {
 		return err
 	}
@@ -346,12 +352,7 @@ func writeJSON(w io.Writer, v any) error {
 }
 
 func cmdResume(c *cli.Context, stdout, stderr io.Writer) error {
-	cfg, err := loadConfig(c)
-	if err != nil {
-		return err
-	}
-	log := newLogger(cfg, stderr)
-	st, err := openStore(cfg, log)
+	cfg, log, st, err := setup(c, stderr)
 	if err != nil {
 		return err
 	}
@@ -385,12 +386,7 @@ func cmdResume(c *cli.Context, stdout, stderr io.Writer) error {
 }
 
 func cmdBootstrap(c *cli.Context, stdout, stderr io.Writer) error {
-	cfg, err := loadConfig(c)
-	if err != nil {
-		return err
-	}
-	log := newLogger(cfg, stderr)
-	st, err := openStore(cfg, log)
+	cfg, log, st, err := setup(c, stderr)
 	if err != nil {
 		return err
 	}

@@ -19,7 +19,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"sort"
@@ -239,12 +238,12 @@ func (c *Client) do(ctx context.Context, op, method, path, token string, in any,
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		return nil, scrub(transport.Classify(op, hostPort(&u), c.transport, err), secret)
+		return nil, scrub(transport.Classify(op, transport.HostPort(&u), c.transport, err), secret)
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes+1))
 	if err != nil {
-		return nil, scrub(transport.Classify(op, hostPort(&u), c.transport, err), secret)
+		return nil, scrub(transport.Classify(op, transport.HostPort(&u), c.transport, err), secret)
 	}
 	if len(raw) > maxAnswerBytes {
 		return nil, &effects.Error{Op: op, Kind: effects.Permanent, Code: "BAO_ANSWER", Status: resp.StatusCode,
@@ -389,14 +388,4 @@ func timeOf(v any) time.Time {
 		return time.Time{}
 	}
 	return t
-}
-
-func hostPort(u *url.URL) string {
-	if u.Port() != "" {
-		return u.Host
-	}
-	if u.Scheme == "https" {
-		return net.JoinHostPort(u.Hostname(), "443")
-	}
-	return net.JoinHostPort(u.Hostname(), "80")
 }

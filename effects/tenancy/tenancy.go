@@ -12,7 +12,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -187,7 +186,7 @@ func (c *Client) call(ctx context.Context, op, method, ref, token string, in any
 	} else {
 		req.Header.Set("Accept", "application/json")
 	}
-	hostport := hostPort(u)
+	hostport := transport.HostPort(u)
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		return nil, nil, c.transportErr(op, hostport, err, token)
@@ -326,14 +325,4 @@ func clip(s string) string {
 		s = strings.ToValidUTF8(s[:maxErrorMsg], "") + "…"
 	}
 	return s
-}
-
-func hostPort(u *url.URL) string {
-	if u.Port() != "" {
-		return u.Host
-	}
-	if u.Scheme == "https" {
-		return net.JoinHostPort(u.Hostname(), "443")
-	}
-	return net.JoinHostPort(u.Hostname(), "80")
 }
