@@ -93,7 +93,7 @@ func Build(st store.Store, o Options) (Doc, error) {
 			}
 			d.Ticks = append(d.Ticks, t)
 		}
-		used, frees, err := budget(tx, o.Now)
+		used, frees, err := machine.LeaseBudget(tx, o.Now)
 		if err != nil {
 			return err
 		}
@@ -118,14 +118,6 @@ func stateOf(rec store.Record) string {
 		return "Idle"
 	}
 	return rec.State
-}
-
-func budget(tx store.Tx, now time.Time) (int, time.Time, error) {
-	evs, err := tx.Leases(now.Add(-LeaseWindow))
-	if err != nil || len(evs) == 0 {
-		return 0, time.Time{}, err
-	}
-	return len(evs), evs[0].At.Add(LeaseWindow), nil
 }
 
 func short(sha string) string {
@@ -160,10 +152,7 @@ func next(rec store.Record, used int, frees time.Time, now time.Time) string {
 		}
 		return "refused: " + rec.Refusal.Code + " — waiting for a new desired sha or `resume`"
 	case "Failed":
-		n := 0
-		for _, v := range rec.Attempts {
-			n += v
-		}
+		n := rec.TotalAttempts()
 		code := ""
 		if rec.Failure != nil {
 			code = rec.Failure.Code + " "

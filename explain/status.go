@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/tikali/monky-deployd/machine"
 	"github.com/tikali/monky-deployd/store"
 )
 
@@ -69,7 +70,7 @@ func BuildStatus(st store.Store, now time.Time, tokenPresent *bool) (Status, err
 		if err != nil {
 			return err
 		}
-		used, frees, err := budget(tx, now)
+		used, frees, err := machine.LeaseBudget(tx, now)
 		if err != nil {
 			return err
 		}
@@ -85,9 +86,7 @@ func BuildStatus(st store.Store, now time.Time, tokenPresent *bool) (Status, err
 			AttemptsBy:  rec.Attempts, NextRetryAt: ptime(rec.NextRetryAt), Parked: rec.Parked,
 			Refusal: rec.Refusal, Failure: rec.Failure, Block: rec.Block, Outbox: len(q),
 			Containers: rec.Containers, LastTickAt: ptime(rec.LastTickAt), LastExit: rec.LastExit}
-		for _, v := range rec.Attempts {
-			s.Attempts += v
-		}
+		s.Attempts = rec.TotalAttempts()
 		return nil
 	})
 	if tokenPresent != nil {

@@ -1,6 +1,10 @@
 package machine
 
-import "time"
+import (
+	"time"
+
+	"github.com/tikali/monky-deployd/store"
+)
 
 // Policy the states and the explain views share.
 const (
@@ -11,3 +15,13 @@ const (
 	// MaxAttempts is how many failed applies of one sha are retried before the machine parks.
 	MaxAttempts = 5
 )
+
+// LeaseBudget reads the leases asked in the rolling window as of now, and when the oldest of
+// them leaves it (zero when none was asked).
+func LeaseBudget(tx store.Tx, now time.Time) (int, time.Time, error) {
+	evs, err := tx.Leases(now.Add(-LeaseWindow))
+	if err != nil || len(evs) == 0 {
+		return 0, time.Time{}, err
+	}
+	return len(evs), evs[0].At.Add(LeaseWindow), nil
+}

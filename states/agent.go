@@ -157,5 +157,3 @@ func short(sha string) string {
 	}
 	return sha
 }
-
-func asEffects(err error, target **effects.Error) bool { return errors.As(err, target) }

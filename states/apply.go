@@ -41,7 +41,7 @@ func (a *Agent) apply(ctx context.Context, resp effects.CheckinResponse) error {
 			return err
 		}
 	case st == machine.Failed && rec.Action == effects.ActionApply && rec.Failure != nil && rec.Failure.Sha == sha:
-		n := totalAttempts(rec.Attempts)
+		n := rec.TotalAttempts()
 		if rec.Parked {
 			_ = a.eng.Note("checkin", rec.Failure.Code, fmt.Sprintf("parked after %d failed attempts: %s", n, rec.Failure.Detail), now, nil)
 			return parked(effects.Permanent, rec.Failure.Code, "failed %d times: %s: %s — parked until `monky-deployd resume` or a new desired sha", n, rec.Failure.Code, rec.Failure.Detail)
@@ -114,14 +114,6 @@ func (a *Agent) drive(ctx context.Context) error {
 	}
 }
 
-func totalAttempts(m map[string]int) int {
-	n := 0
-	for _, v := range m {
-		n += v
-	}
-	return n
-}
-
 // backoff is the wait after failed attempt n (1-based): 2, 4, 8, 16 … minutes, at most 30 —
 // longer than the timer's minute from the first failure on.
 func backoff(n int) time.Duration {
@@ -151,7 +143,7 @@ func (a *Agent) fail(ctx context.Context, from machine.State, code, detail strin
 			r.Attempts = map[string]int{}
 		}
 		r.Attempts[string(from)]++
-		n = totalAttempts(r.Attempts)
+		n = r.TotalAttempts()
 		r.Failure = &store.Failure{Sha: r.Sha, Code: code, Detail: rep.Detail[len(code)+2:], State: string(from), At: now}
 		r.NextRetryAt = now.Add(backoff(n))
 		r.Parked = n >= a.MaxAttempts

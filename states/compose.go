@@ -2,6 +2,7 @@ package states
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -40,7 +41,7 @@ func (a *Agent) composeFailed(ctx context.Context, from machine.State, fallback,
 	}
 	msg := redact.String(err.Error())
 	var e *effects.Error
-	if asEffects(err, &e) && e.Msg != "" {
+	if errors.As(err, &e) && e.Msg != "" {
 		msg = op + ": " + redact.String(e.Msg)
 	}
 	return a.fail(ctx, from, codeOr(err, fallback), msg, op != "compose pull")

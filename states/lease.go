@@ -78,7 +78,7 @@ func (a *Agent) stepPreflight(ctx context.Context) error {
 	if err := files.WriteAtomic(a.Cfg.GrantPath(), []byte(lease.LoginJWT+"\n"), 0o600); err != nil {
 		return err
 	}
-	used := a.leasesUsed()
+	used, _ := a.leaseBudget()
 	return a.eng.Fire(machine.Outcome{Event: machine.EvLease, Detail: fmt.Sprintf("lease granted (%d/%d this hour); grant kept 0600 until login", used, LeaseLimit)}, started)
 }
 
@@ -135,34 +135,16 @@ func (a *Agent) tokenWorks(ctx context.Context) bool {
 	return err == nil && (info.TTL > 0 || info.ExpireTime.IsZero())
 }
 
-// leasesUsed counts the leases asked in the rolling window.
-func (a *Agent) leasesUsed() int {
-	n, _ := a.leaseBudget()
-	return n
-}
-
 // leaseBudget is the leases asked in the window and when the oldest of them leaves it.
 func (a *Agent) leaseBudget() (int, time.Time) {
-	now := a.Now()
-	var evs []store.LeaseEvent
+	var used int
+	var frees time.Time
 	_ = a.Store.View(func(tx store.Tx) error {
 		var err error
-		evs, err = tx.Leases(now.Add(-LeaseWindow))
+		used, frees, err = machine.LeaseBudget(tx, a.Now())
 		return err
 	})
-	if len(evs) == 0 {
-		return 0, time.Time{}
-	}
-	return len(evs), evs[0].At.Add(LeaseWindow)
-}
-
-// LeaseBudget is what status and explain show: used, and when a slot frees.
-func LeaseBudget(tx store.Tx, now time.Time) (int, time.Time, error) {
-	evs, err := tx.Leases(now.Add(-LeaseWindow))
-	if err != nil || len(evs) == 0 {
-		return 0, time.Time{}, err
-	}
-	return len(evs), evs[0].At.Add(LeaseWindow), nil
+	return used, frees
 }
 
 // askLease asks tenancy for a lease unless the durable budget says it would be refused.

@@ -38,7 +38,7 @@ func (a *Agent) Resume(dryRun bool) ([]string, error) {
 	case machine.Failed:
 		ev = machine.EvResume
 		if rec.Failure != nil {
-			cleared = append(cleared, fmt.Sprintf("failure %s of %s after %d attempt(s)%s", rec.Failure.Code, short(rec.Failure.Sha), totalAttempts(rec.Attempts), parkedWord(rec.Parked)))
+			cleared = append(cleared, fmt.Sprintf("failure %s of %s after %d attempt(s)%s", rec.Failure.Code, short(rec.Failure.Sha), rec.TotalAttempts(), parkedWord(rec.Parked)))
 		}
 	case machine.Blocked:
 		ev = machine.EvUnblock

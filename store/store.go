@@ -110,6 +110,15 @@ type Record struct {
 	LastTickAt      time.Time   `json:"last_tick_at,omitempty"`
 }
 
+// TotalAttempts is the failed attempts of the flight, over every state.
+func (r Record) TotalAttempts() int {
+	n := 0
+	for _, v := range r.Attempts {
+		n += v
+	}
+	return n
+}
+
 // Entry is one journal line: a transition (From != To, or an fsm event) or a note (From == To).
 type Entry struct {
 	Seq    uint64    `json:"seq"` // assigned by Append
