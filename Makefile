@@ -43,3 +43,5 @@ clean:
 	rm -rf $(BIN) dist
 
 include packaging/deb.mk
+# targets of the e2e, robustness and performance suites
+-include mk/*.mk
