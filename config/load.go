@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"net"
 	"net/url"
@@ -84,6 +85,12 @@ var (
 func Load(path string) (*Config, error) {
 	f, err := os.Open(path)
 	if err != nil {
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return nil, fmt.Errorf("config %s: no such file (install.sh writes it; --config or MONKY_DEPLOYD_CONFIG name another)", path)
+		case errors.Is(err, fs.ErrPermission):
+			return nil, fmt.Errorf("config %s: not readable by this user (uid %d): it is 0640 root:monky-deployd", path, os.Geteuid())
+		}
 		return nil, fmt.Errorf("config %s: %w", path, err)
 	}
 	defer f.Close()

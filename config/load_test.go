@@ -317,3 +317,11 @@ func allKeys(t reflect.Type, prefix string) []string {
 	}
 	return out
 }
+
+func TestLoadNamesAMissingFileAndWhatWritesIt(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "config.yaml")
+	_, err := Load(p)
+	if err == nil || !strings.Contains(err.Error(), p) || !strings.Contains(err.Error(), "no such file") || strings.Count(err.Error(), p) != 1 {
+		t.Fatalf("err = %v", err)
+	}
+}
