@@ -101,15 +101,20 @@ func Render(tpl []byte, values map[string]string) ([]byte, error) {
 				badValue = append(badValue, name)
 				return
 			}
+			ev, ok := envValue(line, start, end, v)
+			if !ok {
+				badValue = append(badValue, name)
+				return
+			}
 			out.Write(line[last:start])
-			out.WriteString(v)
+			out.WriteString(ev)
 			last = end
 		})
 		out.Write(line[last:])
 	}
 	if len(badValue) > 0 {
 		sort.Strings(badValue)
-		return nil, fmt.Errorf("render %s: the value of %s holds a line break", TemplateFile, strings.Join(uniq(badValue), ", "))
+		return nil, fmt.Errorf("render %s: the value of %s cannot be written where the template puts it (a line break, a quote inside single quotes, or \" #\" or edge blanks in an unquoted value): quote the reference in the template", TemplateFile, strings.Join(uniq(badValue), ", "))
 	}
 	if len(unresolved) > 0 {
 		names := make([]string, 0, len(unresolved))
@@ -130,4 +135,73 @@ func uniq(sorted []string) []string {
 		}
 	}
 	return out
+}
+
+// envValue is v written so that compose's .env reader gives back exactly v at the reference
+// [start, end) of line. Compose expands `$` in unquoted and double-quoted values, cuts an
+// unquoted value at " #" and trims its trailing blanks, and unescapes `\` sequences in double
+// quotes; single quotes are literal. So:
+//   - a reference that is a whole unquoted value is single-quoted when v holds a character
+//     compose would change (double-quoted, escaped, when v holds a single quote or ends in `\`);
+//   - inside double quotes `\`, `"` and `$` are escaped;
+//   - elsewhere unquoted, `$` is written `$$`;
+//   - inside single quotes v goes as is, and cannot hold a single quote (ok false).
+func envValue(line []byte, start, end int, v string) (string, bool) {
+	eq := bytes.IndexByte(line[:start], '=')
+	if eq < 0 {
+		return strings.ReplaceAll(v, "$", "$$"), true
+	}
+	// the quote state at the reference, scanning the value from after `=`
+	valStart := eq + 1
+	for valStart < start && (line[valStart] == ' ' || line[valStart] == '\t') {
+		valStart++
+	}
+	var quote byte
+	for i := valStart; i < start; i++ {
+		c := line[i]
+		switch {
+		case quote == '"' && c == '\\':
+			i++
+		case quote == 0 && i == valStart && (c == '\'' || c == '"'):
+			quote = c
+		case quote != 0 && c == quote:
+			quote = 0
+		}
+	}
+	switch quote {
+	case '\'':
+		if strings.Contains(v, "'") || strings.HasSuffix(v, "\\") {
+			return "", false
+		}
+		return v, true
+	case '"':
+		r := strings.NewReplacer("\\", "\\\\", "\"", "\\\"", "$", "$$")
+		return r.Replace(v), true
+	}
+	whole := start == valStart && len(bytes.TrimRight(line[end:], " \t")) == 0
+	if whole && needsQuotes(v) {
+		if !strings.Contains(v, "'") && !strings.HasSuffix(v, "\\") {
+			return "'" + v + "'", true
+		}
+		r := strings.NewReplacer("\\", "\\\\", "\"", "\\\"", "$", "$$")
+		return "\"" + r.Replace(v) + "\"", true
+	}
+	// part of an unquoted value: compose would cut it at " #" and trim blanks at its ends
+	if strings.Contains(v, " #") || strings.Contains(v, "\t#") ||
+		(start == valStart && strings.TrimLeft(v, " \t") != v) ||
+		(len(bytes.TrimRight(line[end:], " \t")) == 0 && strings.TrimRight(v, " \t") != v) {
+		return "", false
+	}
+	return strings.ReplaceAll(v, "$", "$$"), true
+}
+
+// needsQuotes reports whether compose would read v back changed as an unquoted value.
+func needsQuotes(v string) bool {
+	if v == "" {
+		return false
+	}
+	if strings.ContainsAny(v, "$#'\"\\") {
+		return true
+	}
+	return strings.TrimSpace(v) != v
 }
