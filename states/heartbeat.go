@@ -147,6 +147,7 @@ func (a *Agent) retire(ctx context.Context, resp effects.CheckinResponse) error 
 	if err := a.eng.Fire(machine.Outcome{Event: machine.EvDown, Detail: note, Update: func(r *store.Record, tx store.Tx) error {
 		r.AppliedSha = ""
 		r.Containers = nil
+		r.RetiredAt = a.Now()
 		return a.enqueue(r, tx, machine.Down, rep)
 	}}, started); err != nil {
 		return err

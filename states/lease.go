@@ -12,6 +12,7 @@ import (
 	"github.com/tikali/monky-deployd/bundle"
 	"github.com/tikali/monky-deployd/effects"
 	"github.com/tikali/monky-deployd/effects/files"
+	"github.com/tikali/monky-deployd/failpoint"
 	"github.com/tikali/monky-deployd/machine"
 	"github.com/tikali/monky-deployd/redact"
 	"github.com/tikali/monky-deployd/store"
@@ -78,18 +79,21 @@ func (a *Agent) stepPreflight(ctx context.Context) error {
 	if err := files.WriteAtomic(a.Cfg.GrantPath(), []byte(lease.LoginJWT+"\n"), 0o600); err != nil {
 		return err
 	}
+	failpoint.Hit("file:grant-written")
 	used, _ := a.leaseBudget()
 	return a.eng.Fire(machine.Outcome{Event: machine.EvLease, Detail: fmt.Sprintf("lease granted (%d/%d this hour); grant kept 0600 until login", used, LeaseLimit)}, started)
 }
 
-// appliedBefore reports whether sha is in the applied history, and when it was applied.
+// appliedBefore reports whether sha is in the applied history since the last retire (a
+// retired env starts afresh), and when it was applied.
 func (a *Agent) appliedBefore(sha string) (time.Time, bool) {
 	var at time.Time
 	var found bool
+	retired := a.eng.Record().RetiredAt
 	_ = a.Store.View(func(tx store.Tx) error {
 		h, err := tx.AppliedHistory()
 		for _, x := range h {
-			if x.Sha == sha {
+			if x.Sha == sha && x.At.After(retired) {
 				at, found = x.At, true
 			}
 		}
@@ -243,6 +247,7 @@ func (a *Agent) stepLogin(ctx context.Context) error {
 		if err := files.WriteAtomic(a.Cfg.GrantPath(), []byte(grant+"\n"), 0o600); err != nil {
 			return err
 		}
+		failpoint.Hit("file:grant-written")
 		a.Log.Info().Msg("the kept grant was gone or expired: leased again")
 	}
 	t, err := a.Fx.Bao.Login(ctx, a.Cfg.Bao.AuthMount, a.Cfg.Bao.Role, grant)
@@ -258,10 +263,12 @@ func (a *Agent) stepLogin(ctx context.Context) error {
 	if err := files.WriteAtomic(a.Cfg.TokenPath(), []byte(t.Value+"\n"), 0o600); err != nil {
 		return err
 	}
+	failpoint.Hit("file:token-written")
 	a.token = t.Value
 	if err := files.Remove(a.Cfg.GrantPath()); err != nil {
 		return err
 	}
+	failpoint.Hit("file:grant-removed")
 	if err := a.loggedIn(started, t.TTL, t.Meta["grant_jti"], t.Meta["env_id"], fmt.Sprintf("logged in with the lease's grant (ttl %s); token replaced", t.TTL.Round(time.Minute))); err != nil {
 		return err
 	}
@@ -298,6 +305,7 @@ func (a *Agent) leaseLogin(ctx context.Context, reason string) error {
 	if err := files.WriteAtomic(a.Cfg.TokenPath(), []byte(t.Value+"\n"), 0o600); err != nil {
 		return err
 	}
+	failpoint.Hit("file:swap-token-written")
 	old := a.token
 	a.token = t.Value
 	now := a.Now()

@@ -211,3 +211,21 @@ func TestRetire(t *testing.T) {
 		})
 	}
 }
+
+func TestAnEnvRecreatedAfterARetireMayRunItsLastShaAgain(t *testing.T) {
+	h := newHarness(t)
+	v1 := h.release("v1", nil)
+	h.wantExit(h.tick(), 0)
+	h.sim.Retire(env, false)
+	h.wantExit(h.tick(), 0)
+	// re-creating a retired env takes a new kit: the retire superseded the old grant
+	grant, _ := h.sim.RevealKit(env)
+	os.WriteFile(filepath.Join(h.kit, "bootstrap.jwt"), []byte(grant+"\n"), 0o600)
+	if err := h.sim.SetDesired(env, v1); err != nil {
+		t.Fatal(err)
+	}
+	h.wantExit(h.tick(), 0)
+	if res, detail := h.lastReport(); res != "applied" {
+		t.Errorf("report %s %q: a retire starts the env afresh, no rollback", res, detail)
+	}
+}

@@ -107,6 +107,7 @@ type Record struct {
 	LastReport      *LastReport `json:"last_report,omitempty"`
 	Containers      []Container `json:"containers,omitempty"`
 	LastExit        int         `json:"last_exit"`
+	RetiredAt       time.Time   `json:"retired_at,omitempty"` // the last retire: applies before it are no rollback base
 	LastTickAt      time.Time   `json:"last_tick_at,omitempty"`
 }
 
