@@ -50,7 +50,10 @@ type Doc struct {
 	EnvID  string `json:"env_id"`
 	State  string `json:"state"`
 	Next   string `json:"next"`
-	Ticks  []Tick `json:"ticks"`
+	// Why names the one thing standing between the box and tenancy's desired sha; null when
+	// nothing does.
+	Why   *Why   `json:"why"`
+	Ticks []Tick `json:"ticks"`
 }
 
 // Options select the ticks.
@@ -104,10 +107,31 @@ func Build(st store.Store, o Options) (Doc, error) {
 		d.EnvID = rec.EnvID
 		d.State = stateOf(rec)
 		d.Next = Next(rec, used, frees, len(q), o.Now)
+		in := whyInput{rec: rec, used: used, frees: frees, outbox: len(q), now: o.Now}
+		newest, err := tx.Ticks(1)
+		if err != nil {
+			return err
+		}
+		if len(newest) == 1 {
+			in.lastSum = newest[0]
+			if in.last, err = tx.Entries(newest[0].Tick); err != nil {
+				return err
+			}
+		}
+		d.Why = explainWhy(in)
 		return nil
 	})
 	if d.Ticks == nil {
 		d.Ticks = []Tick{}
+	}
+	if d.Why != nil && d.Why.Tick == 0 {
+		for _, t := range d.Ticks {
+			for _, tr := range t.Transitions {
+				if tr.Code == d.Why.Code && tr.From != tr.To {
+					d.Why.Tick = t.Tick
+				}
+			}
+		}
 	}
 	d.Schema = Schema
 	return d, err

@@ -48,4 +48,29 @@ func WriteText(w io.Writer, d Doc) {
 		tw.Flush()
 	}
 	fmt.Fprintf(w, "\nstate: %s\nnext:  %s\n", d.State, d.Next)
+	if d.Why != nil {
+		WriteWhy(w, *d.Why)
+	}
+}
+
+// WriteWhy prints the why block: the code, the fault, the evidence, what happens next and the
+// one command that fixes or checks it.
+func WriteWhy(w io.Writer, y Why) {
+	at := ""
+	if !y.At.IsZero() {
+		at = " (" + stamp(y.At)
+		if y.Tick > 0 {
+			at += fmt.Sprintf(", tick %d", y.Tick)
+		}
+		at += ")"
+	}
+	fmt.Fprintf(w, "\nwhy: %s%s\n", y.Code, at)
+	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', 0)
+	fmt.Fprintf(tw, "  fault:\t%s\n", y.Fault)
+	if y.Evidence != "" {
+		fmt.Fprintf(tw, "  evidence:\t%s\n", y.Evidence)
+	}
+	fmt.Fprintf(tw, "  next:\t%s\n", y.Next)
+	fmt.Fprintf(tw, "  fix:\t%s\n", y.Fix)
+	tw.Flush()
 }

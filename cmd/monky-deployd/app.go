@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -23,6 +24,7 @@ import (
 	"github.com/tikali/monky-deployd/explain"
 	"github.com/tikali/monky-deployd/logging"
 	"github.com/tikali/monky-deployd/machine"
+	"github.com/tikali/monky-deployd/metrics"
 	"github.com/tikali/monky-deployd/redact"
 	"github.com/tikali/monky-deployd/states"
 	"github.com/tikali/monky-deployd/store"
@@ -63,14 +65,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 }
 
 func newApp(stdout, stderr io.Writer) *cli.App {
-	return &cli.App{
-		Name:           "monky-deployd",
-		Usage:          "the on-box pull agent for Monky backend environments",
-		Version:        version.Version,
-		Writer:         stdout,
-		ErrWriter:      stderr,
-		HideVersion:    true,
-		ExitErrHandler: func(*cli.Context, error) {},
+	app := &cli.App{
+		Name:                 "monky-deployd",
+		Usage:                "the on-box pull agent for Monky backend environments",
+		Description:          appDescription,
+		EnableBashCompletion: true,
+		Version:              version.Version,
+		Writer:               stdout,
+		ErrWriter:            stderr,
+		HideVersion:          true,
+		ExitErrHandler:       func(*cli.Context, error) {},
 		CommandNotFound: func(c *cli.Context, cmd string) {
 			fmt.Fprintf(stderr, "monky-deployd: no command %q (see --help)\n", cmd)
 		},
@@ -100,9 +104,11 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 				Name:  "explain",
 				Usage: "why the box is where it is: the last ticks' transitions and what happens next",
 				Description: "Examples:\n   monky-deployd explain\n   monky-deployd explain -n 5 --json\n" +
-					"   monky-deployd explain --state-file ./state.db   # a copy a box sent to support; no config needed",
+					"   monky-deployd explain --state-file ./state.db   # a copy a box sent to support; no config needed\n" +
+					"   monky-deployd explain --ndjson > journal.ndjson  # the whole journal, to attach to a ticket",
 				Flags: []cli.Flag{
-					&cli.BoolFlag{Name: "json", Usage: "one JSON document on stdout"},
+					&cli.BoolFlag{Name: "json", Usage: "one JSON document on stdout (schema v1, with `why`)"},
+					&cli.BoolFlag{Name: "ndjson", Usage: "every journal entry, one JSON object per line, for a post-mortem or a ticket"},
 					&cli.IntFlag{Name: "n", Value: 20, Usage: "how many ticks"},
 					&cli.DurationFlag{Name: "since", Usage: "only ticks of the last DURATION (e.g. 1h)"},
 					&cli.StringFlag{Name: "state-file", Usage: "read this copy of a state file instead of the config's"},
@@ -127,18 +133,41 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 				Action:      func(c *cli.Context) error { return cmdBootstrap(c, stdout, stderr) },
 			},
 			{
-				Name:   "diagram",
-				Usage:  "print the state machine as a mermaid diagram",
-				Action: func(c *cli.Context) error { fmt.Fprint(stdout, machine.Mermaid()); return nil },
+				Name:        "diagram",
+				Usage:       "print the state machine as a mermaid diagram",
+				Description: "Examples:\n   monky-deployd diagram > machine.mmd\n   monky-deployd diagram | mmdc -i - -o machine.svg",
+				Action:      func(c *cli.Context) error { fmt.Fprint(stdout, machine.Mermaid()); return nil },
 			},
 			{
-				Name:   "version",
-				Usage:  "print the version",
-				Action: func(c *cli.Context) error { fmt.Fprintln(stdout, version.Version); return nil },
+				Name:        "version",
+				Usage:       "print the version",
+				Description: "Examples:\n   monky-deployd version",
+				Action:      func(c *cli.Context) error { fmt.Fprintln(stdout, version.Version); return nil },
 			},
+			completionCommand(stdout),
+			manCommand(stdout),
 		},
 	}
+	return app
 }
+
+// appDescription is the man page's DESCRIPTION and the top-level --help's.
+const appDescription = `Each tick checks in with monky-tenancy over the OpenZiti mesh with the box's own host identity,
+fetches the rendered bundle, leases a deploy grant, logs in to OpenBao, reads the environment's
+secrets, converges the box with docker compose, and reports. The systemd timer
+monky-deployd.timer runs one tick (run --once) every minute.
+
+Exit status: 0 converged, heartbeat sent, or another tick holds the lock; 75 temporary (the
+next tick resumes); 78 AGENT_ENV_MISMATCH (never retried); 1 a refusal, a failure, a block, a
+TLS or identity fault, a usage or config error.
+
+Files: /etc/monky-deployd/config.yaml (the config), /etc/monky-deployd/bootstrap.jwt (the kit's
+grant until the first login), /var/lib/monky-deployd/ (state_dir: bao.token, state.db, lock,
+docker/config.json, metrics.json).
+
+Environment: MONKY_DEPLOYD_CONFIG (the config's path), NO_COLOR (plain log output).
+
+See docs/OPERATIONS.md: "Reading the journal" has the one command that fixes or checks each line.`
 
 func loadConfig(c *cli.Context) (*config.Config, error) {
 	cfg, err := config.Load(c.String("config"))
@@ -227,10 +256,25 @@ func cmdRun(c *cli.Context, stderr io.Writer) error {
 	}
 	a.Prune = c.Bool("prune")
 	if c.Bool("once") {
+		started := time.Now()
 		res := a.Tick(context.Background())
+		writeMetrics(cfg, st, res, started, log)
 		return tickExit(res)
 	}
-	return loop(cfg, a, log)
+	return loop(cfg, a, st, log)
+}
+
+// writeMetrics writes the node_exporter textfile after a tick when metrics_path is set. A
+// failure to write it is logged and never changes the tick's exit code.
+func writeMetrics(cfg *config.Config, st store.Store, res states.Result, started time.Time, log zerolog.Logger) {
+	if cfg.MetricsPath == "" {
+		return
+	}
+	end := time.Now()
+	t := metrics.Tick{Exit: res.Exit, Duration: end.Sub(started), EndedAt: end}
+	if err := metrics.Write(cfg.MetricsPath, filepath.Join(cfg.StateDir, metrics.CountersFile), st, t); err != nil {
+		log.Warn().Msg(redact.String(err.Error()))
+	}
 }
 
 func tickExit(res states.Result) error {
@@ -246,7 +290,7 @@ func tickExit(res states.Result) error {
 
 // loop runs ticks until SIGTERM or SIGINT, which stop it after the step in flight commits.
 // Tenancy's checkin_interval_s wins over interval_s; an env mismatch (78) ends the loop.
-func loop(cfg *config.Config, a *states.Agent, log zerolog.Logger) error {
+func loop(cfg *config.Config, a *states.Agent, st store.Store, log zerolog.Logger) error {
 	stop := make(chan struct{})
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
@@ -257,7 +301,9 @@ func loop(cfg *config.Config, a *states.Agent, log zerolog.Logger) error {
 	}()
 	a.Stop = stop
 	for {
+		started := time.Now()
 		res := a.Tick(context.Background())
+		writeMetrics(cfg, st, res, started, log)
 		if res.Exit == states.ExitEnvMismatch {
 			return tickExit(res)
 		}
@@ -325,6 +371,14 @@ func cmdExplain(c *cli.Context, stdout io.Writer) error {
 		return fail(1, "state file %s: %v", path, err)
 	}
 	now := time.Now()
+	if c.Bool("ndjson") {
+		var b strings.Builder
+		if err := explain.WriteNDJSON(&b, st, now); err != nil {
+			return fail(1, "explain: %v", err)
+		}
+		_, err := fmt.Fprint(stdout, redact.String(b.String()))
+		return err
+	}
 	o := explain.Options{N: c.Int("n"), Now: now}
 	if d := c.Duration("since"); d > 0 {
 		o.Since = now.Add(-d)
@@ -357,6 +411,10 @@ func cmdResume(c *cli.Context, stdout, stderr io.Writer) error {
 		return err
 	}
 	a := &states.Agent{Cfg: cfg, Store: st, Log: log, Version: version.Version}
+	var before store.Record
+	if err := st.View(func(tx store.Tx) error { var err error; before, err = tx.Record(); return err }); err != nil {
+		return fail(1, "resume: %v", err)
+	}
 	dry := c.Bool("dry-run")
 	cleared, err := a.Resume(dry)
 	if err != nil {
@@ -371,6 +429,9 @@ func cmdResume(c *cli.Context, stdout, stderr io.Writer) error {
 	}
 	for _, s := range cleared {
 		fmt.Fprintf(stdout, "%s: %s\n", verb, redact.String(s))
+	}
+	for _, s := range resumeChecks(cfg, before) {
+		fmt.Fprintln(stdout, "check: "+redact.String(s))
 	}
 	if dry || !c.Bool("now") {
 		if !dry && len(cleared) > 0 {
@@ -399,4 +460,32 @@ func cmdBootstrap(c *cli.Context, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintln(stdout, "token stored at "+cfg.TokenPath())
 	return nil
+}
+
+// resumeChecks re-checks, where it is cheap, what the next tick needs: the config (read again
+// by this command), the identity for the sdk and proxy transports, the bootstrap grant for a
+// refused bearer. The disk cannot be measured without docker: the next tick measures it.
+func resumeChecks(cfg *config.Config, rec store.Record) []string {
+	out := []string{fmt.Sprintf("config %s read again: env %s, transport %s", cfg.Path, cfg.EnvID, cfg.Transport)}
+	if rec.EnvID != "" && rec.EnvID != cfg.EnvID {
+		out = append(out, fmt.Sprintf("the state file is for env %s, config.yaml says %s", rec.EnvID, cfg.EnvID))
+	}
+	if cfg.Transport == "sdk" || cfg.Transport == "proxy" {
+		if err := transport.CheckIdentity(cfg.Identity); err != nil {
+			out = append(out, "identity NOT usable: "+err.Error())
+		} else {
+			out = append(out, "identity "+cfg.Identity+" is readable and a ziti identity")
+		}
+	}
+	if rec.Refusal != nil && rec.Refusal.Code == "DISK_INSUFFICIENT" {
+		out = append(out, "disk: not measured here (that needs docker's data-root); the next tick measures it before anything else")
+	}
+	if rec.Block != nil && rec.Block.Code == "AGENT_UNAUTHENTICATED" {
+		if fi, err := os.Stat(cfg.BootstrapPath); err == nil && fi.Size() > 0 {
+			out = append(out, "bootstrap grant present at "+cfg.BootstrapPath+": the next tick logs in with it")
+		} else {
+			out = append(out, "no bootstrap grant at "+cfg.BootstrapPath+": unless the stored token works, the next tick blocks again — re-run the install kit")
+		}
+	}
+	return out
 }

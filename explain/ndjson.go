@@ -1,0 +1,166 @@
+package explain
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/tikali/monky-deployd/store"
+)
+
+// Line is one line of `explain --ndjson`. Type says which field is set:
+//
+//	header   the export: schema, env_id, exported_at
+//	record   the machine's record (no secret: the store never holds one)
+//	tick     a tick header, followed by its entries
+//	entry    one journal entry
+//	lease    one lease asked in the budget's window
+//	outbox   one report waiting for tenancy (its meta and attempts; not its body)
+//	applied  one sha of the applied history
+type Line struct {
+	Type       string              `json:"type"`
+	Schema     int                 `json:"schema,omitempty"`
+	EnvID      string              `json:"env_id,omitempty"`
+	ExportedAt *time.Time          `json:"exported_at,omitempty"`
+	Record     *store.Record       `json:"record,omitempty"`
+	Tick       *store.TickSummary  `json:"tick,omitempty"`
+	Entry      *store.Entry        `json:"entry,omitempty"`
+	Lease      *store.LeaseEvent   `json:"lease,omitempty"`
+	Outbox     *store.QueuedReport `json:"outbox,omitempty"`
+	Applied    *store.Applied      `json:"applied,omitempty"`
+}
+
+// WriteNDJSON streams the whole state file, one JSON object per line: a header, the record,
+// each tick header followed by its entries (oldest first), the lease window, the outbox and
+// the applied history. ReadNDJSON turns it back into a store that explains the same.
+func WriteNDJSON(w io.Writer, st store.Store, now time.Time) error {
+	bw := bufio.NewWriter(w)
+	enc := json.NewEncoder(bw)
+	enc.SetEscapeHTML(false)
+	err := st.View(func(tx store.Tx) error {
+		rec, err := tx.Record()
+		if err != nil {
+			return err
+		}
+		at := now.UTC()
+		if err := enc.Encode(Line{Type: "header", Schema: Schema, EnvID: rec.EnvID, ExportedAt: &at}); err != nil {
+			return err
+		}
+		if err := enc.Encode(Line{Type: "record", Record: &rec}); err != nil {
+			return err
+		}
+		ticks, err := tx.Ticks(0)
+		if err != nil {
+			return err
+		}
+		for i := range ticks {
+			if err := enc.Encode(Line{Type: "tick", Tick: &ticks[i]}); err != nil {
+				return err
+			}
+			es, err := tx.Entries(ticks[i].Tick)
+			if err != nil {
+				return err
+			}
+			for j := range es {
+				if err := enc.Encode(Line{Type: "entry", Entry: &es[j]}); err != nil {
+					return err
+				}
+			}
+		}
+		leases, err := tx.Leases(time.Unix(0, 0))
+		if err != nil {
+			return err
+		}
+		for i := range leases {
+			if err := enc.Encode(Line{Type: "lease", Lease: &leases[i]}); err != nil {
+				return err
+			}
+		}
+		q, err := tx.Outbox()
+		if err != nil {
+			return err
+		}
+		for i := range q {
+			meta := store.QueuedReport{ID: q[i].ID, Queued: q[i].Queued, Attempts: q[i].Attempts, Meta: q[i].Meta}
+			if err := enc.Encode(Line{Type: "outbox", Outbox: &meta}); err != nil {
+				return err
+			}
+		}
+		hist, err := tx.AppliedHistory()
+		if err != nil {
+			return err
+		}
+		for i := range hist {
+			if err := enc.Encode(Line{Type: "applied", Applied: &hist[i]}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("export journal: %w", err)
+	}
+	return bw.Flush()
+}
+
+// ReadNDJSON loads an export into a fresh in-memory store, for a post-mortem or a replay.
+// An unknown line type is an error naming its line: an export is read whole or not at all.
+func ReadNDJSON(r io.Reader) (*store.Memory, error) {
+	m := store.NewMemory()
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64*1024), 16<<20)
+	var lines []Line
+	n := 0
+	for sc.Scan() {
+		n++
+		if len(sc.Bytes()) == 0 {
+			continue
+		}
+		var l Line
+		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
+			return nil, fmt.Errorf("ndjson line %d: %w", n, err)
+		}
+		switch {
+		case l.Type == "header" && l.Schema != Schema:
+			return nil, fmt.Errorf("ndjson line %d: schema %d, this build reads %d", n, l.Schema, Schema)
+		case l.Type == "header":
+		case l.Type == "record" && l.Record != nil, l.Type == "tick" && l.Tick != nil, l.Type == "entry" && l.Entry != nil,
+			l.Type == "lease" && l.Lease != nil, l.Type == "outbox" && l.Outbox != nil, l.Type == "applied" && l.Applied != nil:
+		default:
+			return nil, fmt.Errorf("ndjson line %d: unknown or empty line type %q", n, l.Type)
+		}
+		lines = append(lines, l)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("ndjson: %w", err)
+	}
+	err := m.Update(func(tx store.Tx) error {
+		for _, l := range lines {
+			var err error
+			switch l.Type {
+			case "record":
+				err = tx.PutRecord(*l.Record)
+			case "tick":
+				err = tx.PutTick(*l.Tick)
+			case "entry":
+				_, err = tx.Append(*l.Entry)
+			case "lease":
+				err = tx.AddLease(*l.Lease)
+			case "outbox":
+				_, err = tx.Enqueue(*l.Outbox)
+			case "applied":
+				err = tx.AddApplied(*l.Applied)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("ndjson load: %w", err)
+	}
+	return m, nil
+}
