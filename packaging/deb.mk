@@ -32,10 +32,15 @@ deb-binary:
 			-o $(DIST)/monky-deployd ./cmd/monky-deployd; \
 	fi
 
-deb-stage:
+deb-stage: deb-binary
 	@test -f "$(CONFIG_EXAMPLE)" || { echo "deb: $(CONFIG_EXAMPLE) is missing" >&2; exit 1; }
 	rm -rf $(DEB_STAGE)
-	install -d -m 0755 $(DEB_STAGE)/doc $(DEB_STAGE)/man
+	install -d -m 0755 $(DEB_STAGE)/doc $(DEB_STAGE)/man $(DEB_STAGE)/completion
+	@# shell completions come from the binary's own command definitions
+	$(DIST)/monky-deployd completion bash > $(DEB_STAGE)/completion/monky-deployd.bash
+	$(DIST)/monky-deployd completion zsh > $(DEB_STAGE)/completion/_monky-deployd
+	$(DIST)/monky-deployd completion fish > $(DEB_STAGE)/completion/monky-deployd.fish
+	chmod 0644 $(DEB_STAGE)/completion/*
 	install -m 0644 "$(CONFIG_EXAMPLE)" $(DEB_STAGE)/doc/config.example.yaml
 	install -m 0644 packaging/copyright $(DEB_STAGE)/doc/copyright
 	@if [ -f README.md ]; then install -m 0644 README.md $(DEB_STAGE)/doc/README.md; fi
