@@ -61,6 +61,9 @@ func (a *Agent) stepPreflight(ctx context.Context) error {
 	if why, ok := a.reusableToken(ctx); ok {
 		return a.eng.Fire(machine.Outcome{Event: machine.EvReuse, Detail: why}, started)
 	}
+	if kept, _ := readSecretFile(a.Cfg.GrantPath()); kept != "" && !grantExpired(kept, a.Now()) {
+		return a.eng.Fire(machine.Outcome{Event: machine.EvLease, Detail: "a lease's grant kept from an interrupted tick: no new lease"}, started)
+	}
 	lease, err := a.askLease(ctx, "apply")
 	if err != nil {
 		if effects.IsTemporary(err) {

@@ -12,6 +12,7 @@ import (
 	"github.com/tikali/monky-deployd/effects"
 	"github.com/tikali/monky-deployd/effects/docker"
 	"github.com/tikali/monky-deployd/effects/files"
+	"github.com/tikali/monky-deployd/failpoint"
 	"github.com/tikali/monky-deployd/machine"
 	"github.com/tikali/monky-deployd/redact"
 )
@@ -129,6 +130,7 @@ func (a *Agent) promote(b *bundle.Bundle, env []byte) error {
 			return err
 		}
 	}
+	failpoint.Hit("file:stage-written")
 	rel := filepath.Join(releases, b.Sha)
 	var trash string
 	if _, err := os.Lstat(rel); err == nil {
@@ -136,20 +138,24 @@ func (a *Agent) promote(b *bundle.Bundle, env []byte) error {
 		if err := os.Rename(rel, trash); err != nil {
 			return fmt.Errorf("stage: %w", err)
 		}
+		failpoint.Hit("file:release-trashed")
 	}
 	if err := os.Rename(staging, rel); err != nil {
 		return fmt.Errorf("promote: %w", err)
 	}
 	ok = true
+	failpoint.Hit("file:release-renamed")
 	if err := files.SyncDir(releases); err != nil {
 		return err
 	}
+	failpoint.Hit("file:releases-synced")
 	if trash != "" {
 		_ = os.RemoveAll(trash)
 	}
 	if err := files.ReplaceSymlink(filepath.Join("releases", b.Sha), a.currentDir()); err != nil {
 		return err
 	}
+	failpoint.Hit("file:current-swapped")
 	return nil
 }
 
@@ -169,18 +175,28 @@ func writeSynced(path string, data []byte, perm os.FileMode) error {
 	return f.Close()
 }
 
-// cleanLeftovers removes staging and trash directories an interrupted tick left behind.
+// cleanLeftovers removes what an interrupted tick left behind: staging and trash directories
+// and temp links under deploy_dir, and the temp copies of the token, the grant and the docker
+// config under state_dir (they hold secrets: they must not outlive the kill that left them).
 func (a *Agent) cleanLeftovers() {
-	entries, err := os.ReadDir(a.Cfg.DeployDir)
-	if err != nil {
-		return
-	}
-	for _, e := range entries {
-		n := e.Name()
-		if strings.HasPrefix(n, ".staging-") || strings.HasPrefix(n, ".trash-") || strings.HasPrefix(n, ".current.tmp-") {
-			_ = os.RemoveAll(filepath.Join(a.Cfg.DeployDir, n))
+	sweep := func(dir string, match func(string) bool) {
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			return
+		}
+		for _, e := range entries {
+			if match(e.Name()) {
+				_ = os.RemoveAll(filepath.Join(dir, e.Name()))
+			}
 		}
 	}
+	sweep(a.Cfg.DeployDir, func(n string) bool {
+		return strings.HasPrefix(n, ".staging-") || strings.HasPrefix(n, ".trash-") || strings.HasPrefix(n, ".current.tmp-")
+	})
+	sweep(a.Cfg.StateDir, func(n string) bool {
+		return strings.HasPrefix(n, ".") && strings.Contains(n, ".tmp-") && n != ".state.db"
+	})
+	sweep(a.Cfg.DockerConfigDir(), func(n string) bool { return strings.HasPrefix(n, ".config.json.") })
 }
 
 // removeCurrent drops the `current` link after a retire.

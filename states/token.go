@@ -11,6 +11,7 @@ import (
 
 	"github.com/tikali/monky-deployd/effects"
 	"github.com/tikali/monky-deployd/effects/files"
+	"github.com/tikali/monky-deployd/failpoint"
 	"github.com/tikali/monky-deployd/machine"
 	"github.com/tikali/monky-deployd/redact"
 	"github.com/tikali/monky-deployd/store"
@@ -82,7 +83,9 @@ func (a *Agent) Bootstrap(ctx context.Context, grant string) error {
 	if err := files.WriteAtomic(a.Cfg.TokenPath(), []byte(t.Value+"\n"), 0o600); err != nil {
 		return err
 	}
+	failpoint.Hit("file:bootstrap-token-written")
 	consumeGrant(a.Cfg.BootstrapPath)
+	failpoint.Hit("file:bootstrap-grant-consumed")
 	a.token = t.Value
 	now := a.Now()
 	meta := store.TokenMeta{Present: true, Source: SourceBootstrap, ExpiresAt: now.Add(t.TTL), CheckedAt: now, GrantJTI: t.Meta["grant_jti"], EnvID: t.Meta["env_id"]}

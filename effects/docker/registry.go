@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/tikali/monky-deployd/failpoint"
 )
 
 // RegistryAuth is the registry pull credential. Password is a secret: String never shows it.
@@ -115,6 +117,7 @@ func writeAtomic(path string, body []byte, mode os.FileMode) (err error) {
 	if err = tmp.Close(); err != nil {
 		return fmt.Errorf("write docker config: %w", err)
 	}
+	failpoint.Hit("file:docker-config-tmp-synced")
 	if err = os.Rename(tmp.Name(), path); err != nil {
 		return fmt.Errorf("write docker config: %w", err)
 	}
@@ -126,5 +129,6 @@ func writeAtomic(path string, body []byte, mode os.FileMode) (err error) {
 	if err = d.Sync(); err != nil {
 		return fmt.Errorf("write docker config: %w", err)
 	}
+	failpoint.Hit("file:docker-config-written")
 	return nil
 }

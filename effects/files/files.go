@@ -13,6 +13,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/tikali/monky-deployd/failpoint"
 )
 
 // WriteAtomic replaces path with data at mode perm: a temp file in the same directory,
@@ -43,6 +45,7 @@ func WriteAtomic(path string, data []byte, perm os.FileMode) error {
 	if err := tmp.Close(); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
+	failpoint.Hit("file:tmp-synced:" + filepath.Base(path))
 	if err := os.Rename(name, path); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
@@ -84,6 +87,7 @@ func ReplaceSymlink(target, link string) error {
 	if err := os.Symlink(target, tmp); err != nil {
 		return fmt.Errorf("symlink %s: %w", link, err)
 	}
+	failpoint.Hit("file:tmp-linked:" + filepath.Base(link))
 	if err := os.Rename(tmp, link); err != nil {
 		_ = os.Remove(tmp)
 		return fmt.Errorf("symlink %s: %w", link, err)

@@ -1,0 +1,410 @@
+package robust
+
+// The crash matrix: for every named failpoint, a tick dies there by SIGKILL, plain ticks run
+// until converged, and the box must look exactly as after an uncrashed run. Then double
+// faults: a second kill during the recovery tick, at a later point.
+//
+// CI runs every point once per scenario and a sample of double faults; `make crash`
+// (MONKY_CRASH_FULL=1) runs every point in both scenarios and every ordered pair.
+
+import (
+	"bytes"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/tikali/monky-deployd/store"
+)
+
+// applyPoints are the points of an apply tick, in the order a tick passes them.
+var applyPoints = []string{
+	"before:CheckedIn", "after:CheckedIn",
+	"before:BundleVerified", "after:BundleVerified",
+	"file:tmp-synced:lease.grant", "file:grant-written",
+	"before:Leased", "after:Leased",
+	"file:tmp-synced:bao.token", "file:token-written", "file:grant-removed",
+	"before:LoggedIn", "after:LoggedIn",
+	"file:docker-config-tmp-synced", "file:docker-config-written",
+	"file:stage-written", "file:release-renamed", "file:releases-synced",
+	"file:tmp-linked:current", "file:current-swapped",
+	"before:Staged", "after:Staged",
+	"before:Pulled", "after:Pulled",
+	"before:Up", "after:Up",
+	"before:Healthy", "after:Healthy",
+	"before:Reported", "after:Reported",
+}
+
+// leasePoints are passed only when the apply leases and logs in: on a fresh box (the
+// bootstrap token is never reused for an apply). An upgrade reuses the lease-derived token.
+var leasePoints = map[string]bool{
+	"file:tmp-synced:lease.grant": true, "file:grant-written": true, "before:Leased": true, "after:Leased": true,
+	"file:tmp-synced:bao.token": true, "file:token-written": true, "file:grant-removed": true,
+}
+
+// bootstrapPoints come first on a fresh box: the bootstrap login.
+var bootstrapPoints = []string{"file:tmp-synced:bao.token", "file:bootstrap-token-written", "file:bootstrap-grant-consumed"}
+
+// recoveryOnlyPoints are reached only while a recovery tick replaces a release an earlier
+// tick renamed into place: they are exercised as second faults.
+var recoveryOnlyPoints = []string{"file:release-trashed"}
+
+// scenario is what the crashed tick does: "first" applies v1 on a fresh box (bootstrap
+// login included), "upgrade" applies v2 over an applied v1.
+type scenario struct {
+	name   string
+	points []string
+}
+
+// reference is the uncrashed run of a scenario: what every crashed run must converge to.
+type reference struct {
+	state, next, applied string
+	env                  map[string][]byte            // release name → its rendered .env
+	files                map[string]map[string][]byte // release name → path → bytes, as the uncrashed run wrote it
+	shas                 map[string]string
+	leases, logins       int // asked during the apply (the bootstrap login not counted)
+}
+
+var fullMatrix = os.Getenv("MONKY_CRASH_FULL") != ""
+
+// prepare brings a fresh box to the start of the scenario's crashed tick and returns the
+// counts before it.
+func prepare(t testing.TB, sc string) (*box, simCounts) {
+	b := startBox(t)
+	if sc == "upgrade" {
+		b.sim("desire", "--release", "v1")
+		if r := b.tick(); r.code != 0 {
+			t.Fatalf("setup tick: exit %d: %s", r.code, r.err)
+		}
+		b.sim("desire", "--release", "v2")
+	} else {
+		b.sim("desire", "--release", "v1")
+	}
+	return b, b.counts()
+}
+
+func target(sc string) string {
+	if sc == "upgrade" {
+		return "v2"
+	}
+	return "v1"
+}
+
+func runReference(t *testing.T, sc string) reference {
+	b, before := prepare(t, sc)
+	if r := b.tick(); r.code != 0 {
+		t.Fatalf("reference %s: exit %d: %s", sc, r.code, r.err)
+	}
+	st := b.status()
+	after := b.counts()
+	ref := reference{state: st.State, next: st.Next, applied: st.AppliedSha, env: map[string][]byte{}, files: map[string]map[string][]byte{}, shas: b.releaseShas(),
+		leases: after.Leases - before.Leases, logins: after.Logins - before.Logins}
+	if sc == "first" {
+		ref.logins-- // the bootstrap login
+	}
+	for name, sha := range ref.shas {
+		dir := filepath.Join(b.deployDir(), "releases", sha)
+		if raw, err := os.ReadFile(filepath.Join(dir, ".env")); err == nil {
+			ref.env[name] = raw
+		}
+		fm := map[string][]byte{}
+		_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+			if err == nil && !d.IsDir() {
+				rel, _ := filepath.Rel(dir, p)
+				fm[rel], _ = os.ReadFile(p)
+			}
+			return nil
+		})
+		if len(fm) > 0 {
+			ref.files[name] = fm
+		}
+	}
+	if ref.applied != ref.shas[target(sc)] || ref.env[target(sc)] == nil {
+		t.Fatalf("reference %s: applied %q, want %s's sha %q; .env %q", sc, ref.applied, target(sc), ref.shas[target(sc)], ref.env[target(sc)])
+	}
+	return ref
+}
+
+func (b *box) deployDir() string { return filepath.Join(b.stateDir, envID) }
+
+// matrixStats are the figures the matrix reports.
+type matrixStats struct {
+	points           map[string]bool
+	runs             int
+	kills            int
+	notReached       int
+	violations       []string
+	bootstrapReplays int
+	leaseReplays     int
+}
+
+func (s *matrixStats) violate(run, format string, args ...any) {
+	v := run + ": " + fmt.Sprintf(format, args...)
+	s.violations = append(s.violations, v)
+}
+
+func TestCrashMatrix(t *testing.T) {
+	var upgrade []string
+	for _, p := range applyPoints {
+		if !leasePoints[p] {
+			upgrade = append(upgrade, p)
+		}
+	}
+	first := append(append([]string{}, bootstrapPoints...), applyPoints...)
+	if !fullMatrix {
+		// CI: on a fresh box only the points an upgrade cannot reach
+		first = append([]string{}, bootstrapPoints...)
+		for _, p := range applyPoints {
+			if leasePoints[p] {
+				first = append(first, p)
+			}
+		}
+	}
+	scenarios := []scenario{
+		{"upgrade", upgrade},
+		{"first", first},
+	}
+	stats := &matrixStats{points: map[string]bool{}}
+	for _, sc := range scenarios {
+		ref := runReference(t, sc.name)
+		for _, p := range sc.points {
+			crashRun(t, stats, sc.name, ref, []string{p}, true)
+		}
+		// double faults: a second kill in the recovery tick, at a later point
+		var pairs [][2]string
+		second := append(append([]string{}, recoveryOnlyPoints...), sc.points...)
+		for i, p := range sc.points {
+			for _, q := range second[:len(recoveryOnlyPoints)] {
+				pairs = append(pairs, [2]string{p, q})
+			}
+			for _, q := range sc.points[i+1:] {
+				pairs = append(pairs, [2]string{p, q})
+			}
+		}
+		if !fullMatrix {
+			pairs = samplePairs(pairs, 6)
+		}
+		for _, pq := range pairs {
+			crashRun(t, stats, sc.name, ref, pq[:], false)
+		}
+	}
+	names := make([]string, 0, len(stats.points))
+	for p := range stats.points {
+		names = append(names, p)
+	}
+	sort.Strings(names)
+	t.Logf("crash matrix: %d points covered, %d runs, %d kills, %d second points not reached, %d replayed bootstrap logins, %d replayed leases, %d violations",
+		len(stats.points), stats.runs, stats.kills, stats.notReached, stats.bootstrapReplays, stats.leaseReplays, len(stats.violations))
+	t.Logf("points: %s", strings.Join(names, " "))
+	if !stats.points["file:release-trashed"] {
+		t.Error("the release replacement (file:release-trashed) was never exercised")
+	}
+	for _, v := range stats.violations {
+		t.Error(v)
+	}
+}
+
+// samplePairs keeps n pairs spread evenly over the list, always including the release
+// replacement (a kill after the rename, then one while the old directory is trashed).
+func samplePairs(all [][2]string, n int) [][2]string {
+	var out [][2]string
+	for _, pq := range all {
+		if pq[0] == "file:release-renamed" && pq[1] == "file:release-trashed" {
+			out = append(out, pq)
+		}
+	}
+	if len(all) <= n {
+		return all
+	}
+	step := float64(len(all)) / float64(n)
+	for i := 0; i < n; i++ {
+		out = append(out, all[int(float64(i)*step)])
+	}
+	return out
+}
+
+// crashRun kills ticks at points (one per tick, in order), checks the box right after the
+// kill, then runs plain ticks until converged and checks the end state against ref.
+// mustReach: every point must kill (a single-fault run); else a later point the recovery
+// tick never passes counts as not reached.
+func crashRun(t *testing.T, stats *matrixStats, sc string, ref reference, points []string, mustReach bool) {
+	run := sc + " " + strings.Join(points, " → ")
+	b, before := prepare(t, sc)
+	defer b.stop()
+	stats.runs++
+	for i, p := range points {
+		r := b.tick("MONKY_DEPLOYD_FAILPOINT=" + p)
+		if r.sig != syscall.SIGKILL {
+			if mustReach || i == 0 {
+				stats.violate(run, "tick at %s: exit %d, signal %v; want death by SIGKILL; stderr:\n%s", p, r.code, r.sig, r.err)
+				return
+			}
+			stats.notReached++
+			if r.code != 0 {
+				stats.violate(run, "recovery tick (second point %s not reached): exit %d: %s", p, r.code, r.err)
+			}
+			break
+		}
+		stats.kills++
+		stats.points[p] = true
+		for _, v := range checkRelease(b, ref, sc) {
+			stats.violate(run, "after the kill at %s: %s", p, v)
+		}
+	}
+	converged := false
+	for i := 0; i < 5 && !converged; i++ {
+		r := b.tick()
+		if r.code != 0 {
+			stats.violate(run, "recovery tick %d: exit %d: %s", i+1, r.code, r.err)
+		}
+		st := b.status()
+		converged = st.State == ref.state && st.Next == ref.next && st.AppliedSha == ref.applied
+	}
+	st := b.status()
+	if !converged {
+		stats.violate(run, "not converged after 5 ticks: state %q next %q applied %.12s; want %q %q %.12s", st.State, st.Next, st.AppliedSha, ref.state, ref.next, ref.applied)
+	}
+	if st.Outbox != 0 {
+		stats.violate(run, "outbox holds %d unacknowledged report(s)", st.Outbox)
+	}
+	replays, leaseReplays := 0, 0
+	if sc == "first" && len(points) > 0 && points[0] == "file:tmp-synced:lease.grant" {
+		// killed after tenancy granted the lease but before its grant reached the disk: the
+		// grant died with the process, and only a second lease can replace it
+		leaseReplays = 1
+		stats.leaseReplays++
+	}
+	if sc == "first" && len(points) > 0 && points[0] == "file:tmp-synced:bao.token" {
+		// killed after OpenBao accepted the bootstrap grant but before the token was renamed
+		// into place: the grant is still on disk and the next tick logs in with it again
+		replays = 1
+		stats.bootstrapReplays++
+	}
+	for _, v := range checkEnd(b, ref, sc, before, replays, leaseReplays) {
+		stats.violate(run, "%s", v)
+	}
+}
+
+// checkRelease: `current` (when present) points at a complete release whose .env is 0600 and
+// wholly one release's rendered .env.
+func checkRelease(b *box, ref reference, sc string) []string {
+	var bad []string
+	cur := filepath.Join(b.deployDir(), "current")
+	target, err := os.Readlink(cur)
+	if err != nil {
+		if sc == "first" && os.IsNotExist(err) {
+			return nil // nothing applied yet
+		}
+		return []string{"current: " + err.Error()}
+	}
+	sha := filepath.Base(target)
+	name := ""
+	for n, s := range ref.shas {
+		if s == sha {
+			name = n
+		}
+	}
+	if name == "" {
+		return []string{"current → " + target + ": no release of that sha"}
+	}
+	if ref.files[name] == nil {
+		return []string{"current → " + name + ", a release the uncrashed run never wrote"}
+	}
+	for rel, want := range ref.files[name] {
+		if rel == ".env" {
+			continue // wholly old or new: below
+		}
+		got, err := os.ReadFile(filepath.Join(cur, rel))
+		if err != nil || !bytes.Equal(got, want) {
+			bad = append(bad, fmt.Sprintf("current (%s): %s missing or different", name, rel))
+		}
+	}
+	env := filepath.Join(cur, ".env")
+	fi, err := os.Stat(env)
+	if err != nil {
+		return append(bad, "current/.env: "+err.Error())
+	}
+	if fi.Mode().Perm() != 0o600 {
+		bad = append(bad, fmt.Sprintf("current/.env mode %o, want 600", fi.Mode().Perm()))
+	}
+	raw, _ := os.ReadFile(env)
+	whole := false
+	for _, e := range ref.env {
+		whole = whole || bytes.Equal(raw, e)
+	}
+	if !whole {
+		bad = append(bad, fmt.Sprintf("current/.env (%d bytes) is neither release's rendered .env", len(raw)))
+	}
+	return bad
+}
+
+func checkEnd(b *box, ref reference, sc string, before simCounts, bootstrapReplays, leaseReplays int) []string {
+	bad := checkRelease(b, ref, sc)
+	cur, _ := os.Readlink(filepath.Join(b.deployDir(), "current"))
+	if filepath.Base(cur) != ref.applied {
+		bad = append(bad, "current → "+cur+", want the applied release")
+	} else if raw, _ := os.ReadFile(filepath.Join(b.deployDir(), "current", ".env")); !bytes.Equal(raw, ref.env[target(sc)]) {
+		bad = append(bad, "current/.env is not the applied release's")
+	}
+	db, err := store.OpenBolt(filepath.Join(b.stateDir, "state.db"), store.BoltOptions{ReadOnly: true})
+	if err != nil {
+		bad = append(bad, "state.db: "+err.Error())
+	} else if err := db.Check(); err != nil {
+		bad = append(bad, "bbolt check: "+err.Error())
+	}
+	if aside, _ := filepath.Glob(filepath.Join(b.stateDir, "state.db.corrupt-*")); len(aside) > 0 {
+		bad = append(bad, fmt.Sprintf("state.db was moved aside as corrupt: %v", aside))
+	}
+	after := b.counts()
+	leases, logins := after.Leases-before.Leases-leaseReplays, after.Logins-before.Logins
+	if sc == "first" {
+		logins -= 1 + bootstrapReplays // the bootstrap login(s)
+	}
+	if leases > 1 || logins > 1 {
+		bad = append(bad, fmt.Sprintf("leases %d, logins %d for one apply; want ≤ 1 each", leases, logins))
+	}
+	// exactly one acknowledged outcome for the apply: reports of the applied sha may repeat
+	// (a kill between tenancy's acknowledgement and the commit of Reported resends the queued
+	// report), but they all say `applied`.
+	outcomes := map[string]int{}
+	for _, r := range b.reports() {
+		if r.Sha == ref.applied {
+			outcomes[r.Result]++
+		}
+	}
+	if len(outcomes) != 1 || outcomes["applied"] == 0 {
+		bad = append(bad, fmt.Sprintf("reports for the applied sha: %v; want only `applied`", outcomes))
+	}
+	if left := leftovers(b); len(left) > 0 {
+		bad = append(bad, fmt.Sprintf("temp files left: %v", left))
+	}
+	if _, err := os.Stat(filepath.Join(b.stateDir, "lease.grant")); err == nil {
+		bad = append(bad, "a leased grant is still kept after the apply")
+	}
+	return bad
+}
+
+// leftovers lists temp names anywhere under the box's state and kit dirs.
+func leftovers(b *box) []string {
+	var out []string
+	for _, root := range []string{b.stateDir, b.kit} {
+		_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return nil
+			}
+			n := d.Name()
+			if strings.Contains(n, ".tmp-") || strings.HasPrefix(n, ".staging-") || strings.HasPrefix(n, ".trash-") ||
+				strings.HasPrefix(n, ".config.json.") || strings.HasSuffix(n, ".compact") {
+				rel, _ := filepath.Rel(b.dir, p)
+				out = append(out, rel)
+			}
+			return nil
+		})
+	}
+	sort.Strings(out)
+	return out
+}
