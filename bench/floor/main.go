@@ -1,0 +1,105 @@
+// Command floor is the least a heartbeat tick can do, for comparison with the agent: read
+// the token, run `docker compose -p P ps --format json` once, POST the check-in and POST the
+// report, then exit. No config file, no state file, no lock, no journal: whatever the agent
+// spends beyond this program is its own overhead. It is a measurement program only.
+//
+//	floor -tenancy URL -token FILE -env ENV -project P -dir DIR [-docker BIN]
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"time"
+)
+
+type container struct {
+	Name    string `json:"name"`
+	Service string `json:"service"`
+	State   string `json:"state"`
+	Health  string `json:"health,omitempty"`
+}
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "floor:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	tenancyURL := flag.String("tenancy", "", "tenancy base URL")
+	tokenFile := flag.String("token", "", "the agent's stored token")
+	env := flag.String("env", "", "env_id")
+	project := flag.String("project", "", "compose project")
+	dir := flag.String("dir", ".", "the current release's directory")
+	docker := flag.String("docker", "docker", "docker CLI")
+	flag.Parse()
+
+	tok, err := os.ReadFile(*tokenFile)
+	if err != nil {
+		return fmt.Errorf("token: %w", err)
+	}
+	token := strings.TrimSpace(string(tok))
+
+	cmd := exec.Command(*docker, "compose", "-p", *project, "ps", "--format", "json")
+	cmd.Dir = *dir
+	out, err := cmd.Output()
+	if err != nil {
+		return fmt.Errorf("compose ps: %w", err)
+	}
+	cs := []container{}
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		var c struct{ Name, Service, State, Health string }
+		if json.Unmarshal(sc.Bytes(), &c) == nil && c.Name != "" {
+			cs = append(cs, container{c.Name, c.Service, c.State, c.Health})
+		}
+	}
+
+	hc := &http.Client{Timeout: 30 * time.Second}
+	var ans struct {
+		DesiredSha string `json:"desired_sha"`
+	}
+	host, _ := os.Hostname()
+	if err := post(hc, *tenancyURL+"/v1/agent/checkin", token, map[string]any{
+		"env_id": *env, "agent_version": "floor", "applied_sha": "", "host": host, "containers": cs}, &ans); err != nil {
+		return fmt.Errorf("checkin: %w", err)
+	}
+	if err := post(hc, *tenancyURL+"/v1/agent/report", token, map[string]any{
+		"env_id": *env, "sha": ans.DesiredSha, "result": "applied", "agent_version": "floor", "containers": cs}, nil); err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	return nil
+}
+
+func post(hc *http.Client, url, token string, body, into any) error {
+	b, err := json.Marshal(body)
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(b))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: status %d", url, resp.StatusCode)
+	}
+	if into == nil {
+		return nil
+	}
+	return json.NewDecoder(resp.Body).Decode(into)
+}
