@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -300,6 +301,16 @@ func loop(cfg *config.Config, a *states.Agent, st store.Store, log zerolog.Logge
 		close(stop)
 	}()
 	a.Stop = stop
+	rnd := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(os.Getpid())))
+	if !cfg.LaptopMode {
+		// a fleet restarted at once must not check in in step: start somewhere in the interval
+		first := time.Duration(rnd.Int64N(int64(intervalOf(cfg, 0))))
+		select {
+		case <-stop:
+			return nil
+		case <-time.After(first):
+		}
+	}
 	for {
 		started := time.Now()
 		res := a.Tick(context.Background())
@@ -310,20 +321,32 @@ func loop(cfg *config.Config, a *states.Agent, st store.Store, log zerolog.Logge
 		if res.Exit != 0 && res.Err != nil {
 			log.Warn().Int("exit", res.Exit).Msg(redact.String(res.Err.Error()))
 		}
-		interval := time.Duration(cfg.IntervalS) * time.Second
-		if res.IntervalS > 0 {
-			interval = time.Duration(res.IntervalS) * time.Second
-		}
-		if interval < time.Second {
-			interval = time.Second
-		}
 		select {
 		case <-stop:
 			log.Info().Msg("stopping: signal received")
 			return nil
-		case <-time.After(interval):
+		case <-time.After(spread(intervalOf(cfg, res.IntervalS), rnd)):
 		}
 	}
+}
+
+// intervalOf is the loop's interval: tenancy's checkin_interval_s when it gave one, else
+// interval_s; at least a second.
+func intervalOf(cfg *config.Config, tenancyS int) time.Duration {
+	d := time.Duration(cfg.IntervalS) * time.Second
+	if tenancyS > 0 {
+		d = time.Duration(tenancyS) * time.Second
+	}
+	return max(d, time.Second)
+}
+
+// spread varies d by up to ±10% so agents that drifted apart stay apart; never under a second.
+func spread(d time.Duration, rnd *rand.Rand) time.Duration {
+	j := d / 10
+	if j <= 0 {
+		return d
+	}
+	return max(d-j+time.Duration(rnd.Int64N(int64(2*j))), time.Second)
 }
 
 func cmdStatus(c *cli.Context, stdout io.Writer) error {

@@ -72,7 +72,7 @@ type box struct {
 	outputs  []string
 }
 
-func startBox(t *testing.T) *box {
+func startBox(t *testing.T, serveArgs ...string) *box {
 	t.Helper()
 	dir := t.TempDir()
 	b := &box{t: t, dir: dir, kit: filepath.Join(dir, "kit"), stateDir: filepath.Join(dir, "state"),
@@ -88,6 +88,7 @@ func startBox(t *testing.T) *box {
 	cmd := exec.Command(filepath.Join(binDir, "monky-sim"), "serve", "--releases", "../../testdata/demo",
 		"--env", demoEnv, "--kit", b.kit, "--addr-file", b.addrFile, "--state-dir", b.stateDir,
 		"--docker-bin", filepath.Join(binDir, "docker"), "--quiet")
+	cmd.Args = append(cmd.Args, serveArgs...)
 	cmd.Stdout, cmd.Stderr = simLog, simLog
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
