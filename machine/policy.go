@@ -14,6 +14,9 @@ const (
 	LeaseWindow = time.Hour
 	// MaxAttempts is how many failed applies of one sha are retried before the machine parks.
 	MaxAttempts = 5
+	// PruneEvery is how many ticks pass between two applications of the journal's retention
+	// (and two looks at whether the state file wants compacting).
+	PruneEvery = 60
 )
 
 // LeaseBudget reads the leases asked in the rolling window as of now, and when the oldest of

@@ -66,11 +66,14 @@ func (e *Engine) EndTick(end TickEnd, keep store.Retention) error {
 		if err := tx.PutRecord(rec); err != nil {
 			return err
 		}
-		_, err = tx.Prune(keep, now)
-		if err == nil {
-			e.rec = rec
+		// retention reads every tick header: once an hour of ticks is enough
+		if rec.Tick%PruneEvery == 0 {
+			if _, err := tx.Prune(keep, now); err != nil {
+				return err
+			}
 		}
-		return err
+		e.rec = rec
+		return nil
 	})
 }
 

@@ -1,10 +1,12 @@
 package states_test
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tikali/monky-deployd/explain"
 )
@@ -188,5 +190,33 @@ func TestAReportTenancyRefusesForGoodIsDropped(t *testing.T) {
 	}
 	if outbox != 0 {
 		t.Errorf("%d report(s) stuck in the outbox", outbox)
+	}
+}
+
+func TestTheJournalIsBoundedByRetention(t *testing.T) {
+	h := newHarness(t)
+	h.release("v1", nil)
+	for i := 0; i < 125; i++ {
+		// alternate a failed and a good check-in so no tick folds into the one before
+		if i%2 == 1 {
+			h.sim.Fail(simFail("/v1/agent/checkin", 503, "", ""))
+		} else {
+			h.sim.ClearFails()
+		}
+		a := h.agent()
+		a.Retention.MaxTicks, a.Retention.MaxAge = 10, 24*time.Hour
+		a.Tick(context.Background())
+		h.clock.Advance(time.Minute)
+	}
+	doc, err := explain.Build(h.st, explain.Options{N: 1000, Now: h.clock.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// pruned at tick 120 to 10 (and the newest notable apply); 5 more since
+	if n := len(doc.Ticks); n > 20 {
+		t.Errorf("%d ticks kept, retention keeps 10 (pruned every %d ticks)", n, 60)
+	}
+	if doc.Ticks[0].Action != "apply" {
+		t.Errorf("the apply was pruned: oldest kept tick %d is %q", doc.Ticks[0].Tick, doc.Ticks[0].Action)
 	}
 }

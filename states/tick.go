@@ -52,6 +52,7 @@ func (a *Agent) Tick(ctx context.Context) Result {
 			res = Result{Exit: ExitFail, Err: err}
 		}
 	}
+	a.compact(eng.Record().Tick)
 	return res
 }
 
@@ -185,3 +186,21 @@ func (a *Agent) ps(ctx context.Context) []effects.Container {
 }
 
 func (a *Agent) currentDir() string { return a.Cfg.DeployDir + "/current" }
+
+// compacter is a store whose file can be rewritten without its free pages.
+type compacter interface {
+	CompactIfNeeded(threshold float64) (bool, error)
+}
+
+// compact rewrites the state file when half of it is free pages, as often as retention runs.
+func (a *Agent) compact(tick uint64) {
+	c, ok := a.Store.(compacter)
+	if !ok || tick%machine.PruneEvery != 0 {
+		return
+	}
+	if done, err := c.CompactIfNeeded(0.5); err != nil {
+		a.Log.Warn().Msg("compact state file: " + err.Error())
+	} else if done {
+		a.Log.Info().Msg("state file compacted")
+	}
+}

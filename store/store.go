@@ -184,7 +184,7 @@ type Retention struct {
 
 // DefaultRetention keeps a year of 60 s ticks small: heartbeats fold, so ticks here are mostly
 // applies, refusals and failures.
-var DefaultRetention = Retention{MaxTicks: 2000, MaxAge: 90 * 24 * time.Hour}
+var DefaultRetention = Retention{MaxTicks: 1000, MaxAge: 90 * 24 * time.Hour}
 
 // Tx is one transaction. Everything written in an Update is committed together or not at all.
 type Tx interface {
