@@ -47,6 +47,25 @@ type Engine struct {
 	OnTransition func(Transition)
 	// OnNote, when set, is called after each journal note.
 	OnNote func(e store.Entry)
+	// pendingTick is the header of a tick begun but not yet written: it goes to disk with the
+	// tick's first commit, so a tick costs no commit of its own.
+	pendingTick *store.TickSummary
+}
+
+// update runs fn in one store transaction, writing a pending tick header first.
+func (e *Engine) update(fn func(tx store.Tx) error) error {
+	err := e.store.Update(func(tx store.Tx) error {
+		if e.pendingTick != nil {
+			if err := tx.PutTick(*e.pendingTick); err != nil {
+				return err
+			}
+		}
+		return fn(tx)
+	})
+	if err == nil {
+		e.pendingTick = nil
+	}
+	return err
 }
 
 // Load reads the record, validates its state name and returns an Engine positioned there.
@@ -105,7 +124,7 @@ func (e *Engine) Fire(o Outcome, started time.Time) error {
 	rec.State = string(to)
 	entry := store.Entry{Tick: rec.Tick, At: now, From: string(from), To: string(to), Event: o.Event, Ms: ms, Code: o.Code, Detail: o.Detail}
 	failpoint.Hit("before:" + string(to))
-	err := e.store.Update(func(tx store.Tx) error {
+	err := e.update(func(tx store.Tx) error {
 		if o.Update != nil {
 			if err := o.Update(&rec, tx); err != nil {
 				return err
@@ -140,7 +159,7 @@ func (e *Engine) Note(event, code, detail string, started time.Time, update func
 	rec := cloneRecord(e.rec)
 	s := string(e.State())
 	entry := store.Entry{Tick: rec.Tick, At: now, From: s, To: s, Event: event, Ms: ms, Code: code, Detail: detail}
-	err := e.store.Update(func(tx store.Tx) error {
+	err := e.update(func(tx store.Tx) error {
 		if update != nil {
 			if err := update(&rec, tx); err != nil {
 				return err
@@ -167,7 +186,7 @@ func (e *Engine) Note(event, code, detail string, started time.Time, update func
 // (the container list, the token's expiry after a renew).
 func (e *Engine) Save(update func(rec *store.Record, tx store.Tx) error) error {
 	rec := cloneRecord(e.rec)
-	if err := e.store.Update(func(tx store.Tx) error {
+	if err := e.update(func(tx store.Tx) error {
 		if err := update(&rec, tx); err != nil {
 			return err
 		}
@@ -177,6 +196,13 @@ func (e *Engine) Save(update func(rec *store.Record, tx store.Tx) error) error {
 	}
 	e.rec = rec
 	return nil
+}
+
+// Defer changes the record in memory; the change is written with the next commit of this
+// tick (a transition, a note, or the tick's end). For facts a crash may lose, such as when the
+// last check-in was: it saves a commit, and so an fsync, per tick.
+func (e *Engine) Defer(update func(rec *store.Record)) {
+	update(&e.rec)
 }
 
 // Restart positions the fsm at s without a transition: a tick that starts from Reported

@@ -6,28 +6,19 @@ import (
 	"github.com/tikali/monky-deployd/store"
 )
 
-// BeginTick numbers a new tick and journals its header. A tick that starts from Reported
-// starts from Idle.
+// BeginTick numbers a new tick. Its header is written with the tick's first commit (a tick
+// that commits nothing before a crash left nothing to journal). A tick that starts from
+// Reported starts from Idle.
 func (e *Engine) BeginTick(envID string) (uint64, error) {
 	now := e.now()
-	rec := cloneRecord(e.rec)
-	rec.EnvID = envID
-	rec.Tick++
-	rec.LastTickAt = now
-	sum := store.TickSummary{Tick: rec.Tick, StartedAt: now, DesiredSha: rec.DesiredSha, AppliedSha: rec.AppliedSha}
-	if err := e.store.Update(func(tx store.Tx) error {
-		if err := tx.PutTick(sum); err != nil {
-			return err
-		}
-		return tx.PutRecord(rec)
-	}); err != nil {
-		return 0, err
-	}
-	e.rec = rec
+	e.rec.EnvID = envID
+	e.rec.Tick++
+	e.rec.LastTickAt = now
+	e.pendingTick = &store.TickSummary{Tick: e.rec.Tick, StartedAt: now, DesiredSha: e.rec.DesiredSha, AppliedSha: e.rec.AppliedSha}
 	if e.State() == Reported {
 		e.Restart(Idle)
 	}
-	return rec.Tick, nil
+	return e.rec.Tick, nil
 }
 
 // TickEnd is what a finished tick records in its header.
@@ -42,7 +33,7 @@ func (e *Engine) EndTick(end TickEnd, keep store.Retention) error {
 	now := e.now()
 	rec := cloneRecord(e.rec)
 	rec.LastExit = end.Exit
-	return e.store.Update(func(tx store.Tx) error {
+	return e.update(func(tx store.Tx) error {
 		sum, ok, err := tx.GetTick(rec.Tick)
 		if err != nil {
 			return err

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tikali/monky-deployd/effects"
+	"github.com/tikali/monky-deployd/store"
 )
 
 // quietCompose answers ps with two healthy containers, in process (no exec per tick).
@@ -47,4 +48,34 @@ func BenchmarkHeartbeatTick(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.ReportMetric(float64(st.Size()), "state-bytes")
+}
+
+// countingStore counts the transactions that write (each is an fsync on a box).
+type countingStore struct {
+	store.Store
+	updates int
+}
+
+func (c *countingStore) Update(fn func(store.Tx) error) error {
+	c.updates++
+	return c.Store.Update(fn)
+}
+
+// A converged heartbeat tick commits four times: the check-in's transition (with the tick's
+// header and the check-in facts, which need no commit of their own), the healthy transition
+// with its queued report, the report's acknowledgement, and the tick's end.
+func TestAHeartbeatTickCommitsFourTimes(t *testing.T) {
+	h := newHarness(t)
+	h.release("v1", nil)
+	h.wantExit(h.tick(), 0)
+	cs := &countingStore{Store: h.st}
+	a := h.agent()
+	a.Store = cs
+	a.Fx.Compose = quietCompose{}
+	if res := a.Tick(context.Background()); res.Exit != 0 {
+		t.Fatalf("exit %d: %v", res.Exit, res.Err)
+	}
+	if cs.updates != 4 {
+		t.Errorf("%d commits in a heartbeat tick, want 4", cs.updates)
+	}
 }

@@ -123,7 +123,8 @@ func (a *Agent) checkin(ctx context.Context, containers []effects.Container) (ef
 		return resp, err
 	}
 	now := a.Now()
-	err = a.eng.Save(func(r *store.Record, _ store.Tx) error {
+	// written with the tick's next commit: a crash loses no more than when this check-in was
+	a.eng.Defer(func(r *store.Record) {
 		r.LastCheckinAt = now
 		r.DesiredSha = resp.DesiredSha
 		if resp.CheckinIntervalS > 0 {
@@ -133,11 +134,7 @@ func (a *Agent) checkin(ctx context.Context, containers []effects.Container) (ef
 			r.KVMount = resp.Vault.Mount
 		}
 		r.Containers = toStore(containers)
-		return nil
 	})
-	if err != nil {
-		return resp, err
-	}
 	a.Log.Info().Str("action", resp.Action).Str("desired", short(resp.DesiredSha)).Str("applied", short(rec.AppliedSha)).
 		Msgf("checkin: action=%s desired=%s applied=%s", resp.Action, short(resp.DesiredSha), short(rec.AppliedSha))
 	return resp, nil
