@@ -157,3 +157,12 @@ func short(sha string) string {
 	}
 	return sha
 }
+
+// local reports whether err is the agent's own fault — the state file or a file it writes —
+// rather than an answer from tenancy, OpenBao or docker. A local error ends the tick as it is
+// (exit 1, nothing committed past it); it is never counted as the apply's failure.
+func local(err error) bool {
+	var e *effects.Error
+	var r *bundle.Refusal
+	return err != nil && !errors.As(err, &e) && !errors.As(err, &r)
+}

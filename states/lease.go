@@ -65,6 +65,9 @@ func (a *Agent) stepPreflight(ctx context.Context) error {
 		return a.eng.Fire(machine.Outcome{Event: machine.EvLease, Detail: "a lease's grant kept from an interrupted tick: no new lease"}, started)
 	}
 	lease, err := a.askLease(ctx, "apply")
+	if local(err) {
+		return err
+	}
 	if err != nil {
 		if effects.IsTemporary(err) {
 			if a.tokenWorks(ctx) {
@@ -241,7 +244,7 @@ func (a *Agent) stepLogin(ctx context.Context) error {
 		_ = files.Remove(a.Cfg.GrantPath())
 		lease, err := a.askLease(ctx, "apply")
 		if err != nil {
-			if effects.IsTemporary(err) {
+			if effects.IsTemporary(err) || local(err) {
 				return err
 			}
 			return a.fail(ctx, machine.Leased, codeOr(err, "LEASE_FAILED"), redact.String(err.Error()), false)
