@@ -130,6 +130,7 @@ type Sim struct {
 	interval    int
 	gzip        bool
 	shaHeader   string
+	external    *ExternalBao // tenancy checks bearers there when set
 }
 
 // New returns a Sim with a freshly generated ES256 signing key.

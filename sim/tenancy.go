@@ -78,6 +78,10 @@ func (s *Sim) countTenancy(r *http.Request) {
 func (s *Sim) authTenancy(w http.ResponseWriter, r *http.Request, envID string) *token {
 	v := bearer(r)
 	s.mu.Lock()
+	if ext := s.external; ext != nil {
+		s.mu.Unlock()
+		return s.authExternal(w, r, ext, envID)
+	}
 	t := s.liveTokenLocked(v)
 	var superseded bool
 	if t != nil {

@@ -1,0 +1,55 @@
+// Command testapp is the one program of the e2e suite's test images: it serves HTTP on
+// $LISTEN (default :8080) with /healthz, and `testapp -health` is the image's HEALTHCHECK,
+// asking that endpoint. With UNHEALTHY=1 it answers /healthz with 500 and prints, as a broken
+// service might, the DB_PASSWORD it was given: the agent must mask it in a failed report.
+//
+// It is built static (CGO_ENABLED=0) into a layer with no base image; it may not dial anything
+// but its own port.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"net/http"
+	"os"
+	"time"
+)
+
+func main() {
+	health := flag.Bool("health", false, "ask the running server's /healthz and exit 0 when it answers 200")
+	flag.Parse()
+	addr := os.Getenv("LISTEN")
+	if addr == "" {
+		addr = ":8080"
+	}
+	if *health {
+		c := &http.Client{Timeout: 2 * time.Second}
+		resp, err := c.Get("http://127.0.0.1" + addr + "/healthz")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "health:", err)
+			os.Exit(1)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			fmt.Fprintln(os.Stderr, "health: status", resp.StatusCode)
+			os.Exit(1)
+		}
+		return
+	}
+	unhealthy := os.Getenv("UNHEALTHY") == "1"
+	fmt.Printf("testapp %s (role %s) listening on %s\n", os.Getenv("APP_VERSION"), os.Getenv("ROLE"), addr)
+	if unhealthy {
+		fmt.Printf("cannot reach the database with password %s\n", os.Getenv("DB_PASSWORD"))
+	}
+	http.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		if unhealthy {
+			http.Error(w, "database unreachable", http.StatusInternalServerError)
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	})
+	if err := http.ListenAndServe(addr, nil); err != nil {
+		fmt.Fprintln(os.Stderr, "listen:", err)
+		os.Exit(1)
+	}
+}
