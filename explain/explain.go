@@ -203,6 +203,9 @@ func next(rec store.Record, used int, frees time.Time, now time.Time) string {
 		if rec.Action == "down" {
 			return "retired: nothing runs"
 		}
+		if rec.LastExit == 75 {
+			return "converged at the last check-in tenancy answered; the last tick could not reach it (exit 75) — the next tick retries"
+		}
 		return "converged"
 	case "Idle":
 		if rec.Tick == 0 || rec.LastCheckinAt.IsZero() {
