@@ -64,7 +64,10 @@ func golden(t *testing.T, name, got string) {
 
 // traces are real histories recorded by testdata/traces/record.sh.
 var traces = []string{"full-apply", "rollback-refused", "privileged-refused", "pull-failed", "unhealthy",
-	"disk-insufficient", "unauthenticated-blocked", "connection-refused"}
+	"disk-insufficient", "unauthenticated-blocked", "connection-refused",
+	"bundle-invalid", "env-incomplete", "manifest-path-refused", "agent-env-mismatch",
+	"lease-rate-limited", "lease-budget", "compose-up-failed", "superseded", "retired",
+	"bundle-sha-mismatch", "bundle-env-mismatch", "lease-shape"}
 
 func TestExplainGoldenFromTraces(t *testing.T) {
 	for _, name := range traces {
@@ -91,6 +94,18 @@ func TestWhyNamesTheFault(t *testing.T) {
 		{"disk-insufficient", "Refused", "DISK_INSUFFICIENT", []string{"MiB free", "bundle needs", "docker-state"}, []string{"Measured again at every tick"}},
 		{"unauthenticated-blocked", "Blocked", "AGENT_UNAUTHENTICATED", []string{"bearer refused"}, []string{"bootstrap.jwt"}},
 		{"connection-refused", "Reported", "CONNECTION_REFUSED", []string{"nothing listens at 127.0.0.1:"}, []string{"tries again"}},
+		{"bundle-invalid", "Refused", "BUNDLE_INVALID", []string{"compose.yaml is not parsable YAML"}, []string{"stays refused", "resume"}},
+		{"bundle-sha-mismatch", "Refused", "BUNDLE_SHA_MISMATCH", []string{"content sha ", "≠ desired "}, []string{"stays refused"}},
+		{"bundle-env-mismatch", "Refused", "BUNDLE_ENV_MISMATCH", []string{"bundle is for env-prod-07, this agent is env-demo-01"}, []string{"stays refused"}},
+		{"env-incomplete", "Refused", "ENV_INCOMPLETE", []string{"SENTRY_DSN"}, []string{"stays refused"}},
+		{"manifest-path-refused", "Refused", "MANIFEST_PATH_REFUSED", []string{"DB_PASSWORD", "env-prod-07"}, []string{"stays refused"}},
+		{"agent-env-mismatch", "Blocked", "AGENT_ENV_MISMATCH", []string{"pinned to env-demo-01, not env-demo-02"}, []string{"exits 78", "config.yaml changes"}},
+		{"lease-rate-limited", "BundleVerified", "LEASE_RATE_LIMITED", []string{"no lease before "}, []string{"Retry-After"}},
+		{"lease-budget", "BundleVerified", "LEASE_BUDGET", []string{"5/5"}, []string{"frees a slot at "}},
+		{"lease-shape", "Failed", "LEASE_SHAPE", []string{"AppRole"}, []string{"retry 2 of 5"}},
+		{"compose-up-failed", "Failed", "COMPOSE_UP_FAILED", []string{"port is already allocated"}, []string{"retry 2 of 5"}},
+		{"superseded", "Reported", "", nil, nil},
+		{"retired", "Reported", "", nil, nil},
 	}
 	for _, c := range cases {
 		t.Run(c.trace, func(t *testing.T) {
@@ -175,6 +190,22 @@ func TestReadNDJSONRejects(t *testing.T) {
 	} {
 		if _, err := explain.ReadNDJSON(strings.NewReader(in)); err == nil {
 			t.Errorf("%s: accepted", name)
+		}
+	}
+}
+
+// TestHistoryShowsSupersedeAndRetire checks the two converged traces carry the step that made
+// them: the superseded flight and the compose down of a retire.
+func TestHistoryShowsSupersedeAndRetire(t *testing.T) {
+	for trace, want := range map[string]string{
+		"superseded": "BundleVerified → CheckedIn",
+		"retired":    "CheckedIn → Down",
+	} {
+		d, _, _ := loadTrace(t, trace)
+		var b bytes.Buffer
+		explain.WriteText(&b, *d)
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("%s: explain lacks %q:\n%s", trace, want, b.String())
 		}
 	}
 }

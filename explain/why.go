@@ -30,7 +30,7 @@ type cause struct {
 
 // causes holds every refusal, failure, block and temporary code the journal can carry.
 var causes = map[string]cause{
-	"BUNDLE_INVALID": {"the bundle's archive breaks the agent's rules (a link, a device, `..`, a duplicate, too many entries or bytes, or a `files` list that differs), so none of it was used",
+	"BUNDLE_INVALID": {"the bundle breaks the agent's rules: its archive holds a link, a device, `..`, a duplicate, too many entries or bytes, or a `files` list that differs, or a file the agent must read (bundle.json, secrets.manifest.json, the compose file) does not parse; none of it was used",
 		"fix the bundle in monky-deploy and publish it; the new desired sha clears the refusal"},
 	"BUNDLE_SHA_MISMATCH": {"the bundle's bytes do not hash to the sha tenancy asked for: it was changed or rebuilt after its sha was computed",
 		"cd releases/<sha> && find . -type f ! -name .env -printf '%P\\n' | LC_ALL=C sort | xargs -d '\\n' sha256sum | sha256sum   # PROTOCOL §2"},
@@ -95,7 +95,7 @@ var causes = map[string]cause{
 // temporaryEvents are the journal notes a tick ends on when it could not go on now.
 var temporaryEvents = map[string]string{
 	"checkin-failed":   "the check-in did not get an answer",
-	"lease-deferred":   "no lease was asked this tick",
+	"lease-deferred":   "the apply needs a new lease (the token in hand no longer reads the secrets) and none was granted this tick",
 	"login-failed":     "OpenBao was unreachable for the login after the lease",
 	"bootstrap-failed": "OpenBao was unreachable for the bootstrap login",
 	"fetch-failed":     "the bundle could not be fetched",
@@ -184,7 +184,7 @@ func explainWhy(in whyInput) *Why {
 		if r == nil {
 			return nil
 		}
-		next := fmt.Sprintf("%s stays refused: it is not fetched again; a new desired sha starts over, and `monky-deployd resume` re-runs the checks at the next tick", short(r.Sha))
+		next := fmt.Sprintf("sha %s stays refused: it is not fetched again; a new desired sha starts over, and `monky-deployd resume` re-runs the checks at the next tick", short(r.Sha))
 		if r.Code == "DISK_INSUFFICIENT" {
 			next = "measured again at every tick (the next " + nextTick + "); the apply goes on by itself once the space is there"
 		}
