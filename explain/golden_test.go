@@ -67,7 +67,7 @@ var traces = []string{"full-apply", "rollback-refused", "privileged-refused", "p
 	"disk-insufficient", "unauthenticated-blocked", "connection-refused",
 	"bundle-invalid", "env-incomplete", "manifest-path-refused", "agent-env-mismatch",
 	"lease-rate-limited", "lease-budget", "compose-up-failed", "superseded", "retired",
-	"bundle-sha-mismatch", "bundle-env-mismatch", "lease-shape"}
+	"bundle-sha-mismatch", "bundle-env-mismatch", "lease-shape", "failed-parked"}
 
 func TestExplainGoldenFromTraces(t *testing.T) {
 	for _, name := range traces {

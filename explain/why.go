@@ -213,7 +213,13 @@ func explainWhy(in whyInput) *Why {
 		case f.Code == "UNHEALTHY":
 			fault = "a service did not turn healthy within healthy_timeout_s after compose up"
 		}
-		return mk(f.Code, fault, trimCode(f.Code, f.Detail), next, f.At, in.tickOf(f.Code, f.At))
+		w := mk(f.Code, fault, trimCode(f.Code, f.Detail), next, f.At, in.tickOf(f.Code, f.At))
+		if f.Code == "COMPOSE_PULL_FAILED" {
+			if fix := pullFix(f.Detail); fix != "" {
+				w.Fix = fix
+			}
+		}
+		return w
 	}
 	if in.outbox > 0 {
 		return &Why{Code: "REPORT_PENDING", Fault: sentence(fmt.Sprintf("tenancy has not acknowledged %d report(s)", in.outbox)),
@@ -221,6 +227,20 @@ func explainWhy(in whyInput) *Why {
 			Fix: "monky-deployd status --json | jq .last_report", At: in.lastSum.StartedAt.UTC(), Tick: in.lastSum.Tick}
 	}
 	return nil
+}
+
+// pullFix is the one command for a pull fault the registry's words name, "" for the default.
+func pullFix(detail string) string {
+	d := strings.ToLower(detail)
+	switch {
+	case strings.Contains(d, "no basic auth credentials") || strings.Contains(d, "unauthorized") || strings.Contains(d, "denied"):
+		return ""
+	case strings.Contains(d, "manifest unknown") || strings.Contains(d, "not found"):
+		return "docker manifest inspect <image from the message>   # the tag must exist in the registry; else fix the bundle's compose.yaml"
+	case strings.Contains(d, "no such host") || strings.Contains(d, "lookup "):
+		return "getent hosts <registry host from the message>   # the box's DNS must resolve the registry"
+	}
+	return ""
 }
 
 // pullFault reads the registry's own words for the kind of fault.
