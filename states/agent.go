@@ -15,6 +15,7 @@ import (
 	"github.com/tikali/monky-deployd/bundle"
 	"github.com/tikali/monky-deployd/config"
 	"github.com/tikali/monky-deployd/effects"
+	"github.com/tikali/monky-deployd/effects/files"
 	"github.com/tikali/monky-deployd/machine"
 	"github.com/tikali/monky-deployd/store"
 )
@@ -50,11 +51,22 @@ type Agent struct {
 	Stop <-chan struct{}
 	// HealthPoll is how often the health wait polls `compose ps`.
 	HealthPoll time.Duration
+	// FS is where the agent's own files are written (token, grant, docker config, releases,
+	// `current`); files.OS when nil. The bbolt state file is not among them.
+	FS files.FS
 
 	eng    *machine.Engine
 	token  string
 	bundle *bundle.Bundle
 	action string
+}
+
+// fs is the agent's file seam: FS, or the real filesystem.
+func (a *Agent) fs() files.FS {
+	if a.FS == nil {
+		return files.OS
+	}
+	return a.FS
 }
 
 // Defaults fills what a zero Agent lacks.

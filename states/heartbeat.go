@@ -142,7 +142,7 @@ func (a *Agent) retire(ctx context.Context, resp effects.CheckinResponse) error 
 		}
 		return a.fail(ctx, machine.CheckedIn, effects.CodeOf(err), "compose down: "+err.Error(), false)
 	}
-	_ = removeCurrent(a.currentDir())
+	_ = removeCurrent(a.fs(), a.currentDir())
 	rep := effects.Report{Sha: rec.AppliedSha, Result: effects.ResultDown, Detail: note}
 	if err := a.eng.Fire(machine.Outcome{Event: machine.EvDown, Detail: note, Update: func(r *store.Record, tx store.Tx) error {
 		r.AppliedSha = ""

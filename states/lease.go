@@ -82,7 +82,7 @@ func (a *Agent) stepPreflight(ctx context.Context) error {
 		}
 		return a.fail(ctx, machine.BundleVerified, codeOr(err, "LEASE_FAILED"), redact.String(err.Error()), false)
 	}
-	if err := files.WriteAtomic(a.Cfg.GrantPath(), []byte(lease.LoginJWT+"\n"), 0o600); err != nil {
+	if err := files.WriteAtomicFS(a.fs(), a.Cfg.GrantPath(), []byte(lease.LoginJWT+"\n"), 0o600); err != nil {
 		return err
 	}
 	failpoint.Hit("file:grant-written")
@@ -231,7 +231,7 @@ func (a *Agent) stepLogin(ctx context.Context) error {
 	}
 	if grant != "" && a.token != "" && files.ModTime(a.Cfg.TokenPath()).After(files.ModTime(a.Cfg.GrantPath())) {
 		if info, err := a.Fx.Bao.LookupSelf(ctx, a.token); err == nil && info.GrantJTI != rec.Token.GrantJTI {
-			_ = files.Remove(a.Cfg.GrantPath())
+			_ = files.RemoveFS(a.fs(), a.Cfg.GrantPath())
 			return a.loggedIn(started, info.TTL, info.GrantJTI, info.EnvID, "logged in before a restart; grant consumed")
 		}
 	}
@@ -241,7 +241,7 @@ func (a *Agent) stepLogin(ctx context.Context) error {
 		}
 	}
 	if grant == "" || grantExpired(grant, a.Now()) {
-		_ = files.Remove(a.Cfg.GrantPath())
+		_ = files.RemoveFS(a.fs(), a.Cfg.GrantPath())
 		lease, err := a.askLease(ctx, "apply")
 		if err != nil {
 			if effects.IsTemporary(err) || local(err) {
@@ -250,7 +250,7 @@ func (a *Agent) stepLogin(ctx context.Context) error {
 			return a.fail(ctx, machine.Leased, codeOr(err, "LEASE_FAILED"), redact.String(err.Error()), false)
 		}
 		grant = lease.LoginJWT
-		if err := files.WriteAtomic(a.Cfg.GrantPath(), []byte(grant+"\n"), 0o600); err != nil {
+		if err := files.WriteAtomicFS(a.fs(), a.Cfg.GrantPath(), []byte(grant+"\n"), 0o600); err != nil {
 			return err
 		}
 		failpoint.Hit("file:grant-written")
@@ -266,12 +266,12 @@ func (a *Agent) stepLogin(ctx context.Context) error {
 	}
 	redact.Add(t.Value)
 	old := a.token
-	if err := files.WriteAtomic(a.Cfg.TokenPath(), []byte(t.Value+"\n"), 0o600); err != nil {
+	if err := files.WriteAtomicFS(a.fs(), a.Cfg.TokenPath(), []byte(t.Value+"\n"), 0o600); err != nil {
 		return err
 	}
 	failpoint.Hit("file:token-written")
 	a.token = t.Value
-	if err := files.Remove(a.Cfg.GrantPath()); err != nil {
+	if err := files.RemoveFS(a.fs(), a.Cfg.GrantPath()); err != nil {
 		return err
 	}
 	failpoint.Hit("file:grant-removed")
@@ -308,7 +308,7 @@ func (a *Agent) leaseLogin(ctx context.Context, reason string) error {
 		return err
 	}
 	redact.Add(t.Value)
-	if err := files.WriteAtomic(a.Cfg.TokenPath(), []byte(t.Value+"\n"), 0o600); err != nil {
+	if err := files.WriteAtomicFS(a.fs(), a.Cfg.TokenPath(), []byte(t.Value+"\n"), 0o600); err != nil {
 		return err
 	}
 	failpoint.Hit("file:swap-token-written")

@@ -59,7 +59,7 @@ func (a *Agent) stepStage(ctx context.Context) error {
 				return a.fail(ctx, machine.LoggedIn, "REGISTRY_AUTH_INVALID", fmt.Sprintf("registry credential at %s: %s", e.Path, redact.String(err.Error())), false)
 			}
 			redact.Add(auth.Password)
-			if err := docker.WriteDockerConfig(a.Cfg.DockerConfigDir(), auth); err != nil {
+			if err := docker.WriteDockerConfigFS(a.fs(), a.Cfg.DockerConfigDir(), auth); err != nil {
 				return a.fail(ctx, machine.LoggedIn, "STAGE_FAILED", redact.String(err.Error()), false)
 			}
 			registry = true
@@ -91,88 +91,83 @@ func (a *Agent) stepStage(ctx context.Context) error {
 func (a *Agent) promote(b *bundle.Bundle, env []byte) error {
 	deploy := a.Cfg.DeployDir
 	releases := filepath.Join(deploy, "releases")
-	if err := os.MkdirAll(releases, 0o700); err != nil {
+	fsys := a.fs()
+	if err := files.MkdirAllFS(fsys, releases, 0o700); err != nil {
 		return fmt.Errorf("stage: %w", err)
 	}
 	staging := filepath.Join(deploy, ".staging-"+short(b.Sha)+"-"+files.RandomSuffix())
-	if err := os.Mkdir(staging, 0o700); err != nil {
+	if err := fsys.Mkdir(staging, 0o700); err != nil {
 		return fmt.Errorf("stage: %w", err)
 	}
 	ok := false
 	defer func() {
 		if !ok {
-			_ = os.RemoveAll(staging)
+			_ = fsys.RemoveAll(staging)
 		}
 	}()
 	dirs := map[string]bool{staging: true}
 	for _, d := range b.Dirs {
 		p := filepath.Join(staging, d)
-		if err := os.MkdirAll(p, 0o755); err != nil {
+		if err := files.MkdirAllFS(fsys, p, 0o755); err != nil {
 			return fmt.Errorf("stage: %w", err)
 		}
 		dirs[p] = true
 	}
 	for name, data := range b.Files {
 		p := filepath.Join(staging, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		if err := files.MkdirAllFS(fsys, filepath.Dir(p), 0o755); err != nil {
 			return fmt.Errorf("stage: %w", err)
 		}
 		dirs[filepath.Dir(p)] = true
-		if err := writeSynced(p, data, 0o644); err != nil {
+		if err := writeSynced(fsys, p, data, 0o644); err != nil {
 			return err
 		}
 	}
-	if err := writeSynced(filepath.Join(staging, ".env"), env, 0o600); err != nil {
+	if err := writeSynced(fsys, filepath.Join(staging, ".env"), env, 0o600); err != nil {
 		return err
 	}
 	for d := range dirs {
-		if err := files.SyncDir(d); err != nil {
+		if err := files.SyncDirFS(fsys, d); err != nil {
 			return err
 		}
 	}
 	failpoint.Hit("file:stage-written")
 	rel := filepath.Join(releases, b.Sha)
 	var trash string
-	if _, err := os.Lstat(rel); err == nil {
+	if _, err := fsys.Lstat(rel); err == nil {
 		trash = filepath.Join(deploy, ".trash-"+files.RandomSuffix())
-		if err := os.Rename(rel, trash); err != nil {
+		if err := fsys.Rename(rel, trash); err != nil {
 			return fmt.Errorf("stage: %w", err)
 		}
 		failpoint.Hit("file:release-trashed")
 	}
-	if err := os.Rename(staging, rel); err != nil {
+	if err := fsys.Rename(staging, rel); err != nil {
 		return fmt.Errorf("promote: %w", err)
 	}
 	ok = true
 	failpoint.Hit("file:release-renamed")
-	if err := files.SyncDir(releases); err != nil {
+	if err := files.SyncDirFS(fsys, releases); err != nil {
 		return err
 	}
 	failpoint.Hit("file:releases-synced")
 	if trash != "" {
-		_ = os.RemoveAll(trash)
+		_ = fsys.RemoveAll(trash)
 	}
-	if err := files.ReplaceSymlink(filepath.Join("releases", b.Sha), a.currentDir()); err != nil {
+	if err := files.ReplaceSymlinkFS(fsys, filepath.Join("releases", b.Sha), a.currentDir()); err != nil {
 		return err
 	}
 	failpoint.Hit("file:current-swapped")
 	return nil
 }
 
-func writeSynced(path string, data []byte, perm os.FileMode) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
-	if err != nil {
+func writeSynced(fsys files.FS, path string, data []byte, perm os.FileMode) error {
+	if err := fsys.WriteFile(path, data, perm); err != nil {
 		return fmt.Errorf("stage %s: %w", filepath.Base(path), err)
 	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
+	if err := fsys.SyncFile(path); err != nil {
 		return fmt.Errorf("stage %s: %w", filepath.Base(path), err)
 	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("stage %s: %w", filepath.Base(path), err)
-	}
-	return f.Close()
+	return nil
 }
 
 // cleanLeftovers removes what an interrupted tick left behind: staging and trash directories
@@ -180,13 +175,13 @@ func writeSynced(path string, data []byte, perm os.FileMode) error {
 // config under state_dir (they hold secrets: they must not outlive the kill that left them).
 func (a *Agent) cleanLeftovers() {
 	sweep := func(dir string, match func(string) bool) {
-		entries, err := os.ReadDir(dir)
+		entries, err := a.fs().ReadDir(dir)
 		if err != nil {
 			return
 		}
 		for _, e := range entries {
 			if match(e.Name()) {
-				_ = os.RemoveAll(filepath.Join(dir, e.Name()))
+				_ = a.fs().RemoveAll(filepath.Join(dir, e.Name()))
 			}
 		}
 	}
@@ -200,22 +195,22 @@ func (a *Agent) cleanLeftovers() {
 }
 
 // removeCurrent drops the `current` link after a retire.
-func removeCurrent(link string) error {
-	if _, err := os.Lstat(link); err != nil {
+func removeCurrent(fsys files.FS, link string) error {
+	if _, err := fsys.Lstat(link); err != nil {
 		return nil
 	}
-	return files.Remove(link)
+	return files.RemoveFS(fsys, link)
 }
 
 // prune keeps the newest keep_releases releases and never the current one's, then prunes
 // dangling images.
 func (a *Agent) prune(ctx context.Context) {
 	releases := filepath.Join(a.Cfg.DeployDir, "releases")
-	entries, err := os.ReadDir(releases)
+	entries, err := a.fs().ReadDir(releases)
 	if err != nil {
 		return
 	}
-	cur, _ := os.Readlink(a.currentDir())
+	cur, _ := a.fs().Readlink(a.currentDir())
 	cur = filepath.Base(cur)
 	type rel struct {
 		name string
@@ -242,7 +237,7 @@ func (a *Agent) prune(ctx context.Context) {
 		if i < keep {
 			continue
 		}
-		if err := os.RemoveAll(filepath.Join(releases, r.name)); err == nil {
+		if err := a.fs().RemoveAll(filepath.Join(releases, r.name)); err == nil {
 			removed++
 		}
 	}

@@ -80,11 +80,11 @@ func (a *Agent) Bootstrap(ctx context.Context, grant string) error {
 		return a.blockUnauthenticated(err, "the bootstrap grant was refused by OpenBao ("+redact.String(err.Error())+") — re-run the install kit for a fresh grant")
 	}
 	redact.Add(t.Value)
-	if err := files.WriteAtomic(a.Cfg.TokenPath(), []byte(t.Value+"\n"), 0o600); err != nil {
+	if err := files.WriteAtomicFS(a.fs(), a.Cfg.TokenPath(), []byte(t.Value+"\n"), 0o600); err != nil {
 		return err
 	}
 	failpoint.Hit("file:bootstrap-token-written")
-	consumeGrant(a.Cfg.BootstrapPath)
+	consumeGrant(a.fs(), a.Cfg.BootstrapPath)
 	failpoint.Hit("file:bootstrap-grant-consumed")
 	a.token = t.Value
 	now := a.Now()
@@ -94,8 +94,8 @@ func (a *Agent) Bootstrap(ctx context.Context, grant string) error {
 }
 
 // consumeGrant deletes a used grant, or empties it where the directory is not writable.
-func consumeGrant(path string) {
-	if err := files.Remove(path); err == nil {
+func consumeGrant(fsys files.FS, path string) {
+	if err := files.RemoveFS(fsys, path); err == nil {
 		return
 	}
 	_ = os.Truncate(path, 0)
@@ -165,7 +165,7 @@ func (a *Agent) tokenUnusable(ctx context.Context, err error) error {
 // same tick, else the machine blocks until one arrives.
 func (a *Agent) reauthenticate(ctx context.Context, cause error) error {
 	started := a.Now()
-	if err := files.Remove(a.Cfg.TokenPath()); err != nil {
+	if err := files.RemoveFS(a.fs(), a.Cfg.TokenPath()); err != nil {
 		return err
 	}
 	a.token = ""

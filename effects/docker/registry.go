@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/tikali/monky-deployd/effects/files"
 	"github.com/tikali/monky-deployd/failpoint"
 )
 
@@ -70,17 +71,22 @@ func ParseRegistryAuth(value, defaultRegistry string) (RegistryAuth, error) {
 	return RegistryAuth{Registry: defaultRegistry, Username: user, Password: pw}, nil
 }
 
-// WriteDockerConfig writes dir/config.json (0600) holding the credential, replacing any
+// WriteDockerConfig is WriteDockerConfigFS on the real filesystem.
+func WriteDockerConfig(dir string, a RegistryAuth) error {
+	return WriteDockerConfigFS(files.OS, dir, a)
+}
+
+// WriteDockerConfigFS writes dir/config.json (0600) holding the credential, replacing any
 // previous one atomically (temp file, fsync, rename, fsync dir); dir is created and kept
 // 0700. Idempotent. Errors never carry the credential.
-func WriteDockerConfig(dir string, a RegistryAuth) error {
+func WriteDockerConfigFS(fsys files.FS, dir string, a RegistryAuth) error {
 	if a.Registry == "" || a.Username == "" {
 		return errors.New("write docker config: credential has no registry or username")
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := files.MkdirAllFS(fsys, dir, 0o700); err != nil {
 		return fmt.Errorf("write docker config: %w", err)
 	}
-	if err := os.Chmod(dir, 0o700); err != nil {
+	if err := fsys.Chmod(dir, 0o700); err != nil {
 		return fmt.Errorf("write docker config: %w", err)
 	}
 	auth := base64.StdEncoding.EncodeToString([]byte(a.Username + ":" + a.Password))
@@ -90,43 +96,26 @@ func WriteDockerConfig(dir string, a RegistryAuth) error {
 	if err != nil {
 		return errors.New("write docker config: encode failed")
 	}
-	return writeAtomic(filepath.Join(dir, "config.json"), append(body, '\n'), 0o600)
+	return writeAtomic(fsys, filepath.Join(dir, "config.json"), append(body, '\n'), 0o600)
 }
 
-func writeAtomic(path string, body []byte, mode os.FileMode) (err error) {
+func writeAtomic(fsys files.FS, path string, body []byte, mode os.FileMode) error {
 	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, ".config.json.*")
-	if err != nil {
+	tmp := filepath.Join(dir, ".config.json."+files.RandomSuffix())
+	if err := fsys.WriteFile(tmp, body, mode); err != nil {
+		_ = fsys.Remove(tmp)
 		return fmt.Errorf("write docker config: %w", err)
 	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	if err = tmp.Chmod(mode); err != nil {
-		return fmt.Errorf("write docker config: %w", err)
-	}
-	if _, err = tmp.Write(body); err != nil {
-		return fmt.Errorf("write docker config: %w", err)
-	}
-	if err = tmp.Sync(); err != nil {
-		return fmt.Errorf("write docker config: %w", err)
-	}
-	if err = tmp.Close(); err != nil {
+	if err := fsys.SyncFile(tmp); err != nil {
+		_ = fsys.Remove(tmp)
 		return fmt.Errorf("write docker config: %w", err)
 	}
 	failpoint.Hit("file:docker-config-tmp-synced")
-	if err = os.Rename(tmp.Name(), path); err != nil {
+	if err := fsys.Rename(tmp, path); err != nil {
+		_ = fsys.Remove(tmp)
 		return fmt.Errorf("write docker config: %w", err)
 	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("write docker config: %w", err)
-	}
-	defer d.Close()
-	if err = d.Sync(); err != nil {
+	if err := fsys.SyncDir(dir); err != nil {
 		return fmt.Errorf("write docker config: %w", err)
 	}
 	failpoint.Hit("file:docker-config-written")

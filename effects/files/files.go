@@ -1,6 +1,7 @@
 // Package files is the agent's only way to write files: every write is replaced, never
 // rewritten in place (temp file, fsync, rename, fsync the directory), so a crash or a power
-// loss leaves the old file or the new one, never half of either. It may not read or write
+// loss leaves the old file or the new one, never half of either. Every operation goes through
+// the FS seam (OS on a real box, CrashFS in the power-loss tests). It may not read or write
 // anything but the paths it is given.
 package files
 
@@ -17,50 +18,131 @@ import (
 	"github.com/tikali/monky-deployd/failpoint"
 )
 
-// WriteAtomic replaces path with data at mode perm: a temp file in the same directory,
-// fsync, rename over path, fsync the directory. The directory must exist.
-func WriteAtomic(path string, data []byte, perm os.FileMode) error {
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+// FS is the set of file operations the agent performs on its own files (token, grant, docker
+// config, releases and the `current` link). The bbolt state file stays outside it: bbolt
+// fsyncs its own writes.
+type FS interface {
+	// WriteFile creates path, which must not exist, with data at mode perm. Not synced.
+	WriteFile(path string, data []byte, perm fs.FileMode) error
+	// SyncFile fsyncs a file's content and mode.
+	SyncFile(path string) error
+	// SyncDir fsyncs a directory: its entries (creates, renames, removes) become durable.
+	SyncDir(dir string) error
+	Mkdir(path string, perm fs.FileMode) error
+	MkdirAll(path string, perm fs.FileMode) error
+	Chmod(path string, perm fs.FileMode) error
+	Rename(oldpath, newpath string) error
+	Symlink(target, link string) error
+	Remove(path string) error
+	RemoveAll(path string) error
+	ReadFile(path string) ([]byte, error)
+	Readlink(path string) (string, error)
+	Lstat(path string) (fs.FileInfo, error)
+	ReadDir(dir string) ([]fs.DirEntry, error)
+}
+
+// OS is the real filesystem.
+var OS FS = osFS{}
+
+type osFS struct{}
+
+func (osFS) WriteFile(path string, data []byte, perm fs.FileMode) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
 	if err != nil {
+		return err
+	}
+	if err := f.Chmod(perm); err != nil {
+		f.Close()
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func (osFS) SyncFile(path string) error { return syncPath(path) }
+func (osFS) SyncDir(dir string) error   { return syncPath(dir) }
+
+func syncPath(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return f.Sync()
+}
+
+func (osFS) Mkdir(path string, perm fs.FileMode) error    { return os.Mkdir(path, perm) }
+func (osFS) MkdirAll(path string, perm fs.FileMode) error { return os.MkdirAll(path, perm) }
+func (osFS) Chmod(path string, perm fs.FileMode) error    { return os.Chmod(path, perm) }
+func (osFS) Rename(oldpath, newpath string) error         { return os.Rename(oldpath, newpath) }
+func (osFS) Symlink(target, link string) error            { return os.Symlink(target, link) }
+func (osFS) Remove(path string) error                     { return os.Remove(path) }
+func (osFS) RemoveAll(path string) error                  { return os.RemoveAll(path) }
+func (osFS) ReadFile(path string) ([]byte, error)         { return os.ReadFile(path) }
+func (osFS) Readlink(path string) (string, error)         { return os.Readlink(path) }
+func (osFS) Lstat(path string) (fs.FileInfo, error)       { return os.Lstat(path) }
+func (osFS) ReadDir(dir string) ([]fs.DirEntry, error)    { return os.ReadDir(dir) }
+
+// WriteAtomic replaces path with data at mode perm on the real filesystem (WriteAtomicFS).
+func WriteAtomic(path string, data []byte, perm os.FileMode) error {
+	return WriteAtomicFS(OS, path, data, perm)
+}
+
+// WriteAtomicFS replaces path with data at mode perm: a temp file in the same directory,
+// fsync, rename over path, fsync the directory. The directory must exist.
+func WriteAtomicFS(fsys FS, path string, data []byte, perm os.FileMode) error {
+	dir := filepath.Dir(path)
+	tmp := filepath.Join(dir, "."+filepath.Base(path)+".tmp-"+randomSuffix())
+	if err := fsys.WriteFile(tmp, data, perm); err != nil {
+		_ = fsys.Remove(tmp)
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	name := tmp.Name()
-	ok := false
-	defer func() {
-		if !ok {
-			_ = tmp.Close()
-			_ = os.Remove(name)
-		}
-	}()
-	if err := tmp.Chmod(perm); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if _, err := tmp.Write(data); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := tmp.Sync(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
+	if err := fsys.SyncFile(tmp); err != nil {
+		_ = fsys.Remove(tmp)
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	failpoint.Hit("file:tmp-synced:" + filepath.Base(path))
-	if err := os.Rename(name, path); err != nil {
+	if err := fsys.Rename(tmp, path); err != nil {
+		_ = fsys.Remove(tmp)
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	ok = true
-	return SyncDir(dir)
+	return SyncDirFS(fsys, dir)
+}
+
+// MkdirAllFS is MkdirAll whose new directories survive a power loss: each directory it
+// creates is fsynced into its parent (the deepest one's own entries are the caller's).
+func MkdirAllFS(fsys FS, path string, perm os.FileMode) error {
+	path = filepath.Clean(path)
+	var missing []string
+	for p := path; ; p = filepath.Dir(p) {
+		if _, err := fsys.Lstat(p); err == nil {
+			break
+		}
+		missing = append(missing, p)
+		if filepath.Dir(p) == p {
+			break
+		}
+	}
+	if err := fsys.MkdirAll(path, perm); err != nil {
+		return fmt.Errorf("mkdir %s: %w", path, err)
+	}
+	for i := len(missing) - 1; i >= 0; i-- {
+		if err := SyncDirFS(fsys, filepath.Dir(missing[i])); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // SyncDir fsyncs a directory so a rename or a new entry in it survives a power loss.
-func SyncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("sync %s: %w", dir, err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
+func SyncDir(dir string) error { return SyncDirFS(OS, dir) }
+
+// SyncDirFS is SyncDir on fsys.
+func SyncDirFS(fsys FS, dir string) error {
+	if err := fsys.SyncDir(dir); err != nil {
 		return fmt.Errorf("sync %s: %w", dir, err)
 	}
 	return nil
@@ -68,42 +150,43 @@ func SyncDir(dir string) error {
 
 // SyncFile fsyncs a written file.
 func SyncFile(path string) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return fmt.Errorf("sync %s: %w", path, err)
-	}
-	defer f.Close()
-	if err := f.Sync(); err != nil {
+	if err := OS.SyncFile(path); err != nil {
 		return fmt.Errorf("sync %s: %w", path, err)
 	}
 	return nil
 }
 
-// ReplaceSymlink points link at target atomically: a symlink under a temp name, renamed
+// ReplaceSymlink points link at target atomically on the real filesystem (ReplaceSymlinkFS).
+func ReplaceSymlink(target, link string) error { return ReplaceSymlinkFS(OS, target, link) }
+
+// ReplaceSymlinkFS points link at target atomically: a symlink under a temp name, renamed
 // over link, and the directory fsynced.
-func ReplaceSymlink(target, link string) error {
+func ReplaceSymlinkFS(fsys FS, target, link string) error {
 	dir := filepath.Dir(link)
 	tmp := filepath.Join(dir, "."+filepath.Base(link)+".tmp-"+randomSuffix())
-	if err := os.Symlink(target, tmp); err != nil {
+	if err := fsys.Symlink(target, tmp); err != nil {
 		return fmt.Errorf("symlink %s: %w", link, err)
 	}
 	failpoint.Hit("file:tmp-linked:" + filepath.Base(link))
-	if err := os.Rename(tmp, link); err != nil {
-		_ = os.Remove(tmp)
+	if err := fsys.Rename(tmp, link); err != nil {
+		_ = fsys.Remove(tmp)
 		return fmt.Errorf("symlink %s: %w", link, err)
 	}
-	return SyncDir(dir)
+	return SyncDirFS(fsys, dir)
 }
 
 // Remove deletes path when it exists and fsyncs its directory; an absent file is not an error.
-func Remove(path string) error {
-	if err := os.Remove(path); err != nil {
+func Remove(path string) error { return RemoveFS(OS, path) }
+
+// RemoveFS is Remove on fsys.
+func RemoveFS(fsys FS, path string) error {
+	if err := fsys.Remove(path); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil
 		}
 		return fmt.Errorf("remove %s: %w", path, err)
 	}
-	return SyncDir(filepath.Dir(path))
+	return SyncDirFS(fsys, filepath.Dir(path))
 }
 
 // Stamp identifies a file's version without reading it: size, mtime and inode.
