@@ -1,6 +1,6 @@
 # Performance figures (docs/PERFORMANCE.md).
 #   make bench        the tick vs its floors, RSS, CPU, Go benchmarks, status/explain, binary size
-#   make bench-year   525,600 heartbeat ticks and 5,000 applies in process (over an hour on 2 cores: a tick costs ~3–10 ms and grows with the journal)
+#   make bench-year   525,600 heartbeat ticks and 5,000 applies in process (~25 min on 2 cores: ~3 ms of CPU a tick)
 #   make bench-fleet  1,000 agents in loop mode against one simulator (~3 min)
 BENCH_SHM := $(shell test -d /dev/shm -a -w /dev/shm && echo /dev/shm || echo $${TMPDIR:-/tmp})
 

@@ -9,7 +9,7 @@
 # RSS, CPU); then the Go benchmarks (bundle verification MB/s, the agent-side time of a 100-file
 # apply), `status` and `explain` on a state file holding a year of history, and the binary size.
 #
-# The year's state file comes from `make bench-year` (the full 525,600 ticks; over an hour) when its
+# The year's state file comes from `make bench-year` (the full 525,600 ticks; ~25 min) when its
 # directory holds a finished run; otherwise a compressed year is made here (2,200 applies with 3
 # heartbeats between them: enough to fill the journal's 2,000-tick retention, and all of it within
 # MaxAge, so it is the harder case for status and explain; ~3 min).
@@ -178,6 +178,6 @@ for r in json.load(open(sys.argv[1]))["results"]:
 PY
 
 banner "year and fleet"
-echo "make bench-year: 525,600 ticks + 5,000 applies in process (over an hour on 2 cores: a tick costs ~3–10 ms and grows with the journal)"
+echo "make bench-year: 525,600 ticks + 5,000 applies in process (~25 min on 2 cores: ~3 ms of CPU a tick)"
 echo "make bench-fleet: 1,000 agents in loop mode against one simulator (~3 min)"
 echo "their figures are in docs/PERFORMANCE.md"
