@@ -4,7 +4,7 @@
 
 GO ?= go
 VERSION ?= $(shell cat VERSION)
-LDFLAGS := -s -w -X github.com/tikali/monky-deployd/version.Version=$(VERSION)
+LDFLAGS := -s -w -X github.com/tikali/monky-deployd/internal/version.Version=$(VERSION)
 STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 BIN := bin
 
@@ -30,7 +30,7 @@ unit:
 	$(GO) test -count=1 ./...
 
 demo: build
-	bash scripts/demo.sh
+	bash test/demo.sh
 
 # The sdk transport needs github.com/openziti/sdk-golang, which the module proxy this project
 # builds from does not serve. Where it is reachable:
@@ -42,6 +42,6 @@ sdk:
 clean:
 	rm -rf $(BIN) dist
 
-include packaging/deb.mk
+include packaging/deb.mk packaging/man.mk
 # targets of the e2e, robustness and performance suites
--include mk/*.mk
+-include test/*.mk

@@ -8,7 +8,7 @@ import (
 
 	"github.com/looplab/fsm"
 
-	"github.com/tikali/monky-deployd/failpoint"
+	"github.com/tikali/monky-deployd/internal/failpoint"
 
 	"github.com/tikali/monky-deployd/store"
 )

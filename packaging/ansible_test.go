@@ -13,7 +13,7 @@ import (
 // after install.sh moved to 443); every task that touches the download token or the grant is no_log.
 func TestAnsibleRole(t *testing.T) {
 	t.Parallel()
-	role := filepath.Join(repoRoot(t), "ansible", "roles", "monky_deployd")
+	role := filepath.Join(repoRoot(t), "packaging", "ansible", "roles", "monky_deployd")
 	files, _ := filepath.Glob(filepath.Join(role, "*", "*.yml"))
 	if len(files) < 3 {
 		t.Fatalf("role YAML files: %v", files)

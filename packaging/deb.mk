@@ -19,7 +19,7 @@ NFPM ?= go run github.com/goreleaser/nfpm/v2/cmd/nfpm@v2.45.2
 DEB_MAINTAINER := Tikali Monky team <monky@tikali.net>
 # reproducible dates: the last commit's time (read-only git), else now
 SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || date +%s)
-GO_LDFLAGS := -s -w -X github.com/tikali/monky-deployd/version.Version=$(VERSION)
+GO_LDFLAGS := -s -w -X github.com/tikali/monky-deployd/internal/version.Version=$(VERSION)
 
 .PHONY: deb deb-binary deb-stage lintian packaging-test
 

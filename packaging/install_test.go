@@ -328,7 +328,7 @@ func TestDefaultVersionsFollowTheVersionFile(t *testing.T) {
 	if !strings.Contains(string(script), "\nDEFAULT_VERSION=\""+version+"\"\n") {
 		t.Errorf("install.sh DEFAULT_VERSION is not %q", version)
 	}
-	defaults, _ := os.ReadFile(filepath.Join(root, "ansible", "roles", "monky_deployd", "defaults", "main.yml"))
+	defaults, _ := os.ReadFile(filepath.Join(root, "packaging", "ansible", "roles", "monky_deployd", "defaults", "main.yml"))
 	if !strings.Contains(string(defaults), "\nmonky_deployd_version: \""+version+"\"\n") {
 		t.Errorf("ansible monky_deployd_version is not %q", version)
 	}

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tikali/monky-deployd/explain"
+	"github.com/tikali/monky-deployd/internal/explain"
 )
 
 func (h *harness) rewriteConfig(from, to string) {

@@ -16,12 +16,12 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/tikali/monky-deployd/config"
 	"github.com/tikali/monky-deployd/effects/bao"
 	"github.com/tikali/monky-deployd/effects/docker"
 	"github.com/tikali/monky-deployd/effects/tenancy"
-	"github.com/tikali/monky-deployd/redact"
-	"github.com/tikali/monky-deployd/sim"
+	"github.com/tikali/monky-deployd/internal/config"
+	"github.com/tikali/monky-deployd/internal/redact"
+	"github.com/tikali/monky-deployd/internal/sim"
 	"github.com/tikali/monky-deployd/states"
 	"github.com/tikali/monky-deployd/store"
 	"github.com/tikali/monky-deployd/transport"

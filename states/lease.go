@@ -9,12 +9,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tikali/monky-deployd/bundle"
 	"github.com/tikali/monky-deployd/effects"
 	"github.com/tikali/monky-deployd/effects/files"
-	"github.com/tikali/monky-deployd/failpoint"
+	"github.com/tikali/monky-deployd/internal/bundle"
+	"github.com/tikali/monky-deployd/internal/failpoint"
+	"github.com/tikali/monky-deployd/internal/redact"
 	"github.com/tikali/monky-deployd/machine"
-	"github.com/tikali/monky-deployd/redact"
 	"github.com/tikali/monky-deployd/store"
 )
 

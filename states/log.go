@@ -1,8 +1,8 @@
 package states
 
 import (
+	"github.com/tikali/monky-deployd/internal/redact"
 	"github.com/tikali/monky-deployd/machine"
-	"github.com/tikali/monky-deployd/redact"
 	"github.com/tikali/monky-deployd/store"
 )
 

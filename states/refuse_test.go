@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tikali/monky-deployd/bundle"
+	"github.com/tikali/monky-deployd/internal/bundle"
 )
 
 // rawTar builds an archive by hand, for bundles the simulator would not render.

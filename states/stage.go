@@ -8,13 +8,13 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/tikali/monky-deployd/bundle"
 	"github.com/tikali/monky-deployd/effects"
 	"github.com/tikali/monky-deployd/effects/docker"
 	"github.com/tikali/monky-deployd/effects/files"
-	"github.com/tikali/monky-deployd/failpoint"
+	"github.com/tikali/monky-deployd/internal/bundle"
+	"github.com/tikali/monky-deployd/internal/failpoint"
+	"github.com/tikali/monky-deployd/internal/redact"
 	"github.com/tikali/monky-deployd/machine"
-	"github.com/tikali/monky-deployd/redact"
 )
 
 // stepStage: LoggedIn → Staged | Failed. Read the manifest's secrets (pinned versions), write

@@ -6,8 +6,8 @@ import (
 	"os"
 
 	"github.com/tikali/monky-deployd/effects"
+	"github.com/tikali/monky-deployd/internal/redact"
 	"github.com/tikali/monky-deployd/machine"
-	"github.com/tikali/monky-deployd/redact"
 	"github.com/tikali/monky-deployd/store"
 )
 

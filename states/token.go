@@ -11,9 +11,9 @@ import (
 
 	"github.com/tikali/monky-deployd/effects"
 	"github.com/tikali/monky-deployd/effects/files"
-	"github.com/tikali/monky-deployd/failpoint"
+	"github.com/tikali/monky-deployd/internal/failpoint"
+	"github.com/tikali/monky-deployd/internal/redact"
 	"github.com/tikali/monky-deployd/machine"
-	"github.com/tikali/monky-deployd/redact"
 	"github.com/tikali/monky-deployd/store"
 )
 

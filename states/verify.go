@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/tikali/monky-deployd/bundle"
 	"github.com/tikali/monky-deployd/effects"
+	"github.com/tikali/monky-deployd/internal/bundle"
+	"github.com/tikali/monky-deployd/internal/redact"
 	"github.com/tikali/monky-deployd/machine"
-	"github.com/tikali/monky-deployd/redact"
 )
 
 const (

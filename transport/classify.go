@@ -12,8 +12,8 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/tikali/monky-deployd/config"
 	"github.com/tikali/monky-deployd/effects"
+	"github.com/tikali/monky-deployd/internal/config"
 )
 
 // Classify turns a transport-level failure of op towards hostport (the intercept host:port)

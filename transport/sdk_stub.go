@@ -3,8 +3,8 @@
 package transport
 
 import (
-	"github.com/tikali/monky-deployd/config"
 	"github.com/tikali/monky-deployd/effects"
+	"github.com/tikali/monky-deployd/internal/config"
 )
 
 // newSDK in the default build: there is no OpenZiti SDK in it (the `sdk` Makefile target

@@ -15,8 +15,8 @@ import (
 
 	"github.com/openziti/sdk-golang/ziti"
 
-	"github.com/tikali/monky-deployd/config"
 	"github.com/tikali/monky-deployd/effects"
+	"github.com/tikali/monky-deployd/internal/config"
 )
 
 type sdkDialer struct {

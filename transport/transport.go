@@ -16,8 +16,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/tikali/monky-deployd/config"
 	"github.com/tikali/monky-deployd/effects"
+	"github.com/tikali/monky-deployd/internal/config"
 )
 
 // Dialer opens the TCP connections of every HTTP call the agent makes.

@@ -24,8 +24,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tikali/monky-deployd/config"
 	"github.com/tikali/monky-deployd/effects"
+	"github.com/tikali/monky-deployd/internal/config"
 )
 
 const baoName = "bao.cbs.tikali.net"

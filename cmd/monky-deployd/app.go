@@ -17,20 +17,20 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/urfave/cli/v2"
 
-	"github.com/tikali/monky-deployd/config"
 	"github.com/tikali/monky-deployd/effects/bao"
 	"github.com/tikali/monky-deployd/effects/disk"
 	"github.com/tikali/monky-deployd/effects/docker"
 	"github.com/tikali/monky-deployd/effects/tenancy"
-	"github.com/tikali/monky-deployd/explain"
-	"github.com/tikali/monky-deployd/logging"
+	"github.com/tikali/monky-deployd/internal/config"
+	"github.com/tikali/monky-deployd/internal/explain"
+	"github.com/tikali/monky-deployd/internal/logging"
+	"github.com/tikali/monky-deployd/internal/metrics"
+	"github.com/tikali/monky-deployd/internal/redact"
+	"github.com/tikali/monky-deployd/internal/version"
 	"github.com/tikali/monky-deployd/machine"
-	"github.com/tikali/monky-deployd/metrics"
-	"github.com/tikali/monky-deployd/redact"
 	"github.com/tikali/monky-deployd/states"
 	"github.com/tikali/monky-deployd/store"
 	"github.com/tikali/monky-deployd/transport"
-	"github.com/tikali/monky-deployd/version"
 )
 
 // exitError carries an exit code out of a command without exiting inside the cli library

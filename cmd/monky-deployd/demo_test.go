@@ -15,7 +15,7 @@ func TestDemo(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: the demo builds the docker stub and runs the simulator and five ticks (a few seconds)")
 	}
-	cmd := exec.Command("bash", "../../scripts/demo.sh")
+	cmd := exec.Command("bash", "../../test/demo.sh")
 	env := []string{"MONKY_DEMO_BIN=" + binDir}
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "MONKY_DEMO_") && !strings.HasPrefix(kv, "FAKE_DOCKER_") && !strings.HasPrefix(kv, "MONKY_DEPLOYD_") {

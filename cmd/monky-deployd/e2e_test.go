@@ -40,7 +40,7 @@ func testMain(m *testing.M) int {
 	}
 	defer os.RemoveAll(dir)
 	binDir = dir
-	ld := "-X github.com/tikali/monky-deployd/version.Version=" + wantVersion
+	ld := "-X github.com/tikali/monky-deployd/internal/version.Version=" + wantVersion
 	builds := [][]string{
 		{"build", "-ldflags", ld, "-o", filepath.Join(dir, "monky-deployd"), "."},
 		{"build", "-tags", "failpoints", "-ldflags", ld, "-o", filepath.Join(dir, "monky-deployd-fp"), "."},

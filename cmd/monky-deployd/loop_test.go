@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tikali/monky-deployd/config"
+	"github.com/tikali/monky-deployd/internal/config"
 )
 
 // Loop mode ticks at tenancy's checkin_interval_s and stops on SIGTERM with exit 0 after the

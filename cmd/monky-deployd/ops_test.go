@@ -13,7 +13,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
-	"github.com/tikali/monky-deployd/config"
+	"github.com/tikali/monky-deployd/internal/config"
 	"github.com/tikali/monky-deployd/store"
 )
 

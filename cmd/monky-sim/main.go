@@ -35,7 +35,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/tikali/monky-deployd/sim"
+	"github.com/tikali/monky-deployd/internal/sim"
 )
 
 func main() {

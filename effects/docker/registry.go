@@ -10,7 +10,7 @@ import (
 	"strings"
 
 	"github.com/tikali/monky-deployd/effects/files"
-	"github.com/tikali/monky-deployd/failpoint"
+	"github.com/tikali/monky-deployd/internal/failpoint"
 )
 
 // RegistryAuth is the registry pull credential. Password is a secret: String never shows it.

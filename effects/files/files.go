@@ -15,7 +15,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/tikali/monky-deployd/failpoint"
+	"github.com/tikali/monky-deployd/internal/failpoint"
 )
 
 // FS is the set of file operations the agent performs on its own files (token, grant, docker

@@ -19,8 +19,8 @@ import (
 	"time"
 
 	"github.com/tikali/monky-deployd/effects"
+	"github.com/tikali/monky-deployd/internal/version"
 	"github.com/tikali/monky-deployd/transport"
-	"github.com/tikali/monky-deployd/version"
 )
 
 // Limits on what is read from tenancy besides a bundle.

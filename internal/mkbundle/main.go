@@ -26,7 +26,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tikali/monky-deployd/bundle"
+	"github.com/tikali/monky-deployd/internal/bundle"
 )
 
 func main() {

@@ -27,8 +27,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/tikali/monky-deployd/bundle"
-	"github.com/tikali/monky-deployd/sim"
+	"github.com/tikali/monky-deployd/internal/bundle"
+	"github.com/tikali/monky-deployd/internal/sim"
 )
 
 func main() {

@@ -1,0 +1,327 @@
+package config
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+const minimal = "env_id: env-qa-02\nsite: cbs\n"
+
+func parse(t *testing.T, y string) *Config {
+	t.Helper()
+	c, err := Parse([]byte(y), "/etc/x.yaml")
+	if err != nil {
+		t.Fatalf("Parse: %v", err)
+	}
+	return c
+}
+
+func TestParseDefaultsAndDerivations(t *testing.T) {
+	c := parse(t, minimal)
+	want := &Config{
+		EnvID: "env-qa-02", Site: "cbs", Transport: "sdk",
+		Identity: "/opt/openziti/etc/identities/monky-host.env-qa-02.json",
+		Tenancy: Tenancy{Service: "monky.tenancy.deploy", Host: "monky.tenancy.deploy", Port: 443,
+			Scheme: "http", ProxyAddr: "127.0.0.1:18443", TimeoutS: 30},
+		Bao: Bao{Service: "openbao", Addr: "https://bao.cbs.tikali.net:8200", AuthMount: "jwt-tenancy",
+			Role: "see-env", KVMount: "monky", CAFile: "/etc/monky-deployd/openbao-ca.pem",
+			ProxyAddr: "127.0.0.1:18200", RenewBelow: 21600, TimeoutS: 30},
+		IntervalS: 60, VolumesOnAbsent: "keep",
+		Disk:     Disk{Factor: 1.5, HeadroomBytes: 2147483648},
+		StateDir: "/var/lib/monky-deployd", DeployDir: "/var/lib/monky-deployd/env-qa-02",
+		ComposeProject: "monky-env-qa-02", BootstrapPath: "/etc/monky-deployd/bootstrap.jwt",
+		HealthyTimeoutS: 300, DockerBin: "docker", RegistryHost: "harbor.tikali.net",
+		MaxBundleBytes: 67108864, KeepReleases: 3, LogLevel: "INFO",
+		Path: "/etc/x.yaml",
+	}
+	sum := sha256.Sum256([]byte(minimal))
+	want.Hash = hex.EncodeToString(sum[:])
+	if !reflect.DeepEqual(c, want) {
+		t.Fatalf("defaults:\n got %+v\nwant %+v", c, want)
+	}
+	if got := c.TenancyBaseURL(); got != "http://monky.tenancy.deploy:443" {
+		t.Errorf("TenancyBaseURL = %q", got)
+	}
+	if h, p := c.BaoHostPort(); h != "bao.cbs.tikali.net" || p != 8200 {
+		t.Errorf("BaoHostPort = %q %d", h, p)
+	}
+	if c.IsProd() || c.TokenPath() != "/var/lib/monky-deployd/bao.token" {
+		t.Errorf("IsProd %v TokenPath %q", c.IsProd(), c.TokenPath())
+	}
+	if c.TenancyTimeout().Seconds() != 30 {
+		t.Errorf("TenancyTimeout %v", c.TenancyTimeout())
+	}
+}
+
+func TestParseDerivationsFollowStateDirAndOverrides(t *testing.T) {
+	c := parse(t, minimal+"state_dir: /srv/monky/\nlog_level: debug\nbao:\n  addr: http://127.0.0.1\n")
+	if c.StateDir != "/srv/monky" || c.DeployDir != "/srv/monky/env-qa-02" || c.StatePath() != "/srv/monky/state.db" {
+		t.Errorf("state_dir %q deploy_dir %q", c.StateDir, c.DeployDir)
+	}
+	if c.LogLevel != "DEBUG" {
+		t.Errorf("log_level %q, want normalised DEBUG", c.LogLevel)
+	}
+	if h, p := c.BaoHostPort(); h != "127.0.0.1" || p != 80 {
+		t.Errorf("BaoHostPort %q %d, want the http default port", h, p)
+	}
+	c = parse(t, minimal+"deploy_dir: /opt/app\ncompose_project: shop_1\ntenancy:\n  host: \"\"\n  service: t.svc\n")
+	if c.DeployDir != "/opt/app" || c.ComposeProject != "shop_1" || c.Tenancy.Host != "t.svc" {
+		t.Errorf("overrides: %q %q %q", c.DeployDir, c.ComposeProject, c.Tenancy.Host)
+	}
+}
+
+func TestParseBaseURLAlias(t *testing.T) {
+	cases := []struct {
+		name, tenancy string
+		want          string // TenancyBaseURL
+		err           string
+	}{
+		{"explicit port", "  base_url: http://monky.tenancy.deploy:443\n", "http://monky.tenancy.deploy:443", ""},
+		{"https default port", "  base_url: https://t.example\n", "https://t.example:443", ""},
+		{"http default port", "  base_url: http://t.example/\n", "http://t.example:80", ""},
+		{"agrees with explicit", "  base_url: http://t.example:8443\n  port: 8443\n  host: t.example\n", "http://t.example:8443", ""},
+		{"port conflict", "  port: 8081\n  base_url: http://monky.tenancy.deploy:443\n", "",
+			`config /etc/x.yaml: line 5: tenancy.base_url "http://monky.tenancy.deploy:443" conflicts with tenancy.port 8081 (line 4)`},
+		{"host conflict", "  base_url: http://a.example\n  host: b.example\n", "", "conflicts with tenancy.host b.example"},
+		{"scheme conflict", "  base_url: https://a.example\n  scheme: http\n", "", "conflicts with tenancy.scheme http"},
+		{"bad scheme", "  base_url: ftp://a.example\n", "", "tenancy.base_url"},
+		{"path", "  base_url: http://a.example/api\n", "", "must be a URL"},
+		{"no host", "  base_url: http://\n", "", "must be a URL"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := Parse([]byte(minimal+"tenancy:\n"+tc.tenancy), "/etc/x.yaml")
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("err = %v, want one containing %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := c.TenancyBaseURL(); got != tc.want {
+				t.Errorf("TenancyBaseURL = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestParseProd(t *testing.T) {
+	cases := []struct {
+		y    string
+		want bool
+	}{
+		{"env_id: env-prod-01\nsite: cbs\n", true},
+		{"env_id: env-prod-01\nsite: cbs\nprod: false\n", false},
+		{"env_id: env-qa-02\nsite: cbs\nprod: true\n", true},
+		{"env_id: env-qa-02\nsite: cbs\n", false},
+		{"env_id: env-production-01\nsite: cbs\n", false},
+	}
+	for _, tc := range cases {
+		if got := parse(t, tc.y).IsProd(); got != tc.want {
+			t.Errorf("%q: IsProd = %v, want %v", tc.y, got, tc.want)
+		}
+	}
+}
+
+// Every error is one line that names the key (and the line, when the key is in the file).
+func TestParseErrors(t *testing.T) {
+	cases := []struct {
+		name, y, want string
+	}{
+		{"unknown top-level", minimal + "intervall_s: 5\n", `config /etc/x.yaml: line 3: unknown key "intervall_s"`},
+		{"unknown nested", "env_id: env-qa-02\nsite: cbs\ntenancy:\n  service: x\n  port: 443\n\n  prot: 1\n",
+			`config /etc/x.yaml: line 7: unknown key "tenancy.prot"`},
+		{"unknown deep", minimal + "disk:\n  factor: 2\n  extra:\n    a: 1\n", `line 5: unknown key "disk.extra"`},
+		{"approle", minimal + "bao:\n  addr: https://b:8200\n  approle:\n    role_id: x\n",
+			`config /etc/x.yaml: line 5: bao.approle: AppRole is gone (ADR-0028 amendment): the agent logs in with the deploy grant (jwt-tenancy/see-env)`},
+		{"duplicate", minimal + "site: other\n", `line 3: key "site" given twice (first on line 2)`},
+		{"type int", minimal + "interval_s: soon\n", `line 3: interval_s: want an integer, got "soon"`},
+		{"type int quoted", minimal + "tenancy:\n  port: \"443\"\n", `line 4: tenancy.port: want an integer, got "443"`},
+		{"type bool", minimal + "laptop_mode: yes\n", `line 3: laptop_mode: want true or false, got "yes"`},
+		{"type prod", minimal + "prod: 1\n", `line 3: prod: want true or false`},
+		{"type list", minimal + "site2: [a]\n", `unknown key "site2"`},
+		{"list for string", minimal + "docker_bin: [docker]\n", `line 3: docker_bin: want a string, got a list`},
+		{"scalar for map", minimal + "bao: openbao\n", `line 3: bao: want a mapping of keys`},
+		{"float for int", minimal + "keep_releases: 2.5\n", `keep_releases: want an integer`},
+		{"missing env_id", "site: cbs\n", `config /etc/x.yaml: env_id is required`},
+		{"empty env_id", "env_id:\nsite: cbs\n", `line 1: env_id is required`},
+		{"bad env_id", "env_id: qa-02\nsite: cbs\n", `line 1: env_id "qa-02" must look like env-<tier>-<nn>`},
+		{"bad env_id chars", "env_id: env-qa-02/../x\nsite: cbs\n", `env_id "env-qa-02/../x" must look like`},
+		{"missing site", "env_id: env-qa-02\n", `site is required`},
+		{"transport", minimal + "transport: ssh\n", `line 3: transport "ssh" must be sdk, proxy or system`},
+		{"volumes", minimal + "volumes_on_absent: delete\n", `volumes_on_absent "delete" must be keep or purge`},
+		{"scheme", minimal + "tenancy:\n  scheme: ftp\n", `line 4: tenancy.scheme "ftp" must be http or https`},
+		{"zero interval", minimal + "interval_s: 0\n", `line 3: interval_s must be a positive number, got 0`},
+		{"negative timeout", minimal + "bao:\n  timeout_s: -1\n", `line 4: bao.timeout_s must be a positive number`},
+		{"zero factor", minimal + "disk:\n  factor: 0\n", `disk.factor must be a positive number`},
+		{"negative headroom", minimal + "disk:\n  headroom_bytes: -5\n", `disk.headroom_bytes must not be negative`},
+		{"port range", minimal + "tenancy:\n  port: 70000\n", `tenancy.port 70000 is not a TCP port`},
+		{"bao addr no scheme", minimal + "bao:\n  addr: bao.cbs.tikali.net:8200\n", `line 4: bao.addr "bao.cbs.tikali.net:8200" must be a URL`},
+		{"bao addr ftp", minimal + "bao:\n  addr: ftp://bao\n", `bao.addr "ftp://bao" must be a URL`},
+		{"bao addr no host", minimal + "bao:\n  addr: https://\n", `bao.addr`},
+		{"log level", minimal + "log_level: verbose\n", `log_level "VERBOSE" must be DEBUG, INFO, WARN or ERROR`},
+		{"relative state_dir", minimal + "state_dir: var/lib\n", `state_dir "var/lib" must be an absolute path`},
+		{"proxy addr", minimal + "bao:\n  proxy_addr: localhost\n", `bao.proxy_addr "localhost" must be host:port`},
+		{"project", minimal + "compose_project: Monky Shop\n", `compose_project "Monky Shop"`},
+		{"registry scheme", minimal + "registry_host: https://harbor\n", `registry_host "https://harbor"`},
+		{"not a mapping", "- a\n- b\n", `line 1: the file must be a mapping`},
+		{"syntax", minimal + "tenancy:\n  port: 1\n bad\n", `config /etc/x.yaml: line`},
+		{"two documents", minimal + "---\nsite: x\n", `more than one YAML document`},
+		{"anchor", "env_id: &e env-qa-02\nsite: cbs\n", `line 1: YAML anchors and aliases are not allowed`},
+		{"non-scalar key", minimal + "? [a, b]\n: 1\n", `a key must be a plain name`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse([]byte(tc.y), "/etc/x.yaml")
+			if err == nil {
+				t.Fatalf("accepted, want error containing %q", tc.want)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %q\nwant it to contain %q", err, tc.want)
+			}
+			if strings.Contains(err.Error(), "\n") {
+				t.Errorf("error spans lines: %q", err)
+			}
+			var ce *Error
+			if !errors.As(err, &ce) {
+				t.Errorf("error is %T, want *config.Error", err)
+			}
+		})
+	}
+}
+
+func TestParseRefusesAliasBomb(t *testing.T) {
+	y := minimal + `a: &a ["x","x","x","x","x","x","x","x","x"]
+b: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]
+c: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]
+d: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c]
+e: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d]
+f: &f [*e,*e,*e,*e,*e,*e,*e,*e,*e]
+g: &g [*f,*f,*f,*f,*f,*f,*f,*f,*f]
+`
+	_, err := Parse([]byte(y), "/etc/x.yaml")
+	if err == nil || !strings.Contains(err.Error(), "line 3: YAML anchors and aliases are not allowed") {
+		t.Fatalf("err = %v", err)
+	}
+	// An alias alone (pointing at an anchor on a key of ours) is refused as well.
+	_, err = Parse([]byte("env_id: &e env-qa-02\nsite: *e\n"), "/etc/x.yaml")
+	if err == nil || !strings.Contains(err.Error(), "anchors and aliases") {
+		t.Fatalf("alias: err = %v", err)
+	}
+}
+
+func TestParseRefusesDeepNesting(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(minimal + "tenancy:\n")
+	for i := 1; i <= 12; i++ {
+		b.WriteString(strings.Repeat("  ", i) + "k:\n")
+	}
+	b.WriteString(strings.Repeat("  ", 13) + "v: 1\n")
+	_, err := Parse([]byte(b.String()), "/etc/x.yaml")
+	if err == nil || !strings.Contains(err.Error(), "nesting deeper than 10 levels") {
+		t.Fatalf("err = %v", err)
+	}
+	// Flow style, no keys of ours involved: the depth check runs before the key walk.
+	_, err = Parse([]byte(minimal+"x: "+strings.Repeat("[", 50)+strings.Repeat("]", 50)+"\n"), "/etc/x.yaml")
+	if err == nil || !strings.Contains(err.Error(), "nesting deeper than 10 levels") {
+		t.Fatalf("flow: err = %v", err)
+	}
+}
+
+func TestParseNullValuesTakeDefaults(t *testing.T) {
+	c := parse(t, minimal+"tenancy:\ninterval_s:\ndisk:\n  factor:\n")
+	if c.Tenancy.Port != 443 || c.IntervalS != 60 || c.Disk.Factor != 1.5 {
+		t.Errorf("null values: port %d interval %d factor %g", c.Tenancy.Port, c.IntervalS, c.Disk.Factor)
+	}
+}
+
+func TestLoad(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "config.yaml")
+	if err := os.WriteFile(p, []byte(minimal), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Load(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Path != p || len(c.Hash) != 64 {
+		t.Errorf("Path %q Hash %q", c.Path, c.Hash)
+	}
+	if err := os.WriteFile(p, []byte(minimal+"# changed\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c2, err := Load(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c2.Hash == c.Hash {
+		t.Error("a changed file kept its hash")
+	}
+	if _, err := Load(filepath.Join(dir, "missing.yaml")); err == nil || !strings.Contains(err.Error(), "missing.yaml") {
+		t.Errorf("missing file: %v", err)
+	}
+	big := filepath.Join(dir, "big.yaml")
+	if err := os.WriteFile(big, []byte(minimal+"#"+strings.Repeat("x", MaxFileBytes)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(big); err == nil || !strings.Contains(err.Error(), "larger than") {
+		t.Errorf("big file: %v", err)
+	}
+}
+
+// The shipped example documents the defaults: parsing it gives exactly what an empty config gives.
+func TestExampleMatchesDefaults(t *testing.T) {
+	data, err := os.ReadFile("../../config.example.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ex, err := Parse(data, "config.example.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	def := parse(t, "env_id: "+ex.EnvID+"\nsite: "+ex.Site+"\n")
+	ex.Hash, def.Hash, ex.Path, def.Path = "", "", "", ""
+	if !reflect.DeepEqual(ex, def) {
+		t.Errorf("config.example.yaml differs from the defaults:\n example %+v\ndefaults %+v", ex, def)
+	}
+	// Every key of the struct appears in the example (commented-out ones count).
+	for _, key := range allKeys(reflect.TypeOf(Config{}), "") {
+		leaf := key[strings.LastIndex(key, ".")+1:]
+		if !strings.Contains(string(data), leaf+":") {
+			t.Errorf("config.example.yaml does not mention %s", key)
+		}
+	}
+}
+
+func allKeys(t reflect.Type, prefix string) []string {
+	var out []string
+	for i := 0; i < t.NumField(); i++ {
+		tag, _, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ",")
+		if tag == "" || tag == "-" {
+			continue
+		}
+		if t.Field(i).Type.Kind() == reflect.Struct {
+			out = append(out, allKeys(t.Field(i).Type, prefix+tag+".")...)
+			continue
+		}
+		out = append(out, prefix+tag)
+	}
+	return out
+}
+
+func TestLoadNamesAMissingFileAndWhatWritesIt(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "config.yaml")
+	_, err := Load(p)
+	if err == nil || !strings.Contains(err.Error(), p) || !strings.Contains(err.Error(), "no such file") || strings.Count(err.Error(), p) != 1 {
+		t.Fatalf("err = %v", err)
+	}
+}

@@ -1,0 +1,175 @@
+package metrics_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/tikali/monky-deployd/internal/metrics"
+	"github.com/tikali/monky-deployd/store"
+)
+
+var t0 = time.Date(2026, 3, 2, 14, 0, 0, 0, time.UTC)
+
+// box writes a refused record at tick n with its journal, as the machine leaves it.
+func box(t *testing.T, st store.Store, n uint64, refuse bool) {
+	t.Helper()
+	err := st.Update(func(tx store.Tx) error {
+		rec := store.Record{EnvID: "env-qa-02", State: "Reported", Tick: n, AppliedSha: "5b2e", DesiredSha: "7a10",
+			LastCheckinAt: t0, Token: store.TokenMeta{Present: true, Source: "lease", ExpiresAt: t0.Add(24 * time.Hour)},
+			Containers: []store.Container{{Name: "a", Service: "api", State: "running", Health: "healthy"},
+				{Name: "w", Service: "worker", State: "running"}, {Name: "d", Service: "db", State: "exited"}}}
+		if refuse {
+			rec.State = "Refused"
+			rec.Refusal = &store.Refusal{Sha: "7a10", Code: "DISK_INSUFFICIENT", Detail: "image storage (/var/lib/docker) has 10 MiB free, bundle needs 200 MiB"}
+			if _, err := tx.Append(store.Entry{Tick: n, At: t0, From: "BundleVerified", To: "Refused", Event: "refuse", Code: "DISK_INSUFFICIENT"}); err != nil {
+				return err
+			}
+		}
+		if err := tx.PutTick(store.TickSummary{Tick: n, StartedAt: t0}); err != nil {
+			return err
+		}
+		if err := tx.AddLease(store.LeaseEvent{At: t0.Add(-10 * time.Minute), Outcome: "asked"}); err != nil {
+			return err
+		}
+		if _, err := tx.Enqueue(store.QueuedReport{Queued: t0, Meta: store.QueuedReportMeta{Result: "failed", Sha: "7a10"}}); err != nil {
+			return err
+		}
+		return tx.PutRecord(rec)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func parse(t *testing.T, path string) map[string]*dto.MetricFamily {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(f)
+	if err != nil {
+		t.Fatalf("the textfile does not parse: %v", err)
+	}
+	return fams
+}
+
+// value returns the value of the family's sample whose labels include want.
+func value(t *testing.T, fams map[string]*dto.MetricFamily, name string, want map[string]string) float64 {
+	t.Helper()
+	fam, ok := fams[name]
+	if !ok {
+		t.Fatalf("no family %s", name)
+	}
+	for _, m := range fam.Metric {
+		labels := map[string]string{}
+		for _, l := range m.Label {
+			labels[l.GetName()] = l.GetValue()
+		}
+		if labels["env"] != "env-qa-02" {
+			t.Errorf("%s lacks env label: %v", name, labels)
+		}
+		match := true
+		for k, v := range want {
+			if labels[k] != v {
+				match = false
+			}
+		}
+		if !match {
+			continue
+		}
+		switch {
+		case m.Gauge != nil:
+			return m.Gauge.GetValue()
+		case m.Counter != nil:
+			return m.Counter.GetValue()
+		}
+	}
+	t.Fatalf("no sample of %s with %v", name, want)
+	return 0
+}
+
+func TestWriteTextfileParsesWithValues(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "monky_deployd.prom")
+	counters := filepath.Join(dir, metrics.CountersFile)
+	st := store.NewMemory()
+
+	box(t, st, 1, false)
+	if err := metrics.Write(path, counters, st, metrics.Tick{Exit: 0, Duration: 1500 * time.Millisecond, EndedAt: t0}); err != nil {
+		t.Fatal(err)
+	}
+	box(t, st, 2, true)
+	tick2 := metrics.Tick{Exit: 1, Duration: 250 * time.Millisecond, EndedAt: t0.Add(time.Minute)}
+	if err := metrics.Write(path, counters, st, tick2); err != nil {
+		t.Fatal(err)
+	}
+	// the same tick written twice counts once
+	if err := metrics.Write(path, counters, st, tick2); err != nil {
+		t.Fatal(err)
+	}
+	fams := parse(t, path)
+	checks := []struct {
+		name   string
+		labels map[string]string
+		want   float64
+	}{
+		{"monky_deployd_state", map[string]string{"state": "Refused"}, 1},
+		{"monky_deployd_state", map[string]string{"state": "Reported"}, 0},
+		{"monky_deployd_sha_info", map[string]string{"kind": "applied", "sha": "5b2e"}, 1},
+		{"monky_deployd_sha_info", map[string]string{"kind": "desired", "sha": "7a10"}, 1},
+		{"monky_deployd_last_tick_exit_code", nil, 1},
+		{"monky_deployd_last_tick_duration_seconds", nil, 0.25},
+		{"monky_deployd_last_tick_timestamp_seconds", nil, float64(t0.Add(time.Minute).Unix())},
+		{"monky_deployd_last_checkin_timestamp_seconds", nil, float64(t0.Unix())},
+		{"monky_deployd_ticks_total", map[string]string{"exit": "0"}, 1},
+		{"monky_deployd_ticks_total", map[string]string{"exit": "1"}, 1},
+		{"monky_deployd_refusals_total", map[string]string{"code": "DISK_INSUFFICIENT"}, 1},
+		{"monky_deployd_lease_budget_used", nil, 2},
+		{"monky_deployd_lease_budget_limit", nil, 5},
+		{"monky_deployd_token_expiry_timestamp_seconds", nil, float64(t0.Add(24 * time.Hour).Unix())},
+		{"monky_deployd_outbox_reports", nil, 2},
+		{"monky_deployd_containers_healthy", nil, 2},
+		{"monky_deployd_containers_total", nil, 3},
+	}
+	for _, c := range checks {
+		if got := value(t, fams, c.name, c.labels); got != c.want {
+			t.Errorf("%s%v = %v, want %v", c.name, c.labels, got, c.want)
+		}
+	}
+	if n := len(fams["monky_deployd_state"].Metric); n != 14 {
+		t.Errorf("state is one-hot over %d states, want 14", n)
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Size() == 0 {
+		t.Errorf("textfile: %v", err)
+	}
+	left, _ := filepath.Glob(filepath.Join(dir, "*.tmp*"))
+	if len(left) != 0 {
+		t.Errorf("temp files left behind: %v", left)
+	}
+}
+
+func TestDamagedCountersStartOver(t *testing.T) {
+	dir := t.TempDir()
+	counters := filepath.Join(dir, metrics.CountersFile)
+	if err := os.WriteFile(counters, []byte("{not json"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	st := store.NewMemory()
+	box(t, st, 7, false)
+	path := filepath.Join(dir, "m.prom")
+	if err := metrics.Write(path, counters, st, metrics.Tick{Exit: 75, EndedAt: t0}); err != nil {
+		t.Fatal(err)
+	}
+	if got := value(t, parse(t, path), "monky_deployd_ticks_total", map[string]string{"exit": "75"}); got != 1 {
+		t.Errorf("ticks_total{exit=75} = %v after a damaged counters file, want 1", got)
+	}
+}

@@ -1,0 +1,22 @@
+# Performance figures (docs/PERFORMANCE.md).
+#   make bench        the tick vs its floors, RSS, CPU, Go benchmarks, status/explain, binary size
+#   make bench-year   525,600 heartbeat ticks and 5,000 applies in process (~25 min on 2 cores: ~3 ms of CPU a tick)
+#   make bench-fleet  1,000 agents in loop mode against one simulator (~3 min)
+BENCH_SHM := $(shell test -d /dev/shm -a -w /dev/shm && echo /dev/shm || echo $${TMPDIR:-/tmp})
+
+.PHONY: bench bench-year bench-fleet
+
+bench:
+	bash test/bench/bench.sh
+
+bench-year:
+	@mkdir -p $(BENCH_SHM)/monky-bench-year.out
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(BENCH_SHM)/monky-bench-year.out/year ./test/bench/year
+	$(BENCH_SHM)/monky-bench-year.out/year -dir $(BENCH_SHM)/monky-bench-year -steps 20 | tee $(BENCH_SHM)/monky-bench-year.out/year.txt
+	@grep -q '^year: config for status' $(BENCH_SHM)/monky-bench-year.out/year.txt || { echo "bench-year: the run did not finish" >&2; exit 1; }
+	cp $(BENCH_SHM)/monky-bench-year.out/year.txt $(BENCH_SHM)/monky-bench-year/done
+
+bench-fleet:
+	@mkdir -p $(BENCH_SHM)/monky-bench-fleet.out
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(BENCH_SHM)/monky-bench-fleet.out/fleet ./test/bench/fleet
+	$(BENCH_SHM)/monky-bench-fleet.out/fleet -dir $(BENCH_SHM)/monky-bench-fleet

@@ -1,0 +1,183 @@
+#!/usr/bin/env bash
+# make bench: the performance figures of docs/PERFORMANCE.md in one run.
+#
+#   (a) a heartbeat tick of the agent binary (CGO_ENABLED=0, -trimpath, -ldflags "-s -w") against
+#       the monky-sim binary, with the recording docker stub as docker_bin;
+#   (b) the floor: test/bench/floor, the same check-in, stub `compose ps` and report, nothing else;
+#   (c) the predecessor's floor: python3 importing the modules its agent imported;
+# timed side by side with hyperfine (medians, ratios a/b and a/c) and with /usr/bin/time -v (peak
+# RSS, CPU); then the Go benchmarks (bundle verification MB/s, the agent-side time of a 100-file
+# apply), `status` and `explain` on a state file holding a year of history, and the binary size.
+#
+# The year's state file comes from `make bench-year` (the full 525,600 ticks; ~25 min) when its
+# directory holds a finished run; otherwise a compressed year is made here (2,200 applies with 3
+# heartbeats between them: enough to fill the journal's 2,000-tick retention, and all of it within
+# MaxAge, so it is the harder case for status and explain; ~3 min).
+#
+# Environment: BENCH_RUNS (hyperfine runs, default 30), BENCH_TIME_RUNS (/usr/bin/time runs,
+# default 10), BENCH_YEAR_DIR (default /dev/shm/monky-bench-year). It installs hyperfine and time
+# from Debian's packages when they are missing and it runs as root. Everything else lives in a
+# temporary directory that is removed at the end; the simulator is stopped.
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+RUNS=${BENCH_RUNS:-30}
+TRUNS=${BENCH_TIME_RUNS:-10}
+SHM=/dev/shm
+[[ -d $SHM && -w $SHM ]] || SHM=${TMPDIR:-/tmp}
+YEAR_DIR=${BENCH_YEAR_DIR:-$SHM/monky-bench-year}
+ENV_ID=env-demo-01
+PY_IMPORTS='import json, http.client, ssl, subprocess, logging, argparse, tarfile, hashlib, fcntl'
+
+need() {
+	local cmd=$1 pkg=$2
+	if ! command -v "$cmd" >/dev/null 2>&1; then
+		if [[ $(id -u) -eq 0 ]] && command -v apt-get >/dev/null 2>&1; then
+			echo "bench: installing $pkg"
+			apt-get install -y "$pkg" >/dev/null || { apt-get update >/dev/null && apt-get install -y "$pkg" >/dev/null; }
+		else
+			echo "bench: $cmd is missing: apt-get install -y $pkg" >&2
+			exit 1
+		fi
+	fi
+}
+need hyperfine hyperfine
+[[ -x /usr/bin/time ]] || need /usr/bin/time time
+need python3 python3
+
+WORK=$(mktemp -d "$SHM/monky-bench.XXXXXX")
+SIM_PID=""
+cleanup() {
+	if [[ -n "$SIM_PID" ]] && kill -0 "$SIM_PID" 2>/dev/null; then
+		kill "$SIM_PID" 2>/dev/null || true
+		wait "$SIM_PID" 2>/dev/null || true
+	fi
+	rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+banner() { printf '\n==== %s ====\n' "$*"; }
+
+banner "machine"
+echo "nproc: $(nproc)   cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')   $(go version)"
+echo "hyperfine: $(hyperfine --version)   python3: $(python3 --version 2>&1)   work dir: $WORK"
+
+banner "build (CGO_ENABLED=0, -trimpath, -ldflags -s -w)"
+BIN=$WORK/bin
+mkdir -p "$BIN"
+LD="-s -w -X github.com/tikali/monky-deployd/internal/version.Version=$(cat VERSION)"
+CGO_ENABLED=0 go build -trimpath -ldflags "$LD" -o "$BIN/monky-deployd" ./cmd/monky-deployd
+CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$BIN/floor" ./test/bench/floor
+CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$BIN/monky-sim" ./cmd/monky-sim
+CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$BIN/docker" ./internal/fakedocker
+CGO_ENABLED=0 go build -trimpath -o "$BIN/year" ./test/bench/year
+AGENT_SIZE=$(stat -c %s "$BIN/monky-deployd")
+FLOOR_SIZE=$(stat -c %s "$BIN/floor")
+awk -v a="$AGENT_SIZE" -v f="$FLOOR_SIZE" 'BEGIN {printf "monky-deployd: %d bytes (%.1f MiB)   floor: %d bytes (%.1f MiB)\n", a, a/1048576, f, f/1048576}'
+
+banner "converge one box against monky-sim (docker stub)"
+export FAKE_DOCKER_STATE=$WORK/docker-state
+mkdir -p "$FAKE_DOCKER_STATE"
+KIT=$WORK/kit
+STATE=$WORK/state
+"$BIN/monky-sim" serve --releases testdata/demo --env "$ENV_ID" --kit "$KIT" --addr-file "$WORK/addr.json" \
+	--state-dir "$STATE" --docker-bin "$BIN/docker" --desire v1 --quiet >"$WORK/sim.log" 2>&1 &
+SIM_PID=$!
+for _ in $(seq 1 200); do [[ -s $WORK/addr.json ]] && break; sleep 0.05; done
+[[ -s $WORK/addr.json ]] || { echo "bench: monky-sim did not start" >&2; cat "$WORK/sim.log" >&2; exit 1; }
+TENANCY=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["tenancy"])' "$WORK/addr.json")
+AGENT=("$BIN/monky-deployd" --config "$KIT/config.yaml" run --once)
+AGENT_CMD="${AGENT[*]}"
+"${AGENT[@]}" 2>"$WORK/apply.log" || { echo "bench: the apply failed:" >&2; cat "$WORK/apply.log" >&2; exit 1; }
+"${AGENT[@]}" 2>"$WORK/hb.log" || { echo "bench: the heartbeat failed:" >&2; cat "$WORK/hb.log" >&2; exit 1; }
+FLOOR=("$BIN/floor" -tenancy "$TENANCY" -token "$STATE/bao.token" -env "$ENV_ID" -project "monky-$ENV_ID" -dir "$STATE/$ENV_ID/current" -docker "$BIN/docker")
+FLOOR_CMD="${FLOOR[*]}"
+"${FLOOR[@]}" || { echo "bench: the floor program failed" >&2; exit 1; }
+echo "applied v1; a heartbeat tick and the floor both exit 0"
+
+banner "(a) agent tick vs (b) floor vs (c) python3 imports — hyperfine, $RUNS runs each"
+hyperfine -N --warmup 3 --runs "$RUNS" --style basic --export-json "$WORK/hf.json" \
+	-n "a: monky-deployd run --once (heartbeat)" "$AGENT_CMD" \
+	-n "b: floor (check-in + ps + report)" "$FLOOR_CMD" \
+	-n "c: python3 -c 'import ...'" "python3 -c '$PY_IMPORTS'"
+
+banner "peak RSS and CPU — /usr/bin/time -v, $TRUNS runs each"
+timeit() { # name, command...
+	local name=$1
+	shift
+	: >"$WORK/time-$name"
+	for _ in $(seq 1 "$TRUNS"); do
+		/usr/bin/time -v "$@" >/dev/null 2>"$WORK/one" || { cat "$WORK/one" >&2; exit 1; }
+		awk -F': ' '/Maximum resident/ {r=$2} /User time/ {u=$2} /System time/ {s=$2} /Elapsed/ {e=$2} END {print r, u+s}' "$WORK/one" >>"$WORK/time-$name"
+	done
+}
+timeit a "${AGENT[@]}"
+timeit b "${FLOOR[@]}"
+timeit c python3 -c "$PY_IMPORTS"
+
+python3 - "$WORK" <<'PY'
+import json, statistics, sys
+w = sys.argv[1]
+hf = json.load(open(w + "/hf.json"))["results"]
+med = {r["command"][0]: r["median"] for r in hf}
+cpu = {r["command"][0]: r["user"] + r["system"] for r in hf}
+rss, tcpu = {}, {}
+for k in "abc":
+    rows = [l.split() for l in open(f"{w}/time-{k}") if l.strip()]
+    rss[k] = statistics.median(float(r[0]) for r in rows) / 1024
+    tcpu[k] = statistics.median(float(r[1]) for r in rows)
+print(f"{'':34} {'median wall':>12} {'CPU (mean)':>11} {'peak RSS':>10}")
+names = {"a": "a: agent heartbeat tick", "b": "b: floor", "c": "c: python3 imports"}
+for k in "abc":
+    print(f"{names[k]:34} {med[k]*1000:9.2f} ms {cpu[k]*1000:8.2f} ms {rss[k]:6.1f} MiB")
+ab, ac = med["a"] / med["b"], med["a"] / med["c"]
+print(f"ratio a/b: {ab:.2f}x  (target <= 1.2x: {'met' if ab <= 1.2 else 'MISSED'})")
+print(f"ratio a/c: {ac:.2f}x")
+print(f"peak RSS of the agent: {rss['a']:.1f} MiB (target <= 20 MiB: {'met' if rss['a'] <= 20 else 'MISSED'})")
+print(f"CPU per tick from /usr/bin/time (median user+sys): a {tcpu['a']*1000:.0f} ms, b {tcpu['b']*1000:.0f} ms, c {tcpu['c']*1000:.0f} ms (10 ms resolution)")
+PY
+
+banner "Go benchmarks"
+echo "bundle verification (bundle.BenchmarkRead, 8 MiB tar of 100 files; target >= 500 MB/s):"
+go test ./bundle -run '^$' -bench '^BenchmarkRead$' -benchtime 2s -count 3 | grep -E '^Benchmark' | tee "$WORK/bundle.txt"
+awk '{for (i=1;i<=NF;i++) if ($(i)=="MB/s") print $(i-1)}' "$WORK/bundle.txt" | sort -n | awk '{a[NR]=$1} END {m=a[int((NR+1)/2)]; printf "median %.0f MB/s (%s)\n", m, (m>=500?"met":"MISSED")}'
+echo
+echo "apply of a 100-file bundle, agent side (bench.BenchmarkApply100Files; target <= 50 ms):"
+TMPDIR=$SHM go test ./bench -run '^$' -bench '^BenchmarkApply100Files$' -benchtime 50x -count 3 | grep -E '^Benchmark' | tee "$WORK/apply.txt"
+python3 - "$WORK/apply.txt" <<'PY'
+import statistics, sys
+rows = [l.split() for l in open(sys.argv[1]) if l.startswith("Benchmark")]
+def metric(name):
+    return statistics.median(float(r[r.index(name) - 1]) for r in rows)
+a, j, e = metric("agent-ms/apply"), metric("journal-ms/apply"), metric("effects-ms/apply")
+print(f"median: tick wall minus effects {a:.1f} ms (target <= 50 ms: {'met' if a <= 50 else 'MISSED'}); "
+      f"journal per-transition sum {j:.1f} ms, of which effects {e:.1f} ms")
+PY
+
+banner "status and explain on a year's state file (target < 50 ms)"
+if [[ -f $YEAR_DIR/done && -f $YEAR_DIR/kit/config.yaml ]]; then
+	echo "using the full year from make bench-year: $YEAR_DIR"
+	grep -E '^year: (STATE FILE|applies|[0-9]+ ticks)' "$YEAR_DIR/done" || true
+	YCFG=$YEAR_DIR/kit/config.yaml
+else
+	echo "no finished make bench-year run in $YEAR_DIR: a compressed year (2,200 applies, 4 ticks apart)"
+	"$BIN/year" -ticks 8800 -applies 2200 -steps 0 -dir "$WORK/year" | grep -E '^year: (STATE FILE|applies|[0-9]+ ticks|explain keeps|one Compact)'
+	YCFG=$WORK/year/kit/config.yaml
+fi
+hyperfine -N --warmup 3 --runs "$RUNS" --style basic --export-json "$WORK/se.json" \
+	-n status "$BIN/monky-deployd --config $YCFG status" \
+	-n explain "$BIN/monky-deployd --config $YCFG explain" \
+	-n "explain -n 2000" "$BIN/monky-deployd --config $YCFG explain -n 2000" >/dev/null
+python3 - "$WORK/se.json" <<'PY'
+import json, sys
+for r in json.load(open(sys.argv[1]))["results"]:
+    m = r["median"] * 1000
+    target = "informational: the whole journal" if "-n" in r["command"] else ("target < 50 ms: " + ("met" if m < 50 else "MISSED"))
+    print(f"{r['command']:18} median {m:6.2f} ms  ({target})")
+PY
+
+banner "year and fleet"
+echo "make bench-year: 525,600 ticks + 5,000 applies in process (~25 min on 2 cores: ~3 ms of CPU a tick)"
+echo "make bench-fleet: 1,000 agents in loop mode against one simulator (~3 min)"
+echo "their figures are in docs/PERFORMANCE.md"

@@ -1,0 +1,327 @@
+package e2e
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tikali/monky-deployd/effects"
+	"github.com/tikali/monky-deployd/effects/bao"
+	"github.com/tikali/monky-deployd/test/e2e/registry"
+)
+
+const (
+	envA    = "env-qa-02"
+	envB    = "env-qa-03"
+	envProd = "env-prod-01"
+)
+
+// TestAgainstRealPrograms walks one box from a fresh install to its retire against the real
+// Vault, Docker engine, compose plugin and registry, then crashes another box mid-apply, then
+// retires a prod box. The steps build on each other: a failed step stops the walk.
+func TestAgainstRealPrograms(t *testing.T) {
+	w := startWorld(t)
+	for _, e := range []string{envA, envB, envProd} {
+		w.seedSecrets(e)
+	}
+	a := w.newBox(t, envA)
+
+	step := func(name string, f func(t *testing.T)) {
+		t.Helper()
+		if !t.Run(name, f) {
+			t.FailNow()
+		}
+	}
+	var shaV2 string
+
+	step("bootstrap", func(t *testing.T) {
+		a.t = t
+		_, e, c, _ := a.runAgent("monky-deployd", nil, "bootstrap")
+		if c != 0 {
+			t.Fatalf("bootstrap: exit %d:\n%s", c, e)
+		}
+		if _, err := os.Stat(filepath.Join(a.dir, "bootstrap.jwt")); err == nil {
+			t.Errorf("bootstrap.jwt is still on disk after the login")
+		}
+		if m := mode(t, filepath.Join(a.stateDir, "bao.token")); m != 0o600 {
+			t.Errorf("bao.token mode %o, want 600", m)
+		}
+		tok := a.token()
+		if !strings.HasPrefix(tok, "hvs.") {
+			t.Errorf("the stored token does not have the real Vault's shape (hvs.…)")
+		}
+		s, err := w.vault.LookupSelf(tok)
+		if err != nil {
+			t.Fatalf("the real Vault does not know the stored token: %v", err)
+		}
+		if got := s.Data["meta"].(map[string]any)["env_id"]; got != envA {
+			t.Errorf("token meta env_id %v, want %s", got, envA)
+		}
+	})
+
+	step("apply", func(t *testing.T) {
+		a.t = t
+		sha := w.desire(envA, "v1", rel{tag: "1"})
+		a.tick(0)
+		r := a.lastReport()
+		if r.Result != effects.ResultApplied || r.Sha != sha {
+			t.Errorf("report %s %s (%s), want applied %s", r.Result, r.Sha, r.Detail, sha)
+		}
+		a.assertHealthy("1")
+		envs, _ := filepath.Glob(filepath.Join(a.deployDir, "releases", "*", ".env"))
+		if len(envs) != 1 {
+			t.Fatalf("rendered .env files: %v, want 1", envs)
+		}
+		if m := mode(t, envs[0]); m != 0o600 {
+			t.Errorf(".env mode %o, want 600", m)
+		}
+		raw, _ := os.ReadFile(envs[0])
+		env := string(raw)
+		for _, want := range []string{"GEMINI_API_KEY=" + geminiPinned(envA), "DB_PASSWORD=" + dbPassword(envA)} {
+			if !strings.Contains(env, want) {
+				t.Errorf(".env lacks the pinned/latest value of %s", strings.SplitN(want, "=", 2)[0])
+			}
+		}
+		if strings.Contains(env, "-v3-") {
+			t.Errorf(".env holds gemini v3; the manifest pins v2")
+		}
+		if m := mode(t, filepath.Join(a.stateDir, "docker", "config.json")); m != 0o600 {
+			t.Errorf("DOCKER_CONFIG/config.json mode %o, want 600", m)
+		}
+		if c := w.sim.Counts(envA); c.Leases != 1 {
+			t.Errorf("leases %d, want 1", c.Leases)
+		}
+	})
+
+	step("heartbeat", func(t *testing.T) {
+		a.t = t
+		before := a.containers()
+		n := len(a.reports())
+		a.tick(0)
+		after := a.containers()
+		for svc, c := range before {
+			if after[svc].Name != c.Name || after[svc].Image != c.Image {
+				t.Errorf("a heartbeat replaced %s", svc)
+			}
+		}
+		if len(a.reports()) < n {
+			t.Errorf("reports went backwards")
+		}
+		if r := a.lastReport(); r.Result != effects.ResultApplied {
+			t.Errorf("after a heartbeat the last report is %s: %s", r.Result, r.Detail)
+		}
+	})
+
+	step("heartbeat under compose "+composeOld, func(t *testing.T) {
+		a.t = t
+		a.usePlugin(pluginOld)
+		defer a.usePlugin(pluginNew)
+		n := len(a.reports())
+		a.tick(0)
+		rs := a.reports()
+		if len(rs) > n {
+			if r := rs[len(rs)-1]; r.Result != effects.ResultApplied || len(r.Containers) != 2 {
+				t.Errorf("heartbeat under %s: report %s with %d containers (%s): the array form of ps was misread",
+					composeOld, r.Result, len(r.Containers), r.Detail)
+			}
+		}
+		if e := a.tick(0); strings.Contains(e, "unhealthy") {
+			t.Errorf("heartbeat under %s saw unhealthy services:\n%s", composeOld, e)
+		}
+	})
+
+	step("new release with --prune", func(t *testing.T) {
+		a.t = t
+		shaV2 = w.desire(envA, "v2", rel{tag: "2"})
+		a.tick(0, "--prune")
+		if r := a.lastReport(); r.Result != effects.ResultApplied || r.Sha != shaV2 {
+			t.Errorf("report %s %s (%s), want applied %s", r.Result, r.Sha, r.Detail, shaV2)
+		}
+		a.assertHealthy("2")
+		if _, err := runCmd("", nil, dockerBin, "image", "inspect", w.images["2"]); err != nil {
+			t.Errorf("--prune removed the current image %s: %v", w.images["2"], err)
+		}
+	})
+
+	step("another env's secret path", func(t *testing.T) {
+		a.t = t
+		w.desire(envA, "v2-other-env", rel{tag: "2", otherEnv: envB})
+		e := a.tick(1)
+		if !strings.Contains(e, "MANIFEST_PATH_REFUSED") {
+			t.Errorf("stderr does not name MANIFEST_PATH_REFUSED:\n%s", e)
+		}
+		a.assertHealthy("2") // nothing was touched
+		// The same read, made directly with the agent's OpenBao client and the box's token:
+		// the real Vault's templated policy answers 403.
+		c, err := bao.New(w.vault.Addr, w.vault.HTTPClient(), 10*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+		own, err := c.ReadKV(ctx, a.token(), "monky/data/"+envA+"/see/db", "password", 0)
+		if err != nil || own != dbPassword(envA) {
+			t.Fatalf("positive control: reading the box's own env failed: %v", err)
+		}
+		_, err = c.ReadKV(ctx, a.token(), "monky/data/"+envB+"/see/db", "password", 0)
+		if err == nil {
+			t.Fatalf("the real Vault let %s's token read %s's secret", envA, envB)
+		}
+		if code := effects.CodeOf(err); code != "BAO_PERMISSION_DENIED" || !strings.Contains(err.Error(), "403") {
+			t.Errorf("another env's read: %v (code %q), want 403 BAO_PERMISSION_DENIED", err, code)
+		}
+		if err := w.sim.SetDesired(envA, shaV2); err != nil { // back to what runs
+			t.Fatal(err)
+		}
+		a.tick(0)
+	})
+
+	step("wrong registry password", func(t *testing.T) {
+		a.t = t
+		w.setRegistryPassword(envA, w.wrongPwd)
+		sha := w.desire(envA, "v3-wrong-pw", rel{tag: "3"})
+		_, e, c, _ := a.runAgent("monky-deployd", nil, "run", "--once")
+		if c == 0 {
+			t.Fatalf("a pull with a wrong password exited 0:\n%s", e)
+		}
+		r := a.lastReport()
+		if r.Result != effects.ResultFailed || r.Sha != sha {
+			t.Fatalf("report %s %s, want failed %s", r.Result, r.Sha, sha)
+		}
+		if !strings.Contains(r.Detail, registry.DeniedMessage) && !strings.Contains(r.Detail, "unauthorized") {
+			t.Errorf("the failed report does not carry the registry's answer: %q", r.Detail)
+		}
+		if strings.Contains(r.Detail+r.LogTail+e, w.wrongPwd) {
+			t.Errorf("the registry password leaked into the report or stderr")
+		}
+		t.Logf("failed pull detail: %s (exit %d)", r.Detail, c)
+		w.setRegistryPassword(envA, w.reg.Password)
+		w.desire(envA, "v3", rel{tag: "3", note: "password fixed"})
+		a.tick(0)
+		a.assertHealthy("3")
+	})
+
+	step("unhealthy service", func(t *testing.T) {
+		a.t = t
+		sha := w.desire(envA, "v3-unhealthy", rel{tag: "3", unhealthy: true})
+		_, e, c, _ := a.runAgent("monky-deployd", nil, "run", "--once")
+		if c == 0 {
+			t.Fatalf("an unhealthy service exited 0:\n%s", e)
+		}
+		r := a.lastReport()
+		if r.Result != effects.ResultFailed || r.Sha != sha {
+			t.Fatalf("report %s %s (%s), want failed %s", r.Result, r.Sha, r.Detail, sha)
+		}
+		if !strings.Contains(r.Detail, "api") {
+			t.Errorf("the failed report does not name the api service: %q", r.Detail)
+		}
+		if !strings.Contains(r.LogTail, "cannot reach the database") {
+			t.Errorf("log tail lacks the service's own line: %q", r.LogTail)
+		}
+		if strings.Contains(r.LogTail, dbPassword(envA)) || strings.Contains(e, dbPassword(envA)) {
+			t.Errorf("the DB password the service printed is in the report or stderr unmasked")
+		}
+		t.Logf("unhealthy: exit %d, detail %s", c, r.Detail)
+	})
+
+	step("retire with purge", func(t *testing.T) {
+		a.t = t
+		if !a.volumeExists("worker-data") {
+			t.Fatalf("volume %s_worker-data missing before the retire", a.project)
+		}
+		if err := w.sim.Retire(envA, true); err != nil {
+			t.Fatal(err)
+		}
+		a.tick(0)
+		if r := a.lastReport(); r.Result != effects.ResultDown {
+			t.Errorf("report %s (%s), want down", r.Result, r.Detail)
+		}
+		if cs := a.containers(); len(cs) != 0 {
+			t.Errorf("containers left after a retire: %v", keys(cs))
+		}
+		if a.volumeExists("worker-data") {
+			t.Errorf("purge_volumes: volume %s_worker-data survived", a.project)
+		}
+	})
+
+	step("kill -9 before compose up resumes with one lease", func(t *testing.T) {
+		b := w.newBox(t, envB)
+		if _, e, c, _ := b.runAgent("monky-deployd", nil, "bootstrap"); c != 0 {
+			t.Fatalf("bootstrap: exit %d:\n%s", c, e)
+		}
+		sha := w.desire(envB, "v1", rel{tag: "1"})
+		_, e, c, sig := b.runAgent("monky-deployd-fp", []string{"MONKY_DEPLOYD_FAILPOINT=before:Up"}, "run", "--once")
+		if sig != syscall.SIGKILL {
+			t.Fatalf("failpoint before:Up: exit %d signal %v, want SIGKILL:\n%s", c, sig, e)
+		}
+		b.tick(0)
+		cn := w.sim.Counts(envB)
+		if cn.Leases != 1 {
+			t.Errorf("leases %d, want 1", cn.Leases)
+		}
+		var applied int
+		for _, r := range b.reports() {
+			if r.Result == effects.ResultApplied && r.Sha == sha {
+				applied++
+			}
+		}
+		if applied != 1 {
+			t.Errorf("applied reports %d, want 1: %+v", applied, b.reports())
+		}
+		b.assertHealthy("1")
+
+		// superseded grant: the real Vault still logs it in; tenancy refuses its token.
+		if _, err := w.sim.RevealKit(envB); err != nil {
+			t.Fatal(err)
+		}
+		s, err := w.vault.Login(b.grant)
+		if err != nil {
+			t.Fatalf("the real Vault refused a superseded (unexpired) grant: %v", err)
+		}
+		st, body := w.checkin(envB, s.Auth.ClientToken)
+		if st != 401 || !strings.Contains(body, "AGENT_UNAUTHENTICATED") {
+			t.Errorf("tenancy answered the superseded grant's token %d %s, want 401 AGENT_UNAUTHENTICATED", st, body)
+		}
+		e = b.tick(1)
+		if !strings.Contains(e, "AGENT_UNAUTHENTICATED") {
+			t.Errorf("the box's tick after the supersession:\n%s", e)
+		}
+	})
+
+	step("retire on prod keeps volumes", func(t *testing.T) {
+		p := w.newBox(t, envProd)
+		if _, e, c, _ := p.runAgent("monky-deployd", nil, "bootstrap"); c != 0 {
+			t.Fatalf("bootstrap: exit %d:\n%s", c, e)
+		}
+		w.desire(envProd, "v1", rel{tag: "1"})
+		p.tick(0)
+		p.assertHealthy("1")
+		if err := w.sim.Retire(envProd, true); err != nil {
+			t.Fatal(err)
+		}
+		p.tick(0)
+		if r := p.lastReport(); r.Result != effects.ResultDown {
+			t.Errorf("report %s (%s), want down", r.Result, r.Detail)
+		}
+		if cs := p.containers(); len(cs) != 0 {
+			t.Errorf("containers left after a retire: %v", keys(cs))
+		}
+		if !p.volumeExists("worker-data") {
+			t.Errorf("prod: purge_volumes removed %s_worker-data; volumes are never removed on prod", p.project)
+		}
+	})
+
+	// No secret, token or grant in anything an agent printed.
+	for _, bx := range []*box{a} {
+		for i, o := range bx.outputs {
+			for name, n := range map[string]string{"db": dbPassword(bx.env), "gemini": geminiPinned(bx.env), "grant": bx.grant} {
+				if strings.Contains(o, n) {
+					t.Errorf("%s output %d holds the %s", bx.env, i, name)
+				}
+			}
+		}
+	}
+}
