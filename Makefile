@@ -4,7 +4,9 @@
 
 GO ?= go
 VERSION ?= $(shell cat VERSION)
-LDFLAGS := -s -w -X github.com/tikali/monky-deployd/internal/version.Version=$(VERSION)
+COMMIT ?= $(shell git rev-parse --short=12 HEAD 2>/dev/null)
+LDFLAGS := -s -w -X github.com/tikali/monky-deployd/internal/version.Version=$(VERSION) \
+	-X github.com/tikali/monky-deployd/internal/version.Commit=$(COMMIT)
 STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 BIN := bin
 

@@ -9,6 +9,7 @@
 # DEB_BINARY (a prebuilt binary to package instead of building cmd/monky-deployd).
 
 VERSION ?= $(shell cat VERSION)
+COMMIT ?= $(shell git rev-parse --short=12 HEAD 2>/dev/null)
 DIST ?= dist
 DEB_ARCH := amd64
 DEB := $(DIST)/monky-deployd_$(VERSION)_$(DEB_ARCH).deb
@@ -19,7 +20,8 @@ NFPM ?= go run github.com/goreleaser/nfpm/v2/cmd/nfpm@v2.45.2
 DEB_MAINTAINER := Tikali Monky team <monky@tikali.net>
 # reproducible dates: the last commit's time (read-only git), else now
 SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || date +%s)
-GO_LDFLAGS := -s -w -X github.com/tikali/monky-deployd/internal/version.Version=$(VERSION)
+GO_LDFLAGS := -s -w -X github.com/tikali/monky-deployd/internal/version.Version=$(VERSION) \
+	-X github.com/tikali/monky-deployd/internal/version.Commit=$(COMMIT)
 
 .PHONY: deb deb-binary deb-stage lintian packaging-test
 

@@ -139,12 +139,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 				Description: "Examples:\n   monky-deployd diagram > machine.mmd\n   monky-deployd diagram | mmdc -i - -o machine.svg",
 				Action:      func(c *cli.Context) error { fmt.Fprint(stdout, machine.Mermaid()); return nil },
 			},
-			{
-				Name:        "version",
-				Usage:       "print the version",
-				Description: "Examples:\n   monky-deployd version",
-				Action:      func(c *cli.Context) error { fmt.Fprintln(stdout, version.Version); return nil },
-			},
+			versionCommand(stdout),
 			completionCommand(stdout),
 			manCommand(stdout),
 		},

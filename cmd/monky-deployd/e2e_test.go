@@ -13,10 +13,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/tikali/monky-deployd/internal/config"
 )
 
 const demoEnv = "env-demo-01"
@@ -288,8 +291,19 @@ func (b *box) dockerCalls(sub ...string) int {
 func TestVersionAndConfigErrors(t *testing.T) {
 	b := &box{t: t, dir: t.TempDir()}
 	o, e, c, _ := b.runBin("monky-deployd", nil, "version")
-	if c != 0 || strings.TrimSpace(o) != wantVersion {
-		t.Errorf("version: exit %d, stdout %q, stderr %q; want %q", c, o, e, wantVersion)
+	if first, _, _ := strings.Cut(o, "\n"); c != 0 || first != "monky-deployd "+wantVersion || !strings.Contains(o, "transports: ") || !strings.Contains(o, "go:         go1.") {
+		t.Errorf("version: exit %d, stdout %q, stderr %q; want monky-deployd %s, the Go version and the transports", c, o, e, wantVersion)
+	}
+	o, e, c, _ = b.runBin("monky-deployd", nil, "version", "--json")
+	var vi struct {
+		Version          string   `json:"version"`
+		Commit           string   `json:"commit"`
+		Transports       []string `json:"transports"`
+		DefaultTransport string   `json:"default_transport"`
+	}
+	if err := json.Unmarshal([]byte(o), &vi); c != 0 || err != nil || vi.Version != wantVersion || vi.Commit == "" ||
+		vi.DefaultTransport != config.DefaultTransport() || !slices.Contains(vi.Transports, vi.DefaultTransport) {
+		t.Errorf("version --json: exit %d, %v, stdout %q, stderr %q", c, err, o, e)
 	}
 
 	oneLine := func(name, stderr string, words ...string) {

@@ -356,7 +356,7 @@ func (w *walker) finish(c *Config) error {
 		return w.errf("site", "site %q must be one word", c.Site)
 	}
 
-	str(&c.Transport, TransportSDK)
+	str(&c.Transport, DefaultTransport())
 	switch c.Transport {
 	case TransportSDK, TransportProxy, TransportSystem:
 	default:

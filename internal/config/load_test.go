@@ -25,7 +25,7 @@ func parse(t *testing.T, y string) *Config {
 func TestParseDefaultsAndDerivations(t *testing.T) {
 	c := parse(t, minimal)
 	want := &Config{
-		EnvID: "env-qa-02", Site: "cbs", Transport: "sdk",
+		EnvID: "env-qa-02", Site: "cbs", Transport: DefaultTransport(),
 		Identity: "/opt/openziti/etc/identities/monky-host.env-qa-02.json",
 		Tenancy: Tenancy{Service: "monky.tenancy.deploy", Host: "monky.tenancy.deploy", Port: 443,
 			Scheme: "http", ProxyAddr: "127.0.0.1:18443", TimeoutS: 30},
