@@ -36,8 +36,15 @@ func (a *Agent) Tick(ctx context.Context) Result {
 	a.token, a.bundle, a.action = "", nil, ""
 	eng.OnTransition = a.logTransition
 	eng.OnNote = a.logNote
+	fresh := a.fresh()
 	if _, err := eng.BeginTick(a.Cfg.EnvID); err != nil {
 		return Result{Exit: ExitFail, Err: fmt.Errorf("begin tick: %w", err)}
+	}
+	if fresh {
+		// a box upgraded in place from 0.1.x: its token, applied sha and releases
+		if err := a.takeover(); err != nil {
+			return Result{Exit: ExitFail, Err: fmt.Errorf("take over: %w", err)}
+		}
 	}
 	a.cleanLeftovers()
 	err = a.run(ctx)
