@@ -38,7 +38,8 @@ type Agent struct {
 	Log     zerolog.Logger
 	Host    string
 	Version string
-	// Prune drops releases beyond keep_releases and runs `docker image prune -f` after an apply.
+	// Prune adds, to the release pruning every successful apply does, the removal of the
+	// images of the env's repositories that no kept release uses, and `docker image prune -f`.
 	Prune bool
 	// ContainerdRoots are measured with the docker data-root before a pull (docker 29 keeps
 	// image layers in containerd's store, often on another filesystem).

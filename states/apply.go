@@ -85,16 +85,19 @@ func (a *Agent) drive(ctx context.Context) error {
 		case machine.Up:
 			err = a.stepHealthy(ctx)
 		case machine.Healthy:
-			if err := a.flushOutbox(ctx); err != nil {
-				return err
+			ferr := a.flushOutbox(ctx)
+			if ferr != nil || a.eng.State() == machine.Healthy {
+				// the apply succeeded: old releases go whether or not tenancy has the report yet
+				a.prune(ctx)
+			}
+			if ferr != nil {
+				return ferr
 			}
 			if a.eng.State() == machine.Healthy {
 				return &effects.Error{Op: "report", Kind: effects.Temporary, Msg: "the applied report waits in the outbox"}
 			}
 		case machine.Reported:
-			if a.Prune {
-				a.prune(ctx)
-			}
+			a.prune(ctx)
 			return nil
 		case machine.Refused, machine.Failed, machine.Blocked:
 			rec := a.eng.Record()

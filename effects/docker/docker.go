@@ -248,6 +248,29 @@ func (c *CLI) ImagePrune(ctx context.Context) error {
 	return err
 }
 
+// Images is `docker image ls`: every local image as repository:tag (untagged ones left out).
+func (c *CLI) Images(ctx context.Context) ([]string, error) {
+	res, err := c.run(ctx, "docker image ls", CodePruneFailed, "", c.QuickTimeout, "image", "ls", "--format", "{{.Repository}}:{{.Tag}}")
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, l := range strings.Split(string(res.stdout), "\n") {
+		l = strings.TrimSpace(l)
+		if l == "" || strings.HasPrefix(l, "<none>") || strings.HasSuffix(l, ":<none>") {
+			continue
+		}
+		out = append(out, l)
+	}
+	return out, nil
+}
+
+// RemoveImage is `docker image rm <ref>` (never -f: an image a container uses stays).
+func (c *CLI) RemoveImage(ctx context.Context, ref string) error {
+	_, err := c.run(ctx, "docker image rm", CodePruneFailed, "", c.Timeout, "image", "rm", ref)
+	return err
+}
+
 // Version is `docker version` and `docker compose version`, one line each, for facts.
 func (c *CLI) Version(ctx context.Context) (string, error) {
 	d, err := c.run(ctx, "docker version", CodeInfoFailed, "", c.QuickTimeout, "version")

@@ -24,6 +24,8 @@
 //	  log-line            a line `compose logs` prints for every service (plant a canary)
 //	  root-dir            what `docker info -f '{{.DockerRootDir}}'` prints (default: the
 //	                      state directory itself)
+//	  images              what `image ls` prints, one repository:tag per line; `image rm R…`
+//	                      removes R's lines (an R not listed: exit 1, "No such image")
 //
 // `compose -p P up -d --remove-orphans` reads the compose file in the working directory
 // (compose.yaml, or the -f file) and records P's services as running, health "healthy" when
@@ -117,6 +119,14 @@ func run(args []string) int {
 		if len(args) >= 2 && args[1] == "prune" {
 			fmt.Println("Total reclaimed space: 0B")
 			return 0
+		}
+		if len(args) >= 2 && args[1] == "ls" {
+			s, _ := knob("images")
+			fmt.Print(s)
+			return 0
+		}
+		if len(args) >= 3 && args[1] == "rm" {
+			return imageRm(args[2:])
 		}
 	case "compose":
 		return compose(args[1:])
@@ -319,4 +329,36 @@ func logs(project string) int {
 		}
 	}
 	return 0
+}
+
+// imageRm removes refs from the images knob, as `docker image rm` removes local images.
+func imageRm(refs []string) int {
+	s, _ := knob("images")
+	have := map[string]bool{}
+	var keep []string
+	for _, l := range strings.Split(s, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			have[l] = true
+		}
+	}
+	gone := map[string]bool{}
+	rc := 0
+	for _, r := range refs {
+		if !have[r] {
+			fmt.Fprintf(os.Stderr, "Error response from daemon: No such image: %s\n", r)
+			rc = 1
+			continue
+		}
+		gone[r] = true
+		fmt.Printf("Untagged: %s\n", r)
+	}
+	for _, l := range strings.Split(s, "\n") {
+		if l = strings.TrimSpace(l); l != "" && !gone[l] {
+			keep = append(keep, l+"\n")
+		}
+	}
+	if err := os.WriteFile(filepath.Join(stateDir(), "images"), []byte(strings.Join(keep, "")), 0o600); err != nil {
+		return fail("fakedocker: %v", err)
+	}
+	return rc
 }
