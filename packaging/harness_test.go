@@ -51,6 +51,10 @@ esac`,
 	"usermod":          `exit 0`,
 	"ziti":             `exit 0`,
 	"gpg":              `exit 1`,
+	// the installed package's binary: `version --json` names its transports (SHIM_SDK=1: a build
+	// with the OpenZiti SDK)
+	"monky-deployd": `if [ "${SHIM_SDK:-}" = 1 ]; then t='"sdk", "proxy", "system"'; d=sdk; else t='"proxy", "system"'; d=system; fi
+printf '{\n  "version": "1.0.0",\n  "transports": [\n    %s\n  ],\n  "default_transport": "%s"\n}\n' "$t" "$d"`,
 }
 
 // sandbox is one temporary system: a root prefix, a PATH of shims and a log of every call.

@@ -9,7 +9,8 @@
 #
 # What it does, in order: Docker Engine when absent (Docker's apt suite, falling back to Debian/Ubuntu
 # docker.io), ziti-edge-tunnel when absent, the pinned .deb checked against its .sha256, the host
-# identity enrolled when missing, the tunneller in run-host mode, monky-deployd in the `ziti` group
+# identity enrolled when missing, the transport (the package's default unless --transport), the
+# tunneller in run mode for transport system or run-host for sdk and proxy, monky-deployd in the `ziti` group
 # plus explicit and default ACLs on the identity, /etc/monky-deployd/config.yaml, the bootstrap grant
 # staged 0600, the timer enabled, one tick, the enrolment JWT deleted.
 #
@@ -92,10 +93,14 @@ done
 [[ "$DEPLOYD_ENV" =~ ^env-[a-z0-9]+-[0-9]+$ ]] || die "--env must look like env-<tier>-<nn>, got: $DEPLOYD_ENV"
 [[ "$DEPLOYD_SITE" =~ ^[a-z0-9][a-z0-9-]*$ ]] || die "--site must be a lower-case name, got: $DEPLOYD_SITE"
 [[ "$DEPLOYD_VERSION" =~ ^[0-9]+\.[0-9]+\.[0-9]+([.~+-][0-9A-Za-z.~+-]+)?$ ]] || die "--version must be X.Y.Z, got: $DEPLOYD_VERSION"
-if [ -z "$DEPLOYD_TRANSPORT" ]; then
-  if [ "$DEPLOYD_LAPTOP" = true ]; then DEPLOYD_TRANSPORT=system; else DEPLOYD_TRANSPORT=sdk; fi
+# --transport given: checked against the package's transports once it is installed. Not given: the
+# package's default (`monky-deployd version --json`: system without the OpenZiti SDK, sdk with it).
+TRANSPORT_CHOSEN_BY="--transport"
+if [ -z "$DEPLOYD_TRANSPORT" ] && [ "$DEPLOYD_LAPTOP" = true ]; then
+  DEPLOYD_TRANSPORT=system
+  TRANSPORT_CHOSEN_BY="--laptop"
 fi
-case "$DEPLOYD_TRANSPORT" in sdk | proxy | system) ;; *) die "--transport must be sdk, proxy or system" ;; esac
+case "$DEPLOYD_TRANSPORT" in "" | sdk | proxy | system) ;; *) die "--transport must be sdk, proxy or system" ;; esac
 if [ -z "$DEPLOYD_BASE_URL" ]; then
   case "$DEPLOYD_SOURCE" in
     gitlab) DEPLOYD_BASE_URL="$GITLAB_BASE_URL/$DEPLOYD_VERSION" ;;
@@ -213,6 +218,21 @@ have_sha="$(sha256sum "$WORK/$DEB_NAME" | awk '{print $1}')"
 [ "$want_sha" = "$have_sha" ] || die "$DEB_NAME does not match its .sha256 (want $want_sha, got $have_sha): not installed"
 dpkg -i "$WORK/$DEB_NAME"
 
+# the transports this package was built with, and its default
+VERSION_JSON="$(monky-deployd version --json 2>/dev/null | tr -d ' \n' || true)"
+BUILT_IN="$(printf '%s' "$VERSION_JSON" | sed -n 's/.*"transports":\[\([^]]*\)\].*/\1/p' | tr -d '"' | tr ',' ' ')"
+BUILD_DEFAULT="$(printf '%s' "$VERSION_JSON" | sed -n 's/.*"default_transport":"\([a-z]*\)".*/\1/p')"
+[ -n "$BUILD_DEFAULT" ] || die "monky-deployd version --json did not name a default transport: the package is broken"
+if [ -z "$DEPLOYD_TRANSPORT" ]; then
+  DEPLOYD_TRANSPORT="$BUILD_DEFAULT"
+  TRANSPORT_CHOSEN_BY="the package's default"
+fi
+case " $BUILT_IN " in
+  *" $DEPLOYD_TRANSPORT "*) ;;
+  *) die "transport $DEPLOYD_TRANSPORT is not built into monky-deployd $DEPLOYD_VERSION (it has: $BUILT_IN); choose one of those with --transport" ;;
+esac
+say "transport: $DEPLOYD_TRANSPORT ($TRANSPORT_CHOSEN_BY; this package has: $BUILT_IN)"
+
 # --- 3. the host identity and the tunneller ------------------------------------------------------------
 TUNNEL_FAILED=false
 ENROLLED=false
@@ -227,17 +247,31 @@ chown ziti:ziti "$IDENTITY" 2>/dev/null || true
 chmod 0640 "$IDENTITY"
 
 if [ "$DEPLOYD_LAPTOP" = false ]; then
-  # run-host: the box hosts nothing and intercepts nothing; it only dials with its identity. The
-  # package's ExecStartPre is not executable by user ziti on some versions (203/EXEC) and run-host
-  # does not auto-enrol JWTs, so it is cleared.
-  mkdir -p "$ROOT/etc/systemd/system/ziti-edge-tunnel.service.d"
-  write_file "$ROOT/etc/systemd/system/ziti-edge-tunnel.service.d/run-host.conf" 0644 root:root <<EOF
-# written by monky-deployd install.sh
+  # The tunneller's mode follows the transport. sdk and proxy dial with the identity themselves:
+  # run-host (the box hosts nothing and intercepts nothing). system dials plain DNS/TCP: the
+  # tunneller intercepts (run: tun + DNS). The package's ExecStartPre is not executable by user ziti
+  # on some versions (203/EXEC) and the identity is enrolled above, so it is cleared in both.
+  DROPIN_DIR="$ROOT/etc/systemd/system/ziti-edge-tunnel.service.d"
+  mkdir -p "$DROPIN_DIR"
+  if [ "$DEPLOYD_TRANSPORT" = system ]; then
+    rm -f "$DROPIN_DIR/run-host.conf"
+    write_file "$DROPIN_DIR/run.conf" 0644 root:root <<EOF
+# written by monky-deployd install.sh (transport system: the tunneller intercepts)
+[Service]
+ExecStartPre=
+ExecStart=
+ExecStart=/opt/openziti/bin/ziti-edge-tunnel run --identity-dir=$IDENTITY_DIR_ABS
+EOF
+  else
+    rm -f "$DROPIN_DIR/run.conf"
+    write_file "$DROPIN_DIR/run-host.conf" 0644 root:root <<EOF
+# written by monky-deployd install.sh (transport $DEPLOYD_TRANSPORT: the agent dials with the identity)
 [Service]
 ExecStartPre=
 ExecStart=
 ExecStart=/opt/openziti/bin/ziti-edge-tunnel run-host --identity-dir=$IDENTITY_DIR_ABS
 EOF
+  fi
 fi
 systemctl daemon-reload
 if ! systemctl enable ziti-edge-tunnel.service || ! systemctl restart ziti-edge-tunnel.service; then
@@ -327,4 +361,4 @@ fi
 if [ "$TICK_FAILED" = true ]; then
   die "installed, but the first tick failed: journalctl -u monky-deployd -n 50 (the timer keeps trying every minute)"
 fi
-say "monky-deployd $DEPLOYD_VERSION installed for $DEPLOYD_ENV; the timer ticks every minute"
+say "monky-deployd $DEPLOYD_VERSION installed for $DEPLOYD_ENV (transport $DEPLOYD_TRANSPORT); the timer ticks every minute"

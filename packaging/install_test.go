@@ -128,7 +128,11 @@ func TestInstallFreshBoxFromThePipedKit(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, want := range []string{"env_id: env-qa-02\n", "site: cbs\n", "transport: sdk\n",
+			// no --transport: the package's default (this one has no OpenZiti SDK), and it says so
+			if !strings.Contains(out, "transport: system (the package's default; this package has: proxy system)") {
+				t.Errorf("install.sh does not say which transport it chose:\n%s", out)
+			}
+			for _, want := range []string{"env_id: env-qa-02\n", "site: cbs\n", "transport: system\n",
 				"identity: /opt/openziti/etc/identities/monky-host.env-qa-02.json\n", "  port: 443 ",
 				"  addr: https://bao.cbs.tikali.net:8200\n", "laptop_mode: false\n"} {
 				if !strings.Contains(string(conf), want) {
@@ -160,9 +164,13 @@ func TestInstallFreshBoxFromThePipedKit(t *testing.T) {
 			if _, err := os.Stat(filepath.Join(s.dir, "kit", "monky-host.env-qa-02.jwt")); !os.IsNotExist(err) {
 				t.Errorf("the spent enrolment JWT was not deleted")
 			}
-			dropIn, _ := os.ReadFile(s.path("etc/systemd/system/ziti-edge-tunnel.service.d/run-host.conf"))
-			if !strings.Contains(string(dropIn), "\nExecStartPre=\n") || !strings.Contains(string(dropIn), " run-host ") {
-				t.Errorf("run-host drop-in must clear ExecStartPre and run run-host:\n%s", dropIn)
+			// transport system: the tunneller intercepts (run), it does not only host (run-host)
+			dropIn, _ := os.ReadFile(s.path("etc/systemd/system/ziti-edge-tunnel.service.d/run.conf"))
+			if !strings.Contains(string(dropIn), "\nExecStartPre=\n") || !strings.Contains(string(dropIn), "ziti-edge-tunnel run --identity-dir=") {
+				t.Errorf("the run drop-in must clear ExecStartPre and run the tunneller in run mode:\n%s", dropIn)
+			}
+			if _, err := os.Stat(s.path("etc/systemd/system/ziti-edge-tunnel.service.d/run-host.conf")); !os.IsNotExist(err) {
+				t.Errorf("transport system with a run-host drop-in: nothing would intercept")
 			}
 			daemon, _ := os.ReadFile(s.path("etc/docker/daemon.json"))
 			if !strings.Contains(string(daemon), `"data-root": "/home/docker-data"`) {
@@ -256,6 +264,41 @@ func TestInstallFallsBackToDockerIO(t *testing.T) {
 	mustCall(t, calls, "apt-get install -y -q docker.io")
 	if _, err := os.Stat(s.path("etc/apt/sources.list.d/docker.list")); !os.IsNotExist(err) {
 		t.Errorf("the failed docker suite must not stay in sources.list.d")
+	}
+}
+
+// A package built with the OpenZiti SDK defaults to sdk, and the tunneller only hosts (run-host).
+func TestInstallDefaultTransportOfAnSDKBuild(t *testing.T) {
+	t.Parallel()
+	s := installBox(t)
+	code, out := s.install(false, []string{"SHIM_SDK=1"}, kitArgs(s)...)
+	if code != 0 {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	conf, _ := os.ReadFile(s.path("etc/monky-deployd/config.yaml"))
+	if !strings.Contains(string(conf), "transport: sdk\n") || !strings.Contains(out, "transport: sdk (the package's default;") {
+		t.Errorf("config.yaml:\n%s\noutput:\n%s", conf, out)
+	}
+	dropIn, _ := os.ReadFile(s.path("etc/systemd/system/ziti-edge-tunnel.service.d/run-host.conf"))
+	if !strings.Contains(string(dropIn), "\nExecStartPre=\n") || !strings.Contains(string(dropIn), " run-host ") {
+		t.Errorf("run-host drop-in must clear ExecStartPre and run run-host:\n%s", dropIn)
+	}
+}
+
+// --transport sdk with a package that has no SDK would fail every tick: refused, saying what the
+// package has, before the config, the grant or the timer.
+func TestInstallRefusesATransportThePackageLacks(t *testing.T) {
+	t.Parallel()
+	s := installBox(t)
+	code, out := s.install(false, nil, append(kitArgs(s), "--transport", "sdk")...)
+	if code != 1 || !strings.Contains(out, "transport sdk is not built into monky-deployd 1.0.0 (it has: proxy system)") {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	if _, err := os.Stat(s.path("etc/monky-deployd/config.yaml")); !os.IsNotExist(err) {
+		t.Errorf("a config naming a transport the package lacks was written")
+	}
+	if slices.Contains(s.calls(), "systemctl enable --now monky-deployd.timer") {
+		t.Errorf("the timer was enabled")
 	}
 }
 
