@@ -65,3 +65,63 @@ func TestAnsibleRole(t *testing.T) {
 		t.Errorf("config.yaml.j2 must take the port from monky_deployd_tenancy_port:\n%s", tmpl)
 	}
 }
+
+// The role is a role ansible-galaxy and ansible-lint accept: meta/main.yml, the collections it
+// uses in requirements.yml; its transport is the package's default unless set, and the config's
+// transport, metrics_path and log_level come from role variables.
+func TestAnsibleRoleMetaAndVariables(t *testing.T) {
+	t.Parallel()
+	role := filepath.Join(repoRoot(t), "packaging", "ansible", "roles", "monky_deployd")
+	var meta struct {
+		GalaxyInfo map[string]any `yaml:"galaxy_info"`
+		Deps       []any          `yaml:"dependencies"`
+	}
+	b, err := os.ReadFile(filepath.Join(role, "meta", "main.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(b, &meta); err != nil || meta.GalaxyInfo["role_name"] != "monky_deployd" || meta.GalaxyInfo["min_ansible_version"] == nil {
+		t.Errorf("meta/main.yml: %v %v", err, meta.GalaxyInfo)
+	}
+	var req struct {
+		Collections []struct {
+			Name string `yaml:"name"`
+		} `yaml:"collections"`
+	}
+	b, err = os.ReadFile(filepath.Join(role, "requirements.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(b, &req); err != nil {
+		t.Fatal(err)
+	}
+	tasks, _ := os.ReadFile(filepath.Join(role, "tasks", "main.yml"))
+	for _, c := range []string{"ansible.posix"} {
+		found := false
+		for _, r := range req.Collections {
+			found = found || r.Name == c
+		}
+		if strings.Contains(string(tasks), c+".") && !found {
+			t.Errorf("tasks use %s, requirements.yml does not list it", c)
+		}
+	}
+	var defaults map[string]any
+	b, _ = os.ReadFile(filepath.Join(role, "defaults", "main.yml"))
+	if err := yaml.Unmarshal(b, &defaults); err != nil {
+		t.Fatal(err)
+	}
+	for k, want := range map[string]any{"monky_deployd_transport": "", "monky_deployd_metrics_path": "", "monky_deployd_log_level": "INFO"} {
+		if v, ok := defaults[k]; !ok || v != want {
+			t.Errorf("defaults %s = %v, want %q", k, v, want)
+		}
+	}
+	if !strings.Contains(string(tasks), "monky-deployd version --json") || !strings.Contains(string(tasks), "default_transport") {
+		t.Errorf("the role must take the package's default transport from `monky-deployd version --json`")
+	}
+	tmpl, _ := os.ReadFile(filepath.Join(role, "templates", "config.yaml.j2"))
+	for _, w := range []string{"transport: {{ monky_deployd_transport_chosen }}", "log_level: {{ monky_deployd_log_level", "metrics_path: {{ monky_deployd_metrics_path }}"} {
+		if !strings.Contains(string(tmpl), w) {
+			t.Errorf("config.yaml.j2 lacks %q", w)
+		}
+	}
+}

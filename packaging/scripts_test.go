@@ -195,8 +195,82 @@ func TestPostrmPurgesOnlyOnPurge(t *testing.T) {
 			t.Errorf("postrm %v: state removed=%v, want %v", c.args, gone, c.stateGone)
 		}
 		_, err = os.Stat(etc)
-		if kept := err == nil; kept != (c.etcPresent || c.args[0] != "purge") {
+		if kept := err == nil; kept != (c.args[0] != "purge") {
 			t.Errorf("postrm %v (config present %v): /etc/monky-deployd kept=%v", c.args, c.etcPresent, kept)
+		}
+	}
+}
+
+// purge removes the agent's own state and config, runs nothing against the services, and leaves
+// the deploy directory (the compose project of running containers) with the commands that take
+// them down; remove keeps everything and says nothing converges the backend any more.
+func TestPostrmPurgeLeavesTheDeployDirAndSaysHowToTakeItDown(t *testing.T) {
+	t.Parallel()
+	for _, custom := range []bool{false, true} {
+		s := newSandbox(t)
+		stateDir := "var/lib/monky-deployd"
+		deploy := stateDir + "/env-qa-02"
+		cfg := "env_id: env-qa-02\nsite: cbs\nmetrics_path: /var/lib/node_exporter/textfile/monky-deployd.prom   # node_exporter\n"
+		if custom {
+			stateDir, deploy = "srv/monky/state", "srv/monky/deploy"
+			cfg += "state_dir: \"/srv/monky/state\"\ndeploy_dir: /srv/monky/deploy\ncompose_project: shop\n"
+		}
+		for _, f := range []string{"bao.token", "lease.grant", "state.db", "state.db.corrupt-20261130T101010Z", "lock", "docker/config.json",
+			"metrics.json", "state.json", ".bao.token.tmp-abc"} {
+			writeFile(t, s.path(stateDir+"/"+f), "x", 0o600)
+		}
+		writeFile(t, s.path(deploy+"/releases/"+strings.Repeat("a", 64)+"/.env"), "SECRET=v", 0o600)
+		writeFile(t, s.path(deploy+"/releases/"+strings.Repeat("a", 64)+"/compose.yaml"), "services: {}\n", 0o644)
+		if err := os.Symlink("releases/"+strings.Repeat("a", 64), s.path(deploy+"/current")); err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, s.path("var/lib/node_exporter/textfile/monky-deployd.prom"), "m 1\n", 0o644)
+		writeFile(t, s.path("etc/monky-deployd/config.yaml"), cfg, 0o640)
+		writeFile(t, s.path("etc/monky-deployd/bootstrap.jwt"), "g", 0o600)
+		env := []string{"MONKY_ROOT=" + s.Root, "MONKY_SYSTEMD_RUN_DIR=" + filepath.Join(s.dir, "absent")}
+		script := filepath.Join(repoRoot(t), "packaging", "scripts", "postremove.sh")
+
+		code, out := s.run(nil, env, "sh", script, "remove")
+		if code != 0 || !strings.Contains(out, "Nothing converges the backend now") || !strings.Contains(out, "sudo docker compose -p ") {
+			t.Fatalf("remove: exit %d:\n%s", code, out)
+		}
+		if _, err := os.Stat(s.path(stateDir + "/bao.token")); err != nil {
+			t.Fatalf("remove deleted the token")
+		}
+
+		code, out = s.run(nil, env, "sh", script, "purge")
+		if code != 0 {
+			t.Fatalf("purge: exit %d:\n%s", code, out)
+		}
+		project := "monky-env-qa-02"
+		if custom {
+			project = "shop"
+		}
+		for _, w := range []string{"Nothing was stopped", "cd /" + deploy + "/current && sudo docker compose -p " + project + " down", "sudo rm -rf /" + deploy, "deluser --system monky-deployd"} {
+			if !strings.Contains(out, w) {
+				t.Errorf("purge (custom %v) does not say %q:\n%s", custom, w, out)
+			}
+		}
+		left, _ := filepath.Glob(s.path(stateDir + "/*"))
+		dot, _ := filepath.Glob(s.path(stateDir + "/.*"))
+		left = append(left, dot...)
+		if custom && len(left) != 0 || !custom && (len(left) != 1 || left[0] != s.path(deploy)) {
+			t.Errorf("purge (custom %v) left in the state dir: %v", custom, left)
+		}
+		for _, p := range []string{deploy + "/current/.env", deploy + "/current/compose.yaml"} {
+			if _, err := os.Stat(s.path(p)); err != nil {
+				t.Errorf("purge removed the compose project of running services: %v", err)
+			}
+		}
+		for _, p := range []string{"var/lib/node_exporter/textfile/monky-deployd.prom", "etc/monky-deployd"} {
+			if _, err := os.Stat(s.path(p)); !os.IsNotExist(err) {
+				t.Errorf("purge left %s", p)
+			}
+		}
+		for _, c := range s.calls() {
+			if strings.HasPrefix(c, "docker") || strings.HasPrefix(c, "systemctl") {
+				t.Errorf("purge ran %q", c)
+			}
 		}
 	}
 }
