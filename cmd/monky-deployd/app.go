@@ -36,8 +36,9 @@ import (
 // exitError carries an exit code out of a command without exiting inside the cli library
 // (which would skip every deferred close).
 type exitError struct {
-	code int
-	msg  string
+	code  int
+	msg   string
+	cause error // what stopped a tick before it started, journaled by run
 }
 
 func (e *exitError) Error() string { return e.msg }
@@ -202,7 +203,7 @@ func newLogger(cfg *config.Config, stderr io.Writer) zerolog.Logger {
 func newAgent(cfg *config.Config, log zerolog.Logger, st store.Store) (*states.Agent, error) {
 	d, err := transport.New(cfg)
 	if err != nil {
-		return nil, fail(1, "%v", err)
+		return nil, &exitError{code: 1, msg: err.Error(), cause: err}
 	}
 	host := cfg.Tenancy.Host
 	if host == "" {
@@ -248,6 +249,10 @@ func cmdRun(c *cli.Context, stderr io.Writer) error {
 	}
 	a, err := newAgent(cfg, log, st)
 	if err != nil {
+		if ee := (*exitError)(nil); errors.As(err, &ee) && ee.cause != nil {
+			// the tick's first line: journaled too, so explain and status name it
+			(&states.Agent{Cfg: cfg, Store: st, Log: log}).RecordStartFailure(ee.cause)
+		}
 		return err
 	}
 	a.Prune = c.Bool("prune")

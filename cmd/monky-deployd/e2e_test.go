@@ -342,6 +342,13 @@ func TestVersionAndConfigErrors(t *testing.T) {
 		t.Errorf("transport sdk: exit %d, want 1", c)
 	}
 	oneLine("transport sdk", e, "no OpenZiti SDK", "transport: proxy", "transport: system")
+	if !config.SDKBuiltIn {
+		// the refused start is a tick explain names, with the same hint
+		o, e, c, _ = b.runBin("monky-deployd", nil, "--config", sdk, "explain")
+		if c != 0 || !strings.Contains(o, "SDK_UNAVAILABLE") || !strings.Contains(o, "transport: system") {
+			t.Errorf("explain after a refused transport: exit %d\n%s%s", c, o, e)
+		}
+	}
 }
 
 func writeFile(t *testing.T, path, content string) {
