@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # A real install of the .deb with the real dpkg, into a throwaway root: install, upgrade to a second
 # build (VERSION + 1 patch), remove, purge. Asserts the files and modes, and that the timer's
-# enablement survives the upgrade (the 0.1.9 incident).
+# enablement survives the upgrade (the 0.1.9 incident). Then, against monky-sim: a 0.1.9-shaped
+# package (testdata/takeover/pkg-0.1.9, built with nfpm) with a 0.1.9 box's files, upgraded to this
+# .deb, whose first tick heartbeats without a lease or a login; its remove and purge; and a fresh
+# install whose config is env_id, site and the kit's files only, which applies a release.
 #
 # How: `dpkg --root=<dir> --force-script-chrootless` runs the maintainer scripts on this host with
 # DPKG_ROOT=<dir>, which the scripts use as their path prefix. The commands that would change the
@@ -14,6 +17,7 @@
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
+GO="$(command -v go)"
 V1="$(cat VERSION)"
 V2="${V1%.*}.$((${V1##*.} + 1))"
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/monky-deployd-test-install.XXXXXX")"
@@ -36,13 +40,15 @@ if [ ! -f "$CONFIG_EXAMPLE" ]; then
   CONFIG_EXAMPLE="$WORK/config.example.yaml"
   printf 'env_id: env-qa-02\nsite: cbs\n' >"$CONFIG_EXAMPLE"
 fi
+# nfpm.yaml reads dist/: each version is built there in turn and its .deb copied out
 for v in "$V1" "$V2"; do
-  make --no-print-directory -f packaging/deb.mk deb VERSION="$v" DIST="$WORK/dist-$v" \
+  make --no-print-directory -f packaging/deb.mk deb VERSION="$v" \
     CONFIG_EXAMPLE="$CONFIG_EXAMPLE" DEB_BINARY="${DEB_BINARY:-}" >"$WORK/build-$v.log" 2>&1 ||
     { cat "$WORK/build-$v.log" >&2; fail "make deb VERSION=$v"; }
+  cp "dist/monky-deployd_${v}_amd64.deb" "$WORK/"
 done
-DEB1="$WORK/dist-$V1/monky-deployd_${V1}_amd64.deb"
-DEB2="$WORK/dist-$V2/monky-deployd_${V2}_amd64.deb"
+DEB1="$WORK/monky-deployd_${V1}_amd64.deb"
+DEB2="$WORK/monky-deployd_${V2}_amd64.deb"
 
 # --- recording stand-ins -------------------------------------------------------------------------------
 shim() {
@@ -151,9 +157,112 @@ ok "remove: units disabled, binary gone, state kept"
 # --- 4. purge -----------------------------------------------------------------------------------------
 "${DPKG[@]}" -P monky-deployd >"$WORK/dpkg.log" 2>&1 || { cat "$WORK/dpkg.log" >&2; fail "dpkg -P"; }
 expect_calls "purge"
-[ ! -e "$ROOT/var/lib/monky-deployd" ] || fail "purge left the state dir"
-[ -f "$ROOT/etc/monky-deployd/config.yaml" ] || fail "purge deleted the operator's config.yaml"
+[ ! -e "$ROOT/var/lib/monky-deployd" ] || fail "purge left the state dir (it holds no deploy dir)"
+[ ! -e "$ROOT/etc/monky-deployd" ] || fail "purge left /etc/monky-deployd: $(ls -A "$ROOT/etc/monky-deployd")"
 [ -z "$(installed_version | grep ii || true)" ] || fail "still installed after purge: $(installed_version)"
-ok "purge: state dir removed, operator config kept"
+ok "purge: state dir and config removed"
 
-echo "test-install: 4 passed, 0 failed"
+# === against monky-sim: the upgrade of a 0.1.9 box, and a fresh install with the defaults ================
+SIM_ENV=env-demo-01
+FX=testdata/takeover/box-0.1.9/var/lib/monky-deployd
+FX_V2=b14f6e29f20b7e8be6862087b4725720d7ac719bda0303b8a3d1c6f360a3db29
+"$GO" build -o "$WORK/monky-sim" ./cmd/monky-sim
+"$GO" build -o "$WORK/docker" ./internal/fakedocker
+export FAKE_DOCKER_STATE="$WORK/docker-state" FAKE_DOCKER_LOG="$WORK/docker.log"
+mkdir -p "$FAKE_DOCKER_STATE"
+ROOT2="$WORK/root-0.1.9"
+ROOT3="$WORK/root-fresh"
+for r in "$ROOT2" "$ROOT3"; do
+  mkdir -p "$r/var/lib/dpkg/info" "$r/var/lib/dpkg/updates" "$r/var/lib/dpkg/triggers"
+  : >"$r/var/lib/dpkg/status"
+done
+"$WORK/monky-sim" serve --quiet --releases testdata/demo --env "$SIM_ENV" --desire v2 --addr-file "$WORK/addrs.json" \
+  --kit "$WORK/kit-b" --state-dir "$ROOT2/var/lib/monky-deployd" --docker-bin "$WORK/docker" >"$WORK/sim.log" 2>&1 &
+SIM_PID=$!
+trap 'kill "$SIM_PID" 2>/dev/null || true; rm -rf "$WORK"' EXIT
+for _ in $(seq 100); do [ -s "$WORK/addrs.json" ] && break; sleep 0.1; done
+[ -s "$WORK/addrs.json" ] || { cat "$WORK/sim.log" >&2; fail "monky-sim did not start"; }
+sim() { "$WORK/monky-sim" "$@" --addr-file "$WORK/addrs.json"; }
+count() { sim counts --env "$SIM_ENV" | jq -r ".$1"; }
+agent() { local r="$1"; shift; "$r/usr/bin/monky-deployd" --config "$r/etc/monky-deployd/config.yaml" "$@"; }
+
+# --- 5. a 0.1.9-shaped package, as the Python agent's boxes run it ----------------------------------------
+( cd testdata/takeover/pkg-0.1.9 && ${NFPM:-"$GO" run github.com/goreleaser/nfpm/v2/cmd/nfpm@v2.45.2} package -f nfpm.yaml -p deb -t "$WORK/" ) \
+  >"$WORK/build-0.1.9.log" 2>&1 || { cat "$WORK/build-0.1.9.log" >&2; fail "nfpm: the 0.1.9-shaped package"; }
+DPKG2=(dpkg --root="$ROOT2" --force-not-root --force-script-chrootless --force-depends --log=/dev/null)
+"${DPKG2[@]}" -i "$WORK/monky-deployd_0.1.9_amd64.deb" >"$WORK/dpkg.log" 2>&1 || { cat "$WORK/dpkg.log" >&2; fail "dpkg -i 0.1.9"; }
+[ -x "$ROOT2/opt/monky-deployd/venv/bin/python" ] || fail "the 0.1.9 package did not install its venv"
+# what 0.1.9's install.sh and its ticks left: config, timer, token, state.json, two releases, current
+cp "$WORK/kit-b/config.yaml" "$ROOT2/etc/monky-deployd/config.yaml"
+cp -a "$FX/." "$ROOT2/var/lib/monky-deployd/"
+BAO_URL="$(jq -r .bao "$WORK/addrs.json")"
+jq -n --rawfile g "$WORK/kit-b/bootstrap.jwt" '{role: "see-env", jwt: ($g | rtrimstr("\n"))}' |
+  curl -fsS -H 'Content-Type: application/json' --data @- "$BAO_URL/v1/auth/jwt-tenancy/login" |
+  jq -j '.auth.client_token + "\n"' >"$ROOT2/var/lib/monky-deployd/bao.token"
+[ -s "$ROOT2/var/lib/monky-deployd/bao.token" ] || fail "could not log in to the simulated OpenBao"
+rm -f "$WORK/kit-b/bootstrap.jwt"
+chmod 0600 "$ROOT2/var/lib/monky-deployd/bao.token" "$ROOT2/var/lib/monky-deployd/$SIM_ENV/releases"/*/.env
+(cd "$ROOT2/var/lib/monky-deployd/$SIM_ENV/current" && "$WORK/docker" compose -p "monky-$SIM_ENV" -f compose.yaml up -d --remove-orphans >/dev/null 2>&1)
+: >"$FAKE_DOCKER_LOG"
+systemctl enable --now monky-deployd.timer
+LEGACY_SUM="$(sha256sum <"$ROOT2/var/lib/monky-deployd/state.json")"
+: >"$LOG"
+ok "0.1.9-shaped package installed with the real dpkg; the 0.1.9 box is in place"
+
+# --- 6. upgrade 0.1.9 -> this package, then one tick: a heartbeat, no lease, no login ----------------------
+"${DPKG2[@]}" -i "$DEB1" >"$WORK/dpkg.log" 2>&1 || { cat "$WORK/dpkg.log" >&2; fail "dpkg -i $DEB1 over 0.1.9"; }
+[ "$(dpkg-query --admindir="$ROOT2/var/lib/dpkg" -W -f '${Version}' monky-deployd)" = "$V1" ] || fail "not upgraded to $V1"
+[ ! -e "$ROOT2/opt/monky-deployd" ] || fail "the upgrade left 0.1.9's venv"
+grep -x -q monky-deployd.timer "$STATE/enabled" || fail "the upgrade from 0.1.9 disabled the timer"
+before_leases="$(count leases)"; before_logins="$(count logins)"; before_reports="$(count reports)"
+agent "$ROOT2" run --once >"$WORK/tick.log" 2>&1 || { cat "$WORK/tick.log" >&2; fail "the first tick after the upgrade exited $?"; }
+[ "$(count leases)" = "$before_leases" ] && [ "$(count lease_asks)" = 0 ] || fail "the taken-over box asked for a lease"
+[ "$(count logins)" = "$before_logins" ] || fail "the taken-over box logged in again"
+[ "$(count reports)" = $((before_reports + 1)) ] || fail "no heartbeat report"
+sim reports --env "$SIM_ENV" | tail -n 1 | jq -e --arg s "$FX_V2" '.result == "applied" and .sha == $s' >/dev/null ||
+  fail "the last report is not a heartbeat of the running release: $(sim reports --env "$SIM_ENV" | tail -n 1)"
+if grep -q -E '"(pull|up)"' "$FAKE_DOCKER_LOG"; then fail "the taken-over box ran compose pull/up: $(grep -E '"(pull|up)"' "$FAKE_DOCKER_LOG")"; fi
+[ "$(sha256sum <"$ROOT2/var/lib/monky-deployd/state.json")" = "$LEGACY_SUM" ] || fail "state.json changed"
+agent "$ROOT2" explain -n 1 >"$WORK/explain.txt" || fail "explain"
+grep -q "took over a 0.1.x box: imported token from bao.token (source lease from state.json); applied sha ${FX_V2:0:12} from state.json; 2 release(s) as applied before" "$WORK/explain.txt" ||
+  { cat "$WORK/explain.txt" >&2; fail "explain does not show what was imported"; }
+echo "--- the first explain of the taken-over box:"; cat "$WORK/explain.txt"; echo "---"
+ok "upgrade 0.1.9 -> $V1: imported, one heartbeat, no lease, no login, no pull/up, state.json untouched"
+
+# --- 7. remove and purge of the taken-over box: nothing stopped, the deploy dir stays ------------------------
+: >"$LOG"
+"${DPKG2[@]}" -r monky-deployd >"$WORK/dpkg.log" 2>&1 || { cat "$WORK/dpkg.log" >&2; fail "dpkg -r (0.1.9 box)"; }
+grep -q "Nothing converges the backend now" "$WORK/dpkg.log" || { cat "$WORK/dpkg.log" >&2; fail "remove does not say the backend is unmanaged"; }
+# on a box state_dir is /var/lib/monky-deployd; the tick above ran under the test's root prefix
+sed -i -e '/^state_dir:/d' -e '/^deploy_dir:/d' "$ROOT2/etc/monky-deployd/config.yaml"
+"${DPKG2[@]}" -P monky-deployd >"$WORK/dpkg.log" 2>&1 || { cat "$WORK/dpkg.log" >&2; fail "dpkg -P (0.1.9 box)"; }
+expect_calls "remove and purge of the taken-over box: only the agent's own units are stopped" \
+  "systemctl disable --now monky-deployd.timer" \
+  "systemctl stop monky-deployd.service" \
+  "systemctl disable --now monky-deployd-proxy.service" \
+  "systemctl daemon-reload"
+if grep -q '"down"' "$FAKE_DOCKER_LOG"; then fail "remove/purge ran compose down"; fi
+S2="$ROOT2/var/lib/monky-deployd"
+left="$(cd "$S2" && ls -A)"
+[ "$left" = "$SIM_ENV" ] || fail "purge left in the state dir: $left"
+[ -f "$S2/$SIM_ENV/current/compose.yaml" ] && [ -f "$S2/$SIM_ENV/current/.env" ] || fail "purge removed the compose project of running services"
+[ ! -e "$ROOT2/etc/monky-deployd" ] || fail "purge left /etc/monky-deployd"
+grep -q "cd /var/lib/monky-deployd/$SIM_ENV/current && sudo docker compose -p monky-$SIM_ENV down" "$WORK/dpkg.log" ||
+  { cat "$WORK/dpkg.log" >&2; fail "purge does not say how to take the services down"; }
+ok "purge: token, state file, state.json, docker config and config gone; the deploy dir left with how to take it down"
+
+# --- 8. a fresh install with the defaults: env_id, site and the kit's files only --------------------------
+DPKG3=(dpkg --root="$ROOT3" --force-not-root --force-script-chrootless --force-depends --log=/dev/null)
+"${DPKG3[@]}" -i "$DEB1" >"$WORK/dpkg.log" 2>&1 || { cat "$WORK/dpkg.log" >&2; fail "dpkg -i $DEB1 (fresh)"; }
+sim reveal --env "$SIM_ENV" --kit "$WORK/kit-c" --state-dir "$ROOT3/var/lib/monky-deployd" --docker-bin "$WORK/docker" >/dev/null
+grep -v '^transport:' "$WORK/kit-c/config.yaml" >"$ROOT3/etc/monky-deployd/config.yaml"
+sim desire --env "$SIM_ENV" --release v1 >/dev/null
+: >"$FAKE_DOCKER_LOG"
+agent "$ROOT3" run --once >"$WORK/tick.log" 2>&1 || { cat "$WORK/tick.log" >&2; fail "the fresh install's first tick"; }
+V1_SHA="$(sim releases --env "$SIM_ENV" | jq -r '.[] | select(.name == "v1") | .sha')"
+sim reports --env "$SIM_ENV" | tail -n 1 | jq -e --arg s "$V1_SHA" '.result == "applied" and .sha == $s' >/dev/null || fail "the fresh install did not apply v1"
+[ -f "$ROOT3/var/lib/monky-deployd/$SIM_ENV/releases/$V1_SHA/.env" ] || fail "no release v1 on disk"
+agent "$ROOT3" status >/dev/null || fail "status after the fresh install's apply"
+ok "fresh install with the defaults (transport $("$ROOT3/usr/bin/monky-deployd" version --json | jq -r .default_transport)): applied v1"
+
+echo "test-install: 8 passed, 0 failed"
