@@ -87,11 +87,11 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			{
 				Name:  "run",
 				Usage: "run ticks: --once for one (what the systemd timer runs), else loop until SIGTERM",
-				Description: "Examples:\n   monky-deployd run --once          # one tick\n   monky-deployd run --once --prune  # and drop old releases\n" +
+				Description: "Examples:\n   monky-deployd run --once          # one tick\n   monky-deployd run --once --prune  # and the images no kept release uses\n" +
 					"   monky-deployd run                 # loop (laptops without a timer)",
 				Flags: []cli.Flag{
 					&cli.BoolFlag{Name: "once", Usage: "run one tick and exit with its code"},
-					&cli.BoolFlag{Name: "prune", Usage: "after an apply, keep keep_releases releases and prune dangling images"},
+					&cli.BoolFlag{Name: "prune", Usage: "after an apply, also remove the env's images no kept release uses (old releases go after every apply)"},
 				},
 				Action: func(c *cli.Context) error { return cmdRun(c, stderr) },
 			},
