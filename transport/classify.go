@@ -12,20 +12,20 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/tikali/monky-deployd/effects"
+	"github.com/tikali/monky-deployd/effects/fault"
 	"github.com/tikali/monky-deployd/internal/config"
 )
 
 // Classify turns a transport-level failure of op towards hostport (the intercept host:port)
-// over transport into an *effects.Error whose message names both and says what to check.
+// over transport into an *fault.Error whose message names both and says what to check.
 // Refused, DNS, timeout and reset/truncated are Temporary (the next tick may succeed); a
-// certificate problem is Kind TLS (retrying cannot fix a wrong CA). An *effects.Error already
+// certificate problem is Kind TLS (retrying cannot fix a wrong CA). An *fault.Error already
 // in err's chain is returned as it is. nil stays nil.
-func Classify(op, hostport, transport string, err error) *effects.Error {
+func Classify(op, hostport, transport string, err error) *fault.Error {
 	if err == nil {
 		return nil
 	}
-	var ee *effects.Error
+	var ee *fault.Error
 	if errors.As(err, &ee) {
 		if ee.Op == "" || ee.Op == "tls" {
 			c := *ee
@@ -35,7 +35,7 @@ func Classify(op, hostport, transport string, err error) *effects.Error {
 		return ee
 	}
 	where := fmt.Sprintf("%s (transport %s%s)", hostport, transport, dialled(err, hostport))
-	e := &effects.Error{Op: op, Err: err}
+	e := &fault.Error{Op: op, Err: err}
 	var (
 		hostErr x509.HostnameError
 		caErr   x509.UnknownAuthorityError
@@ -48,52 +48,52 @@ func Classify(op, hostport, transport string, err error) *effects.Error {
 	)
 	switch {
 	case errors.As(err, &hostErr):
-		e.Kind, e.Code = effects.TLS, "TLS_NAME_MISMATCH"
+		e.Kind, e.Code = fault.TLS, "TLS_NAME_MISMATCH"
 		e.Msg = fmt.Sprintf("certificate of %s is not valid for %s", where, hostErr.Host)
 		e.Hint = "check bao.addr / the intercept name"
 	case errors.As(err, &caErr):
-		e.Kind, e.Code = effects.TLS, "TLS_UNKNOWN_CA"
+		e.Kind, e.Code = fault.TLS, "TLS_UNKNOWN_CA"
 		e.Msg = fmt.Sprintf("certificate of %s is signed by an unknown authority", where)
 		e.Hint = "check bao.ca_file (tenancy.ca_file for tenancy over https): it must hold the CA that signed this certificate"
 	case errors.As(err, &invErr):
-		e.Kind, e.Code = effects.TLS, "TLS_CERT_INVALID"
+		e.Kind, e.Code = fault.TLS, "TLS_CERT_INVALID"
 		e.Msg = fmt.Sprintf("certificate of %s is invalid: %v", where, invErr)
 		e.Hint = "check the server's certificate (expiry, usage) and the box's clock"
 	case errors.As(err, &recErr), strings.Contains(err.Error(), "server gave HTTP response to HTTPS client"):
-		e.Kind, e.Code = effects.TLS, "TLS_HANDSHAKE"
+		e.Kind, e.Code = fault.TLS, "TLS_HANDSHAKE"
 		e.Msg = fmt.Sprintf("%s did not answer TLS", where)
 		e.Hint = "check the scheme (http or https) of bao.addr / tenancy.scheme"
 	case errors.As(err, &alert):
-		e.Kind, e.Code = effects.TLS, "TLS_HANDSHAKE"
+		e.Kind, e.Code = fault.TLS, "TLS_HANDSHAKE"
 		e.Msg = fmt.Sprintf("TLS handshake with %s failed: %v", where, alert)
 		e.Hint = "check the server's TLS setup"
 	case errors.As(err, &dnsErr):
-		e.Kind, e.Code = effects.Temporary, "DNS_FAILURE"
+		e.Kind, e.Code = fault.Temporary, "DNS_FAILURE"
 		e.Msg = fmt.Sprintf("cannot resolve %s for %s: %s", dnsErr.Name, where, dnsErr.Err)
 		e.Hint = hint(transport, "check the tunneller's DNS intercept (ziti-edge-tunnel) and the name in the config")
 	case errors.Is(err, syscall.ECONNREFUSED):
-		e.Kind, e.Code = effects.Temporary, "CONNECTION_REFUSED"
+		e.Kind, e.Code = fault.Temporary, "CONNECTION_REFUSED"
 		e.Msg = fmt.Sprintf("nothing listens at %s", where)
 		e.Hint = hint(transport, "check the tunneller (ziti-edge-tunnel) and the service's intercept")
 	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE),
 		errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
-		e.Kind, e.Code = effects.Temporary, "CONNECTION_RESET"
+		e.Kind, e.Code = fault.Temporary, "CONNECTION_RESET"
 		e.Msg = fmt.Sprintf("connection to %s was reset or cut short", where)
 		e.Hint = hint(transport, "check the tunneller and the far side's health")
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, os.ErrDeadlineExceeded),
 		errors.As(err, &netErr) && netErr.Timeout():
-		e.Kind, e.Code = effects.Temporary, "TIMEOUT"
+		e.Kind, e.Code = fault.Temporary, "TIMEOUT"
 		e.Msg = fmt.Sprintf("no answer from %s in time", where)
 		e.Hint = hint(transport, "check the tunneller and the far side's health")
 	case errors.Is(err, context.Canceled):
-		e.Kind, e.Code = effects.Temporary, "CANCELLED"
+		e.Kind, e.Code = fault.Temporary, "CANCELLED"
 		e.Msg = fmt.Sprintf("call to %s was cancelled", where)
 	case errors.As(err, &opErr):
-		e.Kind, e.Code = effects.Temporary, "UNREACHABLE"
+		e.Kind, e.Code = fault.Temporary, "UNREACHABLE"
 		e.Msg = fmt.Sprintf("cannot reach %s: %v", where, opErr.Err)
 		e.Hint = hint(transport, "check the tunneller and the mesh")
 	default:
-		e.Kind = effects.Permanent
+		e.Kind = fault.Permanent
 		e.Msg = fmt.Sprintf("%s: %v", where, err)
 	}
 	return e

@@ -14,7 +14,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/tikali/monky-deployd/effects"
+	"github.com/tikali/monky-deployd/effects/fault"
 )
 
 // DefaultTimeout is used when HTTPClient is given no timeout.
@@ -29,7 +29,7 @@ const maxTLSHandshake = 10 * time.Second
 // the certificate is verified for serverName — the intercept name, even when the TCP connection
 // goes to 127.0.0.1 — against the CA in caFile when that file exists, else the system roots.
 // The TLS configuration is built at the first https request, so a plain-http client never reads
-// caFile; an unreadable or garbage caFile then fails that request with an *effects.Error of Kind
+// caFile; an unreadable or garbage caFile then fails that request with an *fault.Error of Kind
 // TLS, Code TLS_CA_FILE. timeout bounds each whole call.
 func HTTPClient(d Dialer, serverName, caFile string, timeout time.Duration) (*http.Client, error) {
 	if d == nil {
@@ -129,12 +129,12 @@ func loadRoots(caFile string) (*x509.CertPool, error) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, &effects.Error{Op: "tls", Kind: effects.TLS, Code: "TLS_CA_FILE",
+		return nil, &fault.Error{Op: "tls", Kind: fault.TLS, Code: "TLS_CA_FILE",
 			Msg: fmt.Sprintf("CA file %s is unreadable: %v", caFile, errors.Unwrap(err)), Err: err}
 	}
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(pem) {
-		return nil, &effects.Error{Op: "tls", Kind: effects.TLS, Code: "TLS_CA_FILE",
+		return nil, &fault.Error{Op: "tls", Kind: fault.TLS, Code: "TLS_CA_FILE",
 			Msg: fmt.Sprintf("CA file %s holds no PEM certificate", caFile)}
 	}
 	return pool, nil

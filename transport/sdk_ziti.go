@@ -15,7 +15,7 @@ import (
 
 	"github.com/openziti/sdk-golang/ziti"
 
-	"github.com/tikali/monky-deployd/effects"
+	"github.com/tikali/monky-deployd/effects/fault"
 	"github.com/tikali/monky-deployd/internal/config"
 )
 
@@ -30,15 +30,15 @@ func newSDK(cfg *config.Config) (Dialer, error) {
 	}
 	rs, err := fixedRoutes(cfg, cfg.Tenancy.Service, cfg.Bao.Service, "service")
 	if err != nil {
-		return nil, &effects.Error{Op: "transport sdk", Kind: effects.Permanent, Code: "TRANSPORT_CONFIG", Err: err}
+		return nil, &fault.Error{Op: "transport sdk", Kind: fault.Permanent, Code: "TRANSPORT_CONFIG", Err: err}
 	}
 	zcfg, err := ziti.NewConfigFromFile(cfg.Identity)
 	if err != nil {
-		return nil, &effects.Error{Op: "transport sdk", Kind: effects.Permanent, Code: "IDENTITY_UNUSABLE", Err: err}
+		return nil, &fault.Error{Op: "transport sdk", Kind: fault.Permanent, Code: "IDENTITY_UNUSABLE", Err: err}
 	}
 	zctx, err := ziti.NewContext(zcfg)
 	if err != nil {
-		return nil, &effects.Error{Op: "transport sdk", Kind: effects.Permanent, Code: "IDENTITY_UNUSABLE", Err: err}
+		return nil, &fault.Error{Op: "transport sdk", Kind: fault.Permanent, Code: "IDENTITY_UNUSABLE", Err: err}
 	}
 	return &sdkDialer{zctx: zctx, routes: rs}, nil
 }

@@ -1,6 +1,6 @@
 // Package transport is the only place in the agent that opens sockets. It turns the config's
 // `transport` (sdk, proxy or system) into a Dialer, builds the HTTP clients tenancy and OpenBao
-// are reached with, and classifies what goes wrong on the way into *effects.Error values that
+// are reached with, and classifies what goes wrong on the way into *fault.Error values that
 // name the host:port, the transport and what to check.
 //
 // It may not speak any protocol above HTTP: no tenancy or OpenBao semantics live here, and it
@@ -16,7 +16,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/tikali/monky-deployd/effects"
+	"github.com/tikali/monky-deployd/effects/fault"
 	"github.com/tikali/monky-deployd/internal/config"
 )
 
@@ -44,10 +44,10 @@ func New(cfg *config.Config) (Dialer, error) {
 	case config.TransportSDK:
 		return newSDK(cfg)
 	case "":
-		return nil, &effects.Error{Op: "transport", Kind: effects.Permanent, Code: "TRANSPORT_UNKNOWN",
+		return nil, &fault.Error{Op: "transport", Kind: fault.Permanent, Code: "TRANSPORT_UNKNOWN",
 			Msg: "no transport configured; set `transport: sdk`, `proxy` or `system`"}
 	}
-	return nil, &effects.Error{Op: "transport", Kind: effects.Permanent, Code: "TRANSPORT_UNKNOWN",
+	return nil, &fault.Error{Op: "transport", Kind: fault.Permanent, Code: "TRANSPORT_UNKNOWN",
 		Msg: fmt.Sprintf("unknown transport %q; set `transport: sdk`, `proxy` or `system`", cfg.Transport)}
 }
 
@@ -92,7 +92,7 @@ func (rs routes) String() string {
 
 // refuse is the error for a destination outside the mapping.
 func (rs routes) refuse(transport, addr string) error {
-	return &effects.Error{Op: "transport " + transport, Kind: effects.Permanent, Code: "NO_MAPPING",
+	return &fault.Error{Op: "transport " + transport, Kind: fault.Permanent, Code: "NO_MAPPING",
 		Msg: fmt.Sprintf("no mapping for %s (maps %s)", addr, rs)}
 }
 
@@ -174,7 +174,7 @@ type proxyDialer struct{ routes routes }
 func newProxy(cfg *config.Config) (Dialer, error) {
 	rs, err := fixedRoutes(cfg, cfg.Tenancy.ProxyAddr, cfg.Bao.ProxyAddr, "proxy_addr")
 	if err != nil {
-		return nil, &effects.Error{Op: "transport proxy", Kind: effects.Permanent, Code: "TRANSPORT_CONFIG", Err: err}
+		return nil, &fault.Error{Op: "transport proxy", Kind: fault.Permanent, Code: "TRANSPORT_CONFIG", Err: err}
 	}
 	return &proxyDialer{routes: rs}, nil
 }

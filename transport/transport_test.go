@@ -24,7 +24,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tikali/monky-deployd/effects"
+	"github.com/tikali/monky-deployd/effects/fault"
 	"github.com/tikali/monky-deployd/internal/config"
 )
 
@@ -156,13 +156,13 @@ func TestTLSFailures(t *testing.T) {
 
 	cases := []struct {
 		name, serverName, caFile string
-		kind                     effects.Kind
+		kind                     fault.Kind
 		code, want               string
 	}{
-		{"wrong name", "vault.example.org", caFile, effects.TLS, "TLS_NAME_MISMATCH", "not valid for vault.example.org"},
-		{"CA file absent", baoName, filepath.Join(t.TempDir(), "missing.pem"), effects.TLS, "TLS_UNKNOWN_CA", "check bao.ca_file"},
-		{"another CA", baoName, otherCA, effects.TLS, "TLS_UNKNOWN_CA", "unknown authority"},
-		{"garbage CA file", baoName, garbage, effects.TLS, "TLS_CA_FILE", "holds no PEM certificate"},
+		{"wrong name", "vault.example.org", caFile, fault.TLS, "TLS_NAME_MISMATCH", "not valid for vault.example.org"},
+		{"CA file absent", baoName, filepath.Join(t.TempDir(), "missing.pem"), fault.TLS, "TLS_UNKNOWN_CA", "check bao.ca_file"},
+		{"another CA", baoName, otherCA, fault.TLS, "TLS_UNKNOWN_CA", "unknown authority"},
+		{"garbage CA file", baoName, garbage, fault.TLS, "TLS_CA_FILE", "holds no PEM certificate"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -186,7 +186,7 @@ func TestTLSFailures(t *testing.T) {
 			if !strings.Contains(e.Error(), tc.want) {
 				t.Fatalf("message %q does not say %q", e.Error(), tc.want)
 			}
-			if effects.IsTemporary(e) {
+			if fault.IsTemporary(e) {
 				t.Fatal("a TLS failure must not be temporary")
 			}
 		})
@@ -271,7 +271,7 @@ func TestProxyMapping(t *testing.T) {
 	// Through an HTTP client the refusal keeps its words.
 	_, err = get(t, hc, "http://example.com/")
 	e := Classify("checkin", "example.com:80", "proxy", err)
-	if e.Code != "NO_MAPPING" || e.Kind != effects.Permanent {
+	if e.Code != "NO_MAPPING" || e.Kind != fault.Permanent {
 		t.Fatalf("classified %v as %v %q", err, e.Kind, e.Code)
 	}
 }
@@ -356,11 +356,11 @@ func TestIdentityFaults(t *testing.T) {
 
 func checkIdentityError(t *testing.T, err error, want string) {
 	t.Helper()
-	var e *effects.Error
+	var e *fault.Error
 	if !errors.As(err, &e) {
-		t.Fatalf("error %v (%T) is not an *effects.Error", err, err)
+		t.Fatalf("error %v (%T) is not an *fault.Error", err, err)
 	}
-	if e.Kind != effects.Permanent || e.Code != "IDENTITY_UNUSABLE" {
+	if e.Kind != fault.Permanent || e.Code != "IDENTITY_UNUSABLE" {
 		t.Fatalf("kind %v code %q", e.Kind, e.Code)
 	}
 	if !strings.Contains(err.Error(), want) {
@@ -372,8 +372,8 @@ func TestSDKUnavailableInDefaultBuild(t *testing.T) {
 	cfg := proxyConfig(t, "127.0.0.1:18443", "127.0.0.1:18200")
 	cfg.Transport = config.TransportSDK
 	_, err := New(cfg)
-	var e *effects.Error
-	if !errors.As(err, &e) || e.Code != "SDK_UNAVAILABLE" || e.Kind != effects.Permanent {
+	var e *fault.Error
+	if !errors.As(err, &e) || e.Code != "SDK_UNAVAILABLE" || e.Kind != fault.Permanent {
 		t.Fatalf("got %v", err)
 	}
 	msg := err.Error()
@@ -426,38 +426,38 @@ func TestClassifyNetworkFailures(t *testing.T) {
 	t.Run("refused via proxy", func(t *testing.T) {
 		_, err := get(t, proxyClient, "http://monky.tenancy.deploy:443/v1/agent/checkin")
 		e := Classify("checkin", "monky.tenancy.deploy:443", "proxy", err)
-		wantClass(t, e, effects.Temporary, "CONNECTION_REFUSED",
+		wantClass(t, e, fault.Temporary, "CONNECTION_REFUSED",
 			"checkin: CONNECTION_REFUSED: nothing listens at monky.tenancy.deploy:443 (transport proxy, dialled "+dead+") — check monky-deployd-proxy.service")
 	})
 	t.Run("refused via system", func(t *testing.T) {
 		_, err := get(t, sysClient, "http://"+dead+"/")
 		e := Classify("checkin", dead, "system", err)
-		wantClass(t, e, effects.Temporary, "CONNECTION_REFUSED", "nothing listens at "+dead+" (transport system) — check the tunneller")
+		wantClass(t, e, fault.Temporary, "CONNECTION_REFUSED", "nothing listens at "+dead+" (transport system) — check the tunneller")
 	})
 	t.Run("timeout", func(t *testing.T) {
 		_, err := get(t, sysClient, hang.URL)
 		e := Classify("checkin", "h:1", "system", err)
-		wantClass(t, e, effects.Temporary, "TIMEOUT", "no answer from h:1 (transport system) in time")
+		wantClass(t, e, fault.Temporary, "TIMEOUT", "no answer from h:1 (transport system) in time")
 	})
 	t.Run("truncated body", func(t *testing.T) {
 		_, err := get(t, sysClient, cut.URL)
 		e := Classify("bundle", "h:1", "system", err)
-		wantClass(t, e, effects.Temporary, "CONNECTION_RESET", "reset or cut short")
+		wantClass(t, e, fault.Temporary, "CONNECTION_RESET", "reset or cut short")
 	})
 	t.Run("https to a plain server", func(t *testing.T) {
 		_, err := get(t, sysClient, strings.Replace(plain.URL, "http:", "https:", 1))
 		e := Classify("login", "h:1", "system", err)
-		wantClass(t, e, effects.TLS, "TLS_HANDSHAKE", "did not answer TLS")
+		wantClass(t, e, fault.TLS, "TLS_HANDSHAKE", "did not answer TLS")
 	})
 	t.Run("DNS", func(t *testing.T) {
 		err := &net.OpError{Op: "dial", Net: "tcp", Err: &net.DNSError{Err: "no such host", Name: "bao.cbs.tikali.net", IsNotFound: true}}
 		e := Classify("login", "bao.cbs.tikali.net:8200", "system", err)
-		wantClass(t, e, effects.Temporary, "DNS_FAILURE", "cannot resolve bao.cbs.tikali.net for bao.cbs.tikali.net:8200 (transport system): no such host — check the tunneller's DNS intercept")
+		wantClass(t, e, fault.Temporary, "DNS_FAILURE", "cannot resolve bao.cbs.tikali.net for bao.cbs.tikali.net:8200 (transport system): no such host — check the tunneller's DNS intercept")
 	})
 	t.Run("reset", func(t *testing.T) {
 		err := &net.OpError{Op: "read", Net: "tcp", Err: os.NewSyscallError("read", syscall.ECONNRESET)}
 		e := Classify("lease", "h:1", "sdk", err)
-		wantClass(t, e, effects.Temporary, "CONNECTION_RESET", "connection to h:1 (transport sdk) was reset or cut short")
+		wantClass(t, e, fault.Temporary, "CONNECTION_RESET", "connection to h:1 (transport sdk) was reset or cut short")
 	})
 	t.Run("nil", func(t *testing.T) {
 		if Classify("x", "h:1", "system", nil) != nil {
@@ -466,7 +466,7 @@ func TestClassifyNetworkFailures(t *testing.T) {
 	})
 }
 
-func wantClass(t *testing.T, e *effects.Error, kind effects.Kind, code, msg string) {
+func wantClass(t *testing.T, e *fault.Error, kind fault.Kind, code, msg string) {
 	t.Helper()
 	if e == nil {
 		t.Fatal("no error")

@@ -1,5 +1,5 @@
 // Package bao is the agent's OpenBao client (PROTOCOL.md §3): login with a deploy grant,
-// lookup-self, renew-self, revoke-self and KV-v2 reads, each classified into an *effects.Error.
+// lookup-self, renew-self, revoke-self and KV-v2 reads, each classified into an *fault.Error.
 //
 // Every VAULT_* environment variable is ignored. vault/api's NewClient cannot be used for that:
 // it always runs DefaultConfig, which reads VAULT_ADDR, VAULT_TOKEN, VAULT_NAMESPACE,
@@ -29,6 +29,7 @@ import (
 	"github.com/hashicorp/vault/api"
 
 	"github.com/tikali/monky-deployd/effects"
+	"github.com/tikali/monky-deployd/effects/fault"
 	"github.com/tikali/monky-deployd/transport"
 )
 
@@ -76,7 +77,7 @@ func (c *Client) Login(ctx context.Context, mount, role, jwt string) (effects.To
 		return effects.Token{}, err
 	}
 	if s == nil || s.Auth == nil || s.Auth.ClientToken == "" {
-		return effects.Token{}, &effects.Error{Op: "bao login", Kind: effects.Permanent, Code: "BAO_ANSWER",
+		return effects.Token{}, &fault.Error{Op: "bao login", Kind: fault.Permanent, Code: "BAO_ANSWER",
 			Msg: "login answer has no auth.client_token"}
 	}
 	return effects.Token{
@@ -94,7 +95,7 @@ func (c *Client) LookupSelf(ctx context.Context, token string) (effects.TokenInf
 		return effects.TokenInfo{}, err
 	}
 	if s == nil || s.Data == nil {
-		return effects.TokenInfo{}, &effects.Error{Op: "bao lookup-self", Kind: effects.Permanent, Code: "BAO_ANSWER",
+		return effects.TokenInfo{}, &fault.Error{Op: "bao lookup-self", Kind: fault.Permanent, Code: "BAO_ANSWER",
 			Msg: "lookup-self answer has no data"}
 	}
 	d := s.Data
@@ -122,7 +123,7 @@ func (c *Client) RenewSelf(ctx context.Context, token string, increment time.Dur
 		return 0, err
 	}
 	if s == nil || s.Auth == nil {
-		return 0, &effects.Error{Op: "bao renew-self", Kind: effects.Permanent, Code: "BAO_ANSWER",
+		return 0, &fault.Error{Op: "bao renew-self", Kind: fault.Permanent, Code: "BAO_ANSWER",
 			Msg: "renew-self answer has no auth"}
 	}
 	return time.Duration(s.Auth.LeaseDuration) * time.Second, nil
@@ -153,7 +154,7 @@ func (c *Client) ReadKV(ctx context.Context, token, path, key string, version in
 		where += " version " + strconv.Itoa(version)
 	}
 	s, err := c.do(ctx, op, http.MethodGet, path, token, nil, q, token)
-	var ee *effects.Error
+	var ee *fault.Error
 	if errors.As(err, &ee) && ee.Status == http.StatusNotFound && ee.Code == "KV_VERSION_DELETED" {
 		ee.Msg = where + " is deleted or destroyed"
 		return "", ee
@@ -162,14 +163,14 @@ func (c *Client) ReadKV(ctx context.Context, token, path, key string, version in
 		return "", err
 	}
 	if s == nil || s.Data == nil {
-		return "", &effects.Error{Op: op, Kind: effects.NotFound, Code: "KV_NOT_FOUND", Msg: where + " has no data"}
+		return "", &fault.Error{Op: op, Kind: fault.NotFound, Code: "KV_NOT_FOUND", Msg: where + " has no data"}
 	}
 	if deleted(s.Data) {
-		return "", &effects.Error{Op: op, Kind: effects.NotFound, Code: "KV_VERSION_DELETED", Msg: where + " is deleted or destroyed"}
+		return "", &fault.Error{Op: op, Kind: fault.NotFound, Code: "KV_VERSION_DELETED", Msg: where + " is deleted or destroyed"}
 	}
 	data, ok := s.Data["data"].(map[string]any)
 	if !ok {
-		return "", &effects.Error{Op: op, Kind: effects.Permanent, Code: "BAO_ANSWER",
+		return "", &fault.Error{Op: op, Kind: fault.Permanent, Code: "BAO_ANSWER",
 			Msg: where + " is not a KV-v2 secret (no data.data); is the path <mount>/data/…?"}
 	}
 	v, ok := data[key]
@@ -179,7 +180,7 @@ func (c *Client) ReadKV(ctx context.Context, token, path, key string, version in
 			keys = append(keys, k)
 		}
 		sort.Strings(keys)
-		return "", &effects.Error{Op: op, Kind: effects.Permanent, Code: "KV_KEY_MISSING",
+		return "", &fault.Error{Op: op, Kind: fault.Permanent, Code: "KV_KEY_MISSING",
 			Msg: fmt.Sprintf("key %q is not in %s (keys: %s)", key, where, strings.Join(keys, ", "))}
 	}
 	if s, ok := v.(string); ok {
@@ -187,7 +188,7 @@ func (c *Client) ReadKV(ctx context.Context, token, path, key string, version in
 	}
 	b, err := json.Marshal(v)
 	if err != nil {
-		return "", &effects.Error{Op: op, Kind: effects.Permanent, Code: "BAO_ANSWER", Msg: fmt.Sprintf("key %q of %s: unusable value", key, where)}
+		return "", &fault.Error{Op: op, Kind: fault.Permanent, Code: "BAO_ANSWER", Msg: fmt.Sprintf("key %q of %s: unusable value", key, where)}
 	}
 	return string(b), nil
 }
@@ -216,7 +217,7 @@ func (c *Client) do(ctx context.Context, op, method, path, token string, in any,
 	if in != nil {
 		b, err := json.Marshal(in)
 		if err != nil {
-			return nil, &effects.Error{Op: op, Kind: effects.Permanent, Err: fmt.Errorf("encode request: %w", err)}
+			return nil, &fault.Error{Op: op, Kind: fault.Permanent, Err: fmt.Errorf("encode request: %w", err)}
 		}
 		rd = bytes.NewReader(b)
 	}
@@ -227,7 +228,7 @@ func (c *Client) do(ctx context.Context, op, method, path, token string, in any,
 	}
 	req, err := http.NewRequestWithContext(ctx, method, u.String(), rd)
 	if err != nil {
-		return nil, &effects.Error{Op: op, Kind: effects.Permanent, Err: err}
+		return nil, &fault.Error{Op: op, Kind: fault.Permanent, Err: err}
 	}
 	if token != "" {
 		req.Header.Set("X-Vault-Token", token)
@@ -246,7 +247,7 @@ func (c *Client) do(ctx context.Context, op, method, path, token string, in any,
 		return nil, scrub(transport.Classify(op, transport.HostPort(&u), c.transport, err), secret)
 	}
 	if len(raw) > maxAnswerBytes {
-		return nil, &effects.Error{Op: op, Kind: effects.Permanent, Code: "BAO_ANSWER", Status: resp.StatusCode,
+		return nil, &fault.Error{Op: op, Kind: fault.Permanent, Code: "BAO_ANSWER", Status: resp.StatusCode,
 			Msg: fmt.Sprintf("answer larger than %d bytes", maxAnswerBytes)}
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
@@ -257,7 +258,7 @@ func (c *Client) do(ctx context.Context, op, method, path, token string, in any,
 	}
 	s, err := api.ParseSecret(bytes.NewReader(raw))
 	if err != nil {
-		return nil, &effects.Error{Op: op, Kind: effects.Permanent, Code: "BAO_ANSWER", Status: resp.StatusCode,
+		return nil, &fault.Error{Op: op, Kind: fault.Permanent, Code: "BAO_ANSWER", Status: resp.StatusCode,
 			Msg: "answer is not JSON"}
 	}
 	return s, nil
@@ -265,32 +266,32 @@ func (c *Client) do(ctx context.Context, op, method, path, token string, in any,
 
 // statusErr maps an error answer: 400 at login BAO_LOGIN_REFUSED, 401/403
 // BAO_PERMISSION_DENIED, 404 NotFound, 429 RateLimited, 5xx and 412 Temporary.
-func statusErr(op string, resp *http.Response, raw []byte) *effects.Error {
+func statusErr(op string, resp *http.Response, raw []byte) *fault.Error {
 	words := errorWords(raw)
-	e := &effects.Error{Op: op, Status: resp.StatusCode, Msg: words}
+	e := &fault.Error{Op: op, Status: resp.StatusCode, Msg: words}
 	switch s := resp.StatusCode; {
 	case s == http.StatusBadRequest && op == "bao login":
-		e.Kind, e.Code = effects.Permanent, "BAO_LOGIN_REFUSED"
+		e.Kind, e.Code = fault.Permanent, "BAO_LOGIN_REFUSED"
 		e.Hint = "the grant was refused: expired, superseded or for another role"
 	case s == http.StatusUnauthorized || s == http.StatusForbidden:
-		e.Kind, e.Code = effects.Permanent, "BAO_PERMISSION_DENIED"
+		e.Kind, e.Code = fault.Permanent, "BAO_PERMISSION_DENIED"
 	case s == http.StatusNotFound:
-		e.Kind, e.Code = effects.NotFound, "BAO_NOT_FOUND"
+		e.Kind, e.Code = fault.NotFound, "BAO_NOT_FOUND"
 		if s, err := api.ParseSecret(bytes.NewReader(raw)); err == nil && s != nil && s.Data != nil && deleted(s.Data) {
 			e.Code = "KV_VERSION_DELETED"
 		}
 	case s == http.StatusTooManyRequests:
-		e.Kind = effects.RateLimited
+		e.Kind = fault.RateLimited
 		if n, err := strconv.Atoi(strings.TrimSpace(resp.Header.Get("Retry-After"))); err == nil && n > 0 {
 			e.RetryAfter = time.Duration(n) * time.Second
 		}
 	case s >= 500 || s == http.StatusPreconditionFailed:
-		e.Kind = effects.Temporary
+		e.Kind = fault.Temporary
 	case s >= 300 && s < 400:
-		e.Kind = effects.Temporary
+		e.Kind = fault.Temporary
 		e.Msg = fmt.Sprintf("redirected to %q (not followed; a standby node?)", resp.Header.Get("Location"))
 	default:
-		e.Kind, e.Code = effects.Permanent, "BAO_REQUEST_REFUSED"
+		e.Kind, e.Code = fault.Permanent, "BAO_REQUEST_REFUSED"
 	}
 	return e
 }
@@ -307,7 +308,7 @@ func errorWords(raw []byte) string {
 	return clip(string(raw))
 }
 
-func scrub(e *effects.Error, secret string) *effects.Error {
+func scrub(e *fault.Error, secret string) *fault.Error {
 	if e == nil || secret == "" || !strings.Contains(e.Error(), secret) {
 		return e
 	}
@@ -331,11 +332,11 @@ func clip(s string) string {
 // checkSegments refuses an empty path or one with empty, "." or ".." segments.
 func checkSegments(op, p string) error {
 	if p == "" {
-		return &effects.Error{Op: op, Kind: effects.Permanent, Code: "BAO_PATH", Msg: "empty path"}
+		return &fault.Error{Op: op, Kind: fault.Permanent, Code: "BAO_PATH", Msg: "empty path"}
 	}
 	for _, seg := range strings.Split(p, "/") {
 		if seg == "" || seg == "." || seg == ".." {
-			return &effects.Error{Op: op, Kind: effects.Permanent, Code: "BAO_PATH", Msg: fmt.Sprintf("path %q is not clean", p)}
+			return &fault.Error{Op: op, Kind: fault.Permanent, Code: "BAO_PATH", Msg: fmt.Sprintf("path %q is not clean", p)}
 		}
 	}
 	return nil
