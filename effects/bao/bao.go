@@ -1,13 +1,12 @@
 // Package bao is the agent's OpenBao client (PROTOCOL.md §3): login with a deploy grant,
-// lookup-self, renew-self, revoke-self and KV-v2 reads, each classified into an *fault.Error.
+// lookup-self, renew-self, revoke-self and KV-v2 reads, each classified into a *fault.Error.
 //
-// Every VAULT_* environment variable is ignored. vault/api's NewClient cannot be used for that:
-// it always runs DefaultConfig, which reads VAULT_ADDR, VAULT_TOKEN, VAULT_NAMESPACE,
-// VAULT_HEADERS, VAULT_WRAP_TTL and the rest, and fails outright on a malformed one
-// (VAULT_MAX_RETRIES=x, VAULT_CACERT=/missing). So requests are made here, over the
-// *http.Client package transport built (our dialer, our TLS), with no retries (the tick decides
-// retries), and vault/api is used for the wire shapes: api.ParseSecret, api.Secret,
-// api.ErrorResponse.
+// The calls are vault/api's (Logical().WriteWithContext for the login, Auth().Token()'s
+// LookupSelf/RenewSelf/RevokeSelf, Logical().ReadWithDataWithContext with a pinned version for
+// KV), over the *http.Client package transport built (our dialer, our TLS), with vault/api's
+// retries and redirects off: the tick decides retries. No VAULT_* environment variable changes
+// a request: the client is built from a Config written here, never from DefaultConfig, and
+// every request carries only X-Vault-Request and the caller's token (see apiClient and only).
 //
 // It may not open sockets itself, log, or put a token, grant or KV value in an error.
 package bao
@@ -21,9 +20,11 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/vault/api"
@@ -39,11 +40,10 @@ const (
 	mask           = "[REDACTED]" // the redactor's mask
 )
 
-// Client speaks OpenBao's HTTP API. It implements effects.Bao.
+// Client speaks OpenBao's HTTP API through vault/api. It implements effects.Bao.
 type Client struct {
-	addr      *url.URL
-	hc        *http.Client
-	timeout   time.Duration
+	api       *api.Client // token-less; each call works on a shallow copy (see call)
+	hostport  string      // for error messages
 	transport string
 }
 
@@ -51,7 +51,7 @@ var _ effects.Bao = (*Client)(nil)
 
 // New returns a client for OpenBao at addr (e.g. https://bao.cbs.tikali.net:8200) over hc.
 // timeout bounds each call (0: hc's own). Redirects are not followed: X-Vault-Token would go
-// with them.
+// with them. Call it at start-up: see apiClient.
 func New(addr string, hc *http.Client, timeout time.Duration) (*Client, error) {
 	u, err := url.Parse(strings.TrimSpace(addr))
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -63,21 +63,169 @@ func New(addr string, hc *http.Client, timeout time.Duration) (*Client, error) {
 	}
 	c := *hc
 	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	return &Client{addr: u, hc: &c, timeout: timeout, transport: transport.Name(hc)}, nil
+	next := hc.Transport
+	if next == nil {
+		next = http.DefaultTransport
+	}
+	c.Transport = wire{next: next}
+	cl, err := apiClient(&api.Config{
+		Address:          u.String(),
+		HttpClient:       &c,
+		Timeout:          timeout,
+		MaxRetries:       0,
+		CheckRetry:       noRetry,
+		DisableRedirects: true,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("bao: %w", err)
+	}
+	return &Client{api: cl, hostport: transport.HostPort(u), transport: transport.Name(hc)}, nil
 }
 
-// Login exchanges a deploy grant for a token: POST auth/<mount>/login {role, jwt}.
+// envMu serialises apiClient's hiding of the VAULT_* variables.
+var envMu sync.Mutex
+
+// apiClient builds vault/api's client from cfg and nothing else.
+//
+// api.NewClient always runs DefaultConfig, which reads every VAULT_* variable into a Config
+// that is then thrown away (cfg is complete), but fails outright on a malformed one
+// (VAULT_MAX_RETRIES=x, VAULT_CACERT=/missing, VAULT_HEADERS=garbage). When it fails so, the
+// VAULT_* variables are hidden from the process for the length of the call and put back.
+// What NewClient itself takes from the environment (VAULT_TOKEN, VAULT_NAMESPACE,
+// VAULT_HEADERS) is undone here, and VAULT_WRAP_TTL, read at each request, is shut out.
+func apiClient(cfg *api.Config) (*api.Client, error) {
+	cl, err := api.NewClient(cfg)
+	if err != nil {
+		envMu.Lock()
+		restore := hideVaultEnv()
+		cl, err = api.NewClient(cfg)
+		restore()
+		envMu.Unlock()
+		if err != nil {
+			return nil, err
+		}
+	}
+	cl.ClearToken()
+	cl.ClearNamespace()
+	cl.SetHeaders(http.Header{api.RequestHeaderName: {"true"}})
+	cl.SetWrappingLookupFunc(func(string, string) string { return "" })
+	cl.SetMFACreds(nil)
+	return cl, nil
+}
+
+// hideVaultEnv unsets every VAULT_* variable and returns what puts them back.
+func hideVaultEnv() (restore func()) {
+	saved := map[string]string{}
+	for _, kv := range os.Environ() {
+		if k, v, ok := strings.Cut(kv, "="); ok && strings.HasPrefix(k, "VAULT_") {
+			saved[k] = v
+			os.Unsetenv(k)
+		}
+	}
+	return func() {
+		for k, v := range saved {
+			os.Setenv(k, v)
+		}
+	}
+}
+
+// noRetry is vault/api's CheckRetry: never. The next tick is the retry.
+func noRetry(context.Context, *http.Response, error) (bool, error) { return false, nil }
+
+// only is the request callback of every call: the request carries X-Vault-Request and token
+// (none when empty) and nothing else vault/api might add (namespace, wrapping, MFA, policy
+// override, extra headers).
+func only(token string) api.RequestCallback {
+	return func(r *api.Request) {
+		r.ClientToken = token
+		r.Headers = http.Header{api.RequestHeaderName: {"true"}}
+		r.WrapTTL, r.MFAHeaderVals, r.PolicyOverride, r.HCPCookie = "", nil, false, nil
+	}
+}
+
+// exchange is what one call saw on the wire. vault/api's errors keep neither the answer's
+// headers (Retry-After, Location) nor a 404's body, and the classification needs both.
+type exchange struct {
+	status int
+	header http.Header
+	raw    []byte
+	tooBig bool
+}
+
+type exchangeKey struct{}
+
+// wire sits between vault/api and the agent's transport. It reads each answer whole (at most
+// maxAnswerBytes), so that a body cut short fails the call as a transport error, and records
+// it in the call's exchange.
+type wire struct{ next http.RoundTripper }
+
+func (w wire) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := w.next.RoundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes+1))
+	resp.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	x, _ := req.Context().Value(exchangeKey{}).(*exchange)
+	if x == nil {
+		x = &exchange{}
+	}
+	x.status, x.header = resp.StatusCode, resp.Header
+	if len(raw) > maxAnswerBytes {
+		x.tooBig = true
+		return nil, errAnswerTooBig
+	}
+	x.raw = raw
+	resp.Body = io.NopCloser(bytes.NewReader(raw))
+	resp.ContentLength = int64(len(raw))
+	return resp, nil
+}
+
+var errAnswerTooBig = errors.New("answer too large")
+
+// call runs one vault/api call f on a copy of the client that sends token, and classifies
+// the outcome from the exchange: no answer is the transport's error, a non-2xx answer is
+// statusErr's, a 2xx answer vault/api could not parse is BAO_ANSWER. secret (the token or the
+// grant) is masked out of every message.
+func (c *Client) call(ctx context.Context, op, token, secret string, f func(context.Context, *api.Client) (*api.Secret, error)) (*api.Secret, error) {
+	x := &exchange{}
+	s, err := f(context.WithValue(ctx, exchangeKey{}, x), c.api.WithRequestCallbacks(only(token)))
+	switch {
+	case x.status == 0 && err != nil:
+		return nil, scrub(transport.Classify(op, c.hostport, c.transport, err), secret)
+	case x.status == 0:
+		return nil, &fault.Error{Op: op, Kind: fault.Permanent, Code: "BAO_ANSWER", Msg: "no answer"}
+	case x.tooBig:
+		return nil, &fault.Error{Op: op, Kind: fault.Permanent, Code: "BAO_ANSWER", Status: x.status,
+			Msg: fmt.Sprintf("answer larger than %d bytes", maxAnswerBytes)}
+	case x.status < 200 || x.status > 299:
+		return nil, scrub(statusErr(op, x.status, x.header, x.raw), secret)
+	case len(bytes.TrimSpace(x.raw)) == 0:
+		return nil, nil // 204
+	case err != nil:
+		return nil, &fault.Error{Op: op, Kind: fault.Permanent, Code: "BAO_ANSWER", Status: x.status,
+			Msg: "answer is not JSON"}
+	}
+	return s, nil
+}
+
+// Login exchanges a deploy grant for a token: auth/<mount>/login {role, jwt}.
 func (c *Client) Login(ctx context.Context, mount, role, jwt string) (effects.Token, error) {
-	if err := checkSegments("login", mount); err != nil {
+	const op = "bao login"
+	if err := checkSegments(op, mount); err != nil {
 		return effects.Token{}, err
 	}
-	body := map[string]string{"role": role, "jwt": jwt}
-	s, err := c.do(ctx, "bao login", http.MethodPost, "auth/"+mount+"/login", "", body, nil, jwt)
+	s, err := c.call(ctx, op, "", jwt, func(ctx context.Context, cl *api.Client) (*api.Secret, error) {
+		return cl.Logical().WriteWithContext(ctx, "auth/"+mount+"/login", map[string]any{"role": role, "jwt": jwt})
+	})
 	if err != nil {
 		return effects.Token{}, err
 	}
 	if s == nil || s.Auth == nil || s.Auth.ClientToken == "" {
-		return effects.Token{}, &fault.Error{Op: "bao login", Kind: fault.Permanent, Code: "BAO_ANSWER",
+		return effects.Token{}, &fault.Error{Op: op, Kind: fault.Permanent, Code: "BAO_ANSWER",
 			Msg: "login answer has no auth.client_token"}
 	}
 	return effects.Token{
@@ -90,12 +238,15 @@ func (c *Client) Login(ctx context.Context, mount, role, jwt string) (effects.To
 
 // LookupSelf reads the token's own record.
 func (c *Client) LookupSelf(ctx context.Context, token string) (effects.TokenInfo, error) {
-	s, err := c.do(ctx, "bao lookup-self", http.MethodGet, "auth/token/lookup-self", token, nil, nil, token)
+	const op = "bao lookup-self"
+	s, err := c.call(ctx, op, token, token, func(ctx context.Context, cl *api.Client) (*api.Secret, error) {
+		return cl.Auth().Token().LookupSelfWithContext(ctx)
+	})
 	if err != nil {
 		return effects.TokenInfo{}, err
 	}
 	if s == nil || s.Data == nil {
-		return effects.TokenInfo{}, &fault.Error{Op: "bao lookup-self", Kind: fault.Permanent, Code: "BAO_ANSWER",
+		return effects.TokenInfo{}, &fault.Error{Op: op, Kind: fault.Permanent, Code: "BAO_ANSWER",
 			Msg: "lookup-self answer has no data"}
 	}
 	d := s.Data
@@ -112,18 +263,18 @@ func (c *Client) LookupSelf(ctx context.Context, token string) (effects.TokenInf
 	return info, nil
 }
 
-// RenewSelf renews the token by increment and returns its new ttl.
+// RenewSelf renews the token by increment (whole seconds, rounded up; 0: the server's
+// default) and returns its new ttl.
 func (c *Client) RenewSelf(ctx context.Context, token string, increment time.Duration) (time.Duration, error) {
-	var body any = struct{}{}
-	if increment > 0 {
-		body = map[string]string{"increment": durationString(increment)}
-	}
-	s, err := c.do(ctx, "bao renew-self", http.MethodPost, "auth/token/renew-self", token, body, nil, token)
+	const op = "bao renew-self"
+	s, err := c.call(ctx, op, token, token, func(ctx context.Context, cl *api.Client) (*api.Secret, error) {
+		return cl.Auth().Token().RenewSelfWithContext(ctx, incrementSeconds(increment))
+	})
 	if err != nil {
 		return 0, err
 	}
 	if s == nil || s.Auth == nil {
-		return 0, &fault.Error{Op: "bao renew-self", Kind: fault.Permanent, Code: "BAO_ANSWER",
+		return 0, &fault.Error{Op: op, Kind: fault.Permanent, Code: "BAO_ANSWER",
 			Msg: "renew-self answer has no auth"}
 	}
 	return time.Duration(s.Auth.LeaseDuration) * time.Second, nil
@@ -131,7 +282,9 @@ func (c *Client) RenewSelf(ctx context.Context, token string, increment time.Dur
 
 // RevokeSelf revokes the token.
 func (c *Client) RevokeSelf(ctx context.Context, token string) error {
-	_, err := c.do(ctx, "bao revoke-self", http.MethodPost, "auth/token/revoke-self", token, struct{}{}, nil, token)
+	_, err := c.call(ctx, "bao revoke-self", token, token, func(ctx context.Context, cl *api.Client) (*api.Secret, error) {
+		return nil, cl.Auth().Token().RevokeSelfWithContext(ctx, token)
+	})
 	return err
 }
 
@@ -148,12 +301,14 @@ func (c *Client) ReadKV(ctx context.Context, token, path, key string, version in
 		key = "value"
 	}
 	where := path
-	var q url.Values
+	var q map[string][]string
 	if version > 0 {
-		q = url.Values{"version": {strconv.Itoa(version)}}
+		q = map[string][]string{"version": {strconv.Itoa(version)}}
 		where += " version " + strconv.Itoa(version)
 	}
-	s, err := c.do(ctx, op, http.MethodGet, path, token, nil, q, token)
+	s, err := c.call(ctx, op, token, token, func(ctx context.Context, cl *api.Client) (*api.Secret, error) {
+		return cl.Logical().ReadWithDataWithContext(ctx, path, q)
+	})
 	var ee *fault.Error
 	if errors.As(err, &ee) && ee.Status == http.StatusNotFound && ee.Code == "KV_VERSION_DELETED" {
 		ee.Msg = where + " is deleted or destroyed"
@@ -208,68 +363,12 @@ func deleted(d map[string]any) bool {
 	return has && d["data"] == nil && md != nil
 }
 
-// do makes one call. secret is masked out of every message (the token or the grant).
-func (c *Client) do(ctx context.Context, op, method, path, token string, in any, q url.Values, secret string) (*api.Secret, error) {
-	u := *c.addr
-	u.Path = c.addr.Path + "/v1/" + path
-	u.RawQuery = q.Encode()
-	var rd io.Reader
-	if in != nil {
-		b, err := json.Marshal(in)
-		if err != nil {
-			return nil, &fault.Error{Op: op, Kind: fault.Permanent, Err: fmt.Errorf("encode request: %w", err)}
-		}
-		rd = bytes.NewReader(b)
-	}
-	if c.timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, c.timeout)
-		defer cancel()
-	}
-	req, err := http.NewRequestWithContext(ctx, method, u.String(), rd)
-	if err != nil {
-		return nil, &fault.Error{Op: op, Kind: fault.Permanent, Err: err}
-	}
-	if token != "" {
-		req.Header.Set("X-Vault-Token", token)
-	}
-	req.Header.Set("X-Vault-Request", "true")
-	if in != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := c.hc.Do(req)
-	if err != nil {
-		return nil, scrub(transport.Classify(op, transport.HostPort(&u), c.transport, err), secret)
-	}
-	defer resp.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes+1))
-	if err != nil {
-		return nil, scrub(transport.Classify(op, transport.HostPort(&u), c.transport, err), secret)
-	}
-	if len(raw) > maxAnswerBytes {
-		return nil, &fault.Error{Op: op, Kind: fault.Permanent, Code: "BAO_ANSWER", Status: resp.StatusCode,
-			Msg: fmt.Sprintf("answer larger than %d bytes", maxAnswerBytes)}
-	}
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return nil, scrub(statusErr(op, resp, raw), secret)
-	}
-	if len(bytes.TrimSpace(raw)) == 0 {
-		return nil, nil // 204
-	}
-	s, err := api.ParseSecret(bytes.NewReader(raw))
-	if err != nil {
-		return nil, &fault.Error{Op: op, Kind: fault.Permanent, Code: "BAO_ANSWER", Status: resp.StatusCode,
-			Msg: "answer is not JSON"}
-	}
-	return s, nil
-}
-
 // statusErr maps an error answer: 400 at login BAO_LOGIN_REFUSED, 401/403
 // BAO_PERMISSION_DENIED, 404 NotFound, 429 RateLimited, 5xx and 412 Temporary.
-func statusErr(op string, resp *http.Response, raw []byte) *fault.Error {
+func statusErr(op string, status int, header http.Header, raw []byte) *fault.Error {
 	words := errorWords(raw)
-	e := &fault.Error{Op: op, Status: resp.StatusCode, Msg: words}
-	switch s := resp.StatusCode; {
+	e := &fault.Error{Op: op, Status: status, Msg: words}
+	switch s := status; {
 	case s == http.StatusBadRequest && op == "bao login":
 		e.Kind, e.Code = fault.Permanent, "BAO_LOGIN_REFUSED"
 		e.Hint = "the grant was refused: expired, superseded or for another role"
@@ -282,14 +381,14 @@ func statusErr(op string, resp *http.Response, raw []byte) *fault.Error {
 		}
 	case s == http.StatusTooManyRequests:
 		e.Kind = fault.RateLimited
-		if n, err := strconv.Atoi(strings.TrimSpace(resp.Header.Get("Retry-After"))); err == nil && n > 0 {
+		if n, err := strconv.Atoi(strings.TrimSpace(header.Get("Retry-After"))); err == nil && n > 0 {
 			e.RetryAfter = time.Duration(n) * time.Second
 		}
 	case s >= 500 || s == http.StatusPreconditionFailed:
 		e.Kind = fault.Temporary
 	case s >= 300 && s < 400:
 		e.Kind = fault.Temporary
-		e.Msg = fmt.Sprintf("redirected to %q (not followed; a standby node?)", resp.Header.Get("Location"))
+		e.Msg = fmt.Sprintf("redirected to %q (not followed; a standby node?)", header.Get("Location"))
 	default:
 		e.Kind, e.Code = fault.Permanent, "BAO_REQUEST_REFUSED"
 	}
@@ -342,15 +441,12 @@ func checkSegments(op, p string) error {
 	return nil
 }
 
-// durationString is d as OpenBao reads it: "24h", "90m" or "3600s".
-func durationString(d time.Duration) string {
-	switch {
-	case d%time.Hour == 0:
-		return fmt.Sprintf("%dh", d/time.Hour)
-	case d%time.Minute == 0:
-		return fmt.Sprintf("%dm", d/time.Minute)
+// incrementSeconds is d in whole seconds, rounded up, as renew-self's increment.
+func incrementSeconds(d time.Duration) int {
+	if d <= 0 {
+		return 0
 	}
-	return fmt.Sprintf("%ds", (d+time.Second-1)/time.Second)
+	return int((d + time.Second - 1) / time.Second)
 }
 
 // seconds reads a JSON number (or numeric string) of seconds.

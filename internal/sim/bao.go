@@ -9,17 +9,19 @@ import (
 	"time"
 )
 
-// BaoHandler serves the OpenBao subset: POST /v1/auth/<auth mount>/login,
+// BaoHandler serves the OpenBao subset: POST or PUT /v1/auth/<auth mount>/login,
 // /v1/auth/token/{lookup-self,renew-self,revoke-self,lookup} and KV-v2 reads
 // GET /v1/<kv mount>/data/<env>/see/<name>[?version=n]. Fault rules are applied first.
 func (s *Sim) BaoHandler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST /v1/auth/{mount}/login", s.login)
+	for _, m := range []string{"POST", "PUT"} { // OpenBao takes either for a write
+		mux.HandleFunc(m+" /v1/auth/{mount}/login", s.login)
+		mux.HandleFunc(m+" /v1/auth/token/lookup-self", s.lookupSelf)
+		mux.HandleFunc(m+" /v1/auth/token/renew-self", s.renewSelf)
+		mux.HandleFunc(m+" /v1/auth/token/revoke-self", s.revokeSelf)
+		mux.HandleFunc(m+" /v1/auth/token/lookup", s.lookup)
+	}
 	mux.HandleFunc("GET /v1/auth/token/lookup-self", s.lookupSelf)
-	mux.HandleFunc("POST /v1/auth/token/lookup-self", s.lookupSelf)
-	mux.HandleFunc("POST /v1/auth/token/renew-self", s.renewSelf)
-	mux.HandleFunc("POST /v1/auth/token/revoke-self", s.revokeSelf)
-	mux.HandleFunc("POST /v1/auth/token/lookup", s.lookup)
 	mux.HandleFunc("GET /v1/{rest...}", s.kvRead)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if s.applyFail(w, r, true) {

@@ -583,7 +583,8 @@ func TestTokenRenewRevoke(t *testing.T) {
 		t.Fatalf("renew: %d %s", a.status, a.body)
 	}
 	h.clock.Add(20 * time.Hour) // 40h after issue; max 48h
-	a = do(t, "POST", h.bao.URL+"/v1/auth/token/renew-self", hdr, map[string]any{"increment": 86400})
+	// as vault/api sends it: PUT, the increment in seconds
+	a = do(t, "PUT", h.bao.URL+"/v1/auth/token/renew-self", hdr, map[string]any{"increment": 86400})
 	if got := a.json(t)["auth"].(map[string]any)["lease_duration"].(float64); got != 8*3600 {
 		t.Errorf("renew near max ttl: lease_duration %v, want 28800", got)
 	}
@@ -591,7 +592,7 @@ func TestTokenRenewRevoke(t *testing.T) {
 	if look.status != 200 || look.json(t)["data"].(map[string]any)["meta"].(map[string]any)["env_id"] != envA {
 		t.Errorf("lookup: %d %s", look.status, look.body)
 	}
-	if a := do(t, "POST", h.bao.URL+"/v1/auth/token/revoke-self", hdr, nil); a.status != 204 {
+	if a := do(t, "PUT", h.bao.URL+"/v1/auth/token/revoke-self", hdr, nil); a.status != 204 {
 		t.Errorf("revoke-self: %d", a.status)
 	}
 	if a := do(t, "GET", h.bao.URL+"/v1/auth/token/lookup-self", hdr, nil); a.status != 403 {
