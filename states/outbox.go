@@ -69,8 +69,9 @@ func (a *Agent) flushOutbox(ctx context.Context) error {
 			continue
 		}
 		if err != nil {
-			q.Attempts++
-			_ = a.Store.Update(func(tx store.Tx) error { return tx.UpdateQueued(q) })
+			if cerr := a.eng.ReportNotAcknowledged(q); cerr != nil {
+				a.Log.Warn().Msg("count the report's attempt: " + redact.String(cerr.Error()))
+			}
 			a.Log.Warn().Msg("report not acknowledged (kept in the outbox): " + redact.String(err.Error()))
 			return err
 		}
