@@ -171,11 +171,10 @@ func (w wire) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	x, _ := req.Context().Value(exchangeKey{}).(*exchange)
 	if x == nil {
-		x = &exchange{}
+		x = &exchange{} // a request made outside call: nothing to record
 	}
-	x.status, x.header = resp.StatusCode, resp.Header
-	if len(raw) > maxAnswerBytes {
-		x.tooBig = true
+	x.status, x.header, x.tooBig = resp.StatusCode, resp.Header, len(raw) > maxAnswerBytes
+	if x.tooBig {
 		return nil, errAnswerTooBig
 	}
 	x.raw = raw
