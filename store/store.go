@@ -50,6 +50,8 @@ type Failure struct {
 	Detail string    `json:"detail"`
 	State  string    `json:"state"` // the state whose step failed
 	At     time.Time `json:"at"`
+	// Limit is the attempts the agent allowed when it committed this failure (it parks at Limit).
+	Limit int `json:"limit,omitempty"`
 }
 
 // TokenMeta describes the bearer without its value (the value lives in bao.token, 0600).
@@ -151,7 +153,7 @@ type TickSummary struct {
 // LeaseEvent is one lease asked of tenancy, granted or not (the 5-per-hour budget).
 type LeaseEvent struct {
 	At      time.Time `json:"at"`
-	Outcome string    `json:"outcome"` // granted | rate-limited | error
+	Outcome string    `json:"outcome"` // asked: every lease is recorded before it is asked
 }
 
 // QueuedReport is a report waiting in the outbox for tenancy's acknowledgement.

@@ -1,0 +1,118 @@
+package machine
+
+import (
+	"fmt"
+
+	"github.com/tikali/monky-deployd/store"
+)
+
+// The journal's vocabulary: the note events (a journal entry whose from == to), the codes the
+// agent decides itself, and the exit codes. The states write them, explain, status and the
+// metrics read them; docs/JOURNAL.md lists every one (a test compares).
+
+// Note events: a journal entry that changes no state.
+const (
+	NoteCheckin         = "checkin"          // a check-in answered; the flight resumes, waits, or stays refused
+	NoteCheckinFailed   = "checkin-failed"   // the check-in got no answer (exit 75, or 1 for a TLS or identity fault)
+	NoteFetchFailed     = "fetch-failed"     // the bundle could not be fetched now (exit 75)
+	NoteLeaseDeferred   = "lease-deferred"   // a lease was needed and none was granted this tick (exit 75)
+	NoteLoginFailed     = "login-failed"     // OpenBao was unreachable for the login after the lease (exit 75)
+	NoteBootstrap       = "bootstrap"        // logged in with the bootstrap grant
+	NoteBootstrapFailed = "bootstrap-failed" // OpenBao was unreachable for the bootstrap login (exit 75)
+	NoteRenew           = "renew"            // the token was renewed
+	NoteTokenSwap       = "token-swap"       // the token neared its max ttl: leased and logged in again
+	NoteUnauthenticated = "unauthenticated"  // a bearer was refused (by tenancy or OpenBao): the token was deleted
+	NoteBlocked         = "blocked"          // a blocked tick ended at once, off the network
+	NoteReportDropped   = "report-dropped"   // tenancy refused a report for good; it left the outbox
+	NoteRollbackAllowed = "rollback-allowed" // a rollback to a sha applied before, allowed by the bundle's agent.allow_rollback
+	NoteTickEnd         = "tick-end"         // why the tick ended early (exit 75 or 1) when no other entry says it
+)
+
+// Notes lists every note event, in the order docs/JOURNAL.md gives them.
+var Notes = []string{NoteCheckin, NoteCheckinFailed, NoteFetchFailed, NoteLeaseDeferred, NoteLoginFailed,
+	NoteBootstrap, NoteBootstrapFailed, NoteRenew, NoteTokenSwap, NoteUnauthenticated, NoteBlocked,
+	NoteReportDropped, NoteRollbackAllowed, NoteTickEnd}
+
+// Codes the agent decides itself (tenancy's and OpenBao's come with their answers).
+const (
+	CodeEnvMismatch     = "AGENT_ENV_MISMATCH"
+	CodeUnauthenticated = "AGENT_UNAUTHENTICATED"
+	CodeUnhealthy       = "UNHEALTHY"
+	CodeDisk            = "DISK_INSUFFICIENT"
+	CodeLeaseBudget     = "LEASE_BUDGET"
+	CodeLeaseRateLimit  = "LEASE_RATE_LIMITED"
+	CodePullFailed      = "COMPOSE_PULL_FAILED"
+	CodeBaoDenied       = "BAO_PERMISSION_DENIED"
+	CodeBaoUnavailable  = "BAO_UNAVAILABLE" // OpenBao answered 5xx or 412, or could not be reached
+	// The endings of a tick that no step's code names.
+	CodeReportPending = "REPORT_PENDING" // a report was not acknowledged: it waits in the outbox
+	CodeTemporary     = "TEMPORARY"      // a temporary fault without a code of its own
+	CodeTickDeadline  = "TICK_DEADLINE"  // the whole-tick deadline passed
+	CodeLocal         = "LOCAL_FAILURE"  // the agent's own files or state file failed it
+	// What explain finds on a box that is not converged though no step failed.
+	CodeTokenExpired   = "TOKEN_EXPIRED"
+	CodeTokenExpiring  = "TOKEN_EXPIRING"
+	CodeLeaseEveryTick = "LEASE_EVERY_TICK"
+	CodeOutboxStuck    = "OUTBOX_STUCK"
+)
+
+// Exit codes: a contract with the timer and the loop (AGENT.md §Exit codes).
+const (
+	ExitOK          = 0
+	ExitFail        = 1
+	ExitTemporary   = 75
+	ExitEnvMismatch = 78
+)
+
+// Flight actions, as tenancy names them and the record keeps them.
+const (
+	ActionApply = "apply"
+	ActionNone  = "none"
+	ActionDown  = "down"
+	// ActionResume is the action of the tick `resume` journals on its own.
+	ActionResume = "resume"
+)
+
+// LeaseAsked is the one outcome a LeaseEvent holds: every lease asked, before it is asked.
+const LeaseAsked = "asked"
+
+// AttemptLimit is the limit of failed attempts the record was parked or counted against: the
+// one the agent used when the failure was committed, else the default.
+func AttemptLimit(rec store.Record) int {
+	if rec.Failure != nil && rec.Failure.Limit > 0 {
+		return rec.Failure.Limit
+	}
+	return MaxAttempts
+}
+
+// RecordFailedTick journals a tick that failed before the machine could move (the transport,
+// the identity, the SDK, the lock file): a tick of its own with one tick-end entry holding the
+// code and the words, and its exit code. It goes through the Engine like every write.
+func RecordFailedTick(st store.Store, now Clock, envID string, exit int, code, detail string) error {
+	eng, err := Load(st, now)
+	if err != nil {
+		return err
+	}
+	started := now()
+	if _, err := eng.BeginTick(envID); err != nil {
+		return err
+	}
+	if err := eng.Note(NoteTickEnd, code, detail, started, nil); err != nil {
+		return err
+	}
+	return eng.EndTick(TickEnd{Exit: exit}, store.DefaultRetention)
+}
+
+// Size says a byte count in binary units with the exact bytes beside: "1.50 GiB (1610612736 bytes)".
+func Size(n int64) string {
+	units := []string{"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"}
+	if n < 1024 {
+		return fmt.Sprintf("%d bytes", n)
+	}
+	v, u := float64(n)/1024, 0
+	for v >= 1024 && u < len(units)-1 {
+		v /= 1024
+		u++
+	}
+	return fmt.Sprintf("%.2f %s (%d bytes)", v, units[u], n)
+}
