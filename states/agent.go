@@ -56,10 +56,16 @@ type Agent struct {
 	// `current`); files.OS when nil. The bbolt state file is not among them.
 	FS files.FS
 
+	// Operator names who ran `resume` (uid and user), for the journal; found when empty.
+	Operator string
+
 	eng    *machine.Engine
 	token  string
 	bundle *bundle.Bundle
 	action string
+	// stepStarted is when the step in flight began: a failure's entry counts its whole wall
+	// time, waits included.
+	stepStarted time.Time
 }
 
 // fs is the agent's file seam: FS, or the real filesystem.
@@ -114,10 +120,10 @@ type Result struct {
 
 // Exit codes: a contract with the timer and the loop.
 const (
-	ExitOK          = 0
-	ExitFail        = 1
-	ExitTemporary   = 75
-	ExitEnvMismatch = 78
+	ExitOK          = machine.ExitOK
+	ExitFail        = machine.ExitFail
+	ExitTemporary   = machine.ExitTemporary
+	ExitEnvMismatch = machine.ExitEnvMismatch
 )
 
 // ExitCode derives the exit code from an error: the one place this is decided.
@@ -160,6 +166,9 @@ func (a *Agent) stopping() bool {
 		return false
 	}
 }
+
+// stamp is a time as human output prints it: date, time and Z.
+func stamp(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05Z") }
 
 func short(sha string) string {
 	if len(sha) > 12 {

@@ -21,12 +21,12 @@ func (a *Agent) apply(ctx context.Context, resp effects.CheckinResponse) error {
 	now := a.Now()
 	switch {
 	case st.InFlight() && rec.Action == effects.ActionApply && rec.Sha == sha:
-		if err := a.eng.Note("checkin", "", checkinDetail(resp, rec.AppliedSha)+" — resuming at "+string(st), now, nil); err != nil {
+		if err := a.eng.Note(machine.NoteCheckin, "", checkinDetail(resp, rec.AppliedSha)+" — resuming at "+string(st), now, nil); err != nil {
 			return err
 		}
 	case st == machine.Refused && rec.Refusal != nil && rec.Refusal.Sha == sha:
 		if rec.Refusal.Code != codeDisk {
-			_ = a.eng.Note("checkin", rec.Refusal.Code, "still refused: "+rec.Refusal.Code+": "+rec.Refusal.Detail, now, nil)
+			_ = a.eng.Note(machine.NoteCheckin, rec.Refusal.Code, "still refused: "+rec.Refusal.Code+": "+rec.Refusal.Detail, now, nil)
 			return parked(effects.Permanent, rec.Refusal.Code, "refused: %s: %s — waiting for a new desired sha or `monky-deployd resume`", rec.Refusal.Code, rec.Refusal.Detail)
 		}
 		ok, detail, err := a.diskEnough(ctx, rec.Refusal.NeedBytes)
@@ -34,7 +34,7 @@ func (a *Agent) apply(ctx context.Context, resp effects.CheckinResponse) error {
 			return err
 		}
 		if !ok {
-			_ = a.eng.Note("checkin", codeDisk, "still refused: "+codeDisk+": "+detail, now, nil)
+			_ = a.eng.Note(machine.NoteCheckin, codeDisk, "still refused: "+codeDisk+": "+detail, now, nil)
 			return parked(effects.Permanent, codeDisk, "refused: %s: %s — measured again every tick", codeDisk, detail)
 		}
 		if err := a.startFlight(resp, machine.EvRecheck, "space freed ("+detail+"): checking the bundle again"); err != nil {
@@ -43,12 +43,12 @@ func (a *Agent) apply(ctx context.Context, resp effects.CheckinResponse) error {
 	case st == machine.Failed && rec.Action == effects.ActionApply && rec.Failure != nil && rec.Failure.Sha == sha:
 		n := rec.TotalAttempts()
 		if rec.Parked {
-			_ = a.eng.Note("checkin", rec.Failure.Code, fmt.Sprintf("parked after %d failed attempts: %s", n, rec.Failure.Detail), now, nil)
+			_ = a.eng.Note(machine.NoteCheckin, rec.Failure.Code, fmt.Sprintf("parked after %d failed attempts: %s", n, rec.Failure.Detail), now, nil)
 			return parked(effects.Permanent, rec.Failure.Code, "failed %d times: %s: %s — parked until `monky-deployd resume` or a new desired sha", n, rec.Failure.Code, rec.Failure.Detail)
 		}
 		if now.Before(rec.NextRetryAt) {
-			_ = a.eng.Note("checkin", rec.Failure.Code, fmt.Sprintf("retry %d of %d at %s", n+1, a.MaxAttempts, rec.NextRetryAt.UTC().Format("15:04:05")), now, nil)
-			return parked(effects.Permanent, rec.Failure.Code, "failed: %s: %s — retry %d of %d at %s", rec.Failure.Code, rec.Failure.Detail, n+1, a.MaxAttempts, rec.NextRetryAt.UTC().Format(time.RFC3339))
+			_ = a.eng.Note(machine.NoteCheckin, rec.Failure.Code, fmt.Sprintf("retry %d of %d at %s", n+1, a.MaxAttempts, stamp(rec.NextRetryAt)), now, nil)
+			return parked(effects.Permanent, rec.Failure.Code, "failed: %s: %s — retry %d of %d at %s", rec.Failure.Code, rec.Failure.Detail, n+1, a.MaxAttempts, stamp(rec.NextRetryAt))
 		}
 		if err := a.startFlight(resp, machine.EvRetry, fmt.Sprintf("retry %d of %d", n+1, a.MaxAttempts)); err != nil {
 			return err
@@ -69,6 +69,7 @@ func (a *Agent) drive(ctx context.Context) error {
 			return errStopped{}
 		}
 		var err error
+		a.stepStarted = a.Now()
 		switch st := a.eng.State(); st {
 		case machine.CheckedIn:
 			err = a.stepVerify(ctx)
@@ -133,7 +134,7 @@ func backoff(n int) time.Duration {
 // fail commits a failure of this flight from the state whose step failed: counted, backed
 // off, reported failed with the code and names only, parked after MaxAttempts.
 func (a *Agent) fail(ctx context.Context, from machine.State, code, detail string, withLogs bool) error {
-	started := a.Now()
+	started := a.stepStart()
 	rec := a.eng.Record()
 	rep := effects.Report{Sha: rec.Sha, Result: effects.ResultFailed, Detail: code + ": " + detail, Containers: fromStore(rec.Containers)}
 	if withLogs {
@@ -147,7 +148,7 @@ func (a *Agent) fail(ctx context.Context, from machine.State, code, detail strin
 		}
 		r.Attempts[string(from)]++
 		n = r.TotalAttempts()
-		r.Failure = &store.Failure{Sha: r.Sha, Code: code, Detail: rep.Detail[len(code)+2:], State: string(from), At: now}
+		r.Failure = &store.Failure{Sha: r.Sha, Code: code, Detail: rep.Detail[len(code)+2:], State: string(from), At: now, Limit: a.MaxAttempts}
 		r.NextRetryAt = now.Add(backoff(n))
 		r.Parked = n >= a.MaxAttempts
 		return a.enqueue(r, tx, machine.Failed, rep)
@@ -164,7 +165,7 @@ func (a *Agent) fail(ctx context.Context, from machine.State, code, detail strin
 // refuse commits a refusal before the lease: nothing leased, logged in, read or started;
 // reported failed with the code; remembered so the same sha is not fetched again.
 func (a *Agent) refuse(ctx context.Context, code, detail string, needBytes int64) error {
-	started := a.Now()
+	started := a.stepStart()
 	rec := a.eng.Record()
 	rep := effects.Report{Sha: rec.Sha, Result: effects.ResultFailed, Detail: code + ": " + detail, Containers: fromStore(rec.Containers)}
 	now := a.Now()
@@ -178,4 +179,12 @@ func (a *Agent) refuse(ctx context.Context, code, detail string, needBytes int64
 		return err
 	}
 	return parked(effects.Permanent, code, "refused: %s: %s", code, detail)
+}
+
+// stepStart is when the step in flight began (its whole wall time is the entry's), or now.
+func (a *Agent) stepStart() time.Time {
+	if a.stepStarted.IsZero() {
+		return a.Now()
+	}
+	return a.stepStarted
 }

@@ -47,7 +47,7 @@ func checkinDetail(resp effects.CheckinResponse, applied string) string {
 func (a *Agent) heartbeat(ctx context.Context, resp effects.CheckinResponse, containers []effects.Container) error {
 	rec := a.eng.Record()
 	if rec.AppliedSha == "" && resp.DesiredSha == "" && a.eng.State().Rest() {
-		return a.eng.Note("checkin", "", "action=none: nothing is deployed yet and tenancy wants nothing", a.Now(), nil)
+		return a.eng.Note(machine.NoteCheckin, "", "action=none: nothing is deployed yet and tenancy wants nothing", a.Now(), nil)
 	}
 	if err := a.startFlight(resp, "", checkinDetail(resp, rec.AppliedSha)); err != nil {
 		return err
@@ -121,7 +121,7 @@ func (a *Agent) retire(ctx context.Context, resp effects.CheckinResponse) error 
 		return nil
 	}
 	if rec.Action == effects.ActionDown && (st == machine.Reported || st == machine.Idle) {
-		return a.eng.Note("checkin", "", "action=down: retired; nothing runs", a.Now(), nil)
+		return a.eng.Note(machine.NoteCheckin, "", "action=down: retired; nothing runs", a.Now(), nil)
 	}
 	volumes := resp.PurgeVolumes || a.Cfg.VolumesOnAbsent == "purge"
 	detail := checkinDetail(resp, rec.AppliedSha) + fmt.Sprintf(" purge_volumes=%t", resp.PurgeVolumes)
@@ -129,6 +129,7 @@ func (a *Agent) retire(ctx context.Context, resp effects.CheckinResponse) error 
 		return err
 	}
 	started := a.Now()
+	a.stepStarted = started
 	note := "compose down --remove-orphans"
 	if volumes && a.Cfg.IsProd() {
 		volumes = false

@@ -38,10 +38,16 @@ func (a *Agent) stepPreflight(ctx context.Context) error {
 		return a.resumeBundleError(ctx, machine.BundleVerified, err)
 	}
 	rec := a.eng.Record()
-	if !b.Meta.Agent.AllowRollback && rec.Sha != rec.AppliedSha {
+	if rec.Sha != rec.AppliedSha {
 		if at, ok := a.appliedBefore(rec.Sha); ok {
-			return a.refuse(ctx, codeRollback, fmt.Sprintf("%s was applied on this box before (%s) and is not the one applied now (%s); bundle.json agent.allow_rollback is not set",
-				short(rec.Sha), at.UTC().Format(time.RFC3339), short(rec.AppliedSha)), 0)
+			if !b.Meta.Agent.AllowRollback {
+				return a.refuse(ctx, codeRollback, fmt.Sprintf("%s was applied on this box before (%s) and is not the one applied now (%s); bundle.json agent.allow_rollback is not set",
+					short(rec.Sha), stamp(at), short(rec.AppliedSha)), 0)
+			}
+			if err := a.eng.Note(machine.NoteRollbackAllowed, "", fmt.Sprintf("rollback to %s (applied on this box before, %s; applied now %s): allowed by bundle.json agent.allow_rollback",
+				short(rec.Sha), stamp(at), short(rec.AppliedSha)), started, nil); err != nil {
+				return err
+			}
 		}
 	}
 	ok, detail, err := a.diskEnough(ctx, b.Meta.DiskNeedBytes)
@@ -77,7 +83,7 @@ func (a *Agent) stepPreflight(ctx context.Context) error {
 				}
 				return a.eng.Fire(machine.Outcome{Event: machine.EvReuse, Detail: redact.String(err.Error()) + ": applying with the " + src + " token; the swap waits for the next apply"}, started)
 			}
-			_ = a.eng.Note("lease-deferred", effects.CodeOf(err), redact.String(err.Error()), started, nil)
+			_ = a.eng.Note(machine.NoteLeaseDeferred, effects.CodeOf(err), redact.String(err.Error()), started, nil)
 			return err
 		}
 		return a.fail(ctx, machine.BundleVerified, codeOr(err, "LEASE_FAILED"), redact.String(err.Error()), false)
@@ -164,14 +170,14 @@ func (a *Agent) askLease(ctx context.Context, reason string) (effects.Lease, err
 	rec := a.eng.Record()
 	if now.Before(rec.LeaseRetryAfter) {
 		return effects.Lease{}, &effects.Error{Op: "lease", Kind: effects.RateLimited, Code: "LEASE_RATE_LIMITED",
-			Msg: "tenancy asked to wait: no lease before " + rec.LeaseRetryAfter.UTC().Format("15:04:05")}
+			Msg: "tenancy asked to wait: no lease before " + stamp(rec.LeaseRetryAfter)}
 	}
 	if used, frees := a.leaseBudget(); used >= LeaseLimit {
 		return effects.Lease{}, &effects.Error{Op: "lease", Kind: effects.RateLimited, Code: "LEASE_BUDGET",
-			Msg: fmt.Sprintf("lease budget %d/%d until %s", used, LeaseLimit, frees.UTC().Format("15:04"))}
+			Msg: fmt.Sprintf("lease budget %d/%d until %s", used, LeaseLimit, stamp(frees))}
 	}
 	if err := a.eng.Save(func(_ *store.Record, tx store.Tx) error {
-		return tx.AddLease(store.LeaseEvent{At: now, Outcome: "asked"})
+		return tx.AddLease(store.LeaseEvent{At: now, Outcome: machine.LeaseAsked})
 	}); err != nil {
 		return effects.Lease{}, err
 	}
@@ -231,8 +237,11 @@ func (a *Agent) stepLogin(ctx context.Context) error {
 	}
 	if grant != "" && a.token != "" && files.ModTime(a.Cfg.TokenPath()).After(files.ModTime(a.Cfg.GrantPath())) {
 		if info, err := a.Fx.Bao.LookupSelf(ctx, a.token); err == nil && info.GrantJTI != rec.Token.GrantJTI {
-			_ = files.RemoveFS(a.fs(), a.Cfg.GrantPath())
-			return a.loggedIn(started, info.TTL, info.GrantJTI, info.EnvID, "logged in before a restart; grant consumed")
+			consumed := "grant consumed (deleted)"
+			if err := files.RemoveFS(a.fs(), a.Cfg.GrantPath()); err != nil {
+				consumed = "the kept grant could NOT be deleted (" + redact.String(err.Error()) + ")"
+			}
+			return a.loggedIn(started, info.TTL, info.GrantJTI, info.EnvID, "logged in before a restart; "+consumed)
 		}
 	}
 	if grant == "" && a.token != "" {
@@ -259,7 +268,7 @@ func (a *Agent) stepLogin(ctx context.Context) error {
 	t, err := a.Fx.Bao.Login(ctx, a.Cfg.Bao.AuthMount, a.Cfg.Bao.Role, grant)
 	if err != nil {
 		if effects.IsTemporary(err) {
-			_ = a.eng.Note("login-failed", effects.CodeOf(err), redact.String(err.Error())+" (grant kept for the next tick)", started, nil)
+			_ = a.eng.Note(machine.NoteLoginFailed, effects.CodeOf(err), redact.String(err.Error())+" (grant kept for the next tick)", started, nil)
 			return err
 		}
 		return a.fail(ctx, machine.Leased, codeOr(err, "BAO_LOGIN_REFUSED"), redact.String(err.Error()), false)
@@ -300,7 +309,7 @@ func (a *Agent) leaseLogin(ctx context.Context, reason string) error {
 	started := a.Now()
 	lease, err := a.askLease(ctx, reason)
 	if err != nil {
-		_ = a.eng.Note("lease-deferred", effects.CodeOf(err), redact.String(err.Error()), started, nil)
+		_ = a.eng.Note(machine.NoteLeaseDeferred, effects.CodeOf(err), redact.String(err.Error()), started, nil)
 		return err
 	}
 	t, err := a.Fx.Bao.Login(ctx, a.Cfg.Bao.AuthMount, a.Cfg.Bao.Role, lease.LoginJWT)
@@ -315,7 +324,7 @@ func (a *Agent) leaseLogin(ctx context.Context, reason string) error {
 	old := a.token
 	a.token = t.Value
 	now := a.Now()
-	if err := a.eng.Note("token-swap", "", fmt.Sprintf("token near its max ttl: leased (%s) and logged in again", reason), started, func(r *store.Record, _ store.Tx) error {
+	if err := a.eng.Note(machine.NoteTokenSwap, "", fmt.Sprintf("token near its max ttl: leased (%s) and logged in again", reason), started, func(r *store.Record, _ store.Tx) error {
 		r.Token = store.TokenMeta{Present: true, Source: SourceLease, ExpiresAt: now.Add(t.TTL), CheckedAt: now, GrantJTI: t.Meta["grant_jti"], EnvID: t.Meta["env_id"]}
 		return nil
 	}); err != nil {

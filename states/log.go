@@ -21,7 +21,7 @@ func (a *Agent) logTransition(t machine.Transition) {
 
 func (a *Agent) logNote(e store.Entry) {
 	ev := a.Log.Info()
-	if e.Event == "checkin-failed" {
+	if e.Event == machine.NoteCheckinFailed {
 		ev = a.Log.Warn()
 	}
 	ev.Uint64("tick", e.Tick).Str("event", e.Event).Str("code", e.Code).Msg(redact.String(e.Event + ": " + e.Detail))

@@ -106,7 +106,7 @@ func (a *Agent) acknowledged(q store.QueuedReport, started time.Time, how string
 		return a.eng.Fire(machine.Outcome{Event: machine.EvReport, Detail: detail, Update: ack}, started)
 	}
 	if how != "acknowledged" {
-		return a.eng.Note("report-dropped", "", "report "+q.Meta.Result+" for "+short(q.Meta.Sha)+" "+how, started, ack)
+		return a.eng.Note(machine.NoteReportDropped, "", "report "+q.Meta.Result+" for "+short(q.Meta.Sha)+" "+how, started, ack)
 	}
 	return a.eng.Save(ack)
 }

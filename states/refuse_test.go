@@ -124,7 +124,7 @@ func TestRefusalsCostNoLease(t *testing.T) {
 			}
 			if c.code == bundle.CodeDiskInsufficient {
 				_, detail := h.lastReport()
-				if !strings.Contains(detail, "MiB free") || !strings.Contains(detail, "declares no size") {
+				if !strings.Contains(detail, " bytes) free") || !strings.Contains(detail, "declares no size") {
 					t.Errorf("disk detail %q", detail)
 				}
 				h.disk.free = 500 << 30

@@ -3,6 +3,10 @@ package states
 import (
 	"context"
 	"fmt"
+	"os"
+	"os/user"
+	"strconv"
+	"strings"
 
 	"github.com/tikali/monky-deployd/machine"
 	"github.com/tikali/monky-deployd/store"
@@ -47,17 +51,51 @@ func (a *Agent) Resume(dryRun bool) ([]string, error) {
 		}
 	}
 	if !rec.LeaseRetryAfter.IsZero() && rec.LeaseRetryAfter.After(a.Now()) {
-		cleared = append(cleared, "nothing about the lease budget: tenancy's Retry-After still holds until "+rec.LeaseRetryAfter.UTC().Format("15:04:05"))
+		cleared = append(cleared, "nothing about the lease budget: tenancy's Retry-After still holds until "+stamp(rec.LeaseRetryAfter))
 	}
 	if ev == "" || dryRun {
 		return cleared, nil
 	}
-	err = eng.Fire(machine.Outcome{Event: ev, Detail: "resume: the next tick checks again", Update: func(r *store.Record, _ store.Tx) error {
+	// resume is journaled as a tick of its own, saying who ran it: it is not part of the
+	// tick before it.
+	envID := rec.EnvID
+	if envID == "" {
+		envID = a.Cfg.EnvID
+	}
+	if _, err := eng.BeginTick(envID); err != nil {
+		return nil, err
+	}
+	started := a.Now()
+	detail := "resume by " + a.operator() + ": cleared " + strings.Join(cleared, "; ") + " — the next tick checks again"
+	if len(cleared) == 0 {
+		detail = "resume by " + a.operator() + ": the next tick checks again"
+	}
+	err = eng.Fire(machine.Outcome{Event: ev, Detail: detail, Update: func(r *store.Record, _ store.Tx) error {
 		r.Refusal, r.Failure, r.Block = nil, nil, nil
 		r.Attempts, r.NextRetryAt, r.Parked = nil, timeZero, false
 		return nil
-	}}, a.Now())
-	return cleared, err
+	}}, started)
+	if err != nil {
+		return cleared, err
+	}
+	return cleared, eng.EndTick(machine.TickEnd{Exit: ExitOK, Action: machine.ActionResume}, a.Retention)
+}
+
+// operator names who runs this command: uid and user, and the sudo user behind root.
+func (a *Agent) operator() string {
+	if a.Operator != "" {
+		return a.Operator
+	}
+	uid := os.Getuid()
+	name := "?"
+	if u, err := user.LookupId(strconv.Itoa(uid)); err == nil {
+		name = u.Username
+	}
+	who := fmt.Sprintf("uid %d (%s)", uid, name)
+	if s := os.Getenv("SUDO_USER"); s != "" && uid == 0 {
+		who += " via sudo by " + s
+	}
+	return who
 }
 
 func parkedWord(p bool) string {

@@ -78,8 +78,11 @@ func (a *Agent) stepStage(ctx context.Context) error {
 	}
 	sort.Strings(names)
 	detail := fmt.Sprintf("read %d secret(s): %s", len(names), strings.Join(names, ", "))
-	if registry {
-		detail += " (+ registry credential)"
+	switch {
+	case registry:
+		detail += "; registry credential written to " + a.Cfg.DockerConfigDir() + "/config.json"
+	case a.exists(a.Cfg.DockerConfigDir() + "/config.json"):
+		detail += "; no registry-auth entry: the registry credential already in " + a.Cfg.DockerConfigDir() + "/config.json is kept"
 	}
 	detail += fmt.Sprintf("; release %s promoted, current → releases/%s", short(b.Sha), short(b.Sha))
 	return a.eng.Fire(machine.Outcome{Event: machine.EvStage, Detail: detail}, started)
@@ -200,4 +203,10 @@ func removeCurrent(fsys files.FS, link string) error {
 		return nil
 	}
 	return files.RemoveFS(fsys, link)
+}
+
+// exists reports whether path is there (not following a last symlink), through the file seam.
+func (a *Agent) exists(path string) bool {
+	_, err := a.fs().Lstat(path)
+	return err == nil
 }

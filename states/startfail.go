@@ -28,7 +28,11 @@ func (a *Agent) RecordStartFailure(cause error) Result {
 	if _, err := eng.BeginTick(a.Cfg.EnvID); err != nil {
 		return res
 	}
-	if err := eng.Note("tick-failed", effects.CodeOf(cause), redact.String(cause.Error()), started, nil); err != nil {
+	code := effects.CodeOf(cause)
+	if code == "" {
+		code = machine.CodeLocal
+	}
+	if err := eng.Note(machine.NoteTickEnd, code, redact.String(cause.Error()), started, nil); err != nil {
 		a.Log.Warn().Msg(fmt.Sprintf("journal the failed start: %v", err))
 	}
 	_ = eng.EndTick(machine.TickEnd{Exit: res.Exit}, a.Retention)

@@ -2,8 +2,11 @@ package states
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
+	"strings"
+	"time"
 
 	"github.com/tikali/monky-deployd/effects"
 	"github.com/tikali/monky-deployd/internal/redact"
@@ -20,6 +23,8 @@ func (a *Agent) Tick(ctx context.Context) Result {
 	}
 	unlock, held, err := lockFile(a.Cfg.LockPath())
 	if err != nil {
+		// the lock file is unusable: the tick still leaves its trace
+		a.traceEarly(err)
 		return Result{Exit: ExitFail, Err: err}
 	}
 	if !held {
@@ -33,7 +38,7 @@ func (a *Agent) Tick(ctx context.Context) Result {
 		return Result{Exit: ExitFail, Err: err}
 	}
 	a.eng = eng
-	a.token, a.bundle, a.action = "", nil, ""
+	a.token, a.bundle, a.action, a.stepStarted = "", nil, "", time.Time{}
 	eng.OnTransition = a.logTransition
 	eng.OnNote = a.logNote
 	fresh := a.fresh()
@@ -49,6 +54,9 @@ func (a *Agent) Tick(ctx context.Context) Result {
 	a.cleanLeftovers()
 	err = a.run(ctx)
 	res := Result{Exit: ExitCode(err), Err: err, IntervalS: eng.Record().IntervalS}
+	if res.Exit == ExitTemporary || res.Exit == ExitFail {
+		a.journalEnd(err)
+	}
 	if err != nil && a.Cfg.LaptopMode && res.Exit == ExitTemporary {
 		a.Log.Info().Msg("offline (laptop mode): " + redact.String(err.Error()))
 		res = Result{Exit: ExitOK, IntervalS: res.IntervalS}
@@ -126,7 +134,7 @@ func (a *Agent) checkin(ctx context.Context, containers []effects.Container) (ef
 		case effects.EnvMismatch:
 			return resp, a.block(codeEnvMismatch, fmt.Sprintf("the token is pinned to another env than config.yaml's %s: %s", a.Cfg.EnvID, redact.String(err.Error())), started, err)
 		}
-		_ = a.eng.Note("checkin-failed", effects.CodeOf(err), redact.String(err.Error()), started, nil)
+		_ = a.eng.Note(machine.NoteCheckinFailed, effects.CodeOf(err), redact.String(err.Error()), started, nil)
 		return resp, err
 	}
 	now := a.Now()
@@ -206,5 +214,74 @@ func (a *Agent) compact(tick uint64) {
 		a.Log.Warn().Msg("compact state file: " + err.Error())
 	} else if done {
 		a.Log.Info().Msg("state file compacted")
+	}
+}
+
+// journalEnd makes the reason a tick ended early (exit 75 or 1) a journal entry, unless the
+// tick's last entry already says it: an unacknowledged report, a temporary fault at any step,
+// the deadline, a local fault. A copy of the state file then explains every tick.
+func (a *Agent) journalEnd(err error) {
+	if err == nil {
+		return
+	}
+	code, detail := endWords(err)
+	var es []store.Entry
+	_ = a.Store.View(func(tx store.Tx) error {
+		var err error
+		es, err = tx.Entries(a.eng.Record().Tick)
+		return err
+	})
+	if n := len(es); n > 0 && endNote(es[n-1].Event) {
+		return
+	}
+	for _, e := range es {
+		if code != "" && e.Code == code {
+			return // a step of this tick committed the code that ended it
+		}
+	}
+	if err := a.eng.Note(machine.NoteTickEnd, code, detail, a.Now(), nil); err != nil {
+		a.Log.Warn().Msg("journal the tick's end: " + redact.String(err.Error()))
+	}
+}
+
+// endNote reports whether a note event already tells why a tick ended.
+func endNote(ev string) bool {
+	switch ev {
+	case machine.NoteCheckinFailed, machine.NoteFetchFailed, machine.NoteLeaseDeferred, machine.NoteLoginFailed,
+		machine.NoteBootstrapFailed, machine.NoteBlocked, machine.NoteTickEnd:
+		return true
+	}
+	return false
+}
+
+// endWords is the code and words a tick's ending is journaled with.
+func endWords(err error) (string, string) {
+	msg := redact.String(err.Error())
+	var e *effects.Error
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return machine.CodeTickDeadline, "the tick's deadline passed: it stopped at a step boundary; the next tick resumes — " + msg
+	case errors.As(err, &e) && e.Op == "report":
+		return machine.CodeReportPending, "tenancy did not acknowledge the report (" + msg + "): it waits in the outbox; the next tick sends it again"
+	case errors.As(err, &e) && e.Code != "":
+		return e.Code, msg
+	case errors.As(err, &e) && effects.IsTemporary(err) && strings.HasPrefix(e.Op, "bao"):
+		return machine.CodeBaoUnavailable, msg
+	case errors.As(err, &e) && effects.IsTemporary(err):
+		return machine.CodeTemporary, msg
+	case local(err):
+		return machine.CodeLocal, msg
+	}
+	return "", msg
+}
+
+// traceEarly journals a tick that failed before the machine moved, as a tick of its own.
+func (a *Agent) traceEarly(err error) {
+	code, detail := endWords(err)
+	if code == "" {
+		code = machine.CodeLocal
+	}
+	if terr := machine.RecordFailedTick(a.Store, a.Now, a.Cfg.EnvID, ExitCode(err), code, detail); terr != nil {
+		a.Log.Warn().Msg("journal the failed tick: " + redact.String(terr.Error()))
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/tikali/monky-deployd/effects"
@@ -19,8 +20,8 @@ import (
 
 // Protocol codes the tick itself decides on.
 const (
-	codeEnvMismatch     = "AGENT_ENV_MISMATCH"
-	codeUnauthenticated = "AGENT_UNAUTHENTICATED"
+	codeEnvMismatch     = machine.CodeEnvMismatch
+	codeUnauthenticated = machine.CodeUnauthenticated
 )
 
 // Token sources.
@@ -74,7 +75,7 @@ func (a *Agent) Bootstrap(ctx context.Context, grant string) error {
 	t, err := a.Fx.Bao.Login(ctx, a.Cfg.Bao.AuthMount, a.Cfg.Bao.Role, grant)
 	if err != nil {
 		if effects.IsTemporary(err) {
-			_ = a.eng.Note("bootstrap-failed", effects.CodeOf(err), redact.String(err.Error()), started, nil)
+			_ = a.eng.Note(machine.NoteBootstrapFailed, effects.CodeOf(err), redact.String(err.Error()), started, nil)
 			return err
 		}
 		return a.blockUnauthenticated(err, "the bootstrap grant was refused by OpenBao ("+redact.String(err.Error())+") — re-run the install kit for a fresh grant")
@@ -84,21 +85,26 @@ func (a *Agent) Bootstrap(ctx context.Context, grant string) error {
 		return err
 	}
 	failpoint.Hit("file:bootstrap-token-written")
-	consumeGrant(a.fs(), a.Cfg.BootstrapPath)
+	consumed := consumeGrant(a.fs(), a.Cfg.BootstrapPath)
 	failpoint.Hit("file:bootstrap-grant-consumed")
 	a.token = t.Value
 	now := a.Now()
 	meta := store.TokenMeta{Present: true, Source: SourceBootstrap, ExpiresAt: now.Add(t.TTL), CheckedAt: now, GrantJTI: t.Meta["grant_jti"], EnvID: t.Meta["env_id"]}
-	return a.eng.Note("bootstrap", "", fmt.Sprintf("logged in with the bootstrap grant; token stored (ttl %s); grant consumed", t.TTL.Round(time.Minute)), started,
+	return a.eng.Note(machine.NoteBootstrap, "", fmt.Sprintf("logged in with the bootstrap grant; token stored (ttl %s); %s", t.TTL.Round(time.Minute), consumed), started,
 		func(r *store.Record, _ store.Tx) error { r.Token = meta; return nil })
 }
 
-// consumeGrant deletes a used grant, or empties it where the directory is not writable.
-func consumeGrant(fsys files.FS, path string) {
-	if err := files.RemoveFS(fsys, path); err == nil {
-		return
+// consumeGrant deletes a used grant, or empties it where the directory is not writable, and
+// says which — or that neither worked.
+func consumeGrant(fsys files.FS, path string) string {
+	err := files.RemoveFS(fsys, path)
+	if err == nil {
+		return "grant consumed (deleted)"
 	}
-	_ = os.Truncate(path, 0)
+	if terr := os.Truncate(path, 0); terr == nil {
+		return "grant consumed (emptied: its directory is not writable)"
+	}
+	return "the grant could NOT be consumed (" + redact.String(err.Error()) + "): it stays at " + path
 }
 
 // upkeep renews the token when its ttl falls under renew_below_s, learning the expiry with
@@ -134,7 +140,7 @@ func (a *Agent) upkeep(ctx context.Context) error {
 	if err != nil {
 		return a.tokenUnusable(ctx, err)
 	}
-	if err := a.eng.Note("renew", "", fmt.Sprintf("token renewed: ttl %s", ttl.Round(time.Second)), started, func(r *store.Record, _ store.Tx) error {
+	if err := a.eng.Note(machine.NoteRenew, "", fmt.Sprintf("token renewed: ttl %s", ttl.Round(time.Second)), started, func(r *store.Record, _ store.Tx) error {
 		r.Token.ExpiresAt = a.Now().Add(ttl)
 		r.Token.CheckedAt = a.Now()
 		return nil
@@ -169,8 +175,14 @@ func (a *Agent) reauthenticate(ctx context.Context, cause error) error {
 		return err
 	}
 	a.token = ""
-	detail := "bearer refused (" + redact.String(cause.Error()) + "): token deleted"
-	if err := a.eng.Note("unauthenticated", codeUnauthenticated, detail, started, func(r *store.Record, _ store.Tx) error {
+	code, detail := codeUnauthenticated, "bearer refused by tenancy ("+redact.String(cause.Error())+"): token deleted"
+	why := "the grant was superseded (kit re-revealed or env retired) or the token revoked, and no fresh bootstrap grant is on disk — re-run the install kit"
+	if c := effects.CodeOf(cause); strings.HasPrefix(c, "BAO_") {
+		// OpenBao's refusal is OpenBao's, not tenancy's 401
+		code, detail = c, "OpenBao refused the token ("+redact.String(cause.Error())+"): token deleted"
+		why = "OpenBao refused the token (" + c + "), and no fresh bootstrap grant is on disk — re-run the install kit"
+	}
+	if err := a.eng.Note(machine.NoteUnauthenticated, code, detail, started, func(r *store.Record, _ store.Tx) error {
 		r.Token = store.TokenMeta{}
 		return nil
 	}); err != nil {
@@ -178,7 +190,7 @@ func (a *Agent) reauthenticate(ctx context.Context, cause error) error {
 	}
 	grant, err := readSecretFile(a.Cfg.BootstrapPath)
 	if err != nil || grant == "" {
-		return a.blockUnauthenticated(cause, "the grant was superseded (kit re-revealed or env retired) or the token revoked, and no fresh bootstrap grant is on disk — re-run the install kit")
+		return a.blockUnauthenticated(cause, why)
 	}
 	return a.Bootstrap(ctx, grant)
 }
@@ -234,10 +246,10 @@ func (a *Agent) checkBlock() error {
 	if b.Code == codeEnvMismatch {
 		kind = effects.EnvMismatch
 	}
-	msg := b.Detail + " — blocked since " + b.At.UTC().Format(time.RFC3339) + "; no network until `monky-deployd resume`, a changed config"
+	msg := b.Detail + " — blocked since " + stamp(b.At) + "; no network until `monky-deployd resume`, a changed config"
 	if b.Code == codeUnauthenticated {
 		msg += " or a new bootstrap.jwt"
 	}
-	_ = a.eng.Note("blocked", b.Code, "still blocked: "+b.Detail, a.Now(), nil)
+	_ = a.eng.Note(machine.NoteBlocked, b.Code, "still blocked: "+b.Detail, a.Now(), nil)
 	return &effects.Error{Op: "blocked", Kind: kind, Code: b.Code, Msg: msg}
 }

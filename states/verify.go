@@ -58,7 +58,7 @@ func (a *Agent) stepVerify(ctx context.Context) error {
 	case err != nil && effects.KindOf(err) == effects.NotFound:
 		return a.fail(ctx, machine.CheckedIn, "BUNDLE_NOT_FOUND", redact.String(err.Error()), false)
 	case err != nil && effects.IsTemporary(err):
-		_ = a.eng.Note("fetch-failed", effects.CodeOf(err), redact.String(err.Error()), started, nil)
+		_ = a.eng.Note(machine.NoteFetchFailed, effects.CodeOf(err), redact.String(err.Error()), started, nil)
 		return err
 	case err != nil:
 		return a.fail(ctx, machine.CheckedIn, codeOr(err, "BUNDLE_FETCH_FAILED"), redact.String(err.Error()), false)
@@ -132,11 +132,11 @@ func (a *Agent) diskEnough(ctx context.Context, need int64) (bool, string, error
 	var sized string
 	if need > 0 {
 		required = int64(float64(need)*a.Cfg.Disk.Factor) + headroom
-		sized = fmt.Sprintf("bundle needs %d MiB (%d MiB × %g + %d MiB headroom)", required>>20, need>>20, a.Cfg.Disk.Factor, headroom>>20)
+		sized = fmt.Sprintf("bundle needs %s (its disk_need_bytes %s × %g + %s headroom)", machine.Size(required), machine.Size(need), a.Cfg.Disk.Factor, machine.Size(headroom))
 	} else {
-		sized = fmt.Sprintf("a pull needs at least %d MiB headroom (bundle declares no size)", required>>20)
+		sized = fmt.Sprintf("a pull needs at least %s headroom (the bundle declares no size)", machine.Size(required))
 	}
-	detail := fmt.Sprintf("image storage (%s) has %d MiB free, %s", joinPaths(paths), free>>20, sized)
+	detail := fmt.Sprintf("image storage (%s) has %s free, %s", joinPaths(paths), machine.Size(int64(min(free, 1<<62))), sized)
 	return free >= uint64(required), detail, nil
 }
 

@@ -42,6 +42,7 @@ type exitError struct {
 }
 
 func (e *exitError) Error() string { return e.msg }
+func (e *exitError) Unwrap() error { return e.cause }
 
 func fail(code int, format string, args ...any) error {
 	return &exitError{code: code, msg: fmt.Sprintf(format, args...)}
@@ -96,11 +97,15 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 				Action: func(c *cli.Context) error { return cmdRun(c, stderr) },
 			},
 			{
-				Name:        "status",
-				Usage:       "where the box stands (read-only)",
-				Description: "Examples:\n   monky-deployd status\n   monky-deployd status --json | jq .lease_budget",
-				Flags:       []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "one JSON document on stdout"}},
-				Action:      func(c *cli.Context) error { return cmdStatus(c, stdout) },
+				Name:  "status",
+				Usage: "where the box stands (read-only)",
+				Description: "Examples:\n   monky-deployd status\n   monky-deployd status --json | jq .lease_budget\n" +
+					"   monky-deployd status --state-file ./state.db   # a copy a box sent to support; no config needed",
+				Flags: []cli.Flag{
+					&cli.BoolFlag{Name: "json", Usage: "one JSON document on stdout"},
+					&cli.StringFlag{Name: "state-file", Usage: "read this copy of a state file instead of the config's (as of its newest tick; writes nothing)"},
+				},
+				Action: func(c *cli.Context) error { return cmdStatus(c, stdout) },
 			},
 			{
 				Name:  "explain",
@@ -350,6 +355,9 @@ func spread(d time.Duration, rnd *rand.Rand) time.Duration {
 }
 
 func cmdStatus(c *cli.Context, stdout io.Writer) error {
+	if path := c.String("state-file"); path != "" {
+		return statusCopy(c, path, stdout)
+	}
 	cfg, err := loadConfig(c)
 	if err != nil {
 		return err
@@ -368,6 +376,29 @@ func cmdStatus(c *cli.Context, stdout io.Writer) error {
 		return fail(1, "status: %v", err)
 	}
 	s.TickRunning = states.TickRunning(cfg.LockPath())
+	if c.Bool("json") {
+		return writeJSON(stdout, s)
+	}
+	var b strings.Builder
+	explain.WriteStatusText(&b, s)
+	fmt.Fprint(stdout, redact.String(b.String()))
+	return nil
+}
+
+// statusCopy is `status --state-file`: a copy read as of its newest tick, with no config, no
+// lock file and nothing about the machine that reads it (its token, its lock).
+func statusCopy(c *cli.Context, path string, stdout io.Writer) error {
+	if _, err := os.Stat(path); err != nil {
+		return fail(1, "no state file at %s: %v", path, err)
+	}
+	st, err := store.OpenBolt(path, store.BoltOptions{ReadOnly: true})
+	if err != nil {
+		return fail(1, "state file %s: %v", path, err)
+	}
+	s, err := explain.BuildStatusCopy(st)
+	if err != nil {
+		return fail(1, "status: %v", err)
+	}
 	if c.Bool("json") {
 		return writeJSON(stdout, s)
 	}
@@ -402,10 +433,7 @@ func cmdExplain(c *cli.Context, stdout io.Writer) error {
 		_, err := fmt.Fprint(stdout, redact.String(b.String()))
 		return err
 	}
-	o := explain.Options{N: c.Int("n"), Now: now}
-	if d := c.Duration("since"); d > 0 {
-		o.Since = now.Add(-d)
-	}
+	o := explain.Options{N: c.Int("n"), Now: now, Since: c.Duration("since"), Copy: c.String("state-file") != ""}
 	doc, err := explain.Build(st, o)
 	if err != nil {
 		return fail(1, "explain: %v", err)

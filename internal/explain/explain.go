@@ -4,7 +4,6 @@
 package explain
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/tikali/monky-deployd/machine"
@@ -52,15 +51,24 @@ type Doc struct {
 	Next   string `json:"next"`
 	// Why names the one thing standing between the box and tenancy's desired sha; null when
 	// nothing does.
-	Why   *Why   `json:"why"`
+	Why *Why `json:"why"`
+	// AsOf is set when a copy is read: the file's newest tick, which stands for "now".
+	AsOf *time.Time `json:"as_of,omitempty"`
+	// Since is the --since window, when one was given.
+	Since string `json:"since,omitempty"`
 	Ticks []Tick `json:"ticks"`
 }
 
 // Options select the ticks.
 type Options struct {
-	N     int       // the newest N ticks (0: 20)
-	Since time.Time // and none that started before (zero: no bound)
+	N int // the newest N ticks (0: 20)
+	// Since keeps only the ticks of the last Since (0: no bound), measured back from Now — or,
+	// on a copy, from the file's newest tick.
+	Since time.Duration
 	Now   time.Time
+	// Copy reads the file as a copy a box sent in: "now" is the file's newest tick, so the
+	// budget, the retry times and --since mean what they meant on the box.
+	Copy bool
 }
 
 // Build reads the journal and the record in one read transaction.
@@ -70,16 +78,29 @@ func Build(st store.Store, o Options) (Doc, error) {
 	}
 	var d Doc
 	err := st.View(func(tx store.Tx) error {
-		rec, err := tx.Record()
-		if err != nil {
-			return err
+		now := o.Now
+		if o.Copy {
+			at, err := newestAt(tx)
+			if err != nil {
+				return err
+			}
+			if !at.IsZero() {
+				now = at
+				u := at.UTC()
+				d.AsOf = &u
+			}
+		}
+		var since time.Time
+		if o.Since > 0 {
+			since = now.Add(-o.Since)
+			d.Since = o.Since.String()
 		}
 		sums, err := tx.Ticks(o.N)
 		if err != nil {
 			return err
 		}
 		for _, s := range sums {
-			if !o.Since.IsZero() && s.StartedAt.Before(o.Since) && (s.LastAt.IsZero() || s.LastAt.Before(o.Since)) {
+			if !since.IsZero() && s.StartedAt.Before(since) && (s.LastAt.IsZero() || s.LastAt.Before(since)) {
 				continue
 			}
 			es, err := tx.Entries(s.Tick)
@@ -96,45 +117,49 @@ func Build(st store.Store, o Options) (Doc, error) {
 			}
 			d.Ticks = append(d.Ticks, t)
 		}
-		used, frees, err := machine.LeaseBudget(tx, o.Now)
+		in, err := Read(tx, now)
 		if err != nil {
 			return err
 		}
-		q, err := tx.Outbox()
-		if err != nil {
-			return err
-		}
-		d.EnvID = rec.EnvID
-		d.State = stateOf(rec)
-		d.Next = Next(rec, used, frees, len(q), o.Now)
-		in := whyInput{rec: rec, used: used, frees: frees, outbox: len(q), now: o.Now}
-		newest, err := tx.Ticks(1)
-		if err != nil {
-			return err
-		}
-		if len(newest) == 1 {
-			in.lastSum = newest[0]
-			if in.last, err = tx.Entries(newest[0].Tick); err != nil {
-				return err
-			}
-		}
-		d.Why = explainWhy(in)
+		v := Decide(in)
+		d.EnvID = in.Rec.EnvID
+		d.State = stateOf(in.Rec)
+		d.Next, d.Why = v.Next, v.Why
 		return nil
 	})
 	if d.Ticks == nil {
 		d.Ticks = []Tick{}
 	}
-	if d.Why != nil && d.Why.Tick == 0 {
-		for _, t := range d.Ticks {
-			for _, tr := range t.Transitions {
-				if tr.Code == d.Why.Code && tr.From != tr.To {
-					d.Why.Tick = t.Tick
-				}
-			}
-		}
-	}
 	d.Schema = Schema
 	return d, err
+}
+
+// newestAt is when the file's newest tick last did something: its last folded tick, its end,
+// or its start (zero for a file no tick has written).
+func newestAt(tx store.Tx) (time.Time, error) {
+	ts, err := tx.Ticks(1)
+	if err != nil || len(ts) == 0 {
+		return time.Time{}, err
+	}
+	t := ts[0]
+	at := t.StartedAt
+	for _, x := range []time.Time{t.EndedAt, t.LastAt} {
+		if x.After(at) {
+			at = x
+		}
+	}
+	return at, nil
+}
+
+// AsOf is the time a copy of the state file is read as of: its newest tick (zero when none).
+func AsOf(st store.Store) (time.Time, error) {
+	var at time.Time
+	err := st.View(func(tx store.Tx) error {
+		var err error
+		at, err = newestAt(tx)
+		return err
+	})
+	return at, err
 }
 
 func stateOf(rec store.Record) string {
@@ -152,73 +177,4 @@ func short(sha string) string {
 		return "(none)"
 	}
 	return sha
-}
-
-func clock(t time.Time) string { return t.UTC().Format("15:04") }
-
-// Next says what happens next, in the words status and explain share.
-func Next(rec store.Record, leasesUsed int, budgetFrees time.Time, outbox int, now time.Time) string {
-	s := next(rec, leasesUsed, budgetFrees, now)
-	if outbox > 0 {
-		s += fmt.Sprintf("; %d report(s) wait in the outbox for the next tick", outbox)
-	}
-	return s
-}
-
-func next(rec store.Record, used int, frees time.Time, now time.Time) string {
-	switch stateOf(rec) {
-	case "Refused":
-		if rec.Refusal == nil {
-			return "refused — waiting for a new desired sha or `resume`"
-		}
-		if rec.Refusal.Code == "DISK_INSUFFICIENT" {
-			return "refused: DISK_INSUFFICIENT — measured again every tick; the apply goes on by itself once the space is there"
-		}
-		return "refused: " + rec.Refusal.Code + " — waiting for a new desired sha or `resume`"
-	case "Failed":
-		n := rec.TotalAttempts()
-		code := ""
-		if rec.Failure != nil {
-			code = rec.Failure.Code + " "
-		}
-		if rec.Action == "none" {
-			return "unhealthy " + code + "— checked again at the next tick"
-		}
-		if rec.Parked {
-			return fmt.Sprintf("parked after %d failed attempts: %s— `monky-deployd resume` retries", n, code)
-		}
-		return fmt.Sprintf("retry %d of %d at %s", n+1, machine.MaxAttempts, clock(rec.NextRetryAt))
-	case "Blocked":
-		if rec.Block == nil {
-			return "blocked — `monky-deployd resume`"
-		}
-		if rec.Block.Code == "AGENT_ENV_MISMATCH" {
-			return "blocked: AGENT_ENV_MISMATCH — every tick exits 78 without network until config.yaml changes or `monky-deployd resume`"
-		}
-		return "blocked: " + rec.Block.Code + " — re-run the install kit: a new bootstrap.jwt unblocks (or `monky-deployd resume`)"
-	case "Reported":
-		if rec.LastReport != nil && rec.LastReport.Result == "failed" {
-			return "unhealthy — checked again at the next tick"
-		}
-		if rec.Action == "down" {
-			return "retired: nothing runs"
-		}
-		if rec.LastExit == 75 {
-			return "converged at the last check-in tenancy answered; the last tick could not reach it (exit 75) — the next tick retries"
-		}
-		return "converged"
-	case "Idle":
-		if rec.Tick == 0 || rec.LastCheckinAt.IsZero() {
-			return "waiting for the first check-in"
-		}
-		return "the next tick checks in and starts over"
-	}
-	// in flight
-	if used >= LeaseLimit && now.Before(frees) {
-		return fmt.Sprintf("lease budget %d/%d until %s", used, LeaseLimit, clock(frees))
-	}
-	if now.Before(rec.LeaseRetryAfter) {
-		return "tenancy asked to wait: no lease before " + clock(rec.LeaseRetryAfter)
-	}
-	return "resuming at " + stateOf(rec) + " at the next tick"
 }

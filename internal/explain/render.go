@@ -17,7 +17,20 @@ func WriteText(w io.Writer, d Doc) {
 		env = "(env unknown)"
 	}
 	fmt.Fprintf(w, "monky-deployd explain — %s\n", env)
-	if len(d.Ticks) == 0 {
+	if d.AsOf != nil {
+		fmt.Fprintf(w, "a copy, read as of its newest tick: %s\n", stamp(*d.AsOf))
+	}
+	if d.Since != "" {
+		from := "now"
+		if d.AsOf != nil {
+			from = "the file's newest tick"
+		}
+		fmt.Fprintf(w, "ticks of the last %s before %s\n", d.Since, from)
+	}
+	switch {
+	case len(d.Ticks) == 0 && d.Since != "":
+		fmt.Fprintf(w, "\nno tick in that window (drop --since, or widen it)\n")
+	case len(d.Ticks) == 0:
 		fmt.Fprintln(w, "\nno tick has run yet")
 	}
 	for _, t := range d.Ticks {
@@ -31,7 +44,11 @@ func WriteText(w io.Writer, d Doc) {
 		}
 		fmt.Fprintf(w, "\ntick %d  %s  action %s  desired %s  applied %s  %s\n", t.Tick, stamp(t.StartedAt), action, short(t.DesiredSha), short(t.AppliedSha), exit)
 		if t.Folded > 0 && t.LastAt != nil {
-			fmt.Fprintf(w, "  (and %d more ticks like it, the last at %s)\n", t.Folded, stamp(*t.LastAt))
+			word := "ticks"
+			if t.Folded == 1 {
+				word = "tick"
+			}
+			fmt.Fprintf(w, "  (and %d more %s like it, the last at %s)\n", t.Folded, word, stamp(*t.LastAt))
 		}
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		for _, tr := range t.Transitions {
@@ -43,7 +60,7 @@ func WriteText(w io.Writer, d Doc) {
 			if tr.Code != "" && !strings.HasPrefix(detail, tr.Code) && !strings.Contains(detail, tr.Code+":") {
 				detail = tr.Code + ": " + detail
 			}
-			fmt.Fprintf(tw, "  %s\t%s\t%dms\t%s\n", tr.At.UTC().Format("15:04:05"), step, tr.Ms, detail)
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", stamp(tr.At), step, duration(tr.Ms), detail)
 		}
 		tw.Flush()
 	}
@@ -73,4 +90,12 @@ func WriteWhy(w io.Writer, y Why) {
 	fmt.Fprintf(tw, "  next:\t%s\n", y.Next)
 	fmt.Fprintf(tw, "  fix:\t%s\n", y.Fix)
 	tw.Flush()
+}
+
+// duration is a step's wall time: milliseconds under ten seconds, else seconds with one decimal.
+func duration(ms int64) string {
+	if ms < 10000 {
+		return fmt.Sprintf("%dms", ms)
+	}
+	return fmt.Sprintf("%.1fs", float64(ms)/1000)
 }

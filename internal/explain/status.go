@@ -17,6 +17,8 @@ type TokenStatus struct {
 	Present   bool       `json:"present"`
 	Source    string     `json:"source,omitempty"`
 	ExpiresAt *time.Time `json:"expires_at,omitempty"`
+	// Expired: the state file's expiry is past (as of now, or of a copy's newest tick).
+	Expired bool `json:"expired,omitempty"`
 }
 
 // Budget is the lease budget.
@@ -51,6 +53,12 @@ type Status struct {
 	LastTickAt    *time.Time        `json:"last_tick_at"`
 	LastExit      int               `json:"last_exit"`
 	TickRunning   bool              `json:"tick_running"`
+	// Converged is true only when the box runs what tenancy wants and nothing is wrong.
+	Converged bool `json:"converged"`
+	// Why is explain's why block: the one thing wrong, its evidence, what happens next, the fix.
+	Why *Why `json:"why"`
+	// AsOf is set when a copy is read: the file's newest tick, which stands for "now".
+	AsOf *time.Time `json:"as_of,omitempty"`
 }
 
 func ptime(t time.Time) *time.Time {
@@ -66,19 +74,13 @@ func ptime(t time.Time) *time.Time {
 func BuildStatus(st store.Store, now time.Time, tokenPresent *bool) (Status, error) {
 	var s Status
 	err := st.View(func(tx store.Tx) error {
-		rec, err := tx.Record()
+		in, err := Read(tx, now)
 		if err != nil {
 			return err
 		}
-		used, frees, err := machine.LeaseBudget(tx, now)
-		if err != nil {
-			return err
-		}
-		q, err := tx.Outbox()
-		if err != nil {
-			return err
-		}
-		s = Status{Schema: Schema, EnvID: rec.EnvID, State: stateOf(rec), Next: Next(rec, used, frees, len(q), now),
+		rec, used, frees, q := in.Rec, in.Used, in.Frees, in.Outbox
+		v := Decide(in)
+		s = Status{Schema: Schema, EnvID: rec.EnvID, State: stateOf(rec), Next: v.Next, Converged: v.Converged, Why: v.Why,
 			AppliedSha: rec.AppliedSha, DesiredSha: rec.DesiredSha,
 			Token:         TokenStatus{Present: rec.Token.Present, Source: rec.Token.Source, ExpiresAt: ptime(rec.Token.ExpiresAt)},
 			LastCheckinAt: ptime(rec.LastCheckinAt), LastReport: rec.LastReport,
@@ -87,12 +89,13 @@ func BuildStatus(st store.Store, now time.Time, tokenPresent *bool) (Status, err
 			Refusal: rec.Refusal, Failure: rec.Failure, Block: rec.Block, Outbox: len(q),
 			Containers: rec.Containers, LastTickAt: ptime(rec.LastTickAt), LastExit: rec.LastExit}
 		s.Attempts = rec.TotalAttempts()
+		s.Token.Expired = rec.Token.Present && !rec.Token.ExpiresAt.IsZero() && !now.Before(rec.Token.ExpiresAt)
 		return nil
 	})
 	if tokenPresent != nil {
 		s.Token.Present = *tokenPresent
 		if !s.Token.Present {
-			s.Token.Source, s.Token.ExpiresAt = "", nil
+			s.Token.Source, s.Token.ExpiresAt, s.Token.Expired = "", nil, false
 		}
 	}
 	if s.Containers == nil {
@@ -101,8 +104,26 @@ func BuildStatus(st store.Store, now time.Time, tokenPresent *bool) (Status, err
 	return s, err
 }
 
+// BuildStatusCopy reads a copy of a state file a box sent in: as of its newest tick, with the
+// file's word on the token (nothing about the machine reading it).
+func BuildStatusCopy(st store.Store) (Status, error) {
+	at, err := AsOf(st)
+	if err != nil {
+		return Status{}, err
+	}
+	s, err := BuildStatus(st, at, nil)
+	if !at.IsZero() {
+		u := at.UTC()
+		s.AsOf = &u
+	}
+	return s, err
+}
+
 // WriteStatusText prints status for a person: the one thing wrong first, then aligned facts.
 func WriteStatusText(w io.Writer, s Status) {
+	if s.AsOf != nil {
+		fmt.Fprintf(w, "a copy, read as of its newest tick: %s\n\n", stamp(*s.AsOf))
+	}
 	if p := problem(s); p != "" {
 		fmt.Fprintf(w, "!! %s\n\n", p)
 	}
@@ -119,6 +140,12 @@ func WriteStatusText(w io.Writer, s Status) {
 		if s.Token.ExpiresAt != nil {
 			tok += ", expires " + stamp(*s.Token.ExpiresAt)
 		}
+	}
+	switch {
+	case s.Token.Present && s.Token.Expired:
+		tok += " — EXPIRED"
+	case s.Token.Present && s.Why != nil && s.Why.Code == machine.CodeTokenExpiring:
+		tok += " — expiring, not kept alive"
 	}
 	row("token", tok)
 	row("last check-in", when(s.LastCheckinAt))
@@ -147,6 +174,9 @@ func WriteStatusText(w io.Writer, s Status) {
 	}
 	row("last tick", fmt.Sprintf("%s, exit %d%s", when(s.LastTickAt), s.LastExit, map[bool]string{true: " (a tick is running now)", false: ""}[s.TickRunning]))
 	tw.Flush()
+	if s.Why != nil {
+		WriteWhy(w, *s.Why)
+	}
 	if len(s.Containers) > 0 {
 		fmt.Fprintln(w, "\ncontainers (at the last check-in):")
 		cs := append([]store.Container(nil), s.Containers...)
@@ -172,6 +202,8 @@ func when(t *time.Time) string {
 
 func problem(s Status) string {
 	switch {
+	case s.Why != nil:
+		return s.Why.Code + ": " + strings.TrimSuffix(s.Why.Fault, ".")
 	case s.Block != nil:
 		return "blocked: " + s.Block.Code + ": " + s.Block.Detail
 	case s.Refusal != nil && s.State == "Refused":

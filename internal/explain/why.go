@@ -20,107 +20,126 @@ type Why struct {
 	Fix      string    `json:"fix"`
 	At       time.Time `json:"at"` // when the agent recorded it
 	Tick     uint64    `json:"tick,omitempty"`
+	// short is Next in a few words, for the `next` line of a box that rests but is not well.
+	short string
 }
 
 // cause is the fixed part of a code's explanation.
 type cause struct {
-	fault string
-	fix   string // may hold {project} and {env}
+	fault  string
+	fix    string // may hold {project} and {env}
+	clears string // for a refusal: what clears it
 }
 
 // causes holds every refusal, failure, block and temporary code the journal can carry.
 var causes = map[string]cause{
 	"BUNDLE_INVALID": {"the bundle breaks the agent's rules: its archive holds a link, a device, `..`, a duplicate, too many entries or bytes, or a `files` list that differs, or a file the agent must read (bundle.json, secrets.manifest.json, the compose file) does not parse; none of it was used",
-		"fix the bundle in monky-deploy and publish it; the new desired sha clears the refusal"},
+		"fix the bundle in monky-deploy and publish it; the new desired sha clears the refusal", ""},
 	"BUNDLE_SHA_MISMATCH": {"the bundle's bytes do not hash to the sha tenancy asked for: it was changed or rebuilt after its sha was computed",
-		"cd releases/<sha> && find . -type f ! -name .env -printf '%P\\n' | LC_ALL=C sort | xargs -d '\\n' sha256sum | sha256sum   # PROTOCOL §2"},
+		"cd releases/<sha> && find . -type f ! -name .env -printf '%P\\n' | LC_ALL=C sort | xargs -d '\\n' sha256sum | sha256sum   # PROTOCOL §2", "a new desired sha clears it, or `monky-deployd resume` once tenancy serves this sha's true bytes (resume fetches the bundle again)"},
 	"BUNDLE_ENV_MISMATCH": {"the bundle was rendered for another env than this box's",
-		"fix the bundle's env in its descriptor, or tenancy's desired release for {env}"},
+		"fix the bundle's env in its descriptor, or tenancy's desired release for {env}", ""},
 	"ENV_INCOMPLETE": {"`.env.template` needs variables that no manifest entry supplies, so nothing was started",
-		"add the entries to secrets.manifest.json, or set the secrets in the console"},
+		"add the entries to secrets.manifest.json, or set the secrets in the console", ""},
 	"MANIFEST_PATH_REFUSED": {"a manifest entry points outside `<mount>/data/{env}/see/`, the only place this box may read",
-		"fix the entry's path in secrets.manifest.json"},
+		"fix the entry's path in secrets.manifest.json", ""},
 	"PRIVILEGED_REFUSED": {"a service asks for power over the host (privileged, host network or pid, SYS_ADMIN or ALL, or a bind of / or the docker socket) and the bundle's `agent` profile does not allow it",
-		"drop the finding from compose.yaml, or set `agent.allow_privileged: true` in the bundle when the service truly needs it"},
+		"drop the finding from compose.yaml, or set `agent.allow_privileged: true` in the bundle when the service truly needs it", ""},
 	"ROLLBACK_REFUSED": {"tenancy asks for a sha this box ran before, and going back needs the bundle's consent",
-		"set `agent.allow_rollback: true` in that bundle, or desire a new sha"},
+		"set `agent.allow_rollback: true` in that bundle, or desire a new sha", "a new desired sha, or this sha published again with `agent.allow_rollback: true` (a new sha), clears it; `monky-deployd resume` checks the same bundle again and refuses it again"},
 	"DISK_INSUFFICIENT": {"the image storage has less free space than this bundle needs, so a pull would fill the disk",
-		"df -h $(docker info -f '{{.DockerRootDir}}') /var/lib/containerd   # then grow it or `docker image prune`"},
+		"df -h $(docker info -f '{{.DockerRootDir}}') /var/lib/containerd   # then grow it or `docker image prune`", ""},
 	"LEASE_SHAPE": {"tenancy answered the lease in the old AppRole shape, and the agent has no fallback",
-		"upgrade tenancy"},
+		"upgrade tenancy", ""},
 	"LEASE_BUDGET": {"five leases were asked in the last hour: tenancy's budget is spent, so no sixth is asked",
-		"monky-deployd status   # lease_budget.frees_at"},
+		"monky-deployd status   # lease_budget.frees_at", ""},
 	"LEASE_RATE_LIMITED": {"tenancy answered the lease with 429 Too Many Requests, and its Retry-After is honoured",
-		"monky-deployd status   # nothing to fix: wait"},
+		"monky-deployd status   # nothing to fix: wait", ""},
 	"BAO_LOGIN_REFUSED": {"OpenBao refused the login with the lease's grant",
-		"check the env's role and the grant in OpenBao's audit log"},
+		"check the env's role and the grant in OpenBao's audit log", ""},
 	"SECRET_READ_FAILED": {"OpenBao refused or could not serve a secret the manifest names",
-		"bao kv metadata get -mount=<mount> <path>   # the entry's path and version (no value)"},
+		"bao kv metadata get -mount=<mount> <path>   # the entry's path and version (no value)", ""},
 	"REGISTRY_AUTH_INVALID": {"the `use: registry-auth` entry does not hold a registry credential of a known shape",
-		"bao kv metadata get -mount=<mount> <path>   # then fix the entry: {\"registry\",\"username\",\"password\"} or username:password"},
+		"bao kv metadata get -mount=<mount> <path>   # then fix the entry: {\"registry\",\"username\",\"password\"} or username:password", ""},
 	"COMPOSE_PULL_FAILED": {"the registry refused or could not serve an image",
-		"sudo ls -l /var/lib/monky-deployd/docker/config.json   # and `use: registry-auth` in the manifest"},
+		"sudo ls -l /var/lib/monky-deployd/docker/config.json   # and `use: registry-auth` in the manifest", ""},
 	"COMPOSE_UP_FAILED": {"compose could not start the project",
-		"cd <deploy_dir>/current && docker compose -p {project} logs --tail 50"},
+		"cd <deploy_dir>/current && docker compose -p {project} logs --tail 50", ""},
 	"UNHEALTHY": {"a service is not running and healthy",
-		"docker compose -p {project} ps"},
+		"docker compose -p {project} ps", ""},
 	"AGENT_UNAUTHENTICATED": {"tenancy refused the OpenBao token (the kit was re-revealed, the env retired, or the token revoked) and no fresh bootstrap grant is on disk",
-		"re-run the install kit (a new bootstrap.jwt unblocks), or `monky-deployd bootstrap --force`"},
+		"re-run the install kit (a new bootstrap.jwt unblocks), or `monky-deployd bootstrap --force`", ""},
 	"AGENT_ENV_MISMATCH": {"the token is pinned to another env than config.yaml's env_id",
-		"fix env_id in /etc/monky-deployd/config.yaml (a changed config unblocks), or re-issue the identity and grant"},
+		"fix env_id in /etc/monky-deployd/config.yaml (a changed config unblocks), or re-issue the identity and grant", ""},
 	"SDK_UNAVAILABLE": {"`transport: sdk` is set but this build has no OpenZiti SDK",
-		"set `transport: proxy` (and enable monky-deployd-proxy.service) or `system`"},
+		"set `transport: proxy` (and enable monky-deployd-proxy.service) or `system`", ""},
 	"IDENTITY_UNUSABLE": {"the agent cannot use the box's ziti identity (absent, not readable by its user, or not an identity)",
-		"ls -l /opt/openziti/etc/identities/ && id monky-deployd   # must list ziti; else usermod -a -G ziti monky-deployd"},
+		"ls -l /opt/openziti/etc/identities/ && id monky-deployd   # must list ziti; else usermod -a -G ziti monky-deployd", ""},
 	"CONNECTION_REFUSED": {"nothing listens at the service's address: no intercept for it, or the proxy is down",
-		"systemctl status ziti-edge-tunnel   # proxy transport: systemctl status monky-deployd-proxy"},
+		"systemctl status ziti-edge-tunnel   # proxy transport: systemctl status monky-deployd-proxy", ""},
 	"CONNECTION_RESET": {"the far side or the mesh dropped the connection",
-		"systemctl status ziti-edge-tunnel"},
+		"systemctl status ziti-edge-tunnel", ""},
 	"DNS_FAILURE": {"the tunneller's DNS intercept does not know the service's name",
-		"resolvectl query monky.tenancy.deploy"},
+		"resolvectl query monky.tenancy.deploy", ""},
 	"TLS_NAME_MISMATCH": {"the certificate the far side shows is not valid for the name the agent dialled",
-		"check bao.addr (or the tenancy host) in config.yaml against the intercept name"},
+		"check bao.addr (or the tenancy host) in config.yaml against the intercept name", ""},
 	"TLS_UNKNOWN_CA": {"the far side's certificate is signed by an authority bao.ca_file does not hold",
-		"openssl x509 -in /etc/monky-deployd/openbao-ca.pem -noout -subject"},
+		"openssl x509 -in /etc/monky-deployd/openbao-ca.pem -noout -subject", ""},
 	"TLS_CERT_INVALID": {"the far side's certificate is not valid (expired, not yet valid, or malformed)",
-		"openssl s_client -connect <host>:<port> </dev/null | openssl x509 -noout -dates"},
+		"openssl s_client -connect <host>:<port> </dev/null | openssl x509 -noout -dates", ""},
 	"TLS_HANDSHAKE": {"the TLS handshake with the far side failed",
-		"systemctl status ziti-edge-tunnel"},
+		"systemctl status ziti-edge-tunnel", ""},
 	"TIMEOUT": {"the far side or the mesh did not answer in time",
-		"systemctl status ziti-edge-tunnel   # and the service's health"},
+		"systemctl status ziti-edge-tunnel   # and the service's health", ""},
 	"UNREACHABLE": {"the service could not be reached over the mesh",
-		"systemctl status ziti-edge-tunnel"},
+		"systemctl status ziti-edge-tunnel", ""},
+	"BAO_PERMISSION_DENIED": {"OpenBao refused the token (HTTP 403 permission denied): its policy does not allow the call (renew-self, lookup-self or a KV read), or OpenBao revoked it — OpenBao's refusal, not tenancy's",
+		"bao read auth/jwt-tenancy/role/see-env   # token_policies must allow auth/token/renew-self and the env's KV paths; token_ttl/token_max_ttl", ""},
+	"REPORT_PENDING": {"tenancy did not acknowledge the report: it waits in the outbox (the box runs what it applied)",
+		"monky-deployd status --json | jq '.last_report, .outbox'   # then tenancy's health", ""},
+	"OUTBOX_STUCK": {"the report outbox does not drain: tenancy has not acknowledged a report over several ticks",
+		"monky-deployd explain -n 5   # the tick-end lines carry tenancy's answer to the report", ""},
+	"BAO_UNAVAILABLE": {"OpenBao answered 5xx (sealed, overloaded, or its storage down) or could not be reached; the step is kept and resumed",
+		"curl -s $BAO_ADDR/v1/sys/health | jq '{sealed, standby}'   # from the box, through the same intercept", ""},
+	"TEMPORARY": {"a temporary fault (no code of its own)",
+		"monky-deployd explain -n 5", ""},
+	"TICK_DEADLINE": {"the tick ran past tick_timeout_s and stopped at a step boundary (committed, resumed next tick)",
+		"monky-deployd explain -n 3   # the step durations show what was slow", ""},
+	"LOCAL_FAILURE": {"the agent's own files failed it (state_dir, the token file, the lock file, deploy_dir or the state file): nothing was sent",
+		"ls -la /var/lib/monky-deployd   # owner monky-deployd, not group- or world-writable; then monky-deployd run --once", ""},
+	"TOKEN_EXPIRED": {"the box's OpenBao token has expired: it was not renewed and no new lease replaced it",
+		"monky-deployd status   # then: monky-deployd bootstrap --force with a fresh bootstrap.jwt from the install kit", ""},
+	"TOKEN_EXPIRING": {"the box's OpenBao token is about to expire and is not being kept alive: renew-self no longer extends it (its max ttl) and no new lease replaced it",
+		"monky-deployd explain -n 10 | grep -E 'renew|token-swap|lease'   # what the renewals and the swap answered", ""},
+	"LEASE_EVERY_TICK": {"the box asks tenancy for a lease at every tick: its token cannot be kept from one tick to the next (a max ttl under renew_below_s, or a token refused at every renewal)",
+		"bao read auth/jwt-tenancy/role/see-env   # token_max_ttl must be well above bao.renew_below_s (default 6 h); then monky-deployd explain -n 5", ""},
+	"CHECKIN_SHAPE": {"tenancy's check-in answer has a shape the agent cannot trust (a sha that is not 64 lowercase hex, an unknown action)",
+		"upgrade tenancy, or report the answer to its maintainers", ""},
+	"BUNDLE_NOT_FOUND": {"tenancy does not serve the bundle of the desired sha",
+		"check the release in tenancy's console: the desired sha must have a rendered bundle", ""},
+	"STAGE_FAILED": {"the agent could not write the release directory or the registry credential",
+		"ls -la <deploy_dir> <state_dir>/docker   # owner monky-deployd; and df -h", ""},
 }
 
 // temporaryEvents are the journal notes a tick ends on when it could not go on now.
 var temporaryEvents = map[string]string{
-	"checkin-failed":   "the check-in did not get an answer",
-	"lease-deferred":   "the apply needs a new lease (the token in hand no longer reads the secrets) and none was granted this tick",
-	"login-failed":     "OpenBao was unreachable for the login after the lease",
-	"bootstrap-failed": "OpenBao was unreachable for the bootstrap login",
-	"fetch-failed":     "the bundle could not be fetched",
-}
-
-// whyInput is what the answer is built from: the record, the newest tick's entries and the
-// budget, all read in one transaction.
-type whyInput struct {
-	rec     store.Record
-	last    []store.Entry // the newest tick's entries
-	lastSum store.TickSummary
-	used    int
-	frees   time.Time
-	outbox  int
-	now     time.Time
+	machine.NoteCheckinFailed:   "the check-in did not get an answer",
+	machine.NoteLeaseDeferred:   "the apply needs a new lease (the token in hand no longer reads the secrets) and none was granted this tick",
+	machine.NoteLoginFailed:     "OpenBao was unreachable for the login after the lease",
+	machine.NoteBootstrapFailed: "OpenBao was unreachable for the bootstrap login",
+	machine.NoteFetchFailed:     "the bundle could not be fetched",
+	machine.NoteTickEnd:         "the tick ended early",
 }
 
 // explainWhy names the one thing standing between the box and tenancy's desired sha, or nil
 // when nothing does (converged, or a flight that goes on by itself).
-func explainWhy(in whyInput) *Why {
-	rec := in.rec
-	project := "monky-" + rec.EnvID
-	if rec.EnvID == "" {
-		project = "monky-<env>"
+func explainWhy(in Input) *Why {
+	rec := in.Rec
+	env := rec.EnvID
+	if env == "" {
+		env = "<env>"
 	}
+	project := "monky-" + env
 	mk := func(code, fault, evidence, next string, at time.Time, tick uint64) *Why {
 		c, ok := causes[code]
 		if fault == "" {
@@ -130,12 +149,8 @@ func explainWhy(in whyInput) *Why {
 		if !ok || fix == "" {
 			fix = "monky-deployd explain --json | jq .why"
 		}
-		env := rec.EnvID
-		if env == "" {
-			env = "<env>"
-		}
 		fix = strings.NewReplacer("{project}", project, "{env}", env).Replace(fix)
-		return &Why{Code: code, Fault: sentence(fault), Evidence: evidence, Next: sentence(next), Fix: fix, At: at.UTC(), Tick: tick}
+		return &Why{Code: code, Fault: sentence(fault), Evidence: evidence, Next: sentence(next), Fix: fix, At: at.UTC(), Tick: tick, short: next}
 	}
 	nextTick := in.nextTickWords()
 
@@ -143,37 +158,67 @@ func explainWhy(in whyInput) *Why {
 	if stateOf(rec) == "Blocked" && rec.Block != nil {
 		b := rec.Block
 		next := "every tick exits 1 at once without touching the network until a new bootstrap.jwt appears (the next tick looks " + nextTick + ") or `monky-deployd bootstrap --force`"
-		if b.Code == "AGENT_ENV_MISMATCH" {
+		if b.Code == machine.CodeEnvMismatch {
 			next = "every tick exits 78 at once without touching the network until config.yaml changes or `monky-deployd resume`"
 		}
-		return mk(b.Code, "", trimCode(b.Code, b.Detail), next, b.At, in.blockTick())
+		code, fault, evidence := b.Code, "", trimCode(b.Code, b.Detail)
+		if e, ok := in.find(func(e store.Entry) bool {
+			return e.Event == machine.NoteUnauthenticated && strings.HasPrefix(e.Code, "BAO_")
+		}); ok && b.Code == machine.CodeUnauthenticated {
+			// OpenBao refused the token, not tenancy: name OpenBao's code
+			code, evidence = e.Code, e.Detail
+			fault = "OpenBao refused the box's token (" + e.Code + ": OpenBao's refusal, not tenancy's), so the agent deleted it; no fresh bootstrap grant is on disk to log in again"
+		}
+		w := mk(code, fault, evidence, next, b.At, in.tickWhere(func(e store.Entry) bool { return e.To == "Blocked" && e.From != e.To }))
+		if code != b.Code {
+			w.Fix = causes[machine.CodeBaoDenied].fix + "   # then re-run the install kit (a new bootstrap.jwt unblocks)"
+		}
+		return w
 	}
 	// A tick that could not go on now: its note is the fault of the moment.
 	if e, ok := in.temporary(); ok {
+		lastSum, _, _ := in.newest()
 		fault := temporaryEvents[e.Event]
 		if c, known := causes[e.Code]; known {
 			fault += ": " + c.fault
 		}
 		next := "the next tick (" + nextTick + ") tries again; nothing is lost"
+		if lastSum.Exit != nil && *lastSum.Exit == machine.ExitFail {
+			next = "the next tick (" + nextTick + ") runs again and ends the same way until the fix below is done"
+		}
 		switch {
-		case e.Code == "LEASE_BUDGET":
-			next = fmt.Sprintf("the budget frees a slot at %s; the first tick after it asks the lease and the apply goes on", clockS(in.frees))
-			if in.frees.IsZero() || !in.now.Before(in.frees) {
+		case e.Code == machine.CodeLeaseBudget:
+			next = fmt.Sprintf("the budget frees a slot at %s; the first tick after it asks the lease and the apply goes on", stamp(in.Frees))
+			if in.Frees.IsZero() || !in.Now.Before(in.Frees) {
 				next = "a slot is free again: the next tick (" + nextTick + ") asks the lease and the apply goes on"
 			}
-		case e.Code == "LEASE_RATE_LIMITED" && in.now.Before(rec.LeaseRetryAfter):
-			next = "no lease before " + clockS(rec.LeaseRetryAfter) + " (tenancy's Retry-After); then the apply goes on by itself"
-		case e.Event == "login-failed":
+		case e.Code == machine.CodeLeaseRateLimit && in.Now.Before(rec.LeaseRetryAfter):
+			next = "no lease before " + stamp(rec.LeaseRetryAfter) + " (tenancy's Retry-After); then the apply goes on by itself"
+		case e.Event == machine.NoteLoginFailed:
 			next = "the next tick (" + nextTick + ") logs in with the kept grant; no second lease is asked"
-		case e.Event == "bootstrap-failed":
+		case e.Event == machine.NoteBootstrapFailed:
 			next = "the next tick (" + nextTick + ") logs in with the bootstrap grant, which stays on disk"
+		case e.Code == machine.CodeReportPending:
+			next = "the next tick (" + nextTick + ") sends the outbox again; the box runs what it applied meanwhile"
 		}
 		code := e.Code
 		if code == "" {
 			code = strings.ToUpper(strings.ReplaceAll(e.Event, "-", "_"))
 		}
-		w := mk(code, fault, trimCode(e.Code, e.Detail), next, e.At, e.Tick)
-		if _, known := causes[e.Code]; !known && e.Event == "checkin-failed" {
+		evidence := trimCode(e.Code, e.Detail)
+		if code == machine.CodeReportPending && len(in.Outbox) > 0 && in.outboxStuck(in.Outbox[0]) {
+			q := in.Outbox[0]
+			code, fault = machine.CodeOutboxStuck, causes[machine.CodeOutboxStuck].fault
+			evidence = fmt.Sprintf("%d report(s) in the outbox; the oldest: %s for %s, queued %s, sent %d time(s); the last answer: %s",
+				len(in.Outbox), q.Meta.Result, short(q.Meta.Sha), stamp(q.Queued), q.Attempts, trimCode(e.Code, e.Detail))
+			next = "the outbox is sent again at every tick (the next " + nextTick + "); tenancy does not know what runs here until it drains"
+		}
+		if n, since := in.repeated75(); n >= 3 {
+			fault += fmt.Sprintf(" — %d ticks in a row ended exit 75 (since %s): this is no blip", n, stamp(since))
+			next += fmt.Sprintf("; after %d in a row, check the fix below rather than wait", n)
+		}
+		w := mk(code, fault, evidence, next, e.At, e.Tick)
+		if _, known := causes[e.Code]; !known && e.Event == machine.NoteCheckinFailed {
 			w.Fix = "systemctl status ziti-edge-tunnel   # and tenancy's health"
 		}
 		return w
@@ -184,49 +229,145 @@ func explainWhy(in whyInput) *Why {
 		if r == nil {
 			return nil
 		}
-		next := fmt.Sprintf("sha %s stays refused: it is not fetched again; a new desired sha starts over, and `monky-deployd resume` re-runs the checks at the next tick", short(r.Sha))
-		if r.Code == "DISK_INSUFFICIENT" {
+		next := fmt.Sprintf("sha %s stays refused: it is not fetched again; %s", short(r.Sha), clears(r.Code))
+		if r.Code == machine.CodeDisk {
 			next = "measured again at every tick (the next " + nextTick + "); the apply goes on by itself once the space is there"
+			if r.NeedBytes > implausibleNeed {
+				next = "measured again at every tick, but no disk here will hold " + machine.Size(r.NeedBytes) + ": it stays refused until tenancy desires a sha whose bundle declares a true disk_need_bytes"
+			}
 		}
-		return mk(r.Code, "", trimCode(r.Code, r.Detail), next, r.At, in.tickOf(r.Code, r.At))
+		w := mk(r.Code, "", trimCode(r.Code, r.Detail), next, r.At, in.tickOf(r.Code))
+		if r.Code == machine.CodeDisk && r.NeedBytes > implausibleNeed {
+			w.Fix = fmt.Sprintf("fix disk_need_bytes in the bundle's bundle.json (it declares %s; no image set needs that): publish the bundle again", machine.Size(r.NeedBytes))
+		}
+		return w
 	case "Failed":
+		if rec.Action == machine.ActionNone {
+			return in.unhealthyWhy(mk, nextTick)
+		}
 		f := rec.Failure
 		if f == nil {
 			return nil
 		}
 		n := rec.TotalAttempts()
+		limit := machine.AttemptLimit(rec)
 		var next string
 		switch {
-		case rec.Action == "none":
-			next = "checked again at every tick (the next " + nextTick + "); reported failed to tenancy until the service is healthy"
 		case rec.Parked:
 			next = fmt.Sprintf("parked after %d failed attempts of %s: nothing is tried until `monky-deployd resume` or a new desired sha", n, short(f.Sha))
 		default:
-			next = fmt.Sprintf("attempt %d of %d failed (the step from %s); retry %d of %d at %s (backoff), unless tenancy desires another sha first", n, machine.MaxAttempts, f.State, n+1, machine.MaxAttempts, clockS(rec.NextRetryAt))
+			next = fmt.Sprintf("attempt %d of %d failed (the step from %s); retry %d of %d at %s (backoff), unless tenancy desires another sha first", n, limit, f.State, n+1, limit, stamp(rec.NextRetryAt))
 		}
 		fault := causes[f.Code].fault
 		switch {
-		case f.Code == "COMPOSE_PULL_FAILED":
+		case f.Code == machine.CodePullFailed:
 			fault = pullFault(f.Detail)
-		case f.Code == "UNHEALTHY" && rec.Action == "none":
-			fault = "the heartbeat found a service not running or not healthy"
-		case f.Code == "UNHEALTHY":
+		case f.Code == machine.CodeUnhealthy:
 			fault = "a service did not turn healthy within healthy_timeout_s after compose up"
 		}
-		w := mk(f.Code, fault, trimCode(f.Code, f.Detail), next, f.At, in.tickOf(f.Code, f.At))
-		if f.Code == "COMPOSE_PULL_FAILED" {
+		w := mk(f.Code, fault, trimCode(f.Code, f.Detail), next, f.At, in.tickOf(f.Code))
+		if f.Code == machine.CodePullFailed {
 			if fix := pullFix(f.Detail); fix != "" {
 				w.Fix = fix
 			}
 		}
 		return w
 	}
-	if in.outbox > 0 {
-		return &Why{Code: "REPORT_PENDING", Fault: sentence(fmt.Sprintf("tenancy has not acknowledged %d report(s)", in.outbox)),
-			Evidence: in.lastDetail(), Next: sentence("the outbox is sent again at the next tick (" + nextTick + ")"),
-			Fix: "monky-deployd status --json | jq .last_report", At: in.lastSum.StartedAt.UTC(), Tick: in.lastSum.Tick}
+	return in.sick(mk, nextTick)
+}
+
+// maker builds a why from its parts.
+type maker func(code, fault, evidence, next string, at time.Time, tick uint64) *Why
+
+// sick finds what keeps a box that rests as if converged from being well: an unhealthy
+// service, a token that is refused or cannot be kept alive, a spent lease budget, a lease at
+// every tick, an outbox that does not drain.
+func (in Input) sick(mk maker, nextTick string) *Why {
+	rec := in.Rec
+	if rec.Action == machine.ActionNone && rec.LastReport != nil && rec.LastReport.Result == "failed" {
+		return in.unhealthyWhy(mk, nextTick)
+	}
+	// a token OpenBao refuses, again and again: the box lives from one bootstrap to the next
+	refused := 0
+	var lastRefusal store.Entry
+	for _, t := range in.Recent {
+		for _, e := range in.Entries[t.Tick] {
+			if e.Event == machine.NoteUnauthenticated {
+				refused += 1 + int(t.Folded) // a folded tick stands for as many ticks like it
+				lastRefusal = e
+				break
+			}
+		}
+	}
+	if refused >= 2 && stateOf(rec) != "Blocked" {
+		code := lastRefusal.Code
+		fault := "the box's token is refused tick after tick: each time the agent deletes it and logs in again with a bootstrap grant, so the box lives from one grant to the next"
+		if strings.HasPrefix(code, "BAO_") {
+			fault = "OpenBao refuses the box's token (" + code + ", OpenBao's refusal, not tenancy's): each time the agent deletes it and logs in again with a bootstrap grant, so the box lives from one grant to the next"
+		}
+		next := fmt.Sprintf("the next tick (%s) meets the same refusal and deletes the token again; it goes on only while a fresh bootstrap.jwt is on disk, else it blocks", nextTick)
+		w := mk(code, fault, fmt.Sprintf("refused in %d of the last %d ticks; the last: %s", refused, in.recentCount(), trimCode(code, lastRefusal.Detail)), next, lastRefusal.At, lastRefusal.Tick)
+		if strings.HasPrefix(code, "BAO_") {
+			w.Fix = causes[machine.CodeBaoDenied].fix
+		}
+		return w
+	}
+	tok := rec.Token
+	if tok.Present && !tok.ExpiresAt.IsZero() {
+		left := tok.ExpiresAt.Sub(in.Now)
+		if left <= 0 {
+			return mk(machine.CodeTokenExpired, "", fmt.Sprintf("token (%s) expired at %s, last checked %s", tok.Source, stamp(tok.ExpiresAt), stamp(tok.CheckedAt)),
+				"the next tick ("+nextTick+") finds the token refused and logs in with a bootstrap grant if one is on disk, else blocks", tok.ExpiresAt, in.newestTick())
+		}
+		if left < in.tokenWarn() {
+			return mk(machine.CodeTokenExpiring, "", fmt.Sprintf("token (%s) expires at %s, in %s; last renewed or checked %s", tok.Source, stamp(tok.ExpiresAt), left.Round(time.Second), stamp(tok.CheckedAt)),
+				"the agent renews it at every tick; unless a renew or a new lease succeeds before "+stamp(tok.ExpiresAt)+", the box loses OpenBao then", tok.CheckedAt, in.newestTick())
+		}
+	}
+	if in.Used >= machine.LeaseLimit && in.Now.Before(in.Frees) {
+		return mk(machine.CodeLeaseBudget, "", fmt.Sprintf("%d/%d leases asked since %s", in.Used, machine.LeaseLimit, stamp(in.Frees.Add(-machine.LeaseWindow))),
+			"no lease is asked before "+stamp(in.Frees)+": an apply or a token swap that needs one waits until then", in.Frees.Add(-machine.LeaseWindow), in.newestTick())
+	}
+	if n := in.leasingTicks(); n >= 4 {
+		return mk(machine.CodeLeaseEveryTick, "", fmt.Sprintf("a lease was asked in each of the last %d ticks (%d/%d in the last hour)", n, in.Used, machine.LeaseLimit),
+			fmt.Sprintf("the next tick (%s) asks again; at %d/%d the budget stops the applies and the token swaps for an hour", nextTick, machine.LeaseLimit, machine.LeaseLimit), in.Now, in.newestTick())
+	}
+	if len(in.Outbox) > 0 {
+		q := in.Outbox[0]
+		evidence := fmt.Sprintf("%d report(s) in the outbox; the oldest: %s for %s, queued %s, sent %d time(s)", len(in.Outbox), q.Meta.Result, short(q.Meta.Sha), stamp(q.Queued), q.Attempts)
+		if e, ok := in.find(func(e store.Entry) bool { return e.Code == machine.CodeReportPending }); ok {
+			evidence += "; the last answer: " + e.Detail
+		}
+		if in.outboxStuck(q) {
+			return mk(machine.CodeOutboxStuck, "", evidence, "the outbox is sent again at every tick (the next "+nextTick+"); tenancy does not know what runs here until it drains", q.Queued, in.newestTick())
+		}
+		return mk(machine.CodeReportPending, "", evidence, "the outbox is sent again at the next tick ("+nextTick+")", q.Queued, in.newestTick())
 	}
 	return nil
+}
+
+// unhealthyWhy is the why of a heartbeat that found a service not running or not healthy.
+func (in Input) unhealthyWhy(mk maker, nextTick string) *Why {
+	evidence, at := "", in.Now
+	var tick uint64
+	if e, ok := in.find(func(e store.Entry) bool { return e.Code == machine.CodeUnhealthy && e.From != e.To }); ok {
+		evidence, at, tick = trimCode(e.Code, e.Detail), e.At, e.Tick
+	} else if in.Rec.LastReport != nil {
+		evidence, at = trimCode(machine.CodeUnhealthy, in.Rec.LastReport.Detail), in.Rec.LastReport.At
+	}
+	return mk(machine.CodeUnhealthy, "the heartbeat found a service not running or not healthy: the box no longer runs what it applied",
+		evidence, "checked again at every tick (the next "+nextTick+"); reported failed to tenancy until the service is healthy; the agent does not restart it", at, tick)
+}
+
+// implausibleNeed is a disk need no bundle has: its declared size is wrong, not the disk.
+const implausibleNeed = 16 << 40
+
+// clears says what clears a refusal of code, truthfully: the same bundle is refused again.
+func clears(code string) string {
+	if c, ok := causes[code]; ok && c.clears != "" {
+		return c.clears
+	}
+	return "a new desired sha clears it; `monky-deployd resume` checks the same bundle again and refuses it again"
 }
 
 // pullFix is the one command for a pull fault the registry's words name, "" for the default.
@@ -259,12 +400,13 @@ func pullFault(detail string) string {
 
 // temporary is the newest tick's note about a step that could not go on now, when the tick
 // did not end well.
-func (in whyInput) temporary() (store.Entry, bool) {
-	if in.lastSum.Exit != nil && *in.lastSum.Exit == 0 {
+func (in Input) temporary() (store.Entry, bool) {
+	sum, last, ok := in.newest()
+	if !ok || sum.Exit == nil || *sum.Exit == machine.ExitOK {
 		return store.Entry{}, false
 	}
-	for i := len(in.last) - 1; i >= 0; i-- {
-		e := in.last[i]
+	for i := len(last) - 1; i >= 0; i-- {
+		e := last[i]
 		if _, ok := temporaryEvents[e.Event]; ok {
 			return e, true
 		}
@@ -275,45 +417,114 @@ func (in whyInput) temporary() (store.Entry, bool) {
 	return store.Entry{}, false
 }
 
-func (in whyInput) tickOf(code string, at time.Time) uint64 {
-	for _, e := range in.last {
-		if e.Code == code && e.At.Equal(at) {
-			return e.Tick
+// repeated75 counts the newest ticks in a row that ended exit 75 (folded ticks count), and
+// when the first of them started.
+func (in Input) repeated75() (int, time.Time) {
+	n := 0
+	var since time.Time
+	for i := len(in.Recent) - 1; i >= 0; i-- {
+		t := in.Recent[i]
+		if t.Exit == nil || *t.Exit != machine.ExitTemporary {
+			break
 		}
+		n += 1 + int(t.Folded)
+		since = t.StartedAt
 	}
-	return 0
+	return n, since
 }
 
-func (in whyInput) blockTick() uint64 {
-	for _, e := range in.last {
-		if e.To == "Blocked" {
-			return e.Tick
+// leasingTicks counts the newest ticks in a row that asked a lease (a folded tick counts as
+// the ticks it stands for when as many leases fall in its span).
+func (in Input) leasingTicks() int {
+	n := 0
+	for i := len(in.Recent) - 1; i >= 0; i-- {
+		t := in.Recent[i]
+		end := t.EndedAt
+		if t.LastAt.After(end) {
+			end = t.LastAt
 		}
+		if end.IsZero() {
+			end = t.StartedAt.Add(time.Hour)
+		}
+		asked := 0
+		for _, l := range in.Leases {
+			if !l.At.Before(t.StartedAt) && !l.At.After(end) {
+				asked++
+			}
+		}
+		k := 1 + int(t.Folded)
+		if asked < k {
+			break
+		}
+		n += k
 	}
-	return 0
+	return n
 }
 
-func (in whyInput) lastDetail() string {
-	if n := len(in.last); n > 0 {
-		return in.last[n-1].Detail
+// outboxStuck: a report sent three times, or waiting three intervals, is not a blip.
+func (in Input) outboxStuck(q store.QueuedReport) bool {
+	return q.Attempts >= 3 || in.Now.Sub(q.Queued) >= 3*in.interval()
+}
+
+// recentCount is how many ticks the recent headers stand for, folded ones included.
+func (in Input) recentCount() int {
+	n := 0
+	for _, t := range in.Recent {
+		n += 1 + int(t.Folded)
 	}
-	return ""
+	return n
+}
+
+// find is the newest entry of the recent ticks that match says yes to.
+func (in Input) find(match func(store.Entry) bool) (store.Entry, bool) {
+	for i := len(in.Recent) - 1; i >= 0; i-- {
+		es := in.Entries[in.Recent[i].Tick]
+		for j := len(es) - 1; j >= 0; j-- {
+			if match(es[j]) {
+				return es[j], true
+			}
+		}
+	}
+	return store.Entry{}, false
+}
+
+func (in Input) tickWhere(match func(store.Entry) bool) uint64 {
+	e, _ := in.find(match)
+	return e.Tick
+}
+
+// tickOf is the tick of the newest transition that committed code.
+func (in Input) tickOf(code string) uint64 {
+	return in.tickWhere(func(e store.Entry) bool { return e.Code == code && e.From != e.To })
+}
+
+func (in Input) newestTick() uint64 {
+	t, _, _ := in.newest()
+	return t.Tick
+}
+
+// interval is the time between two ticks: tenancy's checkin_interval_s, else the timer's minute.
+func (in Input) interval() time.Duration {
+	if in.Rec.IntervalS > 0 {
+		return time.Duration(in.Rec.IntervalS) * time.Second
+	}
+	return time.Minute
+}
+
+// tokenWarn is how close to its expiry a token counts as dying: the agent renews far earlier
+// (renew_below_s, 6 h by default), so a token this close was not kept alive.
+func (in Input) tokenWarn() time.Duration {
+	return max(15*time.Minute, 5*in.interval())
 }
 
 // nextTickWords says when the next tick is due: the timer's minute (or tenancy's interval)
 // after the last one.
-func (in whyInput) nextTickWords() string {
-	if in.rec.LastTickAt.IsZero() {
+func (in Input) nextTickWords() string {
+	if in.Rec.LastTickAt.IsZero() {
 		return "within a minute"
 	}
-	iv := 60 * time.Second
-	if in.rec.IntervalS > 0 {
-		iv = time.Duration(in.rec.IntervalS) * time.Second
-	}
-	return "about " + clockS(in.rec.LastTickAt.Add(iv))
+	return "about " + stamp(in.Rec.LastTickAt.Add(in.interval()))
 }
-
-func clockS(t time.Time) string { return t.UTC().Format("15:04:05") }
 
 func trimCode(code, detail string) string {
 	if code != "" {

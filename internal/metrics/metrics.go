@@ -20,6 +20,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/tikali/monky-deployd/internal/explain"
 	"github.com/tikali/monky-deployd/machine"
 	"github.com/tikali/monky-deployd/store"
 )
@@ -49,11 +50,17 @@ func Write(path, countersPath string, st store.Store, t Tick) error {
 	var newRefusals []string
 	var used int
 	var outbox int
+	var v explain.Verdict
 	err := st.View(func(tx store.Tx) error {
 		var err error
 		if rec, err = tx.Record(); err != nil {
 			return err
 		}
+		in, err := explain.Read(tx, t.EndedAt)
+		if err != nil {
+			return err
+		}
+		v = explain.Decide(in)
 		es, err := tx.Entries(rec.Tick)
 		if err != nil {
 			return err
@@ -88,6 +95,7 @@ func Write(path, countersPath string, st store.Store, t Tick) error {
 		}
 	}
 	reg := Registry(rec, c, t, used, outbox)
+	troubles(reg, rec.EnvID, v)
 	if err := prometheus.WriteToTextfile(path, reg); err != nil {
 		return fmt.Errorf("metrics: write %s: %w", path, err)
 	}
@@ -232,4 +240,20 @@ func writeCounters(path string, c Counters) error {
 		return fmt.Errorf("metrics: counters: %w", err)
 	}
 	return nil
+}
+
+// troubles adds the verdict explain and status give: converged or not, and the code of the
+// one thing wrong — from the same function, so an alert and `explain` never disagree.
+func troubles(reg *prometheus.Registry, env string, v explain.Verdict) {
+	r := prometheus.WrapRegistererWith(prometheus.Labels{"env": env}, reg)
+	conv := prometheus.NewGauge(prometheus.GaugeOpts{Name: "monky_deployd_converged", Help: "1 when the box runs what tenancy wants and nothing is wrong (explain's next reads converged)."})
+	if v.Converged {
+		conv.Set(1)
+	}
+	r.MustRegister(conv)
+	why := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "monky_deployd_why", Help: "1 for the code of explain's why block: the one thing between the box and tenancy's desired sha."}, []string{"code"})
+	if v.Why != nil {
+		why.WithLabelValues(v.Why.Code).Set(1)
+	}
+	r.MustRegister(why)
 }
