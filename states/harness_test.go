@@ -80,10 +80,14 @@ type harness struct {
 
 // newHarness starts the simulator, writes a kit with a bootstrap grant, and adds the
 // releases given as name → files (bundle.json partial allowed).
-func newHarness(t testing.TB) *harness {
+func newHarness(t testing.TB, simOpts ...func(*sim.Options)) *harness {
 	t.Helper()
 	h := &harness{t: t, clock: &clock{t: time.Date(2026, 11, 29, 14, 0, 0, 0, time.UTC)}, disk: &disk{free: 500 << 30}, logs: &bytes.Buffer{}}
-	s, err := sim.New(sim.Options{Now: h.clock.Now})
+	so := sim.Options{Now: h.clock.Now}
+	for _, o := range simOpts {
+		o(&so)
+	}
+	s, err := sim.New(so)
 	if err != nil {
 		t.Fatal(err)
 	}

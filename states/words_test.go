@@ -1,9 +1,15 @@
 package states_test
 
 import (
+	"context"
+	"os"
+	"strings"
+	"syscall"
 	"testing"
 
+	"github.com/tikali/monky-deployd/effects/files"
 	"github.com/tikali/monky-deployd/machine"
+	"github.com/tikali/monky-deployd/store"
 )
 
 // TestSizeInBinaryUnits: a need of 1 PiB reads as PiB with the exact bytes, never as
@@ -20,5 +26,38 @@ func TestSizeInBinaryUnits(t *testing.T) {
 		if got := machine.Size(n); got != want {
 			t.Errorf("Size(%d) = %q, want %q", n, got, want)
 		}
+	}
+}
+
+// noRemove is the real filesystem where one file cannot be removed (a read-only directory,
+// as root cannot be made to see one).
+type noRemove struct {
+	files.FS
+	path string
+}
+
+func (f noRemove) Remove(p string) error {
+	if p == f.path {
+		return &os.PathError{Op: "remove", Path: p, Err: syscall.EROFS}
+	}
+	return f.FS.Remove(p)
+}
+
+// TestGrantConsumedOnlyWhenItIs: a bootstrap grant that could not be deleted is not called
+// "consumed (deleted)": the journal says it was emptied instead.
+func TestGrantConsumedOnlyWhenItIs(t *testing.T) {
+	h := newHarness(t)
+	h.release("v1", nil)
+	a := h.agent()
+	a.FS = noRemove{FS: files.OS, path: h.cfg.BootstrapPath}
+	if res := a.Tick(context.Background()); res.Exit != 0 {
+		t.Fatalf("exit %d: %v", res.Exit, res.Err)
+	}
+	e, ok := h.entry(func(e store.Entry) bool { return e.Event == "bootstrap" })
+	if !ok || strings.Contains(e.Detail, "(deleted)") || !strings.Contains(e.Detail, "emptied") {
+		t.Errorf("bootstrap entry %q", e.Detail)
+	}
+	if b, err := os.ReadFile(h.cfg.BootstrapPath); err != nil || len(b) != 0 {
+		t.Errorf("the grant file: %q, %v", b, err)
 	}
 }

@@ -1,0 +1,222 @@
+package main
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+)
+
+var updateSupport = flag.Bool("update", false, "rewrite testdata/support/*.{explain,status}.txt from the corpus")
+
+const supportDir = "../../testdata/support"
+
+// dirState is every file under dir with its mode, size, time and content hash.
+func dirState(t *testing.T, dir string) string {
+	t.Helper()
+	var lines []string
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		sum := ""
+		if info.Mode().IsRegular() {
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			sum = fmt.Sprintf("%x", sha256.Sum256(b))
+		}
+		lines = append(lines, fmt.Sprintf("%s %v %d %d %s", p, info.Mode(), info.Size(), info.ModTime().UnixNano(), sum))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort.Strings(lines)
+	return strings.Join(lines, "\n")
+}
+
+func supportFiles(t *testing.T) []string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(supportDir, "*.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) < 15 {
+		t.Fatalf("the support corpus holds %d state files, want at least 15 (go test ./states -run SupportCorpus -update-support)", len(files))
+	}
+	return files
+}
+
+// TestSupportCorpusGoldens reads every state file of the support corpus as support does — a
+// copy, no config — with explain and status, compares the words with the goldens, checks the
+// last lines name the code and what happens next, and that nothing was written anywhere.
+func TestSupportCorpusGoldens(t *testing.T) {
+	// no config may be read: one that cannot be
+	t.Setenv("MONKY_DEPLOYD_CONFIG", filepath.Join(t.TempDir(), "absent", "config.yaml"))
+	corpusBefore := dirState(t, supportDir)
+	for _, src := range supportFiles(t) {
+		name := strings.TrimSuffix(filepath.Base(src), ".db")
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			copyPath := filepath.Join(dir, "state.db")
+			raw, err := os.ReadFile(src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(copyPath, raw, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			cwd, _ := os.Getwd()
+			before := dirState(t, dir)
+			outputs := map[string]string{}
+			for _, args := range [][]string{
+				{"explain", "--state-file", copyPath},
+				{"explain", "--json", "--state-file", copyPath},
+				{"status", "--state-file", copyPath},
+				{"status", "--json", "--state-file", copyPath},
+			} {
+				var out, errb bytes.Buffer
+				code := run(append([]string{"monky-deployd"}, args...), &out, &errb)
+				if args[0] == "status" && code == 1 {
+					code = 0 // status may exit 1 for a box that needs a person; its words are what matter here
+				}
+				if code != 0 || (errb.Len() > 0 && args[0] != "status") {
+					t.Fatalf("%v: exit %d, stderr %s", args, code, errb.String())
+				}
+				outputs[strings.Join(args[:len(args)-2], " ")] = strings.ReplaceAll(out.String(), copyPath, "state.db")
+			}
+			if after := dirState(t, dir); after != before {
+				t.Errorf("reading a copy changed its directory:\n--- before\n%s\n--- after\n%s", before, after)
+			}
+			if wd, _ := os.Getwd(); wd != cwd {
+				t.Errorf("the working directory changed")
+			}
+			var doc struct {
+				Next string `json:"next"`
+				Why  *struct {
+					Code, Next, Fix string
+				} `json:"why"`
+			}
+			if err := json.Unmarshal([]byte(outputs["explain --json"]), &doc); err != nil {
+				t.Fatal(err)
+			}
+			if doc.Why == nil || doc.Why.Code == "" || doc.Why.Next == "" || doc.Why.Fix == "" {
+				t.Fatalf("a box in trouble without a why block: %s", outputs["explain --json"])
+			}
+			if strings.HasPrefix(doc.Next, "converged") {
+				t.Errorf("a box in trouble reads next %q", doc.Next)
+			}
+			// the last lines name the code, what happens next and the fix
+			lines := strings.Split(strings.TrimRight(outputs["explain"], "\n"), "\n")
+			tail := strings.Join(lines[max(0, len(lines)-8):], "\n")
+			for _, want := range []string{"why: " + doc.Why.Code, "  next:", "  fix:"} {
+				if !strings.Contains(tail, want) {
+					t.Errorf("explain's last lines lack %q:\n%s", want, tail)
+				}
+			}
+			if !strings.Contains(outputs["status"], "!! "+doc.Why.Code) || !strings.Contains(outputs["status"], "a copy, read as of its newest tick") {
+				t.Errorf("status does not lead with the code or does not say it reads a copy:\n%s", outputs["status"])
+			}
+			var st struct {
+				Converged bool `json:"converged"`
+				Why       *struct{ Code string }
+			}
+			if err := json.Unmarshal([]byte(outputs["status --json"]), &st); err != nil {
+				t.Fatal(err)
+			}
+			if st.Converged || st.Why == nil || st.Why.Code != doc.Why.Code {
+				t.Errorf("status --json converged=%v why=%+v; explain names %s", st.Converged, st.Why, doc.Why.Code)
+			}
+			supportGolden(t, name+".explain.txt", outputs["explain"])
+			supportGolden(t, name+".status.txt", outputs["status"])
+		})
+	}
+	if after := dirState(t, supportDir); !*updateSupport && after != corpusBefore {
+		t.Errorf("the corpus directory changed while it was read")
+	}
+}
+
+func supportGolden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join(supportDir, name)
+	if *updateSupport {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (go test ./cmd/monky-deployd -run SupportCorpus -update)", err)
+	}
+	if got != string(want) {
+		t.Errorf("%s differs (go test ./cmd/monky-deployd -run SupportCorpus -update rewrites it):\n--- got\n%s\n--- want\n%s", path, got, want)
+	}
+}
+
+// TestSinceOnACopyCountsFromItsNewestTick: --since on an old copy is measured back from the
+// file's newest tick, and says so, instead of finding nothing because the copy is old.
+func TestSinceOnACopyCountsFromItsNewestTick(t *testing.T) {
+	src := filepath.Join(supportDir, "repeated-75.db")
+	var out, errb bytes.Buffer
+	if code := run([]string{"monky-deployd", "explain", "--state-file", src, "--since", "1m"}, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	for _, want := range []string{"ticks of the last 1m0s before the file's newest tick", "\ntick 2 ", "why: CHECKIN_FAILED"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("explain --since on a copy lacks %q:\n%s", want, out.String())
+		}
+	}
+	if strings.Contains(out.String(), "tick 1 ") || strings.Contains(out.String(), "no tick") {
+		t.Errorf("--since kept a tick before the window, or found none:\n%s", out.String())
+	}
+}
+
+// TestEarlyFailureLeavesATrace: a tick that fails before the machine moves (here: transport
+// sdk in a build without the SDK) is still a tick in the journal, with its exit and code.
+func TestEarlyFailureLeavesATrace(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "sdk.yaml")
+	stateDir := filepath.Join(dir, "state")
+	if err := os.WriteFile(cfg, []byte("env_id: env-qa-02\nsite: cbs\ntransport: sdk\nidentity: "+filepath.Join(dir, "no-such-identity.json")+
+		"\nstate_dir: "+stateDir+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	if code := run([]string{"monky-deployd", "--config", cfg, "run", "--once"}, &out, &errb); code != 1 {
+		t.Fatalf("run --once: exit %d, want 1: %s", code, errb.String())
+	}
+	out.Reset()
+	if code := run([]string{"monky-deployd", "explain", "--state-file", filepath.Join(stateDir, "state.db")}, &out, &errb); code != 0 {
+		t.Fatalf("explain: exit %d: %s", code, errb.String())
+	}
+	for _, want := range []string{"exit 1", "tick-end", "why: SDK_UNAVAILABLE", "transport: proxy"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("explain of the failed tick lacks %q:\n%s", want, out.String())
+		}
+	}
+	out.Reset()
+	if code := run([]string{"monky-deployd", "status", "--json", "--state-file", filepath.Join(stateDir, "state.db")}, &out, &errb); code != 0 {
+		t.Fatalf("status: exit %d: %s", code, errb.String())
+	}
+	var st struct {
+		LastExit int `json:"last_exit"`
+		Why      *struct{ Code string }
+	}
+	if err := json.Unmarshal(out.Bytes(), &st); err != nil || st.LastExit != 1 || st.Why == nil || st.Why.Code != "SDK_UNAVAILABLE" {
+		t.Errorf("status --json: %s (%v)", out.String(), err)
+	}
+}

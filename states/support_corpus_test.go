@@ -1,0 +1,462 @@
+package states_test
+
+import (
+	"archive/tar"
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tikali/monky-deployd/internal/explain"
+	"github.com/tikali/monky-deployd/internal/sim"
+	"github.com/tikali/monky-deployd/store"
+)
+
+var updateSupport = flag.Bool("update-support", false, "write testdata/support/*.db from the scenarios (then: go test ./cmd/monky-deployd -run Support -update)")
+
+const supportDir = "../testdata/support"
+
+// supportCase is one box in trouble, brought there by real ticks of the real engine against
+// the simulator and the docker stub.
+type supportCase struct {
+	name string
+	code string // the code explain's why names
+	sim  func(*sim.Options)
+	run  func(h *harness)
+	// next runs the next tick and checks that what explain says happens next, happens.
+	next func(h *harness)
+}
+
+// writeGrant puts a fresh bootstrap grant where the kit puts it.
+func (h *harness) writeGrant() {
+	h.t.Helper()
+	g, err := h.sim.MintGrant(env, time.Hour)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if err := os.WriteFile(h.cfg.BootstrapPath, []byte(g+"\n"), 0o600); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+func (h *harness) dockerFile(name, content string) {
+	h.t.Helper()
+	if err := os.WriteFile(filepath.Join(h.dockerState, name), []byte(content), 0o600); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// applied brings the box to a converged v1.
+func (h *harness) applied() {
+	h.t.Helper()
+	h.release("v1", nil)
+	h.wantExit(h.tick(), 0)
+}
+
+func (h *harness) wantTicks(n, exit int) {
+	h.t.Helper()
+	for i := 0; i < n; i++ {
+		h.wantExit(h.tick(), exit)
+	}
+}
+
+// noNetwork runs a tick and checks it did not check in.
+func (h *harness) noCheckin(exit int) {
+	h.t.Helper()
+	before := h.sim.Counts(env).Checkins
+	h.wantExit(h.tick(), exit)
+	if got := h.sim.Counts(env).Checkins; got != before {
+		h.t.Errorf("the next tick checked in (%d → %d)", before, got)
+	}
+}
+
+// sameRefusal runs a tick and checks the refused sha was not fetched again.
+func (h *harness) sameRefusal() {
+	h.t.Helper()
+	before := h.sim.Counts(env).BundleFetches
+	h.wantExit(h.tick(), 1)
+	if got := h.sim.Counts(env).BundleFetches; got != before {
+		h.t.Errorf("the refused sha was fetched again (%d → %d)", before, got)
+	}
+}
+
+// entry is the newest journal entry match says yes to.
+func (h *harness) entry(match func(store.Entry) bool) (store.Entry, bool) {
+	h.t.Helper()
+	var found store.Entry
+	ok := false
+	if err := h.st.View(func(tx store.Tx) error {
+		return tx.AllEntries(func(e store.Entry) error {
+			if match(e) {
+				found, ok = e, true
+			}
+			return nil
+		})
+	}); err != nil {
+		h.t.Fatal(err)
+	}
+	return found, ok
+}
+
+func supportCases(t *testing.T) []supportCase {
+	compose := "services:\n  api:\n    image: x\n"
+	return []supportCase{
+		{name: "refused-privileged", code: "PRIVILEGED_REFUSED", run: func(h *harness) {
+			h.applied()
+			h.release("v2", func(f map[string][]byte) {
+				f["compose.yaml"] = bytes.Replace(f["compose.yaml"], []byte("    env_file: .env\n"), []byte("    env_file: .env\n    privileged: true\n"), 1)
+			})
+			h.wantExit(h.tick(), 1)
+		}, next: (*harness).sameRefusal},
+		{name: "refused-rollback", code: "ROLLBACK_REFUSED", run: func(h *harness) {
+			h.applied()
+			h.release("v2", nil)
+			h.wantExit(h.tick(), 0)
+			if _, err := h.sim.SetDesiredRelease(env, "v1"); err != nil {
+				h.t.Fatal(err)
+			}
+			h.wantExit(h.tick(), 1)
+		}, next: (*harness).sameRefusal},
+		{name: "refused-bundle-invalid", code: "BUNDLE_INVALID", run: func(h *harness) {
+			files := bundleFiles(env, map[string]string{"compose.yaml": compose})
+			arch := rawTar(t, files, &tar.Header{Name: "evil", Linkname: "/etc/passwd", Typeflag: tar.TypeSymlink})
+			sha := "aa" + shaOf(files)[2:]
+			h.sim.AddRawRelease(env, "bad", sha, arch)
+			if err := h.sim.SetDesired(env, sha); err != nil {
+				h.t.Fatal(err)
+			}
+			h.wantExit(h.tick(), 1)
+		}, next: (*harness).sameRefusal},
+		{name: "refused-sha-mismatch", code: "BUNDLE_SHA_MISMATCH", run: func(h *harness) {
+			files := bundleFiles(env, map[string]string{"compose.yaml": compose})
+			sha := strings.Repeat("ab", 32)
+			h.sim.AddRawRelease(env, "bad", sha, rawTar(t, files))
+			if err := h.sim.SetDesired(env, sha); err != nil {
+				h.t.Fatal(err)
+			}
+			h.wantExit(h.tick(), 1)
+		}, next: (*harness).sameRefusal},
+		{name: "refused-env-incomplete", code: "ENV_INCOMPLETE", run: func(h *harness) {
+			h.release("v1", func(f map[string][]byte) {
+				f[".env.template"] = append(f[".env.template"], "SENTRY_DSN=${SENTRY_DSN}\n"...)
+			})
+			h.wantExit(h.tick(), 1)
+		}, next: (*harness).sameRefusal},
+		{name: "refused-manifest-path", code: "MANIFEST_PATH_REFUSED", run: func(h *harness) {
+			h.release("v1", func(f map[string][]byte) {
+				f["secrets.manifest.json"] = []byte(`{"entries": [
+  {"var": "GEMINI_API_KEY", "path": "monky/data/env-prod-01/see/gemini"},
+  {"var": "DB_PASSWORD", "path": "monky/data/env-qa-02/see/db", "key": "password"}]}`)
+			})
+			h.wantExit(h.tick(), 1)
+		}, next: (*harness).sameRefusal},
+		{name: "refused-disk-full", code: "DISK_INSUFFICIENT", run: func(h *harness) {
+			h.disk.free = 1 << 30
+			h.release("v1", func(f map[string][]byte) { f["bundle.json"] = []byte(`{"disk_need_bytes": 3221225472}`) })
+			h.wantExit(h.tick(), 1)
+		}, next: func(h *harness) {
+			// measured again every tick: once the space is there, the apply goes on by itself
+			h.wantExit(h.tick(), 1)
+			h.disk.free = 500 << 30
+			h.wantExit(h.tick(), 0)
+		}},
+		{name: "refused-disk-1pib", code: "DISK_INSUFFICIENT", run: func(h *harness) {
+			h.release("v1", func(f map[string][]byte) { f["bundle.json"] = []byte(`{"disk_need_bytes": 1125899906842624}`) })
+			h.wantExit(h.tick(), 1)
+		}, next: func(h *harness) { h.wantExit(h.tick(), 1) }},
+		{name: "failed-pull", code: "COMPOSE_PULL_FAILED", run: func(h *harness) {
+			h.dockerFile("pull-error", `Error response from daemon: Head "https://harbor.example/v2/monky/api/manifests/v1": no basic auth credentials`)
+			h.release("v1", nil)
+			h.wantExit(h.tick(), 1)
+		}, next: func(h *harness) {
+			// retry at the backoff's time, not before
+			h.wantExit(h.tick(), 1)
+			if rec := h.record(); rec.TotalAttempts() != 1 {
+				h.t.Errorf("retried before the backoff: %d attempts", rec.TotalAttempts())
+			}
+			h.clock.Advance(2 * time.Minute)
+			h.wantExit(h.tick(), 1)
+			if rec := h.record(); rec.TotalAttempts() != 2 {
+				h.t.Errorf("no retry after the backoff: %d attempts", rec.TotalAttempts())
+			}
+		}},
+		{name: "failed-parked", code: "COMPOSE_UP_FAILED", run: func(h *harness) {
+			h.dockerFile("up-error", "Error response from daemon: driver failed programming external connectivity on endpoint monky-env-qa-02-api-1: Bind for 0.0.0.0:8080 failed: port is already allocated")
+			h.release("v1", nil)
+			for i := 0; i < 5; i++ {
+				h.wantExit(h.tick(), 1)
+				h.clock.Advance(31 * time.Minute)
+			}
+			if rec := h.record(); !rec.Parked {
+				h.t.Fatalf("not parked after 5 attempts: %+v", rec)
+			}
+		}, next: func(h *harness) {
+			h.clock.Advance(time.Hour)
+			n := len(h.composeCalls())
+			h.wantExit(h.tick(), 1)
+			if got := len(h.composeCalls()); got != n {
+				h.t.Errorf("a parked flight ran compose: %v", h.composeCalls()[n:])
+			}
+		}},
+		{name: "resume-then-failed", code: "COMPOSE_UP_FAILED", run: func(h *harness) {
+			h.dockerFile("up-error", "Error response from daemon: Bind for 0.0.0.0:8080 failed: port is already allocated")
+			h.release("v1", nil)
+			for i := 0; i < 5; i++ {
+				h.wantExit(h.tick(), 1)
+				h.clock.Advance(31 * time.Minute)
+			}
+			a := h.agent()
+			a.Operator = "uid 1000 (alice)"
+			if _, err := a.Resume(false); err != nil {
+				h.t.Fatal(err)
+			}
+			// resume is a tick of its own, saying who ran it
+			e, ok := h.entry(func(e store.Entry) bool { return e.Event == "resume" })
+			var sum store.TickSummary
+			_ = h.st.View(func(tx store.Tx) error { sum, _, _ = tx.GetTick(e.Tick); return nil })
+			if !ok || sum.Action != "resume" || !strings.Contains(e.Detail, "resume by uid 1000 (alice)") || !strings.Contains(e.Detail, "COMPOSE_UP_FAILED") {
+				h.t.Errorf("resume entry %+v in tick %+v", e, sum)
+			}
+			h.clock.Advance(time.Minute)
+			h.wantExit(h.tick(), 1)
+		}, next: func(h *harness) { h.wantExit(h.tick(), 1) }},
+		{name: "failed-unhealthy-apply", code: "UNHEALTHY", run: func(h *harness) {
+			h.dockerFile("unhealthy", "api\n")
+			h.release("v1", nil)
+			h.wantExit(h.tick(), 1)
+			// the step's duration is its whole wall time, the health wait included
+			if e, ok := h.entry(func(e store.Entry) bool { return e.From == "Up" && e.To == "Failed" }); !ok || e.Ms < 300000 {
+				h.t.Errorf("Up → Failed took %dms, want the 300 s health wait", e.Ms)
+			}
+		}, next: func(h *harness) { h.wantExit(h.tick(), 1) }},
+		{name: "unhealthy-heartbeat", code: "UNHEALTHY", run: func(h *harness) {
+			h.applied()
+			h.wantTicks(2, 0)
+			h.dockerFile("unhealthy", "api\n")
+			h.wantExit(h.tick(), 1)
+		}, next: func(h *harness) {
+			h.wantExit(h.tick(), 1)
+			if res, _ := h.lastReport(); res != "failed" {
+				h.t.Errorf("the next heartbeat reported %q", res)
+			}
+		}},
+		{name: "blocked-env-mismatch", code: "AGENT_ENV_MISMATCH", run: func(h *harness) {
+			h.applied()
+			h.rewriteConfig(`env_id: "env-qa-02"`, `env_id: "env-qa-03"`)
+			h.wantExit(h.tick(), 78)
+		}, next: func(h *harness) { h.noCheckin(78) }},
+		{name: "blocked-unauthenticated", code: "AGENT_UNAUTHENTICATED", run: func(h *harness) {
+			h.applied()
+			h.sim.RevokeTokens(env)
+			h.wantExit(h.tick(), 1)
+		}, next: func(h *harness) {
+			h.noCheckin(1)
+			h.writeGrant()
+			h.wantExit(h.tick(), 0)
+		}},
+		{name: "token-renew-refused-blocked", code: "BAO_PERMISSION_DENIED", run: func(h *harness) {
+			h.applied()
+			h.sim.Fail(sim.FailRule{Path: "/v1/auth/token/renew-self", Status: 403, Message: "permission denied"})
+			h.clock.Advance(23 * time.Hour)
+			h.wantExit(h.tick(), 1)
+		}, next: func(h *harness) { h.noCheckin(1) }},
+		{name: "dying-token", code: "BAO_PERMISSION_DENIED",
+			sim: func(o *sim.Options) { o.TokenTTL = time.Minute },
+			run: func(h *harness) {
+				h.sim.Fail(sim.FailRule{Path: "/v1/auth/token/renew-self", Status: 403, Message: "permission denied"})
+				h.applied()
+				for i := 0; i < 3; i++ {
+					h.writeGrant() // a grant the install kit puts back, every tick
+					h.wantExit(h.tick(), 0)
+				}
+				// OpenBao's refusal is named as OpenBao's, not as tenancy's 401
+				if e, ok := h.entry(func(e store.Entry) bool { return e.Event == "unauthenticated" }); !ok || e.Code != "BAO_PERMISSION_DENIED" || !strings.Contains(e.Detail, "OpenBao refused") {
+					h.t.Errorf("renew-self refusal journaled as %+v", e)
+				}
+			}, next: func(h *harness) {
+				// the same refusal at the next tick: the token is deleted and made again
+				h.writeGrant()
+				before := h.sim.Counts(env).Logins
+				h.wantExit(h.tick(), 0)
+				if h.sim.Counts(env).Logins == before {
+					h.t.Errorf("the next tick did not log in again")
+				}
+			}},
+		{name: "lease-every-tick", code: "LEASE_EVERY_TICK",
+			sim: func(o *sim.Options) { o.TokenMaxTTL = 2 * time.Hour; o.TokenTTL = 2 * time.Hour },
+			run: func(h *harness) {
+				h.applied()
+				h.wantTicks(3, 0)
+			}, next: func(h *harness) {
+				before := h.sim.Counts(env).Leases
+				h.wantExit(h.tick(), 0)
+				if h.sim.Counts(env).Leases == before {
+					h.t.Errorf("the next tick did not lease")
+				}
+			}},
+		{name: "lease-budget-spent", code: "LEASE_BUDGET", run: func(h *harness) {
+			h.sim.Fail(sim.FailRule{Path: "/v1/agent/lease", Status: 503, Message: "lease backend unavailable"})
+			for _, v := range []string{"v1", "v2", "v3", "v4", "v5"} {
+				h.release(v, nil)
+				h.wantExit(h.tick(), 0)
+				h.wantExit(h.tick(), 0)
+			}
+		}, next: func(h *harness) {
+			h.sim.ClearFails()
+			h.release("v6", nil)
+			before := h.sim.Counts(env).Leases
+			h.wantExit(h.tick(), 0)
+			if h.sim.Counts(env).Leases != before {
+				h.t.Errorf("a lease was asked with the budget spent")
+			}
+		}},
+		{name: "unacked-report", code: "REPORT_PENDING", run: func(h *harness) {
+			h.applied()
+			h.sim.Fail(sim.FailRule{Path: "/v1/agent/report", Status: 503, Message: "report store unavailable"})
+			h.release("v2", nil)
+			h.wantExit(h.tick(), 75)
+		}, next: func(h *harness) {
+			h.sim.ClearFails()
+			h.wantExit(h.tick(), 0)
+			if rec := h.record(); rec.LastReport == nil || !rec.LastReport.Acknowledged {
+				h.t.Errorf("the next tick did not deliver the report: %+v", rec.LastReport)
+			}
+		}},
+		{name: "outbox-stuck", code: "OUTBOX_STUCK", run: func(h *harness) {
+			h.applied()
+			h.sim.Fail(sim.FailRule{Path: "/v1/agent/report", Status: 503, Message: "report store unavailable"})
+			h.release("v2", nil)
+			h.wantTicks(4, 75)
+		}, next: func(h *harness) { h.wantExit(h.tick(), 75) }},
+		{name: "repeated-75", code: "CHECKIN_FAILED", run: func(h *harness) {
+			h.applied()
+			h.sim.Fail(sim.FailRule{Path: "/v1/agent/checkin", Status: 503, Message: "upstream connect error"})
+			h.wantTicks(4, 75)
+		}, next: func(h *harness) { h.wantExit(h.tick(), 75) }},
+		{name: "kv-read-503", code: "BAO_UNAVAILABLE", run: func(h *harness) {
+			h.sim.Fail(sim.FailRule{Path: "/v1/monky/data/env-qa-02/see/db", Status: 503, Message: "Vault is sealed"})
+			h.release("v1", nil)
+			h.wantExit(h.tick(), 75)
+		}, next: func(h *harness) {
+			h.sim.ClearFails()
+			before := h.sim.Counts(env).Leases
+			h.wantExit(h.tick(), 0)
+			if h.sim.Counts(env).Leases != before {
+				h.t.Errorf("the resumed tick leased again")
+			}
+		}},
+		{name: "rollback-allowed-pull-failed", code: "COMPOSE_PULL_FAILED", run: func(h *harness) {
+			h.release("v1", func(f map[string][]byte) { f["bundle.json"] = []byte(`{"agent": {"allow_rollback": true}}`) })
+			h.wantExit(h.tick(), 0)
+			h.release("v2", nil)
+			h.wantExit(h.tick(), 0)
+			if _, err := h.sim.SetDesiredRelease(env, "v1"); err != nil {
+				h.t.Fatal(err)
+			}
+			// the old image is gone from the registry
+			h.dockerFile("pull-error", "Error response from daemon: manifest for harbor.example/monky/api:v1 not found: manifest unknown")
+			h.wantExit(h.tick(), 1)
+			if e, ok := h.entry(func(e store.Entry) bool { return e.Event == "rollback-allowed" }); !ok || !strings.Contains(e.Detail, "allowed by bundle.json agent.allow_rollback") {
+				h.t.Errorf("the allowed rollback is not journaled as such: %+v", e)
+			}
+		}, next: func(h *harness) {
+			h.clock.Advance(2 * time.Minute)
+			h.wantExit(h.tick(), 1)
+		}},
+		{name: "token-file-unusable", code: "LOCAL_FAILURE", run: func(h *harness) {
+			h.applied()
+			tok := h.cfg.TokenPath()
+			if err := os.Remove(tok); err != nil {
+				h.t.Fatal(err)
+			}
+			if err := os.Mkdir(tok, 0o700); err != nil {
+				h.t.Fatal(err)
+			}
+			h.wantExit(h.tick(), 1)
+		}, next: func(h *harness) { h.noCheckin(1) }},
+		{name: "lock-file-unusable", code: "LOCAL_FAILURE", run: func(h *harness) {
+			h.applied()
+			if err := os.Remove(h.cfg.LockPath()); err != nil {
+				h.t.Fatal(err)
+			}
+			if err := os.Mkdir(h.cfg.LockPath(), 0o700); err != nil {
+				h.t.Fatal(err)
+			}
+			h.wantExit(h.tick(), 1)
+		}, next: func(h *harness) { h.noCheckin(1) }},
+	}
+}
+
+// TestSupportCorpus brings a box into each trouble with real ticks, checks that explain names
+// the trouble's code, that the committed copy in testdata/support still reads the same, and
+// that the next tick does what explain says it will. -update-support rewrites the copies.
+func TestSupportCorpus(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the corpus runs 26 boxes")
+	}
+	for _, c := range supportCases(t) {
+		t.Run(c.name, func(t *testing.T) {
+			var opts []func(*sim.Options)
+			if c.sim != nil {
+				opts = append(opts, c.sim)
+			}
+			h := newHarness(t, opts...)
+			c.run(h)
+			doc, err := explain.Build(h.st, explain.Options{Copy: true, Now: h.clock.Now()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if doc.Why == nil || doc.Why.Code != c.code {
+				t.Fatalf("why %+v, want code %s\nnext: %s\nlogs:\n%s", doc.Why, c.code, doc.Next, h.logs.String())
+			}
+			if strings.HasPrefix(doc.Next, "converged") {
+				t.Errorf("a box in trouble reads next %q", doc.Next)
+			}
+			raw, err := os.ReadFile(h.cfg.StatePath())
+			if err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join(supportDir, c.name+".db")
+			if *updateSupport {
+				if err := os.MkdirAll(supportDir, 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(path, raw, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				committed := copyOf(t, path)
+				got, err := explain.Build(committed, explain.Options{Copy: true})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got.Why == nil || got.Why.Code != doc.Why.Code || got.State != doc.State {
+					t.Errorf("%s no longer matches what the engine produces: state %s why %+v; the engine: state %s code %s (go test ./states -run SupportCorpus -update-support)",
+						path, got.State, got.Why, doc.State, doc.Why.Code)
+				}
+			}
+			c.next(h)
+		})
+	}
+}
+
+// copyOf opens a read-only store on a temporary copy of a corpus file.
+func copyOf(t *testing.T, path string) store.Store {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (go test ./states -run SupportCorpus -update-support writes it)", err)
+	}
+	p := filepath.Join(t.TempDir(), "state.db")
+	if err := os.WriteFile(p, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.OpenBolt(p, store.BoltOptions{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
