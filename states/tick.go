@@ -132,7 +132,7 @@ func (a *Agent) checkin(ctx context.Context, containers []effects.Container) (ef
 	if err != nil {
 		switch effects.KindOf(err) {
 		case effects.EnvMismatch:
-			return resp, a.block(codeEnvMismatch, fmt.Sprintf("the token is pinned to another env than config.yaml's %s: %s", a.Cfg.EnvID, redact.String(err.Error())), started, err)
+			return resp, a.block(codeEnvMismatch, envMismatchWords(a.Cfg.EnvID, rec.Token.EnvID, err), started, err)
 		}
 		_ = a.eng.Note(machine.NoteCheckinFailed, effects.CodeOf(err), redact.String(err.Error()), started, nil)
 		return resp, err
@@ -284,4 +284,14 @@ func (a *Agent) traceEarly(err error) {
 	if terr := machine.RecordFailedTick(a.Store, a.Now, a.Cfg.EnvID, ExitCode(err), code, detail); terr != nil {
 		a.Log.Warn().Msg("journal the failed tick: " + redact.String(terr.Error()))
 	}
+}
+
+// envMismatchWords says the env mismatch once, naming both envs: config.yaml's and the one the
+// token is pinned to (as lookup-self told it, else tenancy's own words).
+func envMismatchWords(cfgEnv, tokenEnv string, err error) string {
+	said := answerWords(err)
+	if tokenEnv != "" && tokenEnv != cfgEnv {
+		return fmt.Sprintf("config.yaml says %s, the token is pinned to %s (tenancy's %s)", cfgEnv, tokenEnv, said)
+	}
+	return fmt.Sprintf("config.yaml says %s, the token is pinned to another env (tenancy's %s)", cfgEnv, said)
 }

@@ -175,11 +175,11 @@ func (a *Agent) reauthenticate(ctx context.Context, cause error) error {
 		return err
 	}
 	a.token = ""
-	code, detail := codeUnauthenticated, "bearer refused by tenancy ("+redact.String(cause.Error())+"): token deleted"
+	code, detail := codeUnauthenticated, "bearer refused by tenancy ("+answerWords(cause)+"): token deleted"
 	why := "the grant was superseded (kit re-revealed or env retired) or the token revoked, and no fresh bootstrap grant is on disk — re-run the install kit"
 	if c := effects.CodeOf(cause); strings.HasPrefix(c, "BAO_") {
 		// OpenBao's refusal is OpenBao's, not tenancy's 401
-		code, detail = c, "OpenBao refused the token ("+redact.String(cause.Error())+"): token deleted"
+		code, detail = c, "OpenBao refused the token ("+answerWords(cause)+"): token deleted"
 		why = "OpenBao refused the token (" + c + "), and no fresh bootstrap grant is on disk — re-run the install kit"
 	}
 	if err := a.eng.Note(machine.NoteUnauthenticated, code, detail, started, func(r *store.Record, _ store.Tx) error {
@@ -252,4 +252,18 @@ func (a *Agent) checkBlock() error {
 	}
 	_ = a.eng.Note(machine.NoteBlocked, b.Code, "still blocked: "+b.Detail, a.Now(), nil)
 	return &effects.Error{Op: "blocked", Kind: kind, Code: b.Code, Msg: msg}
+}
+
+// answerWords is what the far side answered, once: the call, the HTTP status and its message,
+// without the hint the error adds for a log line.
+func answerWords(err error) string {
+	var e *effects.Error
+	if !errors.As(err, &e) || e.Msg == "" {
+		return redact.String(err.Error())
+	}
+	w := e.Op
+	if e.Status > 0 {
+		w += fmt.Sprintf(" HTTP %d", e.Status)
+	}
+	return redact.String(w + ": " + e.Msg)
 }

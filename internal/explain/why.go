@@ -162,11 +162,14 @@ func explainWhy(in Input) *Why {
 			next = "every tick exits 78 at once without touching the network until config.yaml changes or `monky-deployd resume`"
 		}
 		code, fault, evidence := b.Code, "", trimCode(b.Code, b.Detail)
+		if e, ok := in.find(func(e store.Entry) bool { return e.Event == machine.NoteUnauthenticated }); ok && b.Code == machine.CodeUnauthenticated {
+			evidence = e.Detail + "; no fresh bootstrap grant on disk"
+		}
 		if e, ok := in.find(func(e store.Entry) bool {
 			return e.Event == machine.NoteUnauthenticated && strings.HasPrefix(e.Code, "BAO_")
 		}); ok && b.Code == machine.CodeUnauthenticated {
 			// OpenBao refused the token, not tenancy: name OpenBao's code
-			code, evidence = e.Code, e.Detail
+			code = e.Code
 			fault = "OpenBao refused the box's token (" + e.Code + ": OpenBao's refusal, not tenancy's), so the agent deleted it; no fresh bootstrap grant is on disk to log in again"
 		}
 		w := mk(code, fault, evidence, next, b.At, in.tickWhere(func(e store.Entry) bool { return e.To == "Blocked" && e.From != e.To }))
@@ -236,7 +239,11 @@ func explainWhy(in Input) *Why {
 				next = "measured again at every tick, but no disk here will hold " + machine.Size(r.NeedBytes) + ": it stays refused until tenancy desires a sha whose bundle declares a true disk_need_bytes"
 			}
 		}
-		w := mk(r.Code, "", trimCode(r.Code, r.Detail), next, r.At, in.tickOf(r.Code))
+		fault := ""
+		if r.Code == machine.CodeDisk && r.NeedBytes > implausibleNeed {
+			fault = "the bundle declares it needs " + machine.Size(r.NeedBytes) + " of image storage, which no box has: its disk_need_bytes is wrong, not this disk"
+		}
+		w := mk(r.Code, fault, trimCode(r.Code, r.Detail), next, r.At, in.tickOf(r.Code))
 		if r.Code == machine.CodeDisk && r.NeedBytes > implausibleNeed {
 			w.Fix = fmt.Sprintf("fix disk_need_bytes in the bundle's bundle.json (it declares %s; no image set needs that): publish the bundle again", machine.Size(r.NeedBytes))
 		}
