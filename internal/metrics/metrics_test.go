@@ -173,3 +173,22 @@ func TestDamagedCountersStartOver(t *testing.T) {
 		t.Errorf("ticks_total{exit=75} = %v after a damaged counters file, want 1", got)
 	}
 }
+
+// TestConvergedAndWhyComeFromExplain: the metrics say what explain says — a refused box is not
+// converged and its why names the refusal's code.
+func TestConvergedAndWhyComeFromExplain(t *testing.T) {
+	dir := t.TempDir()
+	st := store.NewMemory()
+	box(t, st, 7, true)
+	path := filepath.Join(dir, "m.prom")
+	if err := metrics.Write(path, filepath.Join(dir, metrics.CountersFile), st, metrics.Tick{Exit: 1, EndedAt: t0}); err != nil {
+		t.Fatal(err)
+	}
+	fams := parse(t, path)
+	if v := value(t, fams, "monky_deployd_converged", nil); v != 0 {
+		t.Errorf("a refused box: converged %v", v)
+	}
+	if v := value(t, fams, "monky_deployd_why", map[string]string{"code": "DISK_INSUFFICIENT"}); v != 1 {
+		t.Errorf("why DISK_INSUFFICIENT = %v", v)
+	}
+}
