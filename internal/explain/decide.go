@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/tikali/monky-deployd/effects"
 	"github.com/tikali/monky-deployd/machine"
 	"github.com/tikali/monky-deployd/store"
 )
@@ -84,7 +85,7 @@ func Next(in Input) string { return Decide(in).Next }
 func next(in Input) (string, bool) {
 	rec := in.Rec
 	switch stateOf(rec) {
-	case "Refused":
+	case string(machine.Refused):
 		if rec.Refusal == nil {
 			return "refused — a new desired sha starts over", false
 		}
@@ -95,7 +96,7 @@ func next(in Input) (string, bool) {
 			return "refused: DISK_INSUFFICIENT — measured again every tick; the apply goes on by itself once the space is there", false
 		}
 		return "refused: " + rec.Refusal.Code + " — " + clears(rec.Refusal.Code), false
-	case "Failed":
+	case string(machine.Failed):
 		n := rec.TotalAttempts()
 		code := ""
 		if rec.Failure != nil {
@@ -108,7 +109,7 @@ func next(in Input) (string, bool) {
 			return fmt.Sprintf("parked after %d failed attempts: %s— `monky-deployd resume` retries", n, code), false
 		}
 		return fmt.Sprintf("retry %d of %d at %s", n+1, machine.AttemptLimit(rec), stamp(rec.NextRetryAt)), false
-	case "Blocked":
+	case string(machine.Blocked):
 		if rec.Block == nil {
 			return "blocked — `monky-deployd resume`", false
 		}
@@ -116,15 +117,15 @@ func next(in Input) (string, bool) {
 			return "blocked: AGENT_ENV_MISMATCH — every tick exits 78 without network until config.yaml changes or `monky-deployd resume`", false
 		}
 		return "blocked: " + rec.Block.Code + " — re-run the install kit: a new bootstrap.jwt unblocks (or `monky-deployd bootstrap --force`)", false
-	case "Reported":
-		if rec.LastReport != nil && rec.LastReport.Result == "failed" {
+	case string(machine.Reported):
+		if rec.LastReport != nil && rec.LastReport.Result == effects.ResultFailed {
 			return "unhealthy — checked again at the next tick", false
 		}
 		if rec.Action == machine.ActionDown {
 			return "retired: nothing runs", true
 		}
 		return "converged", true
-	case "Idle":
+	case string(machine.Idle):
 		if rec.Tick == 0 || rec.LastCheckinAt.IsZero() {
 			return "waiting for the first check-in", false
 		}

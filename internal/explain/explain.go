@@ -164,7 +164,7 @@ func AsOf(st store.Store) (time.Time, error) {
 
 func stateOf(rec store.Record) string {
 	if rec.State == "" {
-		return "Idle"
+		return string(machine.Idle)
 	}
 	return rec.State
 }

@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/tikali/monky-deployd/effects"
 	"github.com/tikali/monky-deployd/machine"
 	"github.com/tikali/monky-deployd/store"
 )
@@ -206,13 +207,13 @@ func problem(s Status) string {
 		return s.Why.Code + ": " + strings.TrimSuffix(s.Why.Fault, ".")
 	case s.Block != nil:
 		return "blocked: " + s.Block.Code + ": " + s.Block.Detail
-	case s.Refusal != nil && s.State == "Refused":
+	case s.Refusal != nil && s.State == string(machine.Refused):
 		return "refused: " + s.Refusal.Code + ": " + s.Refusal.Detail
-	case s.Failure != nil && s.State == "Failed":
+	case s.Failure != nil && s.State == string(machine.Failed):
 		return "failed: " + s.Failure.Code + ": " + s.Failure.Detail
 	case !s.Token.Present:
 		return "no OpenBao token: the next tick logs in with the bootstrap grant, or needs the install kit"
-	case s.LastReport != nil && s.LastReport.Result == "failed":
+	case s.LastReport != nil && s.LastReport.Result == effects.ResultFailed:
 		return "last report failed: " + s.LastReport.Detail
 	}
 	if strings.HasPrefix(s.Next, "lease budget") {

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tikali/monky-deployd/effects"
 	"github.com/tikali/monky-deployd/machine"
 	"github.com/tikali/monky-deployd/store"
 )
@@ -155,7 +156,7 @@ func explainWhy(in Input) *Why {
 	nextTick := in.nextTickWords()
 
 	// A block first: a blocked tick touches nothing else.
-	if stateOf(rec) == "Blocked" && rec.Block != nil {
+	if stateOf(rec) == string(machine.Blocked) && rec.Block != nil {
 		b := rec.Block
 		next := "every tick exits 1 at once without touching the network until a new bootstrap.jwt appears (the next tick looks " + nextTick + ") or `monky-deployd bootstrap --force`"
 		if b.Code == machine.CodeEnvMismatch {
@@ -172,7 +173,7 @@ func explainWhy(in Input) *Why {
 			code = e.Code
 			fault = "OpenBao refused the box's token (" + e.Code + ": OpenBao's refusal, not tenancy's), so the agent deleted it; no fresh bootstrap grant is on disk to log in again"
 		}
-		w := mk(code, fault, evidence, next, b.At, in.tickWhere(func(e store.Entry) bool { return e.To == "Blocked" && e.From != e.To }))
+		w := mk(code, fault, evidence, next, b.At, in.tickWhere(func(e store.Entry) bool { return e.To == string(machine.Blocked) && e.From != e.To }))
 		if code != b.Code {
 			w.Fix = causes[machine.CodeBaoDenied].fix + "   # then re-run the install kit (a new bootstrap.jwt unblocks)"
 		}
@@ -227,7 +228,7 @@ func explainWhy(in Input) *Why {
 		return w
 	}
 	switch stateOf(rec) {
-	case "Refused":
+	case string(machine.Refused):
 		r := rec.Refusal
 		if r == nil {
 			return nil
@@ -248,7 +249,7 @@ func explainWhy(in Input) *Why {
 			w.Fix = fmt.Sprintf("fix disk_need_bytes in the bundle's bundle.json (it declares %s; no image set needs that): publish the bundle again", machine.Size(r.NeedBytes))
 		}
 		return w
-	case "Failed":
+	case string(machine.Failed):
 		if rec.Action == machine.ActionNone {
 			return in.unhealthyWhy(mk, nextTick)
 		}
@@ -291,7 +292,7 @@ type maker func(code, fault, evidence, next string, at time.Time, tick uint64) *
 // every tick, an outbox that does not drain.
 func (in Input) sick(mk maker, nextTick string) *Why {
 	rec := in.Rec
-	if rec.Action == machine.ActionNone && rec.LastReport != nil && rec.LastReport.Result == "failed" {
+	if rec.Action == machine.ActionNone && rec.LastReport != nil && rec.LastReport.Result == effects.ResultFailed {
 		return in.unhealthyWhy(mk, nextTick)
 	}
 	// a token OpenBao refuses, again and again: the box lives from one bootstrap to the next
@@ -306,7 +307,7 @@ func (in Input) sick(mk maker, nextTick string) *Why {
 			}
 		}
 	}
-	if refused >= 2 && stateOf(rec) != "Blocked" {
+	if refused >= 2 && stateOf(rec) != string(machine.Blocked) {
 		code := lastRefusal.Code
 		fault := "the box's token is refused tick after tick: each time the agent deletes it and logs in again with a bootstrap grant, so the box lives from one grant to the next"
 		if strings.HasPrefix(code, "BAO_") {
