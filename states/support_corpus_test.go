@@ -285,6 +285,24 @@ func supportCases(t *testing.T) []supportCase {
 					h.t.Errorf("the next tick did not log in again")
 				}
 			}},
+		{name: "token-expiring", code: "TOKEN_EXPIRING",
+			sim: func(o *sim.Options) { o.TokenMaxTTL = 2 * time.Hour; o.TokenTTL = 2 * time.Hour },
+			run: func(h *harness) {
+				// no lease to be had: the token can only be renewed, up to its max ttl
+				h.sim.Fail(sim.FailRule{Path: "/v1/agent/lease", Status: 503, Message: "lease backend unavailable"})
+				h.applied()
+				h.clock.Advance(50 * time.Minute)
+				h.wantExit(h.tick(), 0)
+				h.clock.Advance(58 * time.Minute)
+				h.wantExit(h.tick(), 0)
+			}, next: func(h *harness) {
+				// nothing renews it: past its expiry the box loses OpenBao
+				h.clock.Advance(15 * time.Minute)
+				h.tick()
+				if rec := h.record(); rec.State != "Blocked" {
+					h.t.Errorf("past the expiry: state %s", rec.State)
+				}
+			}},
 		{name: "lease-every-tick", code: "LEASE_EVERY_TICK",
 			sim: func(o *sim.Options) { o.TokenMaxTTL = 2 * time.Hour; o.TokenTTL = 2 * time.Hour },
 			run: func(h *harness) {

@@ -328,7 +328,11 @@ func (in Input) sick(mk maker, nextTick string) *Why {
 				"the next tick ("+nextTick+") finds the token refused and logs in with a bootstrap grant if one is on disk, else blocks", tok.ExpiresAt, in.newestTick())
 		}
 		if left < in.tokenWarn() {
-			return mk(machine.CodeTokenExpiring, "", fmt.Sprintf("token (%s) expires at %s, in %s; last renewed or checked %s", tok.Source, stamp(tok.ExpiresAt), left.Round(time.Second), stamp(tok.CheckedAt)),
+			evidence := fmt.Sprintf("token (%s) expires at %s, in %s; last renewed or checked %s", tok.Source, stamp(tok.ExpiresAt), left.Round(time.Second), stamp(tok.CheckedAt))
+			if e, ok := in.find(func(e store.Entry) bool { return e.Event == machine.NoteLeaseDeferred || e.Event == machine.NoteRenew }); ok {
+				evidence += "; the last " + e.Event + " (" + stamp(e.At) + "): " + trimCode(e.Code, e.Detail)
+			}
+			return mk(machine.CodeTokenExpiring, "", evidence,
 				"the agent renews it at every tick; unless a renew or a new lease succeeds before "+stamp(tok.ExpiresAt)+", the box loses OpenBao then", tok.CheckedAt, in.newestTick())
 		}
 	}
