@@ -26,12 +26,14 @@ const (
 	NoteReportDropped   = "report-dropped"   // tenancy refused a report for good; it left the outbox
 	NoteRollbackAllowed = "rollback-allowed" // a rollback to a sha applied before, allowed by the bundle's agent.allow_rollback
 	NoteTickEnd         = "tick-end"         // why the tick ended early (exit 75 or 1) when no other entry says it
+	NotePrune           = "prune"            // releases beyond keep_releases removed after an apply
+	NoteTakeover        = "takeover"         // a 0.1.x box's token, applied sha and releases imported
 )
 
 // Notes lists every note event, in the order docs/JOURNAL.md gives them.
 var Notes = []string{NoteCheckin, NoteCheckinFailed, NoteFetchFailed, NoteLeaseDeferred, NoteLoginFailed,
 	NoteBootstrap, NoteBootstrapFailed, NoteRenew, NoteTokenSwap, NoteUnauthenticated, NoteBlocked,
-	NoteReportDropped, NoteRollbackAllowed, NoteTickEnd}
+	NoteReportDropped, NoteRollbackAllowed, NoteTickEnd, NotePrune, NoteTakeover}
 
 // Codes the agent decides itself (tenancy's and OpenBao's come with their answers).
 const (

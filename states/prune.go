@@ -13,6 +13,7 @@ import (
 
 	"github.com/tikali/monky-deployd/internal/bundle"
 	"github.com/tikali/monky-deployd/internal/redact"
+	"github.com/tikali/monky-deployd/machine"
 	"github.com/tikali/monky-deployd/store"
 )
 
@@ -121,7 +122,7 @@ func (a *Agent) prune(ctx context.Context) {
 	}
 	detail := strings.Join(words, "; ")
 	a.Log.Info().Msg("prune: " + detail)
-	if err := a.eng.Note("prune", "", detail, started, nil); err != nil {
+	if err := a.eng.Note(machine.NotePrune, "", detail, started, nil); err != nil {
 		a.Log.Warn().Msg("prune: " + err.Error())
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tikali/monky-deployd/internal/redact"
+	"github.com/tikali/monky-deployd/machine"
 	"github.com/tikali/monky-deployd/store"
 )
 
@@ -101,7 +102,7 @@ func (a *Agent) takeover() error {
 		detail += "; ignored: " + strings.Join(im.problems, "; ")
 	}
 	detail += "; " + LegacyStateFile + " left as it was"
-	return a.eng.Note("takeover", "", redact.String(detail), started, func(r *store.Record, tx store.Tx) error {
+	return a.eng.Note(machine.NoteTakeover, "", redact.String(detail), started, func(r *store.Record, tx store.Tx) error {
 		if im.tokenSource != "" {
 			r.Token = store.TokenMeta{Present: true, Source: im.tokenSource}
 		}
