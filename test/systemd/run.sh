@@ -89,6 +89,7 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
+trap 'fail "this command failed (line $LINENO): $BASH_COMMAND"' ERR
 
 # box CMD…: run CMD inside the booted container (all its namespaces, its root), clean environment.
 box() {
@@ -357,8 +358,11 @@ ok "exit 78, then two ticks exited 78 without a check-in; resume let the next ti
 # ---- 5 ----------------------------------------------------------------------------------------
 STEP="5 (the metrics textfile under the shipped sandbox)"
 banner "step $STEP"
-box stat -c '  %A %U:%G %n' /var/lib/prometheus/node-exporter "$METRICS_FILE" 2>&1 | ev
-[ -f "$BOX$METRICS_FILE" ] || fail "$METRICS_FILE was not written (the sandbox: ReadWritePaths=, the directory's owner)"
+{ box stat -c '  %A %U:%G %n' /var/lib/prometheus/node-exporter "$METRICS_FILE" 2>&1 || true; } | ev
+if [ ! -f "$BOX$METRICS_FILE" ]; then
+	box journalctl -q --no-pager -o cat -p warning -u monky-deployd | grep -i metrics | tail -n 3 | ev || true
+	fail "$METRICS_FILE was not written (the sandbox: ReadWritePaths=, the directory's owner)"
+fi
 owner=$(box stat -c '%U %a' "$METRICS_FILE")
 [ "$owner" = "monky-deployd 644" ] || fail "$METRICS_FILE is '$owner', want 'monky-deployd 644' (node_exporter must read it)"
 "$WORK/bin/promcheck" "$BOX$METRICS_FILE" >"$WORK/samples.txt" 2>&1 || { ev <"$WORK/samples.txt"; fail "the metrics file does not parse"; }
