@@ -20,7 +20,7 @@
 #   6. `dpkg -i` of a newer build while a tick is mid-apply: that tick ends (applied), every tick
 #      in the journal ended, the timer stays enabled, state file and token survive
 #   8. `systemd-analyze security` inside scores the unit as the offline check does
-#   7. `dpkg --purge`: what docs/OPERATIONS.md and the maintainer scripts say, nothing more
+#   7. `dpkg --purge`: what docs/OPERATIONS.md ("Uninstalling") says, nothing more
 #      (run last, after 8, since it removes the unit)
 #
 # Needs root, systemd-nspawn (systemd-container), debootstrap (first run only: about 2 minutes
@@ -464,27 +464,39 @@ box systemd-analyze security --no-pager monky-deployd.service 2>&1 | grep -E '^â
 ok "exposure $inside inside the booted system, as offline"
 
 # ---- 7 ----------------------------------------------------------------------------------------
-STEP="7 (dpkg --purge)"
+STEP="7 (dpkg --purge, as docs/OPERATIONS.md says)"
 banner "step $STEP"
 downs() { box grep -c '"argv":\["compose","-p","[^"]*","down"' "$STUB_STATE/calls.jsonl" || true; }
 downs0=$(downs)
-box dpkg --purge monky-deployd 2>&1 | ev
+DEPLOY=/var/lib/monky-deployd/$ENV_ID
+say "  before: /var/lib/monky-deployd holds $(box ls -A /var/lib/monky-deployd | tr '\n' ' ')"
+box dpkg --purge monky-deployd >"$WORK/purge.log" 2>&1 || { ev <"$WORK/purge.log"; fail "dpkg --purge failed"; }
+ev <"$WORK/purge.log"
 st=$(box dpkg-query -W -f '${db:Status-Abbrev}' monky-deployd 2>/dev/null || true)
 say "  dpkg status: '${st:-not known}'"
 case $st in "" | "pn ") ;; *) fail "monky-deployd is still known to dpkg: '$st'" ;; esac
-for p in /usr/bin/monky-deployd /lib/systemd/system/monky-deployd.service /lib/systemd/system/monky-deployd.timer /var/lib/monky-deployd; do
+# removed: the package, the agent's own state, the metrics textfile, /etc/monky-deployd
+for p in /usr/bin/monky-deployd /lib/systemd/system/monky-deployd.service /lib/systemd/system/monky-deployd.timer \
+	/var/lib/monky-deployd/bao.token /var/lib/monky-deployd/lease.grant /var/lib/monky-deployd/state.db \
+	/var/lib/monky-deployd/lock /var/lib/monky-deployd/docker /var/lib/monky-deployd/metrics.json \
+	"$METRICS_FILE" /etc/monky-deployd; do
 	[ ! -e "$BOX$p" ] || fail "purge left $p"
 done
-say "  gone: the binary, the units, /var/lib/monky-deployd (state file, token, releases)"
-box systemctl list-timers --all --no-pager | ev
-box systemctl list-timers --all --no-legend | grep -q monky-deployd && fail "the timer is still loaded after the purge"
-[ -f "$BOX/etc/monky-deployd/config.yaml" ] || fail "purge removed the operator's config.yaml"
+say "  gone: the binary, the units, token, state file, lock, docker config, metrics.json, $METRICS_FILE, /etc/monky-deployd"
+if box systemctl list-timers --all --no-legend | grep -q monky-deployd; then fail "the timer is still loaded after the purge"; fi
+box systemctl is-enabled monky-deployd.timer >/dev/null 2>&1 && fail "monky-deployd.timer is still enabled"
+# kept, and nothing more: the deploy directory (and only it) in state_dir, the user, the services
+left=$(box ls -A /var/lib/monky-deployd | tr '\n' ' ')
+say "  left in /var/lib/monky-deployd: $left"
+[ "$left" = "$ENV_ID " ] || fail "purge should leave exactly the deploy directory $DEPLOY, left: $left"
+[ -d "$BOX$DEPLOY/releases" ] && [ -L "$BOX$DEPLOY/current" ] || fail "purge touched the deploy directory"
 box getent passwd monky-deployd >/dev/null || fail "purge removed the user"
-[ -d "$BOX/var/lib/prometheus/node-exporter" ] || fail "purge removed node_exporter's textfile directory"
 [ "$(downs)" = "$downs0" ] || fail "purge ran compose down"
-box ls "$STUB_STATE/engine/projects/" | ev
 [ -n "$(box ls "$STUB_STATE/engine/projects/")" ] || fail "purge took the services down"
-say "  kept: /etc/monky-deployd/config.yaml, the user monky-deployd, the metrics directory, the running services (no compose down)"
-ok "purge removed the package and the state dir, and nothing else"
+grep -q "cd $DEPLOY/current && sudo docker compose -p monky-$ENV_ID down" "$WORK/purge.log" ||
+	fail "purge did not say how to take the services down"
+[ -d "$BOX/var/lib/prometheus/node-exporter" ] || fail "purge removed node_exporter's textfile directory"
+say "  kept: $DEPLOY (releases/, current), the user, the running services (no compose down), the textfile directory"
+ok "purge removed what docs/OPERATIONS.md lists, kept the deploy directory and said how to take it down"
 
 banner "systemd-e2e: 8 steps passed in $(($(date +%s) - T0)) s ($TICKS_SEEN ticks observed)"
