@@ -14,6 +14,7 @@ const (
 	usermodZiti  = "usermod -a -G ziti monky-deployd"
 	mkState      = "install -d -m 0700 -o monky-deployd -g monky-deployd <ROOT>/var/lib/monky-deployd"
 	mkEtc        = "install -d -m 0750 -o root -g monky-deployd <ROOT>/etc/monky-deployd"
+	mkMetrics    = "install -d -m 0775 -o root -g monky-deployd <ROOT>/var/lib/prometheus/node-exporter"
 	disableTimer = "systemctl disable --now monky-deployd.timer"
 	stopService  = "systemctl stop monky-deployd.service"
 	disableProxy = "systemctl disable --now monky-deployd-proxy.service"
@@ -88,9 +89,9 @@ func TestPreinstCreatesTheSystemUserOnce(t *testing.T) {
 
 func TestPostinstNeverEnablesTheTimer(t *testing.T) {
 	t.Parallel()
-	fresh := []string{"getent group docker", usermodDock, "getent group ziti", usermodZiti, mkState, mkEtc, reload}
+	fresh := []string{"getent group docker", usermodDock, "getent group ziti", usermodZiti, mkState, mkEtc, mkMetrics, reload}
 	upgrade := append(append([]string{}, fresh...), tryRestart)
-	noGroups := []string{"getent group docker", "getent group ziti", mkState, mkEtc, reload}
+	noGroups := []string{"getent group docker", "getent group ziti", mkState, mkEtc, mkMetrics, reload}
 	both := []string{"group:docker", "group:ziti"}
 	runScriptCases(t, []scriptCase{
 		{script: "postinstall", args: []string{"configure"}, systemd: true, known: both, first: fresh},
@@ -100,11 +101,11 @@ func TestPostinstNeverEnablesTheTimer(t *testing.T) {
 		{script: "postinstall", args: []string{"2"}, systemd: true, known: both, first: upgrade},
 		// ziti absent (proxy or system transport): no group call for it, nothing fails
 		{script: "postinstall", args: []string{"configure"}, systemd: true, known: []string{"group:docker"},
-			first: []string{"getent group docker", usermodDock, "getent group ziti", mkState, mkEtc, reload}},
+			first: []string{"getent group docker", usermodDock, "getent group ziti", mkState, mkEtc, mkMetrics, reload}},
 		{script: "postinstall", args: []string{"configure"}, systemd: true, first: noGroups},
 		// a container or chroot without systemd as PID 1: no systemctl at all
 		{script: "postinstall", args: []string{"configure", "0.9.0"}, systemd: false, known: both,
-			first: []string{"getent group docker", usermodDock, "getent group ziti", usermodZiti, mkState, mkEtc}},
+			first: []string{"getent group docker", usermodDock, "getent group ziti", usermodZiti, mkState, mkEtc, mkMetrics}},
 		{script: "postinstall", args: []string{"abort-upgrade", "1.0.1"}, systemd: true, known: both, first: []string{}},
 		{script: "postinstall", args: []string{"abort-remove"}, systemd: true, known: both, first: []string{}},
 		{script: "postinstall", args: []string{"abort-deconfigure", "in-favour", "x", "1.0"}, systemd: true, known: both, first: []string{}},
@@ -124,6 +125,10 @@ func TestPostinstDirectoryModes(t *testing.T) {
 	}
 	if m := mode(t, s.path("etc/monky-deployd")); m != 0o750 {
 		t.Errorf("/etc/monky-deployd mode %o, want 750", m)
+	}
+	// the documented metrics_path directory: the agent (group monky-deployd) writes, node_exporter reads
+	if m := mode(t, s.path("var/lib/prometheus/node-exporter")); m != 0o775 {
+		t.Errorf("metrics textfile dir mode %o, want 775", m)
 	}
 }
 

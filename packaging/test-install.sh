@@ -106,6 +106,7 @@ expect_calls "install $V1" \
   "getent group ziti" \
   "install -d -m 0700 -o monky-deployd -g monky-deployd <ROOT>/var/lib/monky-deployd" \
   "install -d -m 0750 -o root -g monky-deployd <ROOT>/etc/monky-deployd" \
+  "install -d -m 0775 -o root -g monky-deployd <ROOT>/var/lib/prometheus/node-exporter" \
   "systemctl daemon-reload"
 [ "$(installed_version)" = "$V1 ii " ] || fail "dpkg status after install: $(installed_version)"
 mode_is "$ROOT/usr/bin/monky-deployd" 755
@@ -133,6 +134,7 @@ expect_calls "upgrade $V1 -> $V2" \
   "getent group ziti" \
   "install -d -m 0700 -o monky-deployd -g monky-deployd <ROOT>/var/lib/monky-deployd" \
   "install -d -m 0750 -o root -g monky-deployd <ROOT>/etc/monky-deployd" \
+  "install -d -m 0775 -o root -g monky-deployd <ROOT>/var/lib/prometheus/node-exporter" \
   "systemctl daemon-reload" \
   "systemctl try-restart monky-deployd-proxy.service"
 [ "$(installed_version)" = "$V2 ii " ] || fail "dpkg status after upgrade: $(installed_version)"

@@ -38,7 +38,7 @@ func TestServiceUnitContract(t *testing.T) {
 		"Type": "oneshot", "ExecStart": "/usr/bin/monky-deployd run --once", "User": "monky-deployd",
 		"SuccessExitStatus": "75", "RestartPreventExitStatus": "78", "UMask": "0077",
 		"NoNewPrivileges": "yes", "ProtectSystem": "strict", "CapabilityBoundingSet": "", "AmbientCapabilities": "",
-		"ReadWritePaths":          "/var/lib/monky-deployd /etc/monky-deployd -/run/docker.sock",
+		"ReadWritePaths":          "/var/lib/monky-deployd /etc/monky-deployd -/run/docker.sock -/var/lib/prometheus/node-exporter",
 		"RestrictAddressFamilies": "AF_UNIX AF_INET AF_INET6",
 		"SupplementaryGroups":     "docker",
 		"TimeoutStartSec":         "15min",

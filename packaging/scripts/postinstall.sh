@@ -29,6 +29,11 @@ if getent group ziti >/dev/null; then usermod -a -G ziti monky-deployd || echo "
 
 install -d -m 0700 -o monky-deployd -g monky-deployd "$ROOT/var/lib/monky-deployd"
 install -d -m 0750 -o root -g monky-deployd "$ROOT/etc/monky-deployd"
+# The documented metrics_path directory, node_exporter's textfile collector directory: the agent
+# writes its .prom file there (the unit lists it in ReadWritePaths=), node_exporter reads it.
+# Group monky-deployd may write; everyone may read. Set on every configure, so a directory another
+# package created first is made writable too.
+install -d -m 0775 -o root -g monky-deployd "$ROOT/var/lib/prometheus/node-exporter"
 
 if [ -d "$SYSTEMD_DIR" ]; then
   systemctl daemon-reload || true

@@ -1,0 +1,502 @@
+#!/usr/bin/env bash
+# make systemd-e2e: the .deb under real systemd (docs/TESTING.md, "systemd-e2e").
+#
+# Boots a Debian bookworm with systemd as PID 1 in systemd-nspawn (the rootfs is cached outside
+# the repository by test/systemd/rootfs.sh; every run boots a throwaway overlay of it), installs
+# the package with the real dpkg, writes the install kit (config pointing at monky-sim on the
+# host's loopback, the bootstrap grant, the recording docker stub as docker_bin), enables the
+# timer with a short period and watches the box only through what an operator has: systemctl,
+# journalctl, `monky-deployd explain/status/resume` as the agent's user, the metrics file, and the
+# simulator's record. Each step prints its evidence and fails the run on the first wrong answer:
+#
+#   1. the timer fires; the first tick applies v1 (one lease, one report `applied`)
+#   2. a tenancy outage: ticks exit 75, the unit is not failed, the timer keeps firing; the first
+#      tick after the outage converges (applies v2, desired meanwhile)
+#   3. a refusal (a rollback to v1): exit 1, the unit failed, `journalctl -p err` shows the
+#      documented `→ Refused: ROLLBACK_REFUSED: …` line, `explain` names it
+#   4. AGENT_ENV_MISMATCH: exit 78, and the next ticks exit 78 without checking in (no storm)
+#   5. the metrics textfile is written at the documented path under the shipped sandbox, parses
+#      with Prometheus' parser and tells the story of steps 1-4
+#   6. `dpkg -i` of a newer build while a tick is mid-apply: that tick ends (applied), every tick
+#      in the journal ended, the timer stays enabled, state file and token survive
+#   8. `systemd-analyze security` inside scores the unit as the offline check does
+#   7. `dpkg --purge`: what docs/OPERATIONS.md ("Uninstalling") says, nothing more
+#      (run last, after 8, since it removes the unit)
+#
+# Needs root, systemd-nspawn (systemd-container), debootstrap (first run only: about 2 minutes
+# through apt's Debian mirror), nsenter, curl, jq, Go. Everything it starts — the container, its
+# mounts, the simulator — is stopped and removed on exit, failure or interrupt included.
+#
+# Environment:
+#   MONKY_SYSTEMD_CACHE   where the rootfs lives (default: $(go env GOCACHE)/../monky-systemd)
+#   MONKY_SYSTEMD_TICK_S  the timer's OnUnitActiveSec in the test (default 4)
+#   MONKY_SYSTEMD_KEEP=1  on failure, leave the box running for a look (prints how to enter it)
+# `A && B || fail …`: fail exits, so it is the if-then-else it reads as; dpkg-query formats are literal.
+# shellcheck disable=SC2015,SC2016
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+REPO=$(pwd)
+ENV_ID=env-demo-01
+TICK_S=${MONKY_SYSTEMD_TICK_S:-4}
+T0=$(date +%s)
+METRICS_FILE=/var/lib/prometheus/node-exporter/monky_deployd.prom
+STUB_DIR=/usr/local/lib/monky-systemd-e2e
+STUB_STATE=/var/lib/monky-systemd-e2e
+
+say() { printf '%s\n' "$*"; }
+banner() { printf '\n==== %s ====\n' "$*"; }
+ev() { sed 's/^/    | /'; }
+STEP="setup"
+fail() {
+	printf '\nsystemd-e2e: FAIL: step %s: %s\n' "$STEP" "$*" >&2
+	exit 1
+}
+ok() { printf '  ok: %s\n' "$*"; }
+
+[ "$(id -u)" = 0 ] || fail "needs root (systemd-nspawn, mount)"
+for c in systemd-nspawn debootstrap nsenter curl jq go flock; do
+	command -v "$c" >/dev/null || fail "$c is missing (apt-get install systemd-container debootstrap util-linux curl jq)"
+done
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/monky-systemd-e2e.XXXXXX")
+BOX=$WORK/box
+NSPAWN_PID=""
+SIM_PID=""
+LEADER=""
+cleanup() {
+	local rc=$?
+	set +e
+	if [ "$rc" != 0 ] && [ "${MONKY_SYSTEMD_KEEP:-}" = 1 ] && [ -n "$LEADER" ]; then
+		say "MONKY_SYSTEMD_KEEP=1: the box stays up: nsenter -t $LEADER -a; stop it with kill $NSPAWN_PID $SIM_PID, then umount $BOX $WORK/fs"
+		return
+	fi
+	if [ -n "$NSPAWN_PID" ] && kill -0 "$NSPAWN_PID" 2>/dev/null; then
+		kill -TERM "$NSPAWN_PID" 2>/dev/null # nspawn asks the container's systemd to power off
+		for _ in $(seq 1 100); do kill -0 "$NSPAWN_PID" 2>/dev/null || break; sleep 0.1; done
+		kill -KILL "$NSPAWN_PID" 2>/dev/null
+		wait "$NSPAWN_PID" 2>/dev/null
+	fi
+	if [ -n "$SIM_PID" ] && kill -0 "$SIM_PID" 2>/dev/null; then
+		kill "$SIM_PID" 2>/dev/null
+		wait "$SIM_PID" 2>/dev/null
+	fi
+	for m in "$BOX" "$WORK/fs"; do
+		if mountpoint -q "$m"; then umount "$m" 2>/dev/null || umount -l "$m"; fi
+	done
+	rm -rf "$WORK"
+	say "systemd-e2e: cleaned up (container stopped, overlay unmounted, simulator stopped) after $(($(date +%s) - T0)) s"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+trap 'fail "this command failed (line $LINENO): $BASH_COMMAND"' ERR
+
+# box CMD…: run CMD inside the booted container (all its namespaces, its root), clean environment.
+box() {
+	nsenter -t "$LEADER" -m -u -i -n -p -C -r -w -- \
+		/usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 "$@"
+}
+# as_agent CMD…: as the agent's user, the way an operator runs status/explain
+as_agent() { box runuser -u monky-deployd -- "$@"; }
+sim() { "$REPO/bin/monky-sim" "$1" --addr-file "$WORK/addr.json" --env "$ENV_ID" "${@:2}"; }
+admin() { curl -sf -X POST -H 'Content-Type: application/json' -d "$2" "$ADMIN$1" >/dev/null || fail "admin $1 failed"; }
+counts() { sim counts; }
+count() { sim counts | jq -r ".$1"; }
+sha_of() { sim releases | jq -r --arg n "$1" '.[] | select(.name == $n) | .sha'; }
+last_report() { sim reports | tail -n 1; }
+
+# ---- ticks, as systemd sees them ------------------------------------------------------------
+# snap: one consistent read of the service's state
+snap() {
+	local k v
+	while IFS='=' read -r k v; do
+		case $k in
+		ActiveState) S_ACTIVE=$v ;;
+		Result) S_RESULT=$v ;;
+		ExecMainStatus) S_STATUS=$v ;;
+		ExecMainStartTimestampMonotonic) S_START=$v ;;
+		ExecMainExitTimestampMonotonic) S_EXIT=$v ;;
+		InvocationID) S_INV=$v ;;
+		esac
+	done < <(box systemctl show monky-deployd.service -p ActiveState -p Result -p ExecMainStatus \
+		-p ExecMainStartTimestampMonotonic -p ExecMainExitTimestampMonotonic -p InvocationID)
+}
+# tick_log INV: the agent's lines and systemd's lines of one invocation
+tick_log() { box journalctl -q --no-pager -o short-monotonic "_SYSTEMD_INVOCATION_ID=$1" + "INVOCATION_ID=$1"; }
+TICKS_SEEN=0
+# next_tick [WANT_STATUS]: waits for a tick that starts after this call and ends; prints it.
+# Sets TICK_STATUS, TICK_RESULT, TICK_INV. With WANT_STATUS, a different exit fails the step.
+next_tick() {
+	local want=${1:-} after deadline=$((SECONDS + 6 * TICK_S + 90))
+	snap
+	after=$S_START # a tick in flight now started at $after: it is not the fresh one
+	while :; do
+		snap
+		if [ "$S_START" -gt "$after" ] && [ "$S_ACTIVE" != activating ] && [ "$S_EXIT" -ge "$S_START" ]; then
+			break
+		fi
+		[ "$SECONDS" -lt "$deadline" ] || fail "no tick started and ended within $((6 * TICK_S + 90)) s (timer: $(box systemctl is-active monky-deployd.timer))"
+		sleep 0.2
+	done
+	TICK_STATUS=$S_STATUS TICK_RESULT=$S_RESULT TICK_INV=$S_INV
+	TICKS_SEEN=$((TICKS_SEEN + 1))
+	say "  tick ${TICK_INV:0:12}: exit $TICK_STATUS, unit result '$TICK_RESULT'"
+	tick_log "$TICK_INV" | ev
+	if [ -n "$want" ] && [ "$TICK_STATUS" != "$want" ]; then
+		fail "the tick exited $TICK_STATUS, want $want"
+	fi
+}
+is_failed() { box systemctl is-failed monky-deployd.service || true; }
+timer_firing() { # the timer is active, enabled and has a next elapse
+	local a e n
+	a=$(box systemctl is-active monky-deployd.timer || true)
+	e=$(box systemctl is-enabled monky-deployd.timer || true)
+	n=$(box systemctl show monky-deployd.timer -p NextElapseUSecMonotonic --value)
+	say "  timer: active=$a enabled=$e next elapse (monotonic)=$n"
+	[ "$a" = active ] && [ "$e" = enabled ] && [ -n "$n" ] && [ "$n" != 0 ] && [ "$n" != infinity ] ||
+		fail "monky-deployd.timer is not firing (active=$a enabled=$e next=$n)"
+}
+
+# ---- build ----------------------------------------------------------------------------------
+banner "build: bin/monky-deployd, bin/monky-sim, two .deb builds, the docker stub"
+V1=$(cat VERSION)
+V2="${V1%.*}.$((${V1##*.} + 1))"
+make -s build >"$WORK/build.log" 2>&1 || { cat "$WORK/build.log" >&2; fail "make build"; }
+for v in "$V1" "$V2"; do
+	make -s deb VERSION="$v" >"$WORK/deb-$v.log" 2>&1 || { cat "$WORK/deb-$v.log" >&2; fail "make deb VERSION=$v"; }
+	cp "dist/monky-deployd_${v}_amd64.deb" "$WORK/"
+done
+mkdir -p "$WORK/bin"
+CGO_ENABLED=0 go build -o "$WORK/bin/fakedocker" ./internal/fakedocker
+go build -o "$WORK/bin/promcheck" ./test/systemd/promcheck
+say "  packages: monky-deployd_${V1}_amd64.deb, monky-deployd_${V2}_amd64.deb"
+
+# ---- boot -----------------------------------------------------------------------------------
+banner "boot: Debian bookworm, systemd as PID 1, in systemd-nspawn"
+LOWER=$(bash test/systemd/rootfs.sh) || fail "no rootfs"
+say "  rootfs (cached, read-only here): $LOWER"
+mkdir -p "$WORK/fs" "$BOX"
+mount -t tmpfs -o size=8g,mode=0755 monky-systemd-e2e "$WORK/fs"
+mkdir -p "$WORK/fs/upper" "$WORK/fs/work"
+mount -t overlay monky-systemd-e2e -o "lowerdir=$LOWER,upperdir=$WORK/fs/upper,workdir=$WORK/fs/work" "$BOX"
+systemd-nspawn --keep-unit --register=no --machine="monky-e2e-$$" --console=read-only -q -D "$BOX" -b \
+	>"$WORK/console.log" 2>&1 </dev/null &
+NSPAWN_PID=$!
+for _ in $(seq 1 150); do
+	LEADER=$(ps -o pid= --ppid "$NSPAWN_PID" 2>/dev/null | head -n 1 | tr -d ' ' || true)
+	[ -n "$LEADER" ] && [ "$(cat "/proc/$LEADER/comm" 2>/dev/null)" = systemd ] && break
+	LEADER=""
+	kill -0 "$NSPAWN_PID" 2>/dev/null || { cat "$WORK/console.log" >&2; fail "systemd-nspawn exited"; }
+	sleep 0.1
+done
+[ -n "$LEADER" ] || fail "no systemd inside the container after 15 s"
+SYS=""
+for _ in $(seq 1 300); do # systemd's own socket comes up a moment after PID 1 starts
+	SYS=$(timeout 90 nsenter -t "$LEADER" -m -p -r -w -- /bin/systemctl is-system-running --wait 2>&1 || true)
+	case $SYS in running | degraded | maintenance | stopping) break ;; esac
+	sleep 0.1
+done
+say "  container: systemd-nspawn pid $NSPAWN_PID, its PID 1 is host pid $LEADER; is-system-running: $SYS"
+case $SYS in running | degraded) ;; *) tail -n 30 "$WORK/console.log" >&2; fail "the box did not boot: $SYS" ;; esac
+[ "$SYS" = running ] || box systemctl --failed --no-legend --no-pager | ev
+box systemctl --version | head -n 1 | ev
+
+# ---- the simulator on the host's loopback (the container shares the host's network) ----------
+banner "monky-sim on the host's loopback; the install kit"
+cp -r testdata/demo "$WORK/releases"
+cp -r "$WORK/releases/v2" "$WORK/releases/v3" # a third release for the upgrade step
+printf '# v3: the release applied while the package is upgraded\n' >>"$WORK/releases/v3/config/app.toml"
+"$REPO/bin/monky-sim" serve --releases "$WORK/releases" --env "$ENV_ID" --kit "$WORK/kit" \
+	--addr-file "$WORK/addr.json" --state-dir /var/lib/monky-deployd --docker-bin "$STUB_DIR/docker" \
+	>"$WORK/sim.log" 2>&1 &
+SIM_PID=$!
+for _ in $(seq 1 100); do [ -s "$WORK/addr.json" ] && break; sleep 0.1; done
+[ -s "$WORK/addr.json" ] || { cat "$WORK/sim.log" >&2; fail "the simulator wrote no address file"; }
+ADMIN=$(jq -r .admin "$WORK/addr.json")
+say "  simulator: $(tr -d '\n' <"$WORK/addr.json")"
+SHA1=$(sha_of v1) SHA2=$(sha_of v2) SHA3=$(sha_of v3)
+say "  releases: v1 ${SHA1:0:12}  v2 ${SHA2:0:12}  v3 ${SHA3:0:12}"
+
+# ---- install, as install.sh does it ----------------------------------------------------------
+banner "install: dpkg -i monky-deployd_${V1}_amd64.deb, the kit, the timer"
+# what install.sh finds on a box: Docker Engine's group (SupplementaryGroups=docker) and the
+# tunneller's group ziti
+box groupadd --system docker
+box groupadd --system ziti
+cp "$WORK"/*.deb "$BOX/root/"
+box dpkg -i "/root/monky-deployd_${V1}_amd64.deb" 2>&1 | ev
+[ "$(box dpkg-query -W -f '${Version} ${db:Status-Abbrev}' monky-deployd)" = "$V1 ii " ] || fail "dpkg did not install $V1"
+say "  $(box id monky-deployd)"
+box id -nG monky-deployd | grep -qw docker && box id -nG monky-deployd | grep -qw ziti ||
+	fail "postinst did not put monky-deployd in groups docker and ziti"
+
+# The recording docker stub stands in for the docker CLI and engine. An engine keeps its state
+# outside the agent's sandbox (dockerd, through the socket); the stub keeps it in $STUB_STATE,
+# which a test-only drop-in makes writable. Nothing the agent itself uses is added to the sandbox.
+mkdir -p "$BOX$STUB_DIR"
+install -m 0755 "$WORK/bin/fakedocker" "$BOX$STUB_DIR/fakedocker"
+cat >"$BOX$STUB_DIR/docker" <<EOF
+#!/bin/sh
+FAKE_DOCKER_LOG=$STUB_STATE/calls.jsonl FAKE_DOCKER_STATE=$STUB_STATE/engine
+export FAKE_DOCKER_LOG FAKE_DOCKER_STATE
+exec $STUB_DIR/fakedocker "\$@"
+EOF
+chmod 0755 "$BOX$STUB_DIR/docker"
+box install -d -m 0700 -o monky-deployd -g monky-deployd "$STUB_STATE" "$STUB_STATE/engine"
+mkdir -p "$BOX/etc/systemd/system/monky-deployd.service.d" "$BOX/etc/systemd/system/monky-deployd.timer.d"
+printf '# systemd-e2e only: the docker stub'"'"'s engine state\n[Service]\nReadWritePaths=%s\n' "$STUB_STATE" \
+	>"$BOX/etc/systemd/system/monky-deployd.service.d/e2e-docker-stub.conf"
+# a short period instead of 60 s + up to 20 s random delay; the first tick 1 s after enabling
+cat >"$BOX/etc/systemd/system/monky-deployd.timer.d/e2e-period.conf" <<EOF
+[Timer]
+OnBootSec=
+OnActiveSec=1s
+OnUnitActiveSec=${TICK_S}s
+RandomizedDelaySec=0
+AccuracySec=100ms
+EOF
+
+# the kit: the sim's config with the box's paths, plus the documented metrics_path
+mkdir -p "$BOX/root/kit"
+sed -e "s|^bootstrap_path:.*|bootstrap_path: \"/etc/monky-deployd/bootstrap.jwt\"|" "$WORK/kit/config.yaml" >"$BOX/root/kit/config.yaml"
+printf 'metrics_path: "%s"\n' "$METRICS_FILE" >>"$BOX/root/kit/config.yaml"
+cp "$WORK/kit/bootstrap.jwt" "$BOX/root/kit/bootstrap.jwt"
+box install -m 0640 -o root -g monky-deployd /root/kit/config.yaml /etc/monky-deployd/config.yaml
+box install -m 0600 -o monky-deployd -g monky-deployd /root/kit/bootstrap.jwt /etc/monky-deployd/bootstrap.jwt
+rm -rf "$BOX/root/kit" "$WORK/kit/bootstrap.jwt"
+say "  /etc/monky-deployd/config.yaml:"
+box cat /etc/monky-deployd/config.yaml | ev
+box systemctl daemon-reload
+
+# ---- 1 ----------------------------------------------------------------------------------------
+STEP="1 (the timer fires; the first tick applies)"
+banner "step $STEP"
+sim desire --release v1 | ev
+box systemctl enable --now monky-deployd.timer 2>&1 | ev
+box systemctl list-timers monky-deployd.timer --no-pager | ev
+next_tick 0
+[ "$TICK_RESULT" = success ] || fail "unit result $TICK_RESULT after exit 0"
+say "  sim: $(counts)"
+[ "$(count leases)" = 1 ] || fail "the sim granted $(count leases) leases, want 1"
+[ "$(count reports)" = 1 ] || fail "the sim received $(count reports) reports, want 1"
+last_report | jq -e --arg s "$SHA1" '.result == "applied" and .sha == $s' >/dev/null ||
+	fail "the report is not 'applied' for v1: $(last_report | jq -c '{result, sha, detail}')"
+say "  report: $(last_report | jq -c '{result, sha: .sha[0:12], agent_version}')"
+say "  explain -n 1 (as monky-deployd):"
+as_agent monky-deployd explain -n 1 | ev
+ok "the timer fired; its first tick applied v1: one lease, one report 'applied'"
+
+# ---- 2 ----------------------------------------------------------------------------------------
+STEP="2 (a tenancy outage: exit 75 is success, the timer keeps firing)"
+banner "step $STEP"
+admin /admin/fail '{"path":"/v1/agent/checkin","status":503,"message":"tenancy is down for the test"}'
+sim desire --release v2 | ev # tenancy moves on while the box cannot reach it
+say "  tenancy answers every check-in 503 from now"
+for i in 1 2; do
+	next_tick 75
+	[ "$TICK_RESULT" = success ] || fail "exit 75 made the unit result '$TICK_RESULT', want success (SuccessExitStatus=75)"
+	f=$(is_failed)
+	say "  systemctl is-failed monky-deployd.service: $f"
+	[ "$f" != failed ] || fail "the unit is failed after an exit 75 (tick $i of the outage)"
+done
+timer_firing
+admin /admin/clear-fails '{}'
+say "  the outage is over"
+next_tick 0
+last_report | jq -e --arg s "$SHA2" '.result == "applied" and .sha == $s' >/dev/null ||
+	fail "the first tick after the outage did not converge on v2: $(last_report | jq -c '{result, sha, detail}')"
+say "  report: $(last_report | jq -c '{result, sha: .sha[0:12]}')"
+ok "two ticks exited 75 with the unit not failed and the timer firing; the next tick applied v2"
+
+# ---- 3 ----------------------------------------------------------------------------------------
+STEP="3 (a refusal: exit 1, the unit failed, journalctl -p err, explain)"
+banner "step $STEP"
+sim desire --release v1 | ev
+next_tick 1
+f=$(is_failed)
+say "  systemctl is-failed monky-deployd.service: $f"
+[ "$f" = failed ] || fail "the unit is '$f' after a refusal, want failed"
+say "  journalctl -p err -u monky-deployd:"
+box journalctl -q --no-pager -o cat -p err -u monky-deployd >"$WORK/err.log" || true
+ev <"$WORK/err.log"
+grep -E '→ Refused: ROLLBACK_REFUSED: .*was applied on this box before' "$WORK/err.log" >/dev/null ||
+	fail "journalctl -p err -u monky-deployd does not show the documented line '→ Refused: ROLLBACK_REFUSED: … was applied on this box before' (docs/OPERATIONS.md)"
+say "  explain (as monky-deployd):"
+as_agent monky-deployd explain -n 1 >"$WORK/explain.txt" || true
+ev <"$WORK/explain.txt"
+grep -q 'ROLLBACK_REFUSED' "$WORK/explain.txt" || fail "explain does not name ROLLBACK_REFUSED"
+last_report | jq -e --arg s "$SHA1" '.result == "failed" and .sha == $s and (.detail | test("ROLLBACK_REFUSED"))' >/dev/null ||
+	fail "tenancy did not get the refusal: $(last_report | jq -c '{result, sha, detail}')"
+say "  report: $(last_report | jq -c '{result, sha: .sha[0:12], detail}')"
+sim desire --release v2 | ev # tenancy takes the rollback back: converged again
+next_tick 0
+f=$(is_failed)
+[ "$f" != failed ] || fail "the unit stays failed after a tick exited 0"
+ok "exit 1, unit failed, the refusal at err priority in the journal, explain names it; the next good tick clears it"
+
+# ---- 4 ----------------------------------------------------------------------------------------
+STEP="4 (AGENT_ENV_MISMATCH: exit 78, no storm)"
+banner "step $STEP"
+admin /admin/fail '{"path":"/v1/agent/checkin","status":403,"code":"AGENT_ENV_MISMATCH","message":"token is pinned to env-other-01, not env-demo-01"}'
+next_tick 78
+c0=$(count checkins)
+say "  sim check-ins after the first 78: $c0"
+for i in 1 2; do
+	next_tick 78
+	c=$(count checkins)
+	say "  sim check-ins: $c"
+	[ "$c" = "$c0" ] || fail "tick $i after the mismatch checked in again ($c0 → $c): a storm"
+done
+say "  systemctl is-failed monky-deployd.service: $(is_failed)"
+timer_firing
+admin /admin/clear-fails '{}'
+say "  the operator fixes it and runs resume (as monky-deployd):"
+as_agent monky-deployd resume 2>&1 | ev
+next_tick 0
+ok "exit 78, then two ticks exited 78 without a check-in; resume let the next tick converge"
+
+# ---- 5 ----------------------------------------------------------------------------------------
+STEP="5 (the metrics textfile under the shipped sandbox)"
+banner "step $STEP"
+{ box stat -c '  %A %U:%G %n' /var/lib/prometheus/node-exporter "$METRICS_FILE" 2>&1 || true; } | ev
+if [ ! -f "$BOX$METRICS_FILE" ]; then
+	box journalctl -q --no-pager -o cat -p warning -u monky-deployd | grep -i metrics | tail -n 3 | ev || true
+	fail "$METRICS_FILE was not written (the sandbox: ReadWritePaths=, the directory's owner)"
+fi
+owner=$(box stat -c '%U %a' "$METRICS_FILE")
+[ "$owner" = "monky-deployd 644" ] || fail "$METRICS_FILE is '$owner', want 'monky-deployd 644' (node_exporter must read it)"
+"$WORK/bin/promcheck" "$BOX$METRICS_FILE" >"$WORK/samples.txt" 2>&1 || { ev <"$WORK/samples.txt"; fail "the metrics file does not parse"; }
+say "  parsed with Prometheus' text parser: $(wc -l <"$WORK/samples.txt") samples; the ones this run drove:"
+grep -E 'last_tick_exit_code|ticks_total|refusals_total|sha_info|state\{.*\} 1$' "$WORK/samples.txt" | ev
+want_sample() { # regexp of a whole sample line
+	grep -Eq "^$1\$" "$WORK/samples.txt" || fail "no sample matches '$1'"
+}
+want_at_least() { # series (regexp up to the value), minimum: the counters count the ticks this run saw
+	local v
+	v=$(grep -E "^$1 " "$WORK/samples.txt" | awk '{print $NF}')
+	[ -n "$v" ] && awk -v v="$v" -v m="$2" 'BEGIN { exit !(v >= m) }' || fail "'$1' is '${v:-absent}', want at least $2"
+}
+want_sample "monky_deployd_last_tick_exit_code\{env=\"$ENV_ID\"\} 0"
+want_at_least "monky_deployd_ticks_total\{env=\"$ENV_ID\",exit=\"75\"\}" 2
+want_at_least "monky_deployd_ticks_total\{env=\"$ENV_ID\",exit=\"78\"\}" 3
+want_at_least "monky_deployd_ticks_total\{env=\"$ENV_ID\",exit=\"1\"\}" 1
+want_sample "monky_deployd_refusals_total\{code=\"ROLLBACK_REFUSED\",env=\"$ENV_ID\"\} 1"
+want_sample "monky_deployd_sha_info\{env=\"$ENV_ID\",kind=\"applied\",sha=\"$SHA2\"\} 1"
+warn=$(box journalctl -q --no-pager -o cat -p warning -u monky-deployd | grep -i metrics || true)
+[ -z "$warn" ] || { ev <<<"$warn"; fail "the agent warned about the metrics file"; }
+ok "$METRICS_FILE written by the agent under the shipped sandbox; it parses and counts ticks 75×2, 78×3, 1×1"
+
+# ---- 6 ----------------------------------------------------------------------------------------
+STEP="6 (dpkg -i of a newer build while a tick is mid-apply)"
+banner "step $STEP"
+tok_before=$(box sha256sum /var/lib/monky-deployd/bao.token | cut -d' ' -f1)
+tick_before=$(as_agent monky-deployd explain --json -n 1 | jq -r '.ticks[-1] | .tick + (.folded // 0)')
+ups() { box grep -c '"argv":\["compose","-p","[^"]*","up"' "$STUB_STATE/calls.jsonl" || true; }
+ups0=$(ups)
+box sh -c "echo 6 >$STUB_STATE/engine/up-sleep" # compose up takes 6 s: the upgrade lands mid-apply
+sim desire --release v3 | ev
+snap
+inflight_after=$S_START
+deadline=$((SECONDS + 6 * TICK_S + 60))
+while [ "$(ups)" = "$ups0" ] && [ "$SECONDS" -lt "$deadline" ]; do sleep 0.1; done
+snap
+[ "$S_ACTIVE" = activating ] && [ "$S_START" -gt "$inflight_after" ] || {
+	tick_log "$S_INV" | ev
+	fail "no tick was in compose up for v3 (unit $S_ACTIVE, started at $S_START, after $inflight_after)"
+}
+INFLIGHT=$S_INV
+say "  tick ${INFLIGHT:0:12} is in compose up (v3); now dpkg -i monky-deployd_${V2}_amd64.deb"
+box dpkg -i "/root/monky-deployd_${V2}_amd64.deb" 2>&1 | ev
+snap
+say "  after dpkg: the tick ${S_INV:0:12} is $S_ACTIVE"
+[ "$S_INV" = "$INFLIGHT" ] && [ "$S_ACTIVE" = activating ] || fail "the upgrade did not land while the tick ran (it is $S_ACTIVE)"
+deadline=$((SECONDS + 120))
+while snap && [ "$S_ACTIVE" = activating ]; do
+	[ "$SECONDS" -lt "$deadline" ] || fail "the tick in flight did not end"
+	sleep 0.2
+done
+say "  tick ${INFLIGHT:0:12}: exit $S_STATUS, unit result '$S_RESULT'"
+tick_log "$INFLIGHT" | ev
+[ "$S_STATUS" = 0 ] || fail "the tick cut by the upgrade exited $S_STATUS"
+box rm -f "$STUB_STATE/engine/up-sleep"
+last_report | jq -e --arg s "$SHA3" '.result == "applied" and .sha == $s' >/dev/null ||
+	fail "v3 was not applied across the upgrade: $(last_report | jq -c '{result, sha, detail}')"
+next_tick 0
+ver=$(box dpkg-query -W -f '${Version} ${db:Status-Abbrev}' monky-deployd)
+say "  dpkg: $ver; monky-deployd version: $(box monky-deployd version 2>&1 | head -n 1)"
+[ "$ver" = "$V2 ii " ] || fail "dpkg shows '$ver', want $V2 installed"
+last_report | jq -e --arg v "$V2" '.agent_version | contains($v)' >/dev/null ||
+	fail "the tick after the upgrade did not run $V2: $(last_report | jq -c '{agent_version}')"
+timer_firing
+[ -f "$BOX/var/lib/monky-deployd/state.db" ] || fail "the state file is gone"
+tok_after=$(box sha256sum /var/lib/monky-deployd/bao.token | cut -d' ' -f1)
+[ "$tok_before" = "$tok_after" ] && say "  bao.token: unchanged across the upgrade" || fail "the token changed or vanished across the upgrade"
+tick_after=$(as_agent monky-deployd explain --json -n 1 | jq -r '.ticks[-1] | .tick + (.folded // 0)')
+say "  state file: last tick $tick_before before the upgrade, $tick_after after"
+[ "$tick_after" -gt "$tick_before" ] || fail "the state file did not carry on across the upgrade (tick $tick_before → $tick_after)"
+# every tick systemd started ended, by its own exit: systemd's record of each invocation, and the
+# agent's own journal (the state file) with an exit for every tick and no tick resuming a cut one
+box journalctl -q --no-pager -o json -u monky-deployd.service >"$WORK/journal.json"
+jq -r '.INVOCATION_ID // ._SYSTEMD_INVOCATION_ID // empty' "$WORK/journal.json" | sort -u >"$WORK/invocations"
+jq -r 'select(.INVOCATION_ID != null and ((.MESSAGE_ID == "98e322203f7a4ed290d09fe03c09fe15" and .EXIT_CODE == "exited") or .MESSAGE_ID == "7ad2d189f7e94e70a38c781354912448")) | .INVOCATION_ID' "$WORK/journal.json" | sort -u >"$WORK/ended"
+killed=$(jq -r 'select(.EXIT_CODE != null and .EXIT_CODE != "exited") | .MESSAGE' "$WORK/journal.json")
+started=$(wc -l <"$WORK/invocations")
+ended=$(wc -l <"$WORK/ended")
+say "  journald: $started ticks started, $ended ended by their own exit; ticks this run waited for: $TICKS_SEEN"
+[ -z "$killed" ] || fail "a tick was killed: $killed"
+[ "$started" -gt 0 ] && [ "$started" = "$ended" ] || fail "ticks without an end in the journal: $(comm -23 "$WORK/invocations" "$WORK/ended" | tr '\n' ' ')"
+as_agent monky-deployd explain --json -n 1000 >"$WORK/explain.json"
+jq -r '.ticks[] | "tick \(.tick) exit \(.exit) \(.action)\(if (.folded // 0) > 0 then " (+\(.folded) like it)" else "" end)"' "$WORK/explain.json" | tr '\n' ';' | sed 's/;$/\n/; s/^/  explain: /'
+jq -e '[.ticks[] | select(.exit == null)] | length == 0' "$WORK/explain.json" >/dev/null || fail "explain shows a tick without an exit"
+jq -e '[.ticks[].transitions[] | select(.detail | test("resuming at"))] | length == 0' "$WORK/explain.json" >/dev/null ||
+	fail "a tick resumed a cut one: $(jq -c '[.ticks[].transitions[] | select(.detail | test("resuming at")) | .detail]' "$WORK/explain.json")"
+ok "the upgrade landed mid-apply; that tick ended applied; timer enabled, token and state kept; every tick ended"
+
+# ---- 8 ----------------------------------------------------------------------------------------
+STEP="8 (systemd-analyze security inside = the offline check)"
+banner "step $STEP"
+offline=$(systemd-analyze security --offline=true --no-pager packaging/systemd/monky-deployd.service 2>&1 | grep -o 'Overall exposure level for [^:]*: [0-9.]*' | grep -o '[0-9.]*$' || true)
+inside=$(box systemd-analyze security --no-pager monky-deployd.service 2>&1 | grep -o 'Overall exposure level for [^:]*: [0-9.]*' | grep -o '[0-9.]*$' || true)
+say "  offline (host, packaging/systemd/monky-deployd.service): ${offline:-none}"
+say "  inside the booted box (the loaded unit):                 ${inside:-none}"
+box systemd-analyze security --no-pager monky-deployd.service 2>&1 | grep -E '^✗|Overall' | ev
+[ -n "$offline" ] && [ "$offline" = "$inside" ] || fail "exposure inside ${inside:-none} ≠ offline ${offline:-none}"
+ok "exposure $inside inside the booted system, as offline"
+
+# ---- 7 ----------------------------------------------------------------------------------------
+STEP="7 (dpkg --purge, as docs/OPERATIONS.md says)"
+banner "step $STEP"
+downs() { box grep -c '"argv":\["compose","-p","[^"]*","down"' "$STUB_STATE/calls.jsonl" || true; }
+downs0=$(downs)
+DEPLOY=/var/lib/monky-deployd/$ENV_ID
+say "  before: /var/lib/monky-deployd holds $(box ls -A /var/lib/monky-deployd | tr '\n' ' ')"
+box dpkg --purge monky-deployd >"$WORK/purge.log" 2>&1 || { ev <"$WORK/purge.log"; fail "dpkg --purge failed"; }
+ev <"$WORK/purge.log"
+st=$(box dpkg-query -W -f '${db:Status-Abbrev}' monky-deployd 2>/dev/null || true)
+say "  dpkg status: '${st:-not known}'"
+case $st in "" | "pn ") ;; *) fail "monky-deployd is still known to dpkg: '$st'" ;; esac
+# removed: the package, the agent's own state, the metrics textfile, /etc/monky-deployd
+for p in /usr/bin/monky-deployd /lib/systemd/system/monky-deployd.service /lib/systemd/system/monky-deployd.timer \
+	/var/lib/monky-deployd/bao.token /var/lib/monky-deployd/lease.grant /var/lib/monky-deployd/state.db \
+	/var/lib/monky-deployd/lock /var/lib/monky-deployd/docker /var/lib/monky-deployd/metrics.json \
+	"$METRICS_FILE" /etc/monky-deployd; do
+	[ ! -e "$BOX$p" ] || fail "purge left $p"
+done
+say "  gone: the binary, the units, token, state file, lock, docker config, metrics.json, $METRICS_FILE, /etc/monky-deployd"
+if box systemctl list-timers --all --no-legend | grep -q monky-deployd; then fail "the timer is still loaded after the purge"; fi
+box systemctl is-enabled monky-deployd.timer >/dev/null 2>&1 && fail "monky-deployd.timer is still enabled"
+# kept, and nothing more: the deploy directory (and only it) in state_dir, the user, the services
+left=$(box ls -A /var/lib/monky-deployd | tr '\n' ' ')
+say "  left in /var/lib/monky-deployd: $left"
+[ "$left" = "$ENV_ID " ] || fail "purge should leave exactly the deploy directory $DEPLOY, left: $left"
+[ -d "$BOX$DEPLOY/releases" ] && [ -L "$BOX$DEPLOY/current" ] || fail "purge touched the deploy directory"
+box getent passwd monky-deployd >/dev/null || fail "purge removed the user"
+[ "$(downs)" = "$downs0" ] || fail "purge ran compose down"
+[ -n "$(box ls "$STUB_STATE/engine/projects/")" ] || fail "purge took the services down"
+grep -q "cd $DEPLOY/current && sudo docker compose -p monky-$ENV_ID down" "$WORK/purge.log" ||
+	fail "purge did not say how to take the services down"
+[ -d "$BOX/var/lib/prometheus/node-exporter" ] || fail "purge removed node_exporter's textfile directory"
+say "  kept: $DEPLOY (releases/, current), the user, the running services (no compose down), the textfile directory"
+ok "purge removed what docs/OPERATIONS.md lists, kept the deploy directory and said how to take it down"
+
+banner "systemd-e2e: 8 steps passed in $(($(date +%s) - T0)) s ($TICKS_SEEN ticks observed)"
