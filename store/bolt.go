@@ -10,6 +10,7 @@ package store
 //	|--> seq.journal            -> "1234" (last journal seq handed out; never reused)
 //	|--> seq.outbox             -> "17"   (last outbox id handed out)
 //	|--> seq.applied            -> "9"    (last applied-history key)
+//	|--> moved_aside            -> MovedAside JSON (only in a file that replaced a corrupt one)
 //	journal/
 //	|--> <seq BE8>              -> Entry JSON
 //	tick_entries/                  (index: the journal entries of each tick)
@@ -27,6 +28,7 @@ package store
 // so neither scans the journal.
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -130,6 +132,8 @@ func (b *Bolt) open(readOnly bool) (*bolt.DB, error) {
 // boltOpen is bolt.Open that also returns the opened file, and turns a panic (bbolt panics on
 // some damaged pages while loading the freelist) into an error, closing the file and its lock.
 func boltOpen(path string, opts BoltOptions, readOnly bool) (db *bolt.DB, f *os.File, err error) {
+	restore := guard()
+	defer restore()
 	defer func() {
 		if r := recover(); r != nil {
 			if f != nil {
@@ -144,7 +148,7 @@ func boltOpen(path string, opts BoltOptions, readOnly bool) (db *bolt.DB, f *os.
 		MaxSize:  int(opts.MaxSize),
 		OpenFile: func(name string, flag int, perm os.FileMode) (*os.File, error) {
 			var err error
-			f, err = os.OpenFile(name, flag, perm)
+			f, err = os.OpenFile(name, flag|syscall.O_NOFOLLOW, perm)
 			return f, err
 		},
 	})
@@ -167,13 +171,15 @@ func sameFile(f *os.File, path string) bool {
 // (a damaged page) comes back as an error so a tick ends instead of crashing; the next
 // OpenBolt's check moves such a file aside.
 func (b *Bolt) run(writable bool, fn func(*bolt.Tx) error) (err error) {
+	restore := guard()
+	defer restore()
 	db, err := b.open(!writable)
 	if err != nil {
 		return err
 	}
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("state file %s is damaged: %v", b.path, r)
+			err = fmt.Errorf("state file %s is damaged: %v: %w", b.path, r, ErrCorrupt)
 		}
 		if cerr := db.Close(); cerr != nil && err == nil {
 			err = fmt.Errorf("close %s: %w", b.path, cerr)
@@ -260,9 +266,20 @@ func firstCheckError(btx *bolt.Tx) error {
 	return first
 }
 
-// inspect opens the file and says what is wrong with it: problem is a reason to move the file
-// aside ("" when it is fine); err is an error that is not the file's fault (lock, permission).
+// inspect says what is wrong with the file: problem is a reason to move the file aside ("" when
+// it is fine); err is an error that is not the file's fault (lock, permission). The bytes are
+// checked before bbolt maps them (precheck), and the open and a read of every page run under
+// guard, so a damaged page is a problem, never a crash.
 func (b *Bolt) inspect(readOnly bool) (problem string, err error) {
+	problem, exists, err := precheck(b.path)
+	if err != nil || problem != "" {
+		return problem, err
+	}
+	if !exists && readOnly {
+		return "", fmt.Errorf("open %s: %w", b.path, os.ErrNotExist)
+	}
+	restore := guard()
+	defer restore()
 	db, err := b.open(readOnly)
 	if err != nil {
 		if !damaged(err) {
@@ -277,6 +294,10 @@ func (b *Bolt) inspect(readOnly bool) (problem string, err error) {
 		_ = db.Close()
 	}()
 	verr := db.View(func(btx *bolt.Tx) error {
+		if err := readAll(btx); err != nil {
+			problem = fmt.Sprintf("bbolt cannot read it (%v)", err)
+			return nil
+		}
 		if p := schemaProblem(btx); p != "" {
 			problem = p
 			return nil
@@ -324,6 +345,7 @@ func (b *Bolt) validate() error {
 	if err != nil {
 		return err
 	}
+	var moved []byte
 	if problem != "" {
 		aside, err := b.moveAside()
 		if err != nil {
@@ -331,8 +353,17 @@ func (b *Bolt) validate() error {
 		}
 		b.opts.Logf("state file %s is unusable: %s; moved it aside to %s; the agent starts fresh", b.path, problem, aside)
 		created = true
+		moved, _ = json.Marshal(MovedAside{Path: aside, Problem: problem, At: b.opts.Now().UTC()})
 	}
-	if err := b.run(true, ensureBuckets); err != nil {
+	if err := b.run(true, func(btx *bolt.Tx) error {
+		if err := ensureBuckets(btx); err != nil {
+			return err
+		}
+		if moved != nil {
+			return btx.Bucket([]byte(bucketMeta)).Put([]byte(keyMovedAside), moved)
+		}
+		return nil
+	}); err != nil {
 		return fmt.Errorf("initialise state file: %w", err)
 	}
 	if created {
@@ -354,10 +385,55 @@ func (b *Bolt) validateReadOnly() error {
 		return err
 	}
 	if problem != "" {
-		return fmt.Errorf("state file %s is unusable: %s", b.path, problem)
+		return &CorruptError{Path: b.path, Problem: problem}
 	}
 	return nil
 }
+
+// keyMovedAside (meta/moved_aside) remembers, in the fresh file, the corrupt one it replaced.
+const keyMovedAside = "moved_aside"
+
+// MovedAside is the corrupt state file a fresh one replaced: where the copy is, and why.
+type MovedAside struct {
+	Path    string    `json:"path"`
+	Problem string    `json:"problem"`
+	At      time.Time `json:"at"`
+}
+
+// MovedAside returns the corrupt file this one replaced, nil when it replaced none.
+func (b *Bolt) MovedAside() (*MovedAside, error) {
+	var m *MovedAside
+	err := b.run(false, func(btx *bolt.Tx) error {
+		meta := btx.Bucket([]byte(bucketMeta))
+		if meta == nil {
+			return nil
+		}
+		if v := meta.Get([]byte(keyMovedAside)); v != nil {
+			m = &MovedAside{}
+			return json.Unmarshal(v, m)
+		}
+		return nil
+	})
+	return m, err
+}
+
+// CorruptError is a state file that cannot be used as it is. Aside names the copy when the
+// file was moved aside.
+type CorruptError struct {
+	Path    string
+	Problem string
+	Aside   string
+}
+
+func (e *CorruptError) Error() string {
+	s := fmt.Sprintf("state file %s is corrupt: %s", e.Path, e.Problem)
+	if e.Aside != "" {
+		s += "; moved aside to " + e.Aside
+	}
+	return s
+}
+
+func (e *CorruptError) Unwrap() error { return ErrCorrupt }
 
 // moveAside renames the file to <path>.corrupt-<UTC stamp> (with -N on a clash) and returns
 // the new name.

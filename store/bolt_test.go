@@ -250,8 +250,8 @@ func TestBoltReadOnly(t *testing.T) {
 	if err := os.WriteFile(bad, []byte("garbage"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := store.OpenBolt(bad, store.BoltOptions{ReadOnly: true}); err == nil || !strings.Contains(err.Error(), "unusable") {
-		t.Errorf("read-only open of garbage = %v, want an 'unusable' error", err)
+	if _, err := store.OpenBolt(bad, store.BoltOptions{ReadOnly: true}); err == nil || !strings.Contains(err.Error(), "corrupt") {
+		t.Errorf("read-only open of garbage = %v, want a 'corrupt' error", err)
 	}
 	if got, _ := os.ReadFile(bad); string(got) != "garbage" {
 		t.Errorf("read-only open touched the damaged copy")

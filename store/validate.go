@@ -1,0 +1,363 @@
+package store
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"os"
+	"runtime/debug"
+	"syscall"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// The layout of a bbolt meta page (go.etcd.io/bbolt/internal/common, file format version 2):
+// a 16-byte page header, then magic, version, page size, flags (uint32 each), the root bucket
+// (root pgid, sequence), the freelist pgid, the high-water pgid, the txid and an FNV-64a
+// checksum of everything in the meta before it. Integers are in the machine's byte order.
+const (
+	pageHeaderSize  = 16
+	metaMagic       = 0xED0CDAED
+	metaVersion     = 2
+	metaSumOffset   = 56 // the checksum's offset within the meta
+	metaSize        = metaSumOffset + 8
+	pgidNoFreelist  = ^uint64(0)
+	minPageSize     = 512
+	maxPageSize     = 1 << 16
+	defaultPageSize = 4096
+)
+
+// ErrCorrupt marks a state file whose bytes are not a usable bbolt file (truncated, bit-flipped,
+// zero-length, not a regular file). Errors from the system (permission, lock) never wrap it.
+var ErrCorrupt = errors.New("state file is corrupt")
+
+// metaPage is one decoded meta page.
+type metaPage struct {
+	pageSize uint32
+	root     uint64
+	freelist uint64
+	pgid     uint64 // the high-water mark: pages [0, pgid) are in use or free
+	txid     uint64
+	err      string // why this meta is not valid ("" when it is)
+}
+
+func decodeMeta(b []byte) metaPage {
+	if len(b) < pageHeaderSize+metaSize {
+		return metaPage{err: "short"}
+	}
+	m := b[pageHeaderSize : pageHeaderSize+metaSize]
+	ne := binary.NativeEndian
+	mp := metaPage{
+		pageSize: ne.Uint32(m[8:]),
+		root:     ne.Uint64(m[16:]),
+		freelist: ne.Uint64(m[32:]),
+		pgid:     ne.Uint64(m[40:]),
+		txid:     ne.Uint64(m[48:]),
+	}
+	h := fnv.New64a()
+	_, _ = h.Write(m[:metaSumOffset])
+	switch {
+	case ne.Uint32(m[0:]) != metaMagic:
+		mp.err = "no bbolt magic"
+	case ne.Uint32(m[4:]) != metaVersion:
+		mp.err = fmt.Sprintf("bbolt format version %d", ne.Uint32(m[4:]))
+	case ne.Uint64(m[metaSumOffset:]) != h.Sum64():
+		mp.err = "checksum mismatch"
+	case mp.pageSize < minPageSize || mp.pageSize > maxPageSize || mp.pageSize&(mp.pageSize-1) != 0:
+		mp.err = fmt.Sprintf("page size %d", mp.pageSize)
+	}
+	return mp
+}
+
+// precheck reads the file's meta pages without mapping it and says what makes it unsafe to
+// hand to bbolt ("" when nothing does). bbolt maps the file and trusts its pages: a high-water
+// mark past the end of a truncated file is a SIGBUS on first touch, which no recover() catches.
+// Both meta pages' checksums are verified; bbolt uses the valid one with the higher txid, so
+// one torn meta page (a power loss in mid-commit) is what bbolt recovers from and is accepted.
+// err is a fault of the system (permission, I/O), not of the file's bytes.
+func precheck(path string) (problem string, exists bool, err error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		switch {
+		case errors.Is(err, os.ErrNotExist):
+			return "", false, nil
+		case errors.Is(err, syscall.ELOOP):
+			return "it is a symlink, not a regular file", true, nil
+		}
+		return "", true, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return "", true, err
+	}
+	if !fi.Mode().IsRegular() {
+		return fmt.Sprintf("it is not a regular file (%s)", fi.Mode().Type()), true, nil
+	}
+	size := fi.Size()
+	if size == 0 {
+		return "it is empty (zero bytes)", true, nil
+	}
+	head := make([]byte, defaultPageSize)
+	n, err := f.ReadAt(head, 0)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return "", true, err
+	}
+	m0 := decodeMeta(head[:n])
+	var m1 metaPage
+	// the second meta page sits one page in: the first meta's page size when it is valid,
+	// else the sizes bbolt could have been created with
+	sizes := []uint32{4096, 8192, 16384, 65536, 512, 1024, 2048, 32768}
+	if m0.err == "" {
+		sizes = []uint32{m0.pageSize}
+	}
+	m1 = metaPage{err: "short"}
+	for _, ps := range sizes {
+		buf := make([]byte, pageHeaderSize+metaSize)
+		k, err := f.ReadAt(buf, int64(ps))
+		if err != nil && !errors.Is(err, io.EOF) {
+			return "", true, err
+		}
+		if m := decodeMeta(buf[:k]); m.err == "" && m.pageSize == ps {
+			m1 = m
+			break
+		} else if ps == sizes[0] {
+			m1 = m
+		}
+	}
+	if m0.err != "" && m1.err != "" {
+		return fmt.Sprintf("both meta pages are invalid (meta 0: %s; meta 1: %s)", m0.err, m1.err), true, nil
+	}
+	if m0.err == "" && m1.err == "" && m0.pageSize != m1.pageSize {
+		return fmt.Sprintf("the meta pages disagree on the page size (%d, %d)", m0.pageSize, m1.pageSize), true, nil
+	}
+	for i, m := range []metaPage{m0, m1} {
+		if m.err != "" {
+			continue
+		}
+		ps := uint64(m.pageSize)
+		if m.pgid < 2 || m.pgid > uint64(size)/ps {
+			return fmt.Sprintf("meta %d's high-water mark is page %d (%d bytes) but the file holds %d bytes: truncated",
+				i, m.pgid, m.pgid*ps, size), true, nil
+		}
+		if m.root < 2 || m.root >= m.pgid {
+			return fmt.Sprintf("meta %d's root page %d lies outside the file's %d pages", i, m.root, m.pgid), true, nil
+		}
+		if m.freelist != pgidNoFreelist && (m.freelist < 2 || m.freelist >= m.pgid) {
+			return fmt.Sprintf("meta %d's freelist page %d lies outside the file's %d pages", i, m.freelist, m.pgid), true, nil
+		}
+	}
+	if size > maxWalkBytes {
+		return "", true, nil // past what a walk in memory is worth; guard still covers the reads
+	}
+	raw := make([]byte, size)
+	if _, err := f.ReadAt(raw, 0); err != nil && !errors.Is(err, io.EOF) {
+		return "", true, err
+	}
+	for i, m := range []metaPage{m0, m1} {
+		if m.err != "" {
+			continue
+		}
+		w := walker{raw: raw, ps: uint64(m.pageSize), hwm: m.pgid, seen: map[uint64]bool{}}
+		if err := w.tree(m.root, 0); err != nil {
+			return fmt.Sprintf("meta %d's tree: %v", i, err), true, nil
+		}
+		if m.freelist != pgidNoFreelist {
+			if err := w.freelist(m.freelist); err != nil {
+				return fmt.Sprintf("meta %d's freelist: %v", i, err), true, nil
+			}
+		}
+	}
+	return "", true, nil
+}
+
+// maxWalkBytes bounds the file precheck walks in memory (the agent's file stays near 4 MiB).
+const maxWalkBytes = 256 << 20
+
+// Page layout (bbolt internal/common): header id uint64, flags uint16, count uint16, overflow
+// uint32; branch elements pos, ksize uint32 and pgid uint64; leaf elements flags, pos, ksize,
+// vsize uint32; positions are relative to the element. A bucket's value is its root pgid and
+// sequence, followed by an inline page when the root is 0.
+const (
+	flagBranch   = 0x01
+	flagLeaf     = 0x02
+	flagFreelist = 0x10
+	flagBucket   = 0x01
+	elemSize     = 16
+	inBucketSize = 16
+	maxDepth     = 64
+)
+
+// walker checks the B+tree on the file's bytes, as bbolt would read it, for what makes bbolt
+// loop, fault or read out of the page: a page id outside the high-water mark, a page reached
+// twice (a cycle), a page that does not carry its own id, an element outside its page.
+type walker struct {
+	raw  []byte
+	ps   uint64
+	hwm  uint64
+	seen map[uint64]bool
+}
+
+// page returns page id's bytes (with its overflow pages) after checking its header.
+func (w *walker) page(id uint64, want uint16) ([]byte, error) {
+	if id < 2 || id >= w.hwm {
+		return nil, fmt.Errorf("page %d is outside the %d pages in use", id, w.hwm)
+	}
+	if w.seen[id] {
+		return nil, fmt.Errorf("page %d is reached twice", id)
+	}
+	w.seen[id] = true
+	hdr := w.raw[id*w.ps:]
+	ne := binary.NativeEndian
+	if got := ne.Uint64(hdr); got != id {
+		return nil, fmt.Errorf("page %d carries id %d", id, got)
+	}
+	over := uint64(ne.Uint32(hdr[12:]))
+	if id+over >= w.hwm {
+		return nil, fmt.Errorf("page %d overflows past the %d pages in use", id, w.hwm)
+	}
+	if f := ne.Uint16(hdr[8:]); f&want == 0 {
+		return nil, fmt.Errorf("page %d has flags %#x", id, f)
+	}
+	for i := id + 1; i <= id+over; i++ {
+		w.seen[i] = true
+	}
+	return w.raw[id*w.ps : (id+over+1)*w.ps], nil
+}
+
+func (w *walker) tree(id uint64, depth int) error {
+	if depth > maxDepth {
+		return fmt.Errorf("deeper than %d pages", maxDepth)
+	}
+	p, err := w.page(id, flagBranch|flagLeaf)
+	if err != nil {
+		return err
+	}
+	return w.elements(p, id, depth)
+}
+
+// elements checks one branch or leaf page p (a file page or an inline bucket's page).
+func (w *walker) elements(p []byte, id uint64, depth int) error {
+	ne := binary.NativeEndian
+	if len(p) < pageHeaderSize {
+		return fmt.Errorf("page %d is short", id)
+	}
+	flags, count := ne.Uint16(p[8:]), int(ne.Uint16(p[10:]))
+	if pageHeaderSize+count*elemSize > len(p) {
+		return fmt.Errorf("page %d: %d elements do not fit", id, count)
+	}
+	for i := 0; i < count; i++ {
+		off := pageHeaderSize + i*elemSize
+		e := p[off : off+elemSize]
+		switch {
+		case flags&flagBranch != 0:
+			pos, ksize := uint64(ne.Uint32(e[0:])), uint64(ne.Uint32(e[4:]))
+			if uint64(off)+pos+ksize > uint64(len(p)) {
+				return fmt.Errorf("page %d: element %d's key lies outside the page", id, i)
+			}
+			if err := w.tree(ne.Uint64(e[8:]), depth+1); err != nil {
+				return err
+			}
+		case flags&flagLeaf != 0:
+			fl, pos := ne.Uint32(e[0:]), uint64(ne.Uint32(e[4:]))
+			ksize, vsize := uint64(ne.Uint32(e[8:])), uint64(ne.Uint32(e[12:]))
+			end := uint64(off) + pos + ksize + vsize
+			if end > uint64(len(p)) {
+				return fmt.Errorf("page %d: element %d lies outside the page", id, i)
+			}
+			if fl&flagBucket == 0 {
+				continue
+			}
+			v := p[uint64(off)+pos+ksize : end]
+			if len(v) < inBucketSize {
+				return fmt.Errorf("page %d: element %d is a bucket of %d bytes", id, i, len(v))
+			}
+			if root := ne.Uint64(v); root != 0 {
+				if err := w.tree(root, depth+1); err != nil {
+					return err
+				}
+			} else if err := w.elements(v[inBucketSize:], id, depth+1); err != nil {
+				return err
+			}
+		default:
+			return fmt.Errorf("page %d has flags %#x", id, flags)
+		}
+	}
+	return nil
+}
+
+func (w *walker) freelist(id uint64) error {
+	p, err := w.page(id, flagFreelist)
+	if err != nil {
+		return err
+	}
+	ne := binary.NativeEndian
+	n, start := uint64(ne.Uint16(p[10:])), uint64(pageHeaderSize)
+	if n == 0xFFFF {
+		if len(p) < pageHeaderSize+8 {
+			return fmt.Errorf("page %d is short", id)
+		}
+		n, start = ne.Uint64(p[pageHeaderSize:]), pageHeaderSize+8
+	}
+	if n > (uint64(len(p))-start)/8 {
+		return fmt.Errorf("page %d: %d free ids do not fit", id, n)
+	}
+	for i := uint64(0); i < n; i++ {
+		if f := ne.Uint64(p[start+i*8:]); f < 2 || f >= w.hwm {
+			return fmt.Errorf("page %d: free page %d is outside the %d pages in use", id, f, w.hwm)
+		}
+	}
+	return nil
+}
+
+// guard turns a fault in the mapping (SIGSEGV/SIGBUS on a damaged page) into a panic on this
+// goroutine, for the recover of the caller; it returns the function that restores the old
+// setting. bbolt reads the mapping on the caller's goroutine, so this covers every read the
+// store makes (bbolt's own Check runs on another goroutine: the store does not call it before
+// readAll has touched every page it would).
+func guard() func() {
+	old := debug.SetPanicOnFault(true)
+	return func() { debug.SetPanicOnFault(old) }
+}
+
+// readAll reads every key and value of every bucket, nested ones included: after it returned,
+// every page reachable from the root was touched on this goroutine.
+func readAll(btx *bolt.Tx) error {
+	var walk func(b *bolt.Bucket, depth int) error
+	walk = func(b *bolt.Bucket, depth int) error {
+		if depth > 16 {
+			return fmt.Errorf("buckets nested deeper than 16")
+		}
+		c := b.Cursor()
+		for k, v := c.First(); k != nil; k, v = c.Next() {
+			touch(k)
+			touch(v)
+			if v == nil {
+				if nb := b.Bucket(k); nb != nil {
+					if err := walk(nb, depth+1); err != nil {
+						return err
+					}
+				}
+			}
+		}
+		return nil
+	}
+	return btx.ForEach(func(name []byte, b *bolt.Bucket) error {
+		return walk(b, 0)
+	})
+}
+
+// sink keeps touch's reads from being optimised away.
+var sink byte
+
+// touch reads every byte of b (a slice into the mapping): a damaged element pointing outside
+// the file faults here, under guard, rather than later in a decoder.
+func touch(b []byte) {
+	var x byte
+	for _, c := range b {
+		x ^= c
+	}
+	sink ^= x
+}
