@@ -367,7 +367,7 @@ func cmdStatus(c *cli.Context, stdout io.Writer) error {
 		if os.IsNotExist(errors.Unwrap(err)) || errors.Is(err, os.ErrNotExist) {
 			return fail(1, "no state file at %s: no tick has run yet", cfg.StatePath())
 		}
-		return fail(1, "state file: %v", err)
+		return corruptOr(err, cfg.StatePath())
 	}
 	_, terr := os.Stat(cfg.TokenPath())
 	present := terr == nil
@@ -376,10 +376,12 @@ func cmdStatus(c *cli.Context, stdout io.Writer) error {
 		return fail(1, "status: %v", err)
 	}
 	s.TickRunning = states.TickRunning(cfg.LockPath())
+	s.MovedAside, _ = st.MovedAside()
 	if c.Bool("json") {
 		return writeJSON(stdout, s)
 	}
 	var b strings.Builder
+	writeMovedAside(&b, s.MovedAside)
 	explain.WriteStatusText(&b, s)
 	fmt.Fprint(stdout, redact.String(b.String()))
 	return nil
@@ -422,7 +424,7 @@ func cmdExplain(c *cli.Context, stdout io.Writer) error {
 	}
 	st, err := store.OpenBolt(path, store.BoltOptions{ReadOnly: true})
 	if err != nil {
-		return fail(1, "state file %s: %v", path, err)
+		return corruptOr(err, path)
 	}
 	now := time.Now()
 	if c.Bool("ndjson") {
@@ -438,13 +440,33 @@ func cmdExplain(c *cli.Context, stdout io.Writer) error {
 	if err != nil {
 		return fail(1, "explain: %v", err)
 	}
+	doc.MovedAside, _ = st.MovedAside()
 	if c.Bool("json") {
 		return writeJSON(stdout, doc)
 	}
 	var b strings.Builder
+	writeMovedAside(&b, doc.MovedAside)
 	explain.WriteText(&b, doc)
 	fmt.Fprint(stdout, redact.String(b.String()))
 	return nil
+}
+
+// corruptOr is status's and explain's word on a state file they cannot open: a corrupt one is
+// named as such, with what the next `run` does with it.
+func corruptOr(err error, path string) error {
+	var ce *store.CorruptError
+	if errors.As(err, &ce) {
+		return fail(1, "state file %s is corrupt: %s — the next `monky-deployd run` moves it aside to %s.corrupt-<UTC time> and starts afresh", path, ce.Problem, path)
+	}
+	return fail(1, "state file %s: %v", path, err)
+}
+
+// writeMovedAside says, above status and explain, that this state file replaced a corrupt one.
+func writeMovedAside(b *strings.Builder, m *store.MovedAside) {
+	if m == nil {
+		return
+	}
+	fmt.Fprintf(b, "state file: started afresh at %s; the corrupt one (%s) is kept at %s\n\n", m.At.UTC().Format(time.RFC3339), m.Problem, m.Path)
 }
 
 func writeJSON(w io.Writer, v any) error {

@@ -514,6 +514,41 @@ func TestCorruptStateFile(t *testing.T) {
 	}
 }
 
+// TestTruncatedStateFile: a state.db cut to half its size crashed every command with SIGBUS.
+// status and explain now say it is corrupt (exit 1, no signal); run moves it aside and starts
+// afresh; status and explain then name the copy.
+func TestTruncatedStateFile(t *testing.T) {
+	b := startBox(t)
+	b.sim("desire", "--release", "v1")
+	b.tick(0)
+	for i := 0; i < 5; i++ {
+		b.tick(0)
+	}
+	path := filepath.Join(b.stateDir, "state.db")
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, path, string(raw[:len(raw)/2]))
+	for _, args := range [][]string{{"status"}, {"explain"}, {"explain", "--state-file", path}} {
+		_, e, code, sig := b.runBin("monky-deployd", nil, append([]string{"--config", b.config()}, args...)...)
+		if sig != 0 || code != 1 || !strings.Contains(e, "corrupt") || !strings.Contains(e, "moves it aside") {
+			t.Errorf("%v on a truncated file: exit %d, signal %v, stderr %q", args, code, sig, e)
+		}
+	}
+	b.tick(0)
+	aside, _ := filepath.Glob(path + ".corrupt-*")
+	if len(aside) != 1 {
+		t.Fatalf("state.db.corrupt-* files: %v, want 1", aside)
+	}
+	for _, args := range [][]string{{"status"}, {"explain"}} {
+		o, e, code := b.agent(args...)
+		if code != 0 || !strings.Contains(o, aside[0]) || !strings.Contains(o, "truncated") {
+			t.Errorf("%v after the move: exit %d, stdout %q, stderr %q", args, code, o, e)
+		}
+	}
+}
+
 // TestSecretCanary: no secret value, token or grant in anything the agent prints, stores or
 // reports.
 func TestSecretCanary(t *testing.T) {

@@ -57,6 +57,8 @@ type Doc struct {
 	// Since is the --since window, when one was given.
 	Since string `json:"since,omitempty"`
 	Ticks []Tick `json:"ticks"`
+	// MovedAside is the corrupt state file this one replaced (where the copy is), nil when none.
+	MovedAside *store.MovedAside `json:"state_file_moved_aside,omitempty"`
 }
 
 // Options select the ticks.

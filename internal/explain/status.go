@@ -60,6 +60,8 @@ type Status struct {
 	Why *Why `json:"why"`
 	// AsOf is set when a copy is read: the file's newest tick, which stands for "now".
 	AsOf *time.Time `json:"as_of,omitempty"`
+	// MovedAside is the corrupt state file this one replaced (where the copy is), nil when none.
+	MovedAside *store.MovedAside `json:"state_file_moved_aside,omitempty"`
 }
 
 func ptime(t time.Time) *time.Time {
