@@ -71,7 +71,7 @@ func (a *Agent) stepPreflight(ctx context.Context) error {
 		return a.eng.Fire(machine.Outcome{Event: machine.EvLease, Detail: "a lease's grant kept from an interrupted tick: no new lease"}, started)
 	}
 	lease, err := a.askLease(ctx, "apply")
-	if local(err) {
+	if local(err) || (err != nil && a.isBlocked()) {
 		return err
 	}
 	if err != nil {
@@ -176,12 +176,26 @@ func (a *Agent) askLease(ctx context.Context, reason string) (effects.Lease, err
 		return effects.Lease{}, &effects.Error{Op: "lease", Kind: effects.RateLimited, Code: "LEASE_BUDGET",
 			Msg: fmt.Sprintf("lease budget %d/%d until %s", used, LeaseLimit, stamp(frees))}
 	}
-	if err := a.eng.Save(func(_ *store.Record, tx store.Tx) error {
-		return tx.AddLease(store.LeaseEvent{At: now, Outcome: machine.LeaseAsked})
-	}); err != nil {
-		return effects.Lease{}, err
-	}
-	lease, err := a.Fx.Tenancy.Lease(ctx, a.token, a.Cfg.EnvID, reason)
+	var lease effects.Lease
+	asked := 0
+	err := a.withBearer(ctx, func() error {
+		if asked > 0 {
+			// asked again with a fresh token: only when the budget still affords it
+			if used, frees := a.leaseBudget(); used >= LeaseLimit {
+				return &effects.Error{Op: "lease", Kind: effects.RateLimited, Code: "LEASE_BUDGET",
+					Msg: fmt.Sprintf("lease budget %d/%d until %s", used, LeaseLimit, stamp(frees))}
+			}
+		}
+		asked++
+		if err := a.eng.Save(func(_ *store.Record, tx store.Tx) error {
+			return tx.AddLease(store.LeaseEvent{At: a.Now(), Outcome: machine.LeaseAsked})
+		}); err != nil {
+			return err
+		}
+		var err error
+		lease, err = a.Fx.Tenancy.Lease(ctx, a.token, a.Cfg.EnvID, reason)
+		return err
+	})
 	if err != nil {
 		var e *effects.Error
 		if errors.As(err, &e) && e.Kind == effects.RateLimited {
@@ -253,7 +267,7 @@ func (a *Agent) stepLogin(ctx context.Context) error {
 		_ = files.RemoveFS(a.fs(), a.Cfg.GrantPath())
 		lease, err := a.askLease(ctx, "apply")
 		if err != nil {
-			if effects.IsTemporary(err) || local(err) {
+			if effects.IsTemporary(err) || local(err) || a.isBlocked() {
 				return err
 			}
 			return a.fail(ctx, machine.Leased, codeOr(err, "LEASE_FAILED"), redact.String(err.Error()), false)
@@ -308,6 +322,9 @@ func (a *Agent) loggedIn(started time.Time, ttl time.Duration, jti, env, detail 
 func (a *Agent) leaseLogin(ctx context.Context, reason string) error {
 	started := a.Now()
 	lease, err := a.askLease(ctx, reason)
+	if err != nil && a.isBlocked() {
+		return err
+	}
 	if err != nil {
 		_ = a.eng.Note(machine.NoteLeaseDeferred, effects.CodeOf(err), redact.String(err.Error()), started, nil)
 		return err

@@ -58,7 +58,10 @@ func (a *Agent) flushOutbox(ctx context.Context) error {
 			return fmt.Errorf("outbox report %d: %w", q.ID, err)
 		}
 		started := a.Now()
-		err := a.Fx.Tenancy.Report(ctx, a.token, rep)
+		err := a.withBearer(ctx, func() error { return a.Fx.Tenancy.Report(ctx, a.token, rep) })
+		if err != nil && a.isBlocked() {
+			return err
+		}
 		if err != nil && droppable(err) {
 			// tenancy refused this report for good (a 4xx that is not about the bearer): keeping
 			// it would fail every later tick. It is dropped, and the journal says so.

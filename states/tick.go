@@ -119,22 +119,16 @@ func (a *Agent) checkin(ctx context.Context, containers []effects.Container) (ef
 		req.Containers = []effects.Container{}
 	}
 	started := a.Now()
-	resp, err := a.Fx.Tenancy.Checkin(ctx, a.token, req)
-	if err != nil && effects.KindOf(err) == effects.Unauthenticated {
-		if rerr := a.reauthenticate(ctx, err); rerr != nil {
-			return resp, rerr
-		}
+	var resp effects.CheckinResponse
+	err := a.withBearer(ctx, func() error {
+		var err error
 		resp, err = a.Fx.Tenancy.Checkin(ctx, a.token, req)
-		if err != nil && effects.KindOf(err) == effects.Unauthenticated {
-			return resp, a.blockUnauthenticated(err, "the fresh bootstrap grant's token was refused too")
-		}
-	}
+		return err
+	})
 	if err != nil {
-		switch effects.KindOf(err) {
-		case effects.EnvMismatch:
-			return resp, a.block(codeEnvMismatch, envMismatchWords(a.Cfg.EnvID, rec.Token.EnvID, err), started, err)
+		if !a.isBlocked() {
+			_ = a.eng.Note(machine.NoteCheckinFailed, effects.CodeOf(err), redact.String(err.Error()), started, nil)
 		}
-		_ = a.eng.Note(machine.NoteCheckinFailed, effects.CodeOf(err), redact.String(err.Error()), started, nil)
 		return resp, err
 	}
 	now := a.Now()

@@ -26,7 +26,12 @@ func (a *Agent) fetchBundle(ctx context.Context) (*bundle.Bundle, error) {
 	if url == "" {
 		url = "/v1/agent/bundle/" + a.Cfg.EnvID + "/" + rec.Sha
 	}
-	blob, err := a.Fx.Tenancy.FetchBundle(ctx, a.token, url, a.Cfg.MaxBundleBytes)
+	var blob effects.Bundle
+	err := a.withBearer(ctx, func() error {
+		var err error
+		blob, err = a.Fx.Tenancy.FetchBundle(ctx, a.token, url, a.Cfg.MaxBundleBytes)
+		return err
+	})
 	if err != nil {
 		if effects.CodeOf(err) == bundle.CodeInvalid {
 			return nil, &bundle.Refusal{Code: bundle.CodeInvalid, Detail: redact.String(err.Error())}
@@ -53,6 +58,8 @@ func (a *Agent) stepVerify(ctx context.Context) error {
 	b, err := a.fetchBundle(ctx)
 	var r *bundle.Refusal
 	switch {
+	case err != nil && a.isBlocked():
+		return err
 	case errors.As(err, &r):
 		return a.refuse(ctx, r.Code, r.Detail, 0)
 	case err != nil && effects.KindOf(err) == effects.NotFound:
@@ -83,7 +90,7 @@ func (a *Agent) currentBundle(ctx context.Context) (*bundle.Bundle, error) {
 
 // resumeBundleError turns a bundle that no longer verifies on a resumed flight into a failure.
 func (a *Agent) resumeBundleError(ctx context.Context, from machine.State, err error) error {
-	if effects.IsTemporary(err) {
+	if effects.IsTemporary(err) || a.isBlocked() {
 		return err
 	}
 	return a.fail(ctx, from, codeOr(err, "BUNDLE_FETCH_FAILED"), "fetching the bundle again to resume: "+redact.String(err.Error()), false)
