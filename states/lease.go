@@ -214,6 +214,9 @@ func (a *Agent) askLease(ctx context.Context, reason string) (effects.Lease, err
 		return lease, err
 	}
 	redact.Add(lease.LoginJWT)
+	if err := checkCredential("lease", "the login_jwt in tenancy's lease", lease.LoginJWT); err != nil {
+		return effects.Lease{}, err
+	}
 	if lease.Addr != "" && lease.Addr != a.Cfg.Bao.Addr {
 		a.Log.Info().Msgf("lease names OpenBao at %s; the configured %s is used", lease.Addr, a.Cfg.Bao.Addr)
 	}
@@ -288,6 +291,9 @@ func (a *Agent) stepLogin(ctx context.Context) error {
 		return a.fail(ctx, machine.Leased, codeOr(err, "BAO_LOGIN_REFUSED"), redact.String(err.Error()), false)
 	}
 	redact.Add(t.Value)
+	if err := checkCredential("bao login", "the token in OpenBao's answer", t.Value); err != nil {
+		return a.fail(ctx, machine.Leased, effects.CodeOf(err), err.Error(), false)
+	}
 	old := a.token
 	if err := files.WriteAtomicFS(a.fs(), a.Cfg.TokenPath(), []byte(t.Value+"\n"), 0o600); err != nil {
 		return err
@@ -334,6 +340,9 @@ func (a *Agent) leaseLogin(ctx context.Context, reason string) error {
 		return err
 	}
 	redact.Add(t.Value)
+	if err := checkCredential("bao login", "the token in OpenBao's answer", t.Value); err != nil {
+		return err
+	}
 	if err := files.WriteAtomicFS(a.fs(), a.Cfg.TokenPath(), []byte(t.Value+"\n"), 0o600); err != nil {
 		return err
 	}

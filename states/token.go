@@ -30,6 +30,34 @@ const (
 	SourceLease     = "lease"
 )
 
+// maxTokenBytes bounds a token or grant the agent stores (OpenBao's tokens are under 200
+// bytes, a grant JWT under 2 KiB).
+const maxTokenBytes = 8192
+
+// checkCredential refuses a token or grant that is not 1 to maxTokenBytes printable ASCII
+// characters without spaces: such a value breaks every later request's header (a CR/LF in a
+// token answer made every tick exit 1). The value itself is never in the error.
+func checkCredential(op, what, v string) error {
+	msg := ""
+	switch {
+	case v == "":
+		msg = what + " is empty"
+	case len(v) > maxTokenBytes:
+		msg = fmt.Sprintf("%s is %d bytes, more than %d", what, len(v), maxTokenBytes)
+	default:
+		for i := 0; i < len(v); i++ {
+			if v[i] < 0x21 || v[i] > 0x7e {
+				msg = fmt.Sprintf("%s holds a byte that is not printable ASCII (%#02x at offset %d)", what, v[i], i)
+				break
+			}
+		}
+	}
+	if msg == "" {
+		return nil
+	}
+	return &effects.Error{Op: op, Kind: effects.Permanent, Code: "CREDENTIAL_SHAPE", Msg: msg + ": not stored"}
+}
+
 // readSecretFile reads a 0600 file holding one secret; "" when absent or empty.
 // The value is registered with the redactor before it is returned.
 func readSecretFile(path string) (string, error) {
@@ -54,6 +82,10 @@ func (a *Agent) ensureToken(ctx context.Context) error {
 		return err
 	}
 	if tok != "" {
+		if err := checkCredential("token", a.Cfg.TokenPath(), tok); err != nil {
+			// written by an older agent: unusable in a header, so dropped like a refused one
+			return a.reauthenticate(ctx, err)
+		}
 		a.token = tok
 		return a.upkeep(ctx)
 	}
@@ -81,6 +113,10 @@ func (a *Agent) Bootstrap(ctx context.Context, grant string) error {
 		return a.blockUnauthenticated(err, "the bootstrap grant was refused by OpenBao ("+redact.String(err.Error())+") — re-run the install kit for a fresh grant")
 	}
 	redact.Add(t.Value)
+	if err := checkCredential("bao login", "the token in OpenBao's answer", t.Value); err != nil {
+		_ = a.eng.Note("bootstrap-failed", effects.CodeOf(err), err.Error()+"; the grant is kept for the next tick", started, nil)
+		return err
+	}
 	if err := files.WriteAtomicFS(a.fs(), a.Cfg.TokenPath(), []byte(t.Value+"\n"), 0o600); err != nil {
 		return err
 	}
