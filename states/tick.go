@@ -52,6 +52,7 @@ func (a *Agent) Tick(ctx context.Context) Result {
 		}
 	}
 	a.cleanLeftovers()
+	a.maskBoxSecrets()
 	err = a.run(ctx)
 	res := Result{Exit: ExitCode(err), Err: err, IntervalS: eng.Record().IntervalS}
 	if res.Exit == ExitTemporary || res.Exit == ExitFail {

@@ -1,0 +1,54 @@
+package states
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+
+	"github.com/tikali/monky-deployd/internal/bundle"
+	"github.com/tikali/monky-deployd/internal/redact"
+)
+
+// maskBoxSecrets registers with the redactor every secret value the box already holds — the
+// values rendered into current/.env and the registry credential in docker/config.json — so
+// that output from containers (a heartbeat's failed report, compose's errors) is masked in a
+// tick that did not read them from OpenBao itself. Called at the start of every tick. A file
+// that is absent or unreadable masks nothing and is not an error here: the step that needs it
+// says so.
+func (a *Agent) maskBoxSecrets() {
+	cur := a.currentDir()
+	if env, err := a.readOwnFile(filepath.Join(cur, ".env")); err == nil {
+		tpl, _ := a.readOwnFile(filepath.Join(cur, bundle.TemplateFile))
+		for _, v := range bundle.RenderedValues(tpl, env) {
+			redact.Add(v)
+		}
+	}
+	raw, err := a.readOwnFile(filepath.Join(a.Cfg.DockerConfigDir(), "config.json"))
+	if err != nil {
+		return
+	}
+	var doc struct {
+		Auths map[string]struct {
+			Auth     string `json:"auth"`
+			Password string `json:"password"`
+		} `json:"auths"`
+	}
+	if json.Unmarshal(raw, &doc) != nil {
+		return
+	}
+	for _, e := range doc.Auths {
+		redact.Add(e.Auth)
+		redact.Add(e.Password)
+		if b, err := base64.StdEncoding.DecodeString(e.Auth); err == nil {
+			if _, pw, ok := strings.Cut(string(b), ":"); ok {
+				redact.Add(pw)
+			}
+		}
+	}
+}
+
+// readOwnFile reads one of the agent's own files through the file seam.
+func (a *Agent) readOwnFile(path string) ([]byte, error) {
+	return a.fs().ReadFile(path)
+}
