@@ -50,6 +50,8 @@ type Agent struct {
 	Retention store.Retention
 	// Stop, when closed, ends the tick after the step in flight is committed (loop mode).
 	Stop <-chan struct{}
+	// TickTimeout is the whole tick's deadline (default: tick_timeout_s; negative: none).
+	TickTimeout time.Duration
 	// HealthPoll is how often the health wait polls `compose ps`.
 	HealthPoll time.Duration
 	// FS is where the agent's own files are written (token, grant, docker config, releases,
@@ -95,6 +97,9 @@ func (a *Agent) defaults() {
 	}
 	if a.HealthPoll == 0 {
 		a.HealthPoll = 2 * time.Second
+	}
+	if a.TickTimeout == 0 {
+		a.TickTimeout = time.Duration(a.Cfg.TickTimeoutS) * time.Second
 	}
 }
 

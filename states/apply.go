@@ -68,6 +68,9 @@ func (a *Agent) drive(ctx context.Context) error {
 		if a.stopping() {
 			return errStopped{}
 		}
+		if pastDeadline(ctx) {
+			return a.errTickTimeout()
+		}
 		var err error
 		a.stepStarted = a.Now()
 		switch st := a.eng.State(); st {
@@ -134,6 +137,11 @@ func backoff(n int) time.Duration {
 // fail commits a failure of this flight from the state whose step failed: counted, backed
 // off, reported failed with the code and names only, parked after MaxAttempts.
 func (a *Agent) fail(ctx context.Context, from machine.State, code, detail string, withLogs bool) error {
+	if pastDeadline(ctx) {
+		// whatever failed may have failed for want of time: not this apply's failure; the
+		// next tick does the step again
+		return a.errTickTimeout()
+	}
 	started := a.stepStart()
 	rec := a.eng.Record()
 	rep := effects.Report{Sha: rec.Sha, Result: effects.ResultFailed, Detail: code + ": " + detail, Containers: fromStore(rec.Containers)}

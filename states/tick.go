@@ -53,7 +53,20 @@ func (a *Agent) Tick(ctx context.Context) Result {
 	}
 	a.cleanLeftovers()
 	a.maskBoxSecrets()
+	parent := ctx
+	if a.TickTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, a.TickTimeout)
+		defer cancel()
+	}
 	err = a.run(ctx)
+	if pastDeadline(ctx) && parent.Err() == nil && err != nil && (effects.IsTemporary(err) || local(err)) && !a.isBlocked() {
+		cause := err
+		err = a.errTickTimeout()
+		detail := fmt.Sprintf("the tick ran past tick_timeout_s (%s) and stopped at a step boundary, at %s; the next tick resumes there (%s)",
+			a.TickTimeout, a.eng.State(), redact.String(cause.Error()))
+		_ = a.eng.Note(machine.NoteTickEnd, machine.CodeTickDeadline, detail, a.Now(), nil)
+	}
 	res := Result{Exit: ExitCode(err), Err: err, IntervalS: eng.Record().IntervalS}
 	if res.Exit == ExitTemporary || res.Exit == ExitFail {
 		a.journalEnd(err)
@@ -289,4 +302,17 @@ func envMismatchWords(cfgEnv, tokenEnv string, err error) string {
 		return fmt.Sprintf("config.yaml says %s, the token is pinned to %s (tenancy's %s)", cfgEnv, tokenEnv, said)
 	}
 	return fmt.Sprintf("config.yaml says %s, the token is pinned to another env (tenancy's %s)", cfgEnv, said)
+}
+
+// pastDeadline reports whether the tick's deadline (tick_timeout_s) has passed.
+func pastDeadline(ctx context.Context) bool {
+	return errors.Is(ctx.Err(), context.DeadlineExceeded)
+}
+
+// errTickTimeout is the error of a step boundary reached past the tick's deadline: temporary
+// (exit 75), journaled by journalEnd as TICK_DEADLINE.
+func (a *Agent) errTickTimeout() error {
+	return &effects.Error{Op: "tick", Kind: effects.Temporary, Code: machine.CodeTickDeadline,
+		Msg: fmt.Sprintf("the tick ran past tick_timeout_s (%s) and stopped at %s", a.TickTimeout, a.eng.State()),
+		Err: context.DeadlineExceeded}
 }

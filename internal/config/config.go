@@ -65,6 +65,7 @@ type Config struct {
 	ComposeProject  string  `yaml:"compose_project"`
 	BootstrapPath   string  `yaml:"bootstrap_path"`
 	HealthyTimeoutS int     `yaml:"healthy_timeout_s"`
+	TickTimeoutS    int     `yaml:"tick_timeout_s"` // one deadline for a whole tick of `run`
 	DockerBin       string  `yaml:"docker_bin"`
 	RegistryHost    string  `yaml:"registry_host"`
 	MaxBundleBytes  int64   `yaml:"max_bundle_bytes"`

@@ -50,6 +50,7 @@ const (
 	DefaultIdentityDir      = "/opt/openziti/etc/identities"
 	DefaultBootstrapPath    = "/etc/monky-deployd/bootstrap.jwt"
 	DefaultHealthyTimeoutS  = 300
+	DefaultTickTimeoutS     = 600
 	DefaultDockerBin        = "docker"
 	DefaultRegistryHost     = "harbor.tikali.net"
 	DefaultMaxBundleBytes   = 67108864
@@ -456,6 +457,9 @@ func (w *walker) finish(c *Config) error {
 	}
 	str(&c.BootstrapPath, DefaultBootstrapPath)
 	if err := num("healthy_timeout_s", &c.HealthyTimeoutS, DefaultHealthyTimeoutS); err != nil {
+		return err
+	}
+	if err := num("tick_timeout_s", &c.TickTimeoutS, DefaultTickTimeoutS); err != nil {
 		return err
 	}
 	str(&c.DockerBin, DefaultDockerBin)
