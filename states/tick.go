@@ -53,6 +53,9 @@ func (a *Agent) Tick(ctx context.Context) Result {
 	}
 	a.cleanLeftovers()
 	a.maskBoxSecrets()
+	if err := a.correctClock(); err != nil {
+		a.Log.Warn().Msg("clock check: " + redact.String(err.Error()))
+	}
 	parent := ctx
 	if a.TickTimeout > 0 {
 		var cancel context.CancelFunc

@@ -212,6 +212,10 @@ type Tx interface {
 	AddLease(LeaseEvent) error
 	// Leases returns the lease events at or after since, oldest first; older ones may be dropped.
 	Leases(since time.Time) ([]LeaseEvent, error)
+	// RestampLeases stamps now every lease event stamped after now+skew (a clock that was
+	// ahead and was stepped back) and returns how many it restamped: they count against the
+	// budget for one window from now, not until the clock catches up with them.
+	RestampLeases(now time.Time, skew time.Duration) (int, error)
 
 	// Enqueue persists a report before it is sent and returns its id.
 	Enqueue(q QueuedReport) (uint64, error)

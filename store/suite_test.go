@@ -67,6 +67,8 @@ func TestSuite(t *testing.T) {
 		{"PruneByCount", testPruneByCount},
 		{"PruneByAgeKeepsNotable", testPruneByAge},
 		{"LeasesSince", testLeases},
+		{"PruneAfterClockJumps", testPruneAfterClockJumps},
+		{"RestampFutureLeases", testRestampLeases},
 		{"Outbox", testOutbox},
 		{"AppliedHistory", testApplied},
 		{"FailedUpdateWritesNothing", testRollback},
@@ -384,6 +386,71 @@ func testPruneByAge(t *testing.T, s store.Store, _ func() store.Store) {
 			t.Errorf("entries of kept tick 5 = %d, want 1", len(es))
 		}
 		return nil
+	})
+}
+
+// A clock stepped a year forward (or back) prunes nothing by age: each gap between two ticks
+// ages the older ones by a day at most. It used to empty the journal of every heartbeat.
+func testPruneAfterClockJumps(t *testing.T, s store.Store, _ func() store.Store) {
+	update(t, s, func(tx store.Tx) error {
+		for i := 0; i < 100; i++ {
+			ts := store.TickSummary{Tick: uint64(i + 1), StartedAt: t0.Add(time.Duration(i) * time.Minute), Action: "none", Exit: intp(0)}
+			if err := tx.PutTick(ts); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	for _, now := range []time.Time{t0.Add(365 * 24 * time.Hour), t0.Add(-365 * 24 * time.Hour)} {
+		var removed int
+		update(t, s, func(tx store.Tx) (err error) {
+			removed, err = tx.Prune(store.Retention{MaxTicks: 1000, MaxAge: 90 * 24 * time.Hour}, now)
+			return err
+		})
+		if removed != 0 {
+			t.Errorf("Prune at %s removed %d ticks of the last 100 minutes", now, removed)
+		}
+	}
+	// the ticks themselves a year apart: the older ones are still a day old at most
+	update(t, s, func(tx store.Tx) error {
+		return tx.PutTick(store.TickSummary{Tick: 101, StartedAt: t0.Add(365 * 24 * time.Hour), Action: "none", Exit: intp(0)})
+	})
+	var removed int
+	update(t, s, func(tx store.Tx) (err error) {
+		removed, err = tx.Prune(store.Retention{MaxTicks: 1000, MaxAge: 90 * 24 * time.Hour}, t0.Add(365*24*time.Hour+time.Minute))
+		return err
+	})
+	if removed != 0 {
+		t.Errorf("Prune after a forward jump between ticks removed %d", removed)
+	}
+}
+
+// Lease events stamped in the future (a clock stepped back) are stamped now.
+func testRestampLeases(t *testing.T, s store.Store, _ func() store.Store) {
+	now := t0
+	update(t, s, func(tx store.Tx) error {
+		for _, at := range []time.Time{now.Add(365 * 24 * time.Hour), now.Add(365*24*time.Hour + time.Second), now.Add(-10 * time.Minute), now.Add(time.Minute)} {
+			if err := tx.AddLease(store.LeaseEvent{At: at, Outcome: "granted"}); err != nil {
+				return err
+			}
+		}
+		n, err := tx.RestampLeases(now, 5*time.Minute)
+		if n != 2 {
+			t.Errorf("restamped %d, want 2", n)
+		}
+		return err
+	})
+	view(t, s, func(tx store.Tx) error {
+		evs, err := tx.Leases(now.Add(-time.Hour))
+		if len(evs) != 4 {
+			t.Errorf("%d events, want 4", len(evs))
+		}
+		for _, ev := range evs {
+			if ev.At.After(now.Add(time.Minute)) {
+				t.Errorf("event at %s left in the future", ev.At)
+			}
+		}
+		return err
 	})
 }
 

@@ -278,6 +278,13 @@ func notable(s TickSummary) bool {
 	return s.Exit != nil && *s.Exit != 0 && *s.Exit != 75
 }
 
+// maxGap is the most one gap between two ticks adds to the older one's age (Prune).
+const maxGap = 24 * time.Hour
+
+func clampGap(d, most time.Duration) time.Duration {
+	return min(max(d, 0), most)
+}
+
 // lastSeen is when a tick last did anything: its end, or the end of the newest tick folded into it.
 func lastSeen(s TickSummary) time.Time {
 	last := s.StartedAt
@@ -306,10 +313,21 @@ func (t *tx) Prune(r Retention, now time.Time) (int, error) {
 	removed := 0
 	var newestRemoved uint64
 	kept, notableKept := 0, 0
+	var age time.Duration
 	for i := len(all) - 1; i >= 0; i-- { // newest first
 		s := all[i]
-		keep := (r.MaxTicks <= 0 || kept < r.MaxTicks) &&
-			(r.MaxAge <= 0 || !lastSeen(s).Before(now.Add(-r.MaxAge)))
+		// A tick's age is the time the ticks after it account for, each gap between two
+		// ticks counted at most maxGap and a folded tick's span at most maxGap per tick folded
+		// into it: a clock stepped forward (or a box that was off) ages nothing by more than
+		// that, so it never empties the journal; a clock stepped back ages nothing.
+		if i == len(all)-1 {
+			age = clampGap(now.Sub(lastSeen(s)), maxGap)
+		} else {
+			newer := all[i+1]
+			age += clampGap(lastSeen(newer).Sub(newer.StartedAt), time.Duration(newer.Folded+1)*maxGap)
+			age += clampGap(newer.StartedAt.Sub(lastSeen(s)), maxGap)
+		}
+		keep := (r.MaxTicks <= 0 || kept < r.MaxTicks) && (r.MaxAge <= 0 || age <= r.MaxAge)
 		if keep {
 			kept++
 		}
@@ -392,6 +410,36 @@ func (t *tx) AddLease(ev LeaseEvent) error {
 		}
 	}
 	return nil
+}
+
+func (t *tx) RestampLeases(now time.Time, skew time.Duration) (int, error) {
+	b := t.kv.bucket(bucketLeases)
+	var keys [][]byte
+	var evs []LeaseEvent
+	err := b.ascend(nanosKey(now.Add(skew+1)), func(k, v []byte) (bool, error) {
+		var ev LeaseEvent
+		if err := json.Unmarshal(v, &ev); err != nil {
+			return false, fmt.Errorf("decode lease %x: %w", k, err)
+		}
+		keys = append(keys, copyBytes(k))
+		evs = append(evs, ev)
+		return true, nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("restamp leases: %w", err)
+	}
+	for _, k := range keys {
+		if err := b.del(k); err != nil {
+			return 0, fmt.Errorf("restamp leases: %w", err)
+		}
+	}
+	for _, ev := range evs {
+		ev.At = now
+		if err := t.AddLease(ev); err != nil {
+			return 0, fmt.Errorf("restamp leases: %w", err)
+		}
+	}
+	return len(evs), nil
 }
 
 func (t *tx) Leases(since time.Time) ([]LeaseEvent, error) {
