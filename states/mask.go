@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/tikali/monky-deployd/effects/files"
 	"github.com/tikali/monky-deployd/internal/bundle"
 	"github.com/tikali/monky-deployd/internal/redact"
 )
@@ -48,7 +49,11 @@ func (a *Agent) maskBoxSecrets() {
 	}
 }
 
-// readOwnFile reads one of the agent's own files through the file seam.
+// readOwnFile reads one of the agent's own files: a trusted file on the real filesystem
+// (files.ReadTrusted), through the seam when a test set one.
 func (a *Agent) readOwnFile(path string) ([]byte, error) {
-	return a.fs().ReadFile(path)
+	if a.FS == nil {
+		return files.ReadTrusted(path, 1<<20)
+	}
+	return a.FS.ReadFile(path)
 }

@@ -5,10 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/tikali/monky-deployd/effects"
+	"github.com/tikali/monky-deployd/effects/files"
+	"github.com/tikali/monky-deployd/internal/config"
 	"github.com/tikali/monky-deployd/internal/redact"
 	"github.com/tikali/monky-deployd/machine"
 	"github.com/tikali/monky-deployd/store"
@@ -20,6 +23,9 @@ func (a *Agent) Tick(ctx context.Context) Result {
 	a.defaults()
 	if err := os.MkdirAll(a.Cfg.StateDir, 0o700); err != nil {
 		return Result{Exit: ExitFail, Err: fmt.Errorf("state dir: %w", err)}
+	}
+	if err := CheckTrust(a.Cfg); err != nil {
+		return Result{Exit: ExitFail, Err: err}
 	}
 	unlock, held, err := lockFile(a.Cfg.LockPath())
 	if err != nil {
@@ -318,4 +324,21 @@ func (a *Agent) errTickTimeout() error {
 	return &effects.Error{Op: "tick", Kind: effects.Temporary, Code: machine.CodeTickDeadline,
 		Msg: fmt.Sprintf("the tick ran past tick_timeout_s (%s) and stopped at %s", a.TickTimeout, a.eng.State()),
 		Err: context.DeadlineExceeded}
+}
+
+// CheckTrust checks the directories the agent writes into and the files it trusts that are not
+// read as secrets (those are checked when read): state_dir, deploy_dir, releases/, state.db and
+// docker/config.json. The first that fails is returned as a *files.TrustError naming the fix.
+func CheckTrust(cfg *config.Config) error {
+	for _, d := range []string{cfg.StateDir, cfg.DeployDir, filepath.Join(cfg.DeployDir, "releases")} {
+		if err := files.CheckDir(d); err != nil {
+			return err
+		}
+	}
+	for _, f := range []string{cfg.StatePath(), filepath.Join(cfg.DockerConfigDir(), "config.json")} {
+		if err := files.CheckFile(f); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -30,6 +30,13 @@ const (
 	SourceLease     = "lease"
 )
 
+// untrusted reports whether err is a file the agent refuses to trust: the tick ends with exit 1
+// naming the fix, and nothing is blocked (fixing the file is enough).
+func untrusted(err error) bool {
+	var te *files.TrustError
+	return errors.As(err, &te)
+}
+
 // maxTokenBytes bounds a token or grant the agent stores (OpenBao's tokens are under 200
 // bytes, a grant JWT under 2 KiB).
 const maxTokenBytes = 8192
@@ -58,13 +65,18 @@ func checkCredential(op, what, v string) error {
 	return &effects.Error{Op: op, Kind: effects.Permanent, Code: "CREDENTIAL_SHAPE", Msg: msg + ": not stored"}
 }
 
-// readSecretFile reads a 0600 file holding one secret; "" when absent or empty.
-// The value is registered with the redactor before it is returned.
+// readSecretFile reads a 0600 file holding one secret; "" when absent or empty. The file must
+// be one the agent trusts (files.ReadTrusted): a symlink, a foreign owner or a group- or
+// world-writable mode is an error naming the fix, and nothing is read from it. The value is
+// registered with the redactor before it is returned.
 func readSecretFile(path string) (string, error) {
-	b, err := os.ReadFile(path)
+	b, err := files.ReadTrusted(path, maxTokenBytes+64)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return "", nil
+		}
+		if untrusted(err) {
+			return "", err
 		}
 		return "", fmt.Errorf("read %s: %w", path, err)
 	}
@@ -90,6 +102,9 @@ func (a *Agent) ensureToken(ctx context.Context) error {
 		return a.upkeep(ctx)
 	}
 	grant, err := readSecretFile(a.Cfg.BootstrapPath)
+	if untrusted(err) {
+		return err
+	}
 	if err != nil {
 		return a.blockUnauthenticated(err, fmt.Sprintf("no token and the bootstrap grant at %s is unreadable: %v", a.Cfg.BootstrapPath, err))
 	}
@@ -225,6 +240,9 @@ func (a *Agent) reauthenticate(ctx context.Context, cause error) error {
 		return err
 	}
 	grant, err := readSecretFile(a.Cfg.BootstrapPath)
+	if untrusted(err) {
+		return err
+	}
 	if err != nil || grant == "" {
 		return a.blockUnauthenticated(cause, why)
 	}

@@ -13,6 +13,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/tikali/monky-deployd/internal/failpoint"
@@ -46,11 +47,20 @@ var OS FS = osFS{}
 
 type osFS struct{}
 
+// WriteFile creates the file openat-style: relative to a descriptor of its directory opened
+// without following a symlink, and itself with O_EXCL|O_NOFOLLOW, so a path component swapped
+// after the directory was checked cannot redirect the write.
 func (osFS) WriteFile(path string, data []byte, perm fs.FileMode) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+	d, err := os.OpenFile(filepath.Dir(path), os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
 	if err != nil {
 		return err
 	}
+	fd, err := syscall.Openat(int(d.Fd()), filepath.Base(path), syscall.O_WRONLY|syscall.O_CREAT|syscall.O_EXCL|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, uint32(perm.Perm()))
+	_ = d.Close()
+	if err != nil {
+		return &fs.PathError{Op: "open", Path: path, Err: err}
+	}
+	f := os.NewFile(uintptr(fd), path)
 	if err := f.Chmod(perm); err != nil {
 		f.Close()
 		return err

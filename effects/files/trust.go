@@ -1,0 +1,167 @@
+package files
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/user"
+	"strconv"
+	"syscall"
+)
+
+// The files the agent trusts (AGENT.md, "Files the agent trusts"): bao.token, the kept grant,
+// bootstrap.jwt, state.db and docker/config.json are opened without following a symlink, and
+// the opened descriptor must be a regular file owned by the agent's user and not group- or
+// world-writable; state_dir, deploy_dir and releases/ must be directories owned by the agent's
+// user and not group- or world-writable. A file that fails is neither read nor written through:
+// the error names the path and the command that fixes it.
+
+// TrustError is a file or directory the agent refuses to trust.
+type TrustError struct {
+	Path    string
+	Problem string // what is wrong, in a few words
+	Fix     string // the command that fixes it
+}
+
+func (e *TrustError) Error() string {
+	return fmt.Sprintf("%s %s: not trusted — fix: %s", e.Path, e.Problem, e.Fix)
+}
+
+// AgentUID is the user the agent runs as (the effective uid); a test may change it.
+var AgentUID = os.Geteuid
+
+// userName is the agent user's name for a fix (its uid when it has none).
+func userName(uid int) string {
+	if u, err := user.LookupId(strconv.Itoa(uid)); err == nil {
+		return u.Username
+	}
+	return strconv.Itoa(uid)
+}
+
+// checkStat applies the trust rules to an opened descriptor's stat.
+func checkStat(path string, fi fs.FileInfo, dir bool) error {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return nil
+	}
+	uid := AgentUID()
+	switch {
+	case dir && !fi.IsDir():
+		return &TrustError{Path: path, Problem: fmt.Sprintf("is not a directory (%s)", fi.Mode().Type()), Fix: "rm " + path + " (the agent creates it)"}
+	case !dir && !fi.Mode().IsRegular():
+		rm := "rm "
+		if fi.IsDir() {
+			rm = "rm -r "
+		}
+		return &TrustError{Path: path, Problem: fmt.Sprintf("is not a regular file (%s)", typeName(fi.Mode())), Fix: rm + path}
+	case int(st.Uid) != uid:
+		return &TrustError{Path: path, Problem: fmt.Sprintf("is owned by %s, not by the agent's user %s", userName(int(st.Uid)), userName(uid)),
+			Fix: fmt.Sprintf("chown %s: %s", userName(uid), path)}
+	case fi.Mode().Perm()&0o022 != 0 && dir:
+		return &TrustError{Path: path, Problem: fmt.Sprintf("is group- or world-writable (%04o)", fi.Mode().Perm()), Fix: "chmod go-w " + path}
+	case fi.Mode().Perm()&0o022 != 0:
+		return &TrustError{Path: path, Problem: fmt.Sprintf("is group- or world-writable (%04o)", fi.Mode().Perm()), Fix: "chmod 0600 " + path}
+	}
+	return nil
+}
+
+func typeName(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeSymlink != 0:
+		return "a symlink"
+	case m.IsDir():
+		return "a directory"
+	case m&fs.ModeNamedPipe != 0:
+		return "a FIFO"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	}
+	return m.Type().String()
+}
+
+// openNoFollow opens path read-only without following a symlink in its last component (and
+// without blocking on a FIFO).
+func openNoFollow(path string, dir bool) (*os.File, error) {
+	flag := os.O_RDONLY | syscall.O_NOFOLLOW | syscall.O_NONBLOCK | syscall.O_CLOEXEC
+	if dir {
+		flag |= syscall.O_DIRECTORY
+	}
+	f, err := os.OpenFile(path, flag, 0)
+	if err != nil {
+		if errors.Is(err, syscall.ELOOP) || (dir && errors.Is(err, syscall.ENOTDIR)) {
+			fi, lerr := os.Lstat(path)
+			if lerr == nil {
+				if cerr := checkStat(path, fi, dir); cerr != nil {
+					return nil, cerr
+				}
+			}
+			return nil, &TrustError{Path: path, Problem: "is a symlink", Fix: "rm " + path}
+		}
+		return nil, err
+	}
+	return f, nil
+}
+
+// ReadTrusted reads one of the files the agent trusts, at most max bytes. A missing file is an
+// error wrapping fs.ErrNotExist; a file that breaks a trust rule is a *TrustError and is not read.
+func ReadTrusted(path string, max int64) ([]byte, error) {
+	f, err := openNoFollow(path, false)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if err := checkStat(path, fi, false); err != nil {
+		return nil, err
+	}
+	b, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	if int64(len(b)) > max {
+		return nil, fmt.Errorf("read %s: larger than %d bytes", path, max)
+	}
+	return b, nil
+}
+
+// CheckFile checks a file the agent trusts without reading it; a missing file is fine.
+func CheckFile(path string) error {
+	f, err := openNoFollow(path, false)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		return err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	return checkStat(path, fi, false)
+}
+
+// CheckDir checks a directory the agent writes into (state_dir, deploy_dir, releases/); a
+// missing one is fine (the agent creates it).
+func CheckDir(path string) error {
+	f, err := openNoFollow(path, true)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		return err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	return checkStat(path, fi, true)
+}
