@@ -9,7 +9,9 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/signal"
+	"os/user"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -51,6 +53,7 @@ func fail(code int, format string, args ...any) error {
 // run is main without os.Exit: it returns the exit code.
 func run(args []string, stdout, stderr io.Writer) int {
 	app := newApp(stdout, stderr)
+	app.Metadata = map[string]any{"args": args}
 	err := app.Run(args)
 	if err == nil {
 		return 0
@@ -183,6 +186,10 @@ func openStore(cfg *config.Config, log zerolog.Logger) (*store.Bolt, error) {
 	if err := os.MkdirAll(cfg.StateDir, 0o700); err != nil {
 		return nil, fail(1, "state dir: %v", err)
 	}
+	// nothing is read from or written through a state_dir or state.db the agent cannot trust
+	if err := states.CheckTrust(cfg); err != nil {
+		return nil, fail(1, "%v", err)
+	}
 	st, err := store.OpenBolt(cfg.StatePath(), store.BoltOptions{Logf: func(f string, a ...any) { log.Warn().Msgf(f, a...) }})
 	if err != nil {
 		return nil, fail(1, "state file: %v", err)
@@ -236,10 +243,45 @@ func newAgent(cfg *config.Config, log zerolog.Logger, st store.Store) (*states.A
 	}, nil
 }
 
+// geteuid is the process's effective uid (a test stands in for root).
+var geteuid = os.Geteuid
+
+// wrongUser refuses a state-changing command run as root while state_dir belongs to another
+// user (the agent's): it would leave root-owned files there (bao.token, state.db, releases)
+// that the timer's ticks, run as that user, cannot read. It runs before anything is touched and
+// names the command to run instead. A state_dir that root owns (or that does not exist yet) is
+// not refused.
+func wrongUser(c *cli.Context, cfg *config.Config) error {
+	if geteuid() != 0 {
+		return nil
+	}
+	fi, err := os.Stat(cfg.StateDir)
+	if err != nil {
+		return nil
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok || st.Uid == 0 {
+		return nil
+	}
+	name := strconv.Itoa(int(st.Uid))
+	if u, err := user.LookupId(name); err == nil {
+		name = u.Username
+	}
+	cmdline := "monky-deployd"
+	if args, ok := c.App.Metadata["args"].([]string); ok && len(args) > 1 {
+		cmdline += " " + strings.Join(args[1:], " ")
+	}
+	return fail(1, "state_dir %s belongs to %s and this runs as root, which would leave root-owned files the agent cannot read: run it as the agent's user: sudo -u %s %s",
+		cfg.StateDir, name, name, cmdline)
+}
+
 // setup reads the config and opens the state file for a command that changes state.
 func setup(c *cli.Context, stderr io.Writer) (*config.Config, zerolog.Logger, *store.Bolt, error) {
 	cfg, err := loadConfig(c)
 	if err != nil {
+		return nil, zerolog.Nop(), nil, err
+	}
+	if err := wrongUser(c, cfg); err != nil {
 		return nil, zerolog.Nop(), nil, err
 	}
 	log := newLogger(cfg, stderr)
