@@ -271,7 +271,7 @@ func firstCheckError(btx *bolt.Tx) error {
 // checked before bbolt maps them (precheck), and the open and a read of every page run under
 // guard, so a damaged page is a problem, never a crash.
 func (b *Bolt) inspect(readOnly bool) (problem string, err error) {
-	problem, exists, err := precheck(b.path)
+	problem, exists, err := precheck(b.path, b.opts.Timeout)
 	if err != nil || problem != "" {
 		return problem, err
 	}

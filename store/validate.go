@@ -9,6 +9,7 @@ import (
 	"os"
 	"runtime/debug"
 	"syscall"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -77,7 +78,7 @@ func decodeMeta(b []byte) metaPage {
 // Both meta pages' checksums are verified; bbolt uses the valid one with the higher txid, so
 // one torn meta page (a power loss in mid-commit) is what bbolt recovers from and is accepted.
 // err is a fault of the system (permission, I/O), not of the file's bytes.
-func precheck(path string) (problem string, exists bool, err error) {
+func precheck(path string, timeout time.Duration) (problem string, exists bool, err error) {
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		switch {
@@ -92,6 +93,13 @@ func precheck(path string) (problem string, exists bool, err error) {
 	fi, err := f.Stat()
 	if err != nil {
 		return "", true, err
+	}
+	if fi.Mode().IsRegular() {
+		// bbolt holds an exclusive flock while a writer has the file open: a shared one here
+		// means no commit is half-written while the bytes are read
+		if err := flockShared(f, timeout); err != nil {
+			return "", true, err
+		}
 	}
 	if !fi.Mode().IsRegular() {
 		return fmt.Sprintf("it is not a regular file (%s)", fi.Mode().Type()), true, nil
@@ -312,6 +320,25 @@ func (w *walker) freelist(id uint64) error {
 	return nil
 }
 
+// flockShared takes a shared flock on f within timeout (released when f is closed); past the
+// timeout the error wraps ErrLocked.
+func flockShared(f *os.File, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_SH|syscall.LOCK_NB)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) {
+			return fmt.Errorf("lock %s: %w", f.Name(), err)
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("open %s: %w", f.Name(), ErrLocked)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 // guard turns a fault in the mapping (SIGSEGV/SIGBUS on a damaged page) into a panic on this
 // goroutine, for the recover of the caller; it returns the function that restores the old
 // setting. bbolt reads the mapping on the caller's goroutine, so this covers every read the
@@ -332,8 +359,7 @@ func readAll(btx *bolt.Tx) error {
 		}
 		c := b.Cursor()
 		for k, v := c.First(); k != nil; k, v = c.Next() {
-			touch(k)
-			touch(v)
+			touch(k) // bbolt's Check reads every key; values are read later under guard
 			if v == nil {
 				if nb := b.Bucket(k); nb != nil {
 					if err := walk(nb, depth+1); err != nil {
