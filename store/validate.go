@@ -157,32 +157,43 @@ func precheck(path string, timeout time.Duration) (problem string, exists bool, 
 			return fmt.Sprintf("meta %d's freelist page %d lies outside the file's %d pages", i, m.freelist, m.pgid), true, nil
 		}
 	}
-	if size > maxWalkBytes {
-		return "", true, nil // past what a walk in memory is worth; guard still covers the reads
+	// The walk reads the file through a read-only mapping of exactly its size (no copy): every
+	// page it touches lies below the high-water mark, which lies within the file, so no access
+	// can fall past the end; a file truncated meanwhile by someone else faults under guard.
+	raw, err := syscall.Mmap(int(f.Fd()), 0, int(size), syscall.PROT_READ, syscall.MAP_SHARED)
+	if err != nil {
+		return "", true, fmt.Errorf("map %s: %w", path, err)
 	}
-	raw := make([]byte, size)
-	if _, err := f.ReadAt(raw, 0); err != nil && !errors.Is(err, io.EOF) {
-		return "", true, err
-	}
+	defer func() { _ = syscall.Munmap(raw) }()
+	restore := guard()
+	defer restore()
+	defer func() {
+		if r := recover(); r != nil {
+			problem, err = fmt.Sprintf("reading it faulted (%v)", r), nil
+		}
+	}()
 	for i, m := range []metaPage{m0, m1} {
 		if m.err != "" {
 			continue
 		}
 		w := walker{raw: raw, ps: uint64(m.pageSize), hwm: m.pgid, seen: map[uint64]bool{}}
 		if err := w.tree(m.root, 0); err != nil {
+			if w.ioErr != nil {
+				return "", true, w.ioErr
+			}
 			return fmt.Sprintf("meta %d's tree: %v", i, err), true, nil
 		}
 		if m.freelist != pgidNoFreelist {
 			if err := w.freelist(m.freelist); err != nil {
+				if w.ioErr != nil {
+					return "", true, w.ioErr
+				}
 				return fmt.Sprintf("meta %d's freelist: %v", i, err), true, nil
 			}
 		}
 	}
 	return "", true, nil
 }
-
-// maxWalkBytes bounds the file precheck walks in memory (the agent's file stays near 4 MiB).
-const maxWalkBytes = 256 << 20
 
 // Page layout (bbolt internal/common): header id uint64, flags uint16, count uint16, overflow
 // uint32; branch elements pos, ksize uint32 and pgid uint64; leaf elements flags, pos, ksize,
@@ -202,10 +213,19 @@ const (
 // loop, fault or read out of the page: a page id outside the high-water mark, a page reached
 // twice (a cycle), a page that does not carry its own id, an element outside its page.
 type walker struct {
-	raw  []byte
-	ps   uint64
-	hwm  uint64
-	seen map[uint64]bool
+	raw   []byte // the file, mapped
+	ps    uint64
+	hwm   uint64
+	seen  map[uint64]bool
+	ioErr error // a read that failed: the system's fault, not the file's
+}
+
+// read returns n bytes at off (within the file: the high-water mark was checked against its size).
+func (w *walker) read(off, n uint64) ([]byte, error) {
+	if off+n > uint64(len(w.raw)) {
+		return nil, fmt.Errorf("bytes %d..%d lie past the end of the file", off, off+n)
+	}
+	return w.raw[off : off+n], nil
 }
 
 // page returns page id's bytes (with its overflow pages) after checking its header.
@@ -217,7 +237,10 @@ func (w *walker) page(id uint64, want uint16) ([]byte, error) {
 		return nil, fmt.Errorf("page %d is reached twice", id)
 	}
 	w.seen[id] = true
-	hdr := w.raw[id*w.ps:]
+	hdr, err := w.read(id*w.ps, w.ps)
+	if err != nil {
+		return nil, err
+	}
 	ne := binary.NativeEndian
 	if got := ne.Uint64(hdr); got != id {
 		return nil, fmt.Errorf("page %d carries id %d", id, got)
@@ -232,7 +255,10 @@ func (w *walker) page(id uint64, want uint16) ([]byte, error) {
 	for i := id + 1; i <= id+over; i++ {
 		w.seen[i] = true
 	}
-	return w.raw[id*w.ps : (id+over+1)*w.ps], nil
+	if over == 0 {
+		return hdr, nil
+	}
+	return w.read(id*w.ps, (over+1)*w.ps)
 }
 
 func (w *walker) tree(id uint64, depth int) error {
