@@ -245,6 +245,13 @@ func schemaProblem(btx *bolt.Tx) string {
 	if string(v) != strconv.Itoa(SchemaVersion) {
 		return fmt.Sprintf("schema version %q, this agent reads %d", truncate(string(v), 20), SchemaVersion)
 	}
+	// the record is every tick's first read: one that does not decode would fail every tick
+	if rec := meta.Get([]byte(keyRecord)); rec != nil {
+		var r Record
+		if err := json.Unmarshal(rec, &r); err != nil {
+			return fmt.Sprintf("meta/record does not decode (%v)", err)
+		}
+	}
 	return ""
 }
 

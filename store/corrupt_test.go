@@ -181,3 +181,37 @@ func FuzzStateFile(f *testing.F) {
 		openEvery(t, path)
 	})
 }
+
+// A bit flipped inside meta/record's JSON leaves bbolt's structure intact, and every tick
+// failed reading the record (exit 1, forever). run's open now moves such a file aside.
+func TestBoltUndecodableRecordMovedAside(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.db")
+	b := mustOpen(t, path, store.BoltOptions{})
+	if err := b.Update(func(tx store.Tx) error {
+		return tx.PutRecord(store.Record{EnvID: "env-qa-02", State: "Reported", Tick: 7})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := strings.Index(string(raw), `{"env_id":"env-qa-02"`)
+	if i < 0 {
+		t.Fatal("record not found in the file")
+	}
+	raw[i] = '['
+	if err := os.WriteFile(path, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.OpenBolt(path, store.BoltOptions{ReadOnly: true}); err == nil || !strings.Contains(err.Error(), "meta/record does not decode") {
+		t.Errorf("read-only open: %v", err)
+	}
+	b = mustOpen(t, path, store.BoltOptions{Now: fixedNow})
+	if _, err := os.Stat(path + ".corrupt-20261129T030405Z"); err != nil {
+		t.Errorf("not moved aside: %v", err)
+	}
+	if err := b.View(func(tx store.Tx) error { _, err := tx.Record(); return err }); err != nil {
+		t.Errorf("the fresh file's record: %v", err)
+	}
+}
