@@ -2,6 +2,8 @@ package states
 
 import (
 	"context"
+	"errors"
+	"net/http"
 
 	"github.com/tikali/monky-deployd/effects"
 	"github.com/tikali/monky-deployd/machine"
@@ -34,3 +36,22 @@ func (a *Agent) withBearer(ctx context.Context, call func() error) error {
 // isBlocked reports whether a call just blocked the machine: the step's error then ends the
 // tick as it is (no failure, no refusal is fired from Blocked).
 func (a *Agent) isBlocked() bool { return a.eng.State() == machine.Blocked }
+
+// readKV reads one secret. OpenBao answers 403 (permission denied) both for a path the policy
+// does not grant and for a token it no longer honours (PROTOCOL.md §3); the manifest's paths
+// were checked against the env's prefix before the lease, so a 403 is checked with lookup-self:
+// a refused token is dropped like a refused bearer (a fresh grant on disk logs in and the read
+// is made again, else Blocked) instead of failing the apply with the dead token kept.
+func (a *Agent) readKV(ctx context.Context, path, key string, version int) (string, error) {
+	v, err := a.Fx.Bao.ReadKV(ctx, a.token, path, key, version)
+	var e *effects.Error
+	if err == nil || !errors.As(err, &e) || e.Status != http.StatusForbidden {
+		return v, err
+	}
+	if _, lerr := a.Fx.Bao.LookupSelf(ctx, a.token); lerr == nil || effects.IsTemporary(lerr) {
+		return v, err // the token is fine: the path is refused
+	} else if rerr := a.reauthenticate(ctx, lerr); rerr != nil {
+		return "", rerr
+	}
+	return a.Fx.Bao.ReadKV(ctx, a.token, path, key, version)
+}

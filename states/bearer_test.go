@@ -103,3 +103,37 @@ func (h *harness) freshGrant() {
 		h.t.Fatal(err)
 	}
 }
+
+// OpenBao's 403 on a KV read with a token it no longer honours (lookup-self refused too): the
+// token is dropped and a fresh grant logs in, the read is made again and the apply goes on in the
+// same tick. It used to fail the apply (BAO_PERMISSION_DENIED) with the dead token kept.
+func TestKVReadWithARefusedTokenRebootstraps(t *testing.T) {
+	h := newHarness(t)
+	h.wantExit(h.tick(), 0)
+	h.freshGrant()
+	h.release("v1", nil)
+	h.sim.Fail(sim.FailRule{Path: "/v1/monky/data/" + env + "/see/", Status: 403, Message: "permission denied", Times: 1})
+	h.sim.Fail(sim.FailRule{Path: "/v1/auth/token/lookup-self", Status: 403, Message: "permission denied", Times: 1})
+	h.wantExit(h.tick(), 0)
+	if rec := h.record(); rec.State != "Reported" || rec.Failure != nil {
+		t.Errorf("state %s failure %+v", rec.State, rec.Failure)
+	}
+	if _, err := os.Stat(h.cfg.BootstrapPath); !os.IsNotExist(err) {
+		t.Errorf("the fresh grant was not used: %v", err)
+	}
+}
+
+// A 403 on a KV read while the token is fine (lookup-self answers): the path is refused, the
+// apply fails as before and the token stays.
+func TestKVReadRefusedPathFailsTheApply(t *testing.T) {
+	h := newHarness(t)
+	h.release("v1", nil)
+	h.sim.Fail(sim.FailRule{Path: "/v1/monky/data/" + env + "/see/db", Status: 403, Message: "permission denied"})
+	h.wantExit(h.tick(), 1)
+	if rec := h.record(); rec.State != "Failed" || rec.Failure == nil || rec.Failure.Code != "BAO_PERMISSION_DENIED" {
+		t.Errorf("state %s failure %+v", rec.State, rec.Failure)
+	}
+	if _, err := os.Stat(h.cfg.TokenPath()); err != nil {
+		t.Errorf("the token was dropped: %v", err)
+	}
+}

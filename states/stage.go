@@ -45,9 +45,9 @@ func (a *Agent) stepStage(ctx context.Context) error {
 		if e.Version != nil {
 			version = *e.Version
 		}
-		v, err := a.Fx.Bao.ReadKV(ctx, a.token, e.Path, key, version)
+		v, err := a.readKV(ctx, e.Path, key, version)
 		if err != nil {
-			if effects.IsTemporary(err) {
+			if effects.IsTemporary(err) || a.isBlocked() || untrusted(err) {
 				return err
 			}
 			return a.fail(ctx, machine.LoggedIn, codeOr(err, "SECRET_READ_FAILED"), fmt.Sprintf("read %s from %s: %s", e.Label(), e.Path, redact.String(err.Error())), false)
