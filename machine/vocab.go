@@ -28,12 +28,13 @@ const (
 	NoteTickEnd         = "tick-end"         // why the tick ended early (exit 75 or 1) when no other entry says it
 	NotePrune           = "prune"            // releases beyond keep_releases removed after an apply
 	NoteTakeover        = "takeover"         // a 0.1.x box's token, applied sha and releases imported
+	NoteClockCorrected  = "clock-corrected"  // times recorded in the future (a clock stepped back) taken as now
 )
 
 // Notes lists every note event, in the order docs/JOURNAL.md gives them.
 var Notes = []string{NoteCheckin, NoteCheckinFailed, NoteFetchFailed, NoteLeaseDeferred, NoteLoginFailed,
 	NoteBootstrap, NoteBootstrapFailed, NoteRenew, NoteTokenSwap, NoteUnauthenticated, NoteBlocked,
-	NoteReportDropped, NoteRollbackAllowed, NoteTickEnd, NotePrune, NoteTakeover}
+	NoteReportDropped, NoteRollbackAllowed, NoteTickEnd, NotePrune, NoteTakeover, NoteClockCorrected}
 
 // Codes the agent decides itself (tenancy's and OpenBao's come with their answers).
 const (

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tikali/monky-deployd/machine"
 	"github.com/tikali/monky-deployd/store"
 )
 
@@ -53,7 +54,7 @@ func (a *Agent) correctClock() error {
 	}
 	detail := "the clock is behind times recorded earlier (it was ahead and was stepped back): " + strings.Join(fixes, "; ")
 	a.Log.Warn().Msg(detail)
-	return a.eng.Note("clock-corrected", "", detail, now, func(r *store.Record, tx store.Tx) error {
+	return a.eng.Note(machine.NoteClockCorrected, "", detail, now, func(r *store.Record, tx store.Tx) error {
 		if retryAfter {
 			r.LeaseRetryAfter = now
 		}
