@@ -62,15 +62,22 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if err == nil {
 		return 0
 	}
+	// the closing line: under journald it carries its priority like every log line
+	prefix := ""
+	if f, ok := stderr.(*os.File); ok {
+		if journald, _ := logging.Detect(f); journald {
+			prefix = "<3>"
+		}
+	}
 	var ee *exitError
 	if errors.As(err, &ee) {
 		if ee.msg != "" {
-			fmt.Fprintln(stderr, "monky-deployd: "+redact.String(ee.msg))
+			fmt.Fprintln(stderr, prefix+"monky-deployd: "+redact.String(ee.msg))
 		}
 		return ee.code
 	}
 	// what else the cli library answers (help for no such topic) is a usage error too
-	fmt.Fprintln(stderr, "monky-deployd: "+redact.String(usageLine("", flagErrorWords(strings.TrimSpace(err.Error()))).Error()))
+	fmt.Fprintln(stderr, prefix+"monky-deployd: "+redact.String(usageLine("", flagErrorWords(strings.TrimSpace(err.Error()))).Error()))
 	return 1
 }
 
@@ -220,7 +227,11 @@ func newLogger(cfg *config.Config, stderr io.Writer) zerolog.Logger {
 	if cfg != nil {
 		level = cfg.LogLevel
 	}
-	return logging.Setup(stderr, level, opts)
+	l := logging.Setup(stderr, level, opts)
+	if cfg != nil && cfg.EnvID != "" {
+		l = l.With().Str(logging.FieldEnv, cfg.EnvID).Logger()
+	}
+	return l
 }
 
 // newAgent wires the effects for cfg: the transport's dialer under both clients, the docker
@@ -304,15 +315,12 @@ func writeMetrics(cfg *config.Config, st store.Store, res states.Result, started
 	}
 }
 
+// tickExit is the tick's exit code; the tick has logged its closing line already.
 func tickExit(res states.Result) error {
 	if res.Exit == 0 {
 		return nil
 	}
-	msg := ""
-	if res.Err != nil {
-		msg = res.Err.Error()
-	}
-	return &exitError{code: res.Exit, msg: msg}
+	return &exitError{code: res.Exit}
 }
 
 // loop runs ticks until SIGTERM or SIGINT, which stop it after the step in flight commits.
@@ -343,9 +351,6 @@ func loop(cfg *config.Config, a *states.Agent, st store.Store, log zerolog.Logge
 		writeMetrics(cfg, st, res, started, log)
 		if res.Exit == states.ExitEnvMismatch {
 			return tickExit(res)
-		}
-		if res.Exit != 0 && res.Err != nil {
-			log.Warn().Int("exit", res.Exit).Msg(redact.String(res.Err.Error()))
 		}
 		select {
 		case <-stop:
