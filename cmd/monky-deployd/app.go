@@ -17,6 +17,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/urfave/cli/v2"
 
+	"github.com/tikali/monky-deployd/effects"
 	"github.com/tikali/monky-deployd/effects/bao"
 	"github.com/tikali/monky-deployd/effects/disk"
 	"github.com/tikali/monky-deployd/effects/docker"
@@ -309,7 +310,8 @@ func writeMetrics(cfg *config.Config, st store.Store, res states.Result, started
 		return
 	}
 	end := time.Now()
-	t := metrics.Tick{Exit: res.Exit, Duration: end.Sub(started), EndedAt: end}
+	t := metrics.Tick{Exit: res.Exit, Code: effects.CodeOf(res.Err), Duration: end.Sub(started), EndedAt: end,
+		Interval: intervalOf(cfg, res.IntervalS), Version: version.Version, Transports: transportsBuiltIn()}
 	if err := metrics.Write(cfg.MetricsPath, filepath.Join(cfg.StateDir, metrics.CountersFile), st, t); err != nil {
 		log.Warn().Msg(redact.String(err.Error()))
 	}
