@@ -29,7 +29,7 @@ func (a *Agent) Tick(ctx context.Context) Result {
 		return Result{Exit: ExitFail, Err: err}
 	}
 	if !held {
-		a.Log.Info().Msg("another tick holds the lock; nothing to do")
+		a.Log.Debug().Msg("another tick holds the lock; nothing to do")
 		return Result{Exit: ExitOK}
 	}
 	defer unlock()
@@ -65,7 +65,7 @@ func (a *Agent) Tick(ctx context.Context) Result {
 		a.journalEnd(err)
 	}
 	if err != nil && a.Cfg.LaptopMode && res.Exit == ExitTemporary {
-		a.Log.Info().Msg("offline (laptop mode): " + redact.String(err.Error()))
+		a.Log.Debug().Msg("offline (laptop mode): " + redact.String(err.Error()))
 		res = Result{Exit: ExitOK, IntervalS: res.IntervalS, Tick: tick}
 	}
 	if err := eng.EndTick(machine.TickEnd{Exit: res.Exit, Action: a.action}, a.Retention); err != nil {
