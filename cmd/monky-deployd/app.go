@@ -313,7 +313,11 @@ func writeMetrics(cfg *config.Config, st store.Store, res states.Result, started
 	t := metrics.Tick{Exit: res.Exit, Code: effects.CodeOf(res.Err), Duration: end.Sub(started), EndedAt: end,
 		Interval: intervalOf(cfg, res.IntervalS), Version: version.Version, Transports: transportsBuiltIn()}
 	if err := metrics.Write(cfg.MetricsPath, filepath.Join(cfg.StateDir, metrics.CountersFile), st, t); err != nil {
-		log.Warn().Msg(redact.String(err.Error()))
+		ev := log.Warn()
+		if res.Tick > 0 {
+			ev = ev.Uint64(logging.FieldTick, res.Tick)
+		}
+		ev.Msg(redact.String(err.Error()))
 	}
 }
 
