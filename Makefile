@@ -9,6 +9,9 @@ LDFLAGS := -s -w -X github.com/tikali/monky-deployd/internal/version.Version=$(V
 	-X github.com/tikali/monky-deployd/internal/version.Commit=$(COMMIT)
 STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 BIN := bin
+# the agent is built without urfave/cli's docs generator (and its markdown libraries and their
+# package inits); the man page comes from a build that keeps them: `make man`
+AGENT_TAGS := urfave_cli_no_docs
 
 .PHONY: all build test vet lint unit demo sdk clean
 
@@ -16,7 +19,7 @@ all: build
 
 build:
 	@mkdir -p $(BIN)
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/monky-deployd ./cmd/monky-deployd
+	CGO_ENABLED=0 $(GO) build -tags $(AGENT_TAGS) -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/monky-deployd ./cmd/monky-deployd
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/monky-sim ./cmd/monky-sim
 
 test: vet lint unit
@@ -39,7 +42,7 @@ demo: build
 #   go get github.com/openziti/sdk-golang && go build -tags ziti ./cmd/monky-deployd
 sdk:
 	$(GO) get github.com/openziti/sdk-golang
-	CGO_ENABLED=0 $(GO) build -tags ziti -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/monky-deployd ./cmd/monky-deployd
+	CGO_ENABLED=0 $(GO) build -tags ziti,$(AGENT_TAGS) -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/monky-deployd ./cmd/monky-deployd
 
 clean:
 	rm -rf $(BIN) dist

@@ -30,7 +30,7 @@ deb-binary:
 	@if [ -n "$(DEB_BINARY)" ]; then \
 		install -m 0755 "$(DEB_BINARY)" $(DIST)/monky-deployd; \
 	else \
-		CGO_ENABLED=0 GOOS=linux GOARCH=$(DEB_ARCH) go build -trimpath -ldflags "$(GO_LDFLAGS)" \
+		CGO_ENABLED=0 GOOS=linux GOARCH=$(DEB_ARCH) go build -tags urfave_cli_no_docs -trimpath -ldflags "$(GO_LDFLAGS)" \
 			-o $(DIST)/monky-deployd ./cmd/monky-deployd; \
 	fi
 

@@ -121,6 +121,8 @@ type Result struct {
 	Err error
 	// IntervalS is tenancy's checkin_interval_s, 0 when it gave none.
 	IntervalS int
+	// Tick is the tick's number, 0 when none began (another tick held the lock).
+	Tick uint64
 }
 
 // Exit codes: a contract with the timer and the loop.

@@ -74,7 +74,7 @@ func (a *Agent) stepHealthy(ctx context.Context) error {
 		}
 		if now.Sub(lastLog) >= 10*time.Second {
 			lastLog = now
-			a.Log.Info().Msgf("waiting for healthy: %d/%d services healthy (%s); %ds left", len(cs)-len(bad), len(cs), strings.Join(bad, ", "), int(deadline.Sub(now).Seconds()))
+			a.Log.Debug().Msgf("waiting for healthy: %d/%d services healthy (%s); %ds left", len(cs)-len(bad), len(cs), strings.Join(bad, ", "), int(deadline.Sub(now).Seconds()))
 		}
 		if a.stopping() {
 			return errStopped{}

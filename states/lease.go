@@ -124,7 +124,7 @@ func (a *Agent) reusableToken(ctx context.Context) (string, bool) {
 	below := time.Duration(a.Cfg.Bao.RenewBelow) * time.Second
 	info, err := a.Fx.Bao.LookupSelf(ctx, a.token)
 	if err != nil {
-		a.Log.Info().Msg("lease-derived token not reusable: " + redact.String(err.Error()))
+		a.Log.Debug().Msg("lease-derived token not reusable: " + redact.String(err.Error()))
 		return "", false
 	}
 	ttl := info.TTL
@@ -280,7 +280,7 @@ func (a *Agent) stepLogin(ctx context.Context) error {
 			return err
 		}
 		failpoint.Hit("file:grant-written")
-		a.Log.Info().Msg("the kept grant was gone or expired: leased again")
+		a.Log.Debug().Msg("the kept grant was gone or expired: leased again")
 	}
 	t, err := a.Fx.Bao.Login(ctx, a.Cfg.Bao.AuthMount, a.Cfg.Bao.Role, grant)
 	if err != nil {

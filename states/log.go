@@ -1,28 +1,136 @@
 package states
 
 import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/tikali/monky-deployd/effects"
+	"github.com/tikali/monky-deployd/internal/logging"
 	"github.com/tikali/monky-deployd/internal/redact"
 	"github.com/tikali/monky-deployd/machine"
 	"github.com/tikali/monky-deployd/store"
 )
 
-// logTransition writes the one log line a transition gets.
+// Log lines carry their priority by meaning (journalctl -p reads it):
+//
+//	error    Blocked, Refused, a parked Failed, a tick that ends with exit 1 or 78
+//	warning  a Failed that will be retried, a temporary failure (exit 75)
+//	info     a transition, a heartbeat's one line, what changed the box or its token
+//	debug    the rest: a heartbeat's own transitions and check-in
+//
+// Every line of a tick carries env_id and tick (the logger's context, set in Tick); a field
+// is written only when it has a value.
+
+// logTransition writes the one log line a transition gets: `From → To: CODE: detail`.
 func (a *Agent) logTransition(t machine.Transition) {
-	ev := a.Log.Info()
-	if t.To == machine.Failed || t.To == machine.Refused || t.To == machine.Blocked {
+	var ev *zerolog.Event
+	switch {
+	case t.To == machine.Blocked || t.To == machine.Refused:
+		ev = a.Log.Error()
+	case t.To == machine.Failed && a.eng.Record().Parked:
+		ev = a.Log.Error()
+	case t.To == machine.Failed:
 		ev = a.Log.Warn()
+	case a.action == effects.ActionNone:
+		ev = a.Log.Debug() // the heartbeat's closing line says it
+	default:
+		ev = a.Log.Info()
 	}
 	msg := string(t.From) + " → " + string(t.To)
-	if t.Detail != "" {
-		msg += ": " + t.Detail
+	if d := withCode(t.Code, t.Detail); d != "" {
+		msg += ": " + d
 	}
-	ev.Uint64("tick", t.Tick).Str("event", t.Event).Str("code", t.Code).Int64("ms", t.Ms).Msg(redact.String(msg))
+	ev = ev.Str(logging.FieldEvent, t.Event).Int64(logging.FieldMs, t.Ms)
+	if t.Code != "" {
+		ev = ev.Str(logging.FieldCode, t.Code)
+	}
+	ev.Msg(redact.String(msg))
 }
 
+// logNote writes a journal note: `event: CODE: detail`.
 func (a *Agent) logNote(e store.Entry) {
-	ev := a.Log.Info()
-	if e.Event == machine.NoteCheckinFailed {
+	var ev *zerolog.Event
+	rec := a.eng.Record()
+	switch e.Event {
+	case machine.NoteBlocked:
+		ev = a.Log.Error()
+	case machine.NoteCheckin:
+		switch {
+		case e.Code != "" && (rec.Refusal != nil || rec.Parked):
+			ev = a.Log.Error() // still refused, parked
+		case e.Code != "":
+			ev = a.Log.Warn() // retry n of m at
+		default:
+			ev = a.Log.Debug()
+		}
+	case machine.NoteCheckinFailed, machine.NoteFetchFailed, machine.NoteLeaseDeferred, machine.NoteLoginFailed,
+		machine.NoteBootstrapFailed, machine.NoteUnauthenticated, machine.NoteReportDropped:
 		ev = a.Log.Warn()
+	case machine.NoteTickEnd:
+		ev = a.Log.Debug() // the tick's closing line says it, at its priority
+	default:
+		ev = a.Log.Info()
 	}
-	ev.Uint64("tick", e.Tick).Str("event", e.Event).Str("code", e.Code).Msg(redact.String(e.Event + ": " + e.Detail))
+	ev = ev.Str(logging.FieldEvent, e.Event)
+	if e.Code != "" {
+		ev = ev.Str(logging.FieldCode, e.Code)
+	}
+	ev.Msg(redact.String(e.Event + ": " + withCode(e.Code, e.Detail)))
+}
+
+// logEnd is the tick's closing line, at the priority of its exit: error for 1 and 78, warning
+// for 75; for a heartbeat that converged it is the heartbeat's one info line.
+func (a *Agent) logEnd(res Result, took time.Duration) {
+	var ev *zerolog.Event
+	var msg string
+	switch res.Exit {
+	case ExitOK:
+		rec := a.eng.Record()
+		if a.action == effects.ActionNone && rec.AppliedSha != "" {
+			ev = a.Log.Info()
+			msg = fmt.Sprintf("heartbeat: %s runs, %s", short(rec.AppliedSha), healthWords(rec.Containers))
+		} else {
+			ev = a.Log.Debug()
+			msg = "tick done: " + string(a.eng.State())
+		}
+	case ExitTemporary:
+		ev = a.Log.Warn()
+	default:
+		ev = a.Log.Error()
+	}
+	if msg == "" {
+		msg = fmt.Sprintf("exit %d", res.Exit)
+		if res.Err != nil {
+			msg += ": " + res.Err.Error()
+		}
+	}
+	ev = ev.Int(logging.FieldExit, res.Exit).Int64(logging.FieldMs, took.Milliseconds())
+	if c := effects.CodeOf(res.Err); res.Err != nil && c != "" {
+		ev = ev.Str(logging.FieldCode, c)
+	}
+	ev.Msg(redact.String(msg))
+}
+
+func healthWords(cs []store.Container) string {
+	ok := 0
+	for _, c := range cs {
+		if effects.Container(c).Healthy() {
+			ok++
+		}
+	}
+	return fmt.Sprintf("%d/%d services healthy", ok, len(cs))
+}
+
+// withCode puts the code in front of the detail unless the detail starts with it.
+func withCode(code, detail string) string {
+	switch {
+	case code == "" || strings.HasPrefix(detail, code) || strings.Contains(detail, code+":"):
+		return detail
+	case detail == "":
+		return code
+	}
+	return code + ": " + detail
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/tikali/monky-deployd/effects"
 	"github.com/tikali/monky-deployd/effects/files"
 	"github.com/tikali/monky-deployd/internal/config"
+	"github.com/tikali/monky-deployd/internal/logging"
 	"github.com/tikali/monky-deployd/internal/redact"
 	"github.com/tikali/monky-deployd/machine"
 	"github.com/tikali/monky-deployd/store"
@@ -34,7 +35,7 @@ func (a *Agent) Tick(ctx context.Context) Result {
 		return Result{Exit: ExitFail, Err: err}
 	}
 	if !held {
-		a.Log.Info().Msg("another tick holds the lock; nothing to do")
+		a.Log.Debug().Msg("another tick holds the lock; nothing to do")
 		return Result{Exit: ExitOK}
 	}
 	defer unlock()
@@ -48,9 +49,15 @@ func (a *Agent) Tick(ctx context.Context) Result {
 	eng.OnTransition = a.logTransition
 	eng.OnNote = a.logNote
 	fresh := a.fresh()
-	if _, err := eng.BeginTick(a.Cfg.EnvID); err != nil {
+	tick, err := eng.BeginTick(a.Cfg.EnvID)
+	if err != nil {
 		return Result{Exit: ExitFail, Err: fmt.Errorf("begin tick: %w", err)}
 	}
+	// every line of this tick carries its number (loop mode runs many ticks on one logger)
+	base := a.Log
+	a.Log = base.With().Uint64(logging.FieldTick, tick).Logger()
+	defer func() { a.Log = base }()
+	began := a.Now()
 	if fresh {
 		// a box upgraded in place from 0.1.x: its token, applied sha and releases
 		if err := a.takeover(); err != nil {
@@ -76,21 +83,22 @@ func (a *Agent) Tick(ctx context.Context) Result {
 			a.TickTimeout, a.eng.State(), redact.String(cause.Error()))
 		_ = a.eng.Note(machine.NoteTickEnd, machine.CodeTickDeadline, detail, a.Now(), nil)
 	}
-	res := Result{Exit: ExitCode(err), Err: err, IntervalS: eng.Record().IntervalS}
+	res := Result{Exit: ExitCode(err), Err: err, IntervalS: eng.Record().IntervalS, Tick: tick}
 	if res.Exit == ExitTemporary || res.Exit == ExitFail {
 		a.journalEnd(err)
 	}
 	if err != nil && a.Cfg.LaptopMode && res.Exit == ExitTemporary {
-		a.Log.Info().Msg("offline (laptop mode): " + redact.String(err.Error()))
-		res = Result{Exit: ExitOK, IntervalS: res.IntervalS}
+		a.Log.Debug().Msg("offline (laptop mode): " + redact.String(err.Error()))
+		res = Result{Exit: ExitOK, IntervalS: res.IntervalS, Tick: tick}
 	}
 	if err := eng.EndTick(machine.TickEnd{Exit: res.Exit, Action: a.action}, a.Retention); err != nil {
 		a.Log.Error().Err(err).Msg("end tick")
 		if res.Exit == ExitOK {
-			res = Result{Exit: ExitFail, Err: err}
+			res = Result{Exit: ExitFail, Err: err, Tick: tick}
 		}
 	}
 	a.compact(eng.Record().Tick)
+	a.logEnd(res, a.Now().Sub(began))
 	return res
 }
 
@@ -167,8 +175,11 @@ func (a *Agent) checkin(ctx context.Context, containers []effects.Container) (ef
 		}
 		r.Containers = toStore(containers)
 	})
-	a.Log.Info().Str("action", resp.Action).Str("desired", short(resp.DesiredSha)).Str("applied", short(rec.AppliedSha)).
-		Msgf("checkin: action=%s desired=%s applied=%s", resp.Action, short(resp.DesiredSha), short(rec.AppliedSha))
+	ev := a.Log.Info()
+	if resp.Action == effects.ActionNone {
+		ev = a.Log.Debug() // a heartbeat's one line is its closing line
+	}
+	ev.Msgf("checkin: action=%s desired=%s applied=%s", resp.Action, short(resp.DesiredSha), short(rec.AppliedSha))
 	return resp, nil
 }
 

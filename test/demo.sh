@@ -103,11 +103,11 @@ sim() { "$BIN/monky-sim" "$1" --addr-file "$WORK/addr.json" --env "$ENV_ID" "${@
 agent() { "$BIN/monky-deployd" --config "$WORK/kit/config.yaml" "$@"; }
 
 FAILED=()
-# tick WANT: one `run --once`; prints its exit code and the agent's closing line, if any.
+# tick WANT: one `run --once`; prints its exit code and the agent's closing line (`exit N: …`), if any.
 tick() {
 	local want=$1 rc=0
 	agent run --once 2>"$WORK/tick.log" || rc=$?
-	grep '^monky-deployd:' "$WORK/tick.log" | sed 's/^/  /' || true
+	{ grep '^monky-deployd:' "$WORK/tick.log" || true; sed -n 's/.*"message":"\(exit [0-9]*: [^"]*\)".*/\1/p' "$WORK/tick.log"; } | sed 's/^/  /'
 	if [[ "$rc" -eq "$want" ]]; then
 		echo "run --once exit code: $rc (expected)"
 	else

@@ -19,6 +19,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/urfave/cli/v2"
 
+	"github.com/tikali/monky-deployd/effects"
 	"github.com/tikali/monky-deployd/effects/bao"
 	"github.com/tikali/monky-deployd/effects/disk"
 	"github.com/tikali/monky-deployd/effects/docker"
@@ -54,38 +55,61 @@ func fail(code int, format string, args ...any) error {
 func run(args []string, stdout, stderr io.Writer) int {
 	app := newApp(stdout, stderr)
 	app.Metadata = map[string]any{"args": args}
+	if words, ok := completionRequest(args); ok {
+		// answered from the definitions: no command's action is reachable from here
+		for _, w := range completions(app, words) {
+			fmt.Fprintln(stdout, w)
+		}
+		return 0
+	}
 	err := app.Run(args)
 	if err == nil {
 		return 0
 	}
+	// the closing line: under journald it carries its priority like every log line
+	prefix := ""
+	if f, ok := stderr.(*os.File); ok {
+		if journald, _ := logging.Detect(f); journald {
+			prefix = "<3>"
+		}
+	}
 	var ee *exitError
 	if errors.As(err, &ee) {
 		if ee.msg != "" {
-			fmt.Fprintln(stderr, "monky-deployd: "+redact.String(ee.msg))
+			fmt.Fprintln(stderr, prefix+"monky-deployd: "+redact.String(ee.msg))
 		}
 		return ee.code
 	}
-	// usage errors from the cli library
-	fmt.Fprintln(stderr, "monky-deployd: "+redact.String(err.Error()))
+	// what else the cli library answers (help for no such topic) is a usage error too
+	fmt.Fprintln(stderr, prefix+"monky-deployd: "+redact.String(usageLine("", flagErrorWords(strings.TrimSpace(err.Error()))).Error()))
 	return 1
 }
 
 func newApp(stdout, stderr io.Writer) *cli.App {
 	app := &cli.App{
-		Name:                 "monky-deployd",
-		Usage:                "the on-box pull agent for Monky backend environments",
-		Description:          appDescription,
-		EnableBashCompletion: true,
-		Version:              version.Version,
-		Writer:               stdout,
-		ErrWriter:            stderr,
-		HideVersion:          true,
+		Name:        "monky-deployd",
+		Usage:       "the on-box pull agent for Monky backend environments",
+		Description: appDescription,
+		Version:     version.Version,
+		Writer:      stdout,
+		ErrWriter:   stderr,
+		HideVersion: true, // --version below runs the version command
+		// completion is answered by run() before the library sees the arguments: the library's
+		// own --generate-bash-completion stays off so no action can be reached through it
+		EnableBashCompletion: false,
 		ExitErrHandler:       func(*cli.Context, error) {},
-		CommandNotFound: func(c *cli.Context, cmd string) {
-			fmt.Fprintf(stderr, "monky-deployd: no command %q (see --help)\n", cmd)
-		},
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "config", Value: config.DefaultPath, EnvVars: []string{"MONKY_DEPLOYD_CONFIG"}, Usage: "the agent's config.yaml"},
+			&cli.BoolFlag{Name: "version", Usage: "print the version (the same as monky-deployd version)"},
+		},
+		Action: func(c *cli.Context) error {
+			if c.Bool("version") {
+				return c.App.Command("version").Action(c)
+			}
+			if c.NArg() > 0 {
+				return usageErr(c, "unknown command %q", c.Args().First())
+			}
+			return cli.ShowAppHelp(c)
 		},
 		Commands: []*cli.Command{
 			{
@@ -102,13 +126,23 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			{
 				Name:  "status",
 				Usage: "where the box stands (read-only)",
-				Description: "Examples:\n   monky-deployd status\n   monky-deployd status --json | jq .lease_budget\n" +
+				Description: "Exit status: 0 when the box is converged or working on it (in flight, retrying, waiting on\n" +
+					"   the lease budget); 1 when it needs a person (Refused, Blocked, a parked Failed) or the state\n" +
+					"   file is missing or unreadable.\n\n" +
+					"Examples:\n   monky-deployd status\n   monky-deployd status --json | jq .lease_budget\n" +
+					"   monky-deployd status --quiet || echo 'this box needs a person'\n" +
 					"   monky-deployd status --state-file ./state.db   # a copy a box sent to support; no config needed",
 				Flags: []cli.Flag{
 					&cli.BoolFlag{Name: "json", Usage: "one JSON document on stdout"},
+					&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "print nothing; only the exit status says whether the box needs a person"},
 					&cli.StringFlag{Name: "state-file", Usage: "read this copy of a state file instead of the config's (as of its newest tick; writes nothing)"},
 				},
-				Action: func(c *cli.Context) error { return cmdStatus(c, stdout) },
+				Action: func(c *cli.Context) error {
+					if c.Bool("quiet") {
+						return quiet(cmdStatus(c, io.Discard))
+					}
+					return cmdStatus(c, stdout)
+				},
 			},
 			{
 				Name:  "explain",
@@ -150,9 +184,12 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			},
 			versionCommand(stdout),
 			completionCommand(stdout),
-			manCommand(stdout),
 		},
 	}
+	if man := manCommand(stdout); man != nil {
+		app.Commands = append(app.Commands, man)
+	}
+	strict(app)
 	return app
 }
 
@@ -164,15 +201,7 @@ monky-deployd.timer runs one tick (run --once) every minute.
 
 Exit status: 0 converged, heartbeat sent, or another tick holds the lock; 75 temporary (the
 next tick resumes); 78 AGENT_ENV_MISMATCH (never retried); 1 a refusal, a failure, a block, a
-TLS or identity fault, a usage or config error.
-
-Files: /etc/monky-deployd/config.yaml (the config), /etc/monky-deployd/bootstrap.jwt (the kit's
-grant until the first login), /var/lib/monky-deployd/ (state_dir: bao.token, state.db, lock,
-docker/config.json, metrics.json).
-
-Environment: MONKY_DEPLOYD_CONFIG (the config's path), NO_COLOR (plain log output).
-
-See docs/OPERATIONS.md: "Reading the journal" has the one command that fixes or checks each line.`
+TLS or identity fault, a usage or config error. Files, environment: monky-deployd(8).`
 
 func loadConfig(c *cli.Context) (*config.Config, error) {
 	cfg, err := config.Load(c.String("config"))
@@ -206,7 +235,11 @@ func newLogger(cfg *config.Config, stderr io.Writer) zerolog.Logger {
 	if cfg != nil {
 		level = cfg.LogLevel
 	}
-	return logging.Setup(stderr, level, opts)
+	l := logging.Setup(stderr, level, opts)
+	if cfg != nil && cfg.EnvID != "" {
+		l = l.With().Str(logging.FieldEnv, cfg.EnvID).Logger()
+	}
+	return l
 }
 
 // newAgent wires the effects for cfg: the transport's dialer under both clients, the docker
@@ -319,21 +352,23 @@ func writeMetrics(cfg *config.Config, st store.Store, res states.Result, started
 		return
 	}
 	end := time.Now()
-	t := metrics.Tick{Exit: res.Exit, Duration: end.Sub(started), EndedAt: end}
+	t := metrics.Tick{Exit: res.Exit, Code: effects.CodeOf(res.Err), Duration: end.Sub(started), EndedAt: end,
+		Interval: intervalOf(cfg, res.IntervalS), Version: version.Version, Transports: transportsBuiltIn()}
 	if err := metrics.Write(cfg.MetricsPath, filepath.Join(cfg.StateDir, metrics.CountersFile), st, t); err != nil {
-		log.Warn().Msg(redact.String(err.Error()))
+		ev := log.Warn()
+		if res.Tick > 0 {
+			ev = ev.Uint64(logging.FieldTick, res.Tick)
+		}
+		ev.Msg(redact.String(err.Error()))
 	}
 }
 
+// tickExit is the tick's exit code; the tick has logged its closing line already.
 func tickExit(res states.Result) error {
 	if res.Exit == 0 {
 		return nil
 	}
-	msg := ""
-	if res.Err != nil {
-		msg = res.Err.Error()
-	}
-	return &exitError{code: res.Exit, msg: msg}
+	return &exitError{code: res.Exit}
 }
 
 // loop runs ticks until SIGTERM or SIGINT, which stop it after the step in flight commits.
@@ -364,9 +399,6 @@ func loop(cfg *config.Config, a *states.Agent, st store.Store, log zerolog.Logge
 		writeMetrics(cfg, st, res, started, log)
 		if res.Exit == states.ExitEnvMismatch {
 			return tickExit(res)
-		}
-		if res.Exit != 0 && res.Err != nil {
-			log.Warn().Int("exit", res.Exit).Msg(redact.String(res.Err.Error()))
 		}
 		select {
 		case <-stop:
@@ -420,13 +452,16 @@ func cmdStatus(c *cli.Context, stdout io.Writer) error {
 	s.TickRunning = states.TickRunning(cfg.LockPath())
 	s.MovedAside, _ = st.MovedAside()
 	if c.Bool("json") {
-		return writeJSON(stdout, s)
+		if err := writeJSON(stdout, s); err != nil {
+			return err
+		}
+		return statusExit(s)
 	}
 	var b strings.Builder
 	writeMovedAside(&b, s.MovedAside)
 	explain.WriteStatusText(&b, s)
 	fmt.Fprint(stdout, redact.String(b.String()))
-	return nil
+	return statusExit(s)
 }
 
 // statusCopy is `status --state-file`: a copy read as of its newest tick, with no config, no
@@ -444,15 +479,21 @@ func statusCopy(c *cli.Context, path string, stdout io.Writer) error {
 		return fail(1, "status: %v", err)
 	}
 	if c.Bool("json") {
-		return writeJSON(stdout, s)
+		if err := writeJSON(stdout, s); err != nil {
+			return err
+		}
+		return statusExit(s)
 	}
 	var b strings.Builder
 	explain.WriteStatusText(&b, s)
 	fmt.Fprint(stdout, redact.String(b.String()))
-	return nil
+	return statusExit(s)
 }
 
 func cmdExplain(c *cli.Context, stdout io.Writer) error {
+	if n := c.Int("n"); n < 1 {
+		return usageErr(c, "-n must be 1 or more (got %d)", n)
+	}
 	path := c.String("state-file")
 	if path == "" {
 		cfg, err := loadConfig(c)

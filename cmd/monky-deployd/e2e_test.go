@@ -45,7 +45,8 @@ func testMain(m *testing.M) int {
 	binDir = dir
 	ld := "-X github.com/tikali/monky-deployd/internal/version.Version=" + wantVersion
 	builds := [][]string{
-		{"build", "-ldflags", ld, "-o", filepath.Join(dir, "monky-deployd"), "."},
+		// as shipped: without urfave/cli's docs (the man page comes from `make man`)
+		{"build", "-tags", "urfave_cli_no_docs", "-ldflags", ld, "-o", filepath.Join(dir, "monky-deployd"), "."},
 		{"build", "-tags", "failpoints", "-ldflags", ld, "-o", filepath.Join(dir, "monky-deployd-fp"), "."},
 		{"build", "-o", filepath.Join(dir, "monky-sim"), "../monky-sim"},
 		{"build", "-o", filepath.Join(dir, "docker"), "../../internal/fakedocker"},

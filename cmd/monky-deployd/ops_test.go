@@ -30,7 +30,7 @@ func TestManPageIsGenerated(t *testing.T) {
 	if out.String() != string(committed) {
 		t.Error("packaging/man/monky-deployd.8 differs from the generated page: run `make man`")
 	}
-	for _, want := range []string{".TH monky-deployd 8", ".SH explain", "--ndjson", ".SH completion", "Exit status"} {
+	for _, want := range []string{".TH monky-deployd 8", ".SS explain", `\fB--ndjson\fP`, ".SS completion"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("man page lacks %q", want)
 		}
@@ -55,16 +55,43 @@ func TestCompletion(t *testing.T) {
 	if code := run([]string{"monky-deployd", "completion", "tcsh"}, &out, &errb); code != 1 || !strings.Contains(errb.String(), "bash, zsh or fish") {
 		t.Errorf("completion tcsh: exit %d, stderr %q", code, errb.String())
 	}
-	// the scripts ask the binary: its answer lists the commands (urfave/cli reads os.Args
-	// for this, so it runs the built binary)
-	words, err := exec.Command(filepath.Join(binDir, "monky-deployd"), "--generate-bash-completion").Output()
+}
+
+// TestManPageSections: the sections a man page has, in order, and groff renders the page with
+// every warning on and says nothing.
+func TestManPageSections(t *testing.T) {
+	page, err := manPage(newApp(&bytes.Buffer{}, &bytes.Buffer{}))
 	if err != nil {
-		t.Fatalf("--generate-bash-completion: %v", err)
+		t.Fatal(err)
 	}
-	for _, c := range []string{"run", "status", "explain", "resume", "completion"} {
-		if !strings.Contains("\n"+string(words), "\n"+c+"\n") {
-			t.Errorf("completion words lack %s:\n%s", c, words)
+	var sections []string
+	for _, l := range strings.Split(page, "\n") {
+		if s, ok := strings.CutPrefix(l, ".SH "); ok {
+			sections = append(sections, s)
 		}
+	}
+	want := "NAME SYNOPSIS DESCRIPTION GLOBAL OPTIONS COMMANDS EXIT STATUS FILES ENVIRONMENT SEE ALSO"
+	if got := strings.Join(sections, " "); got != want {
+		t.Errorf("sections %q, want %q", got, want)
+	}
+	for _, w := range []string{".SS status", ".SS explain", `status\fR [\fB\-\-json\fR] [\fB\-\-quiet\fR]`, "needs a person", ".B 75"} {
+		if !strings.Contains(page, w) {
+			t.Errorf("man page lacks %q", w)
+		}
+	}
+	groff, err := exec.LookPath("groff")
+	if err != nil {
+		t.Skip("groff is not installed (apt install groff-base): the rendering is checked where it is")
+	}
+	cmd := exec.Command(groff, "-ww", "-man", "-Tutf8")
+	cmd.Stdin = strings.NewReader(page)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil || errb.Len() > 0 {
+		t.Errorf("groff -ww -man: %v\n%s", err, errb.String())
+	}
+	if !strings.Contains(out.String(), "EXIT STATUS") && !strings.Contains(out.String(), "E\bEX\bXI\bIT\bT") {
+		t.Errorf("rendered page lacks EXIT STATUS:\n%s", out.String())
 	}
 }
 

@@ -2,13 +2,16 @@
 // collector file (`metrics_path`), so a fleet can alert on boxes that stopped checking in, stay
 // refused, or hold a token about to expire.
 //
-// It reads the state file and a small counters file beside it; it never dials out, never sees
-// a secret (the store holds none), and uses its own registry, never the global one. Counters
-// that must survive the journal's folding and pruning (ticks by exit code, refusals by code)
-// are kept in `<state_dir>/metrics.json`, replaced atomically each tick.
+// It reads the state file and a small counters file beside it; it never dials out and never
+// sees a secret (the store holds none). The families are built as client_model values and
+// written with Prometheus' own text encoder (expfmt): no registry, nothing built at package
+// init. Counters that must survive the journal's folding and pruning (ticks by exit code,
+// failures and refusals by code) are kept in `<state_dir>/metrics.json`, replaced atomically
+// each tick.
 package metrics
 
 import (
+	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,9 +19,11 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
 
 	"github.com/tikali/monky-deployd/internal/explain"
 	"github.com/tikali/monky-deployd/machine"
@@ -28,20 +33,31 @@ import (
 // CountersFile is the name of the counters file in the state directory.
 const CountersFile = "metrics.json"
 
-// Tick is what the caller knows of the tick that just ended.
+// Tick is what the caller knows of the tick that just ended and of the build.
 type Tick struct {
 	Exit     int
+	Code     string // the code the tick ended with ("" when it has none)
 	Duration time.Duration
 	EndedAt  time.Time
+	// Interval is how often ticks run (the timer's or the loop's interval): the alert rules
+	// call the file stale past three of them.
+	Interval time.Duration
+	// Version and Transports are the build's (monky_deployd_build_info).
+	Version    string
+	Transports []string
 }
 
 // Counters are the totals the textfile carries across ticks.
 type Counters struct {
 	TicksByExit    map[string]float64 `json:"ticks_by_exit"`
+	FailuresByCode map[string]float64 `json:"failures_by_code"`
 	RefusalsByCode map[string]float64 `json:"refusals_by_code"`
 	// CountedTick is the last tick counted, so a second write for the same tick adds nothing.
 	CountedTick uint64 `json:"counted_tick"`
 }
+
+// NoCode is the code label of a failed tick whose error carries no code.
+const NoCode = "NONE"
 
 // Write counts the tick, then writes the textfile at path from the state file and the tick.
 // countersPath is the counters file (see CountersFile).
@@ -86,6 +102,13 @@ func Write(path, countersPath string, st store.Store, t Tick) error {
 	}
 	if rec.Tick != c.CountedTick {
 		c.TicksByExit[strconv.Itoa(t.Exit)]++
+		if t.Exit != 0 {
+			code := t.Code
+			if code == "" {
+				code = NoCode
+			}
+			c.FailuresByCode[code]++
+		}
 		for _, code := range newRefusals {
 			c.RefusalsByCode[code]++
 		}
@@ -94,25 +117,58 @@ func Write(path, countersPath string, st store.Store, t Tick) error {
 			return err
 		}
 	}
-	reg := Registry(rec, c, t, used, outbox)
-	troubles(reg, rec.EnvID, v)
-	if err := prometheus.WriteToTextfile(path, reg); err != nil {
+	fams := append(Families(rec, c, t, used, outbox), troubles(rec.EnvID, v)...)
+	sort.Slice(fams, func(i, j int) bool { return fams[i].GetName() < fams[j].GetName() })
+	if err := writeTextfile(path, fams); err != nil {
 		return fmt.Errorf("metrics: write %s: %w", path, err)
 	}
 	return nil
 }
 
-// Registry builds the metrics of one moment on a fresh registry.
-func Registry(rec store.Record, c Counters, t Tick, leasesUsed, outbox int) *prometheus.Registry {
-	reg := prometheus.NewRegistry()
-	env := rec.EnvID
-	r := prometheus.WrapRegistererWith(prometheus.Labels{"env": env}, reg)
-	gauge := func(name, help string, v float64) {
-		g := prometheus.NewGauge(prometheus.GaugeOpts{Name: "monky_deployd_" + name, Help: help})
-		g.Set(v)
-		r.MustRegister(g)
+// family is one metric family under construction; every sample carries env.
+type family struct {
+	env string
+	mf  *dto.MetricFamily
+}
+
+func newFamily(env, name, help string, typ dto.MetricType) *family {
+	return &family{env: env, mf: &dto.MetricFamily{Name: &name, Help: &help, Type: &typ}}
+}
+
+// add appends a sample with the label pairs kv (name, value, name, value …).
+func (f *family) add(v float64, kv ...string) *family {
+	m := &dto.Metric{Label: []*dto.LabelPair{label("env", f.env)}}
+	for i := 0; i+1 < len(kv); i += 2 {
+		m.Label = append(m.Label, label(kv[i], kv[i+1]))
 	}
-	state := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "monky_deployd_state", Help: "The machine's state: 1 for the current one."}, []string{"state"})
+	sort.Slice(m.Label, func(i, j int) bool { return m.Label[i].GetName() < m.Label[j].GetName() })
+	switch f.mf.GetType() {
+	case dto.MetricType_COUNTER:
+		m.Counter = &dto.Counter{Value: &v}
+	default:
+		m.Gauge = &dto.Gauge{Value: &v}
+	}
+	f.mf.Metric = append(f.mf.Metric, m)
+	return f
+}
+
+func label(name, value string) *dto.LabelPair { return &dto.LabelPair{Name: &name, Value: &value} }
+
+// Families are the metrics of one moment, sorted by name.
+func Families(rec store.Record, c Counters, t Tick, leasesUsed, outbox int) []*dto.MetricFamily {
+	env := rec.EnvID
+	var out []*family
+	gauge := func(name, help string, v float64) {
+		out = append(out, newFamily(env, "monky_deployd_"+name, help, dto.MetricType_GAUGE).add(v))
+	}
+	version := t.Version
+	if version == "" {
+		version = "unknown"
+	}
+	out = append(out, newFamily(env, "monky_deployd_build_info", "The agent's build: its version and the transports it can dial with (1).", dto.MetricType_GAUGE).
+		add(1, "version", version, "transports", strings.Join(t.Transports, ",")))
+
+	state := newFamily(env, "monky_deployd_state", "The machine's state: 1 for the current one.", dto.MetricType_GAUGE)
 	cur := rec.State
 	if cur == "" {
 		cur = string(machine.Idle)
@@ -122,17 +178,18 @@ func Registry(rec store.Record, c Counters, t Tick, leasesUsed, outbox int) *pro
 		if string(s) == cur {
 			v = 1
 		}
-		state.WithLabelValues(string(s)).Set(v)
+		state.add(v, "state", string(s))
 	}
-	r.MustRegister(state)
-	info := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "monky_deployd_sha_info", Help: "The applied and the desired bundle sha (1; kind=applied|desired)."}, []string{"kind", "sha"})
-	info.WithLabelValues("applied", rec.AppliedSha).Set(1)
-	info.WithLabelValues("desired", rec.DesiredSha).Set(1)
-	r.MustRegister(info)
+	out = append(out, state)
+	info := newFamily(env, "monky_deployd_sha_info", "The applied and the desired bundle sha (1; kind=applied|desired).", dto.MetricType_GAUGE)
+	info.add(1, "kind", "applied", "sha", rec.AppliedSha)
+	info.add(1, "kind", "desired", "sha", rec.DesiredSha)
+	out = append(out, info)
 
 	gauge("last_tick_exit_code", "The exit code of the last tick (0, 1, 75 temporary, 78 env mismatch).", float64(t.Exit))
 	gauge("last_tick_duration_seconds", "How long the last tick took.", t.Duration.Seconds())
 	gauge("last_tick_timestamp_seconds", "When the last tick ended (unix time).", unix(t.EndedAt))
+	gauge("tick_interval_seconds", "How often ticks run; the file is stale past three of these.", t.Interval.Seconds())
 	gauge("last_checkin_timestamp_seconds", "When tenancy last answered a check-in (unix time; 0: never).", unix(rec.LastCheckinAt))
 	gauge("lease_budget_used", "Leases asked in the rolling hour.", float64(leasesUsed))
 	gauge("lease_budget_limit", "Leases tenancy allows per rolling hour.", float64(machine.LeaseLimit))
@@ -145,7 +202,7 @@ func Registry(rec store.Record, c Counters, t Tick, leasesUsed, outbox int) *pro
 		}
 	}
 	gauge("containers_healthy", "Containers running and healthy (or running without a healthcheck) at the last check-in.", float64(healthy))
-	gauge("containers_total", "Containers of the project at the last check-in.", float64(len(rec.Containers)))
+	gauge("containers", "Containers of the project at the last check-in.", float64(len(rec.Containers)))
 	gauge("failed_attempts", "Failed attempts of the current flight.", float64(rec.TotalAttempts()))
 	parked := 0.0
 	if rec.Parked {
@@ -153,17 +210,56 @@ func Registry(rec store.Record, c Counters, t Tick, leasesUsed, outbox int) *pro
 	}
 	gauge("parked", "1 when the failed flight is parked until resume or a new sha.", parked)
 
-	ticks := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "monky_deployd_ticks_total", Help: "Ticks by exit code (kept in metrics.json beside the state file)."}, []string{"exit"})
-	for _, k := range sortedKeys(c.TicksByExit) {
-		ticks.WithLabelValues(k).Add(c.TicksByExit[k])
+	counter := func(name, help, key string, m map[string]float64) {
+		if len(m) == 0 {
+			return // a family with no sample is no family
+		}
+		f := newFamily(env, "monky_deployd_"+name, help, dto.MetricType_COUNTER)
+		for _, k := range sortedKeys(m) {
+			f.add(m[k], key, k)
+		}
+		out = append(out, f)
 	}
-	r.MustRegister(ticks)
-	ref := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "monky_deployd_refusals_total", Help: "Refusals by code (kept in metrics.json beside the state file)."}, []string{"code"})
-	for _, k := range sortedKeys(c.RefusalsByCode) {
-		ref.WithLabelValues(k).Add(c.RefusalsByCode[k])
+	counter("ticks_total", "Ticks by exit code (kept in metrics.json beside the state file).", "exit", c.TicksByExit)
+	counter("failures_total", "Ticks that did not end with exit 0, by the code they ended with (NONE: no code).", "code", c.FailuresByCode)
+	counter("refusals_total", "Refusals by code (kept in metrics.json beside the state file).", "code", c.RefusalsByCode)
+
+	fams := make([]*dto.MetricFamily, len(out))
+	for i, f := range out {
+		fams[i] = f.mf
 	}
-	r.MustRegister(ref)
-	return reg
+	sort.Slice(fams, func(i, j int) bool { return fams[i].GetName() < fams[j].GetName() })
+	return fams
+}
+
+// writeTextfile replaces path with the families in the text format: a temp file beside it,
+// mode 0644 (node_exporter reads it as another user), renamed over the old one.
+func writeTextfile(path string, fams []*dto.MetricFamily) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp)
+	w := bufio.NewWriter(f)
+	for _, mf := range fams {
+		if _, err := expfmt.MetricFamilyToText(w, mf); err != nil {
+			f.Close()
+			return err
+		}
+	}
+	if err := w.Flush(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Chmod(0o644); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
 }
 
 func unix(t time.Time) float64 {
@@ -183,7 +279,7 @@ func sortedKeys(m map[string]float64) []string {
 }
 
 func readCounters(path string) (Counters, error) {
-	c := Counters{TicksByExit: map[string]float64{}, RefusalsByCode: map[string]float64{}}
+	c := Counters{TicksByExit: map[string]float64{}, FailuresByCode: map[string]float64{}, RefusalsByCode: map[string]float64{}}
 	raw, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return c, nil
@@ -193,13 +289,16 @@ func readCounters(path string) (Counters, error) {
 	}
 	if err := json.Unmarshal(raw, &c); err != nil {
 		// A damaged counters file starts over: counters may reset, Prometheus copes.
-		return Counters{TicksByExit: map[string]float64{}, RefusalsByCode: map[string]float64{}}, nil
+		return Counters{TicksByExit: map[string]float64{}, FailuresByCode: map[string]float64{}, RefusalsByCode: map[string]float64{}}, nil
 	}
 	if c.TicksByExit == nil {
 		c.TicksByExit = map[string]float64{}
 	}
 	if c.RefusalsByCode == nil {
 		c.RefusalsByCode = map[string]float64{}
+	}
+	if c.FailuresByCode == nil {
+		c.FailuresByCode = map[string]float64{}
 	}
 	return c, nil
 }
@@ -242,18 +341,17 @@ func writeCounters(path string, c Counters) error {
 	return nil
 }
 
-// troubles adds the verdict explain and status give: converged or not, and the code of the
-// one thing wrong — from the same function, so an alert and `explain` never disagree.
-func troubles(reg *prometheus.Registry, env string, v explain.Verdict) {
-	r := prometheus.WrapRegistererWith(prometheus.Labels{"env": env}, reg)
-	conv := prometheus.NewGauge(prometheus.GaugeOpts{Name: "monky_deployd_converged", Help: "1 when the box runs what tenancy wants and nothing is wrong (explain's next reads converged)."})
+// troubles are the verdict explain and status give: converged or not, and the code of the
+// why block when there is one.
+func troubles(env string, v explain.Verdict) []*dto.MetricFamily {
+	conv := 0.0
 	if v.Converged {
-		conv.Set(1)
+		conv = 1
 	}
-	r.MustRegister(conv)
-	why := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "monky_deployd_why", Help: "1 for the code of explain's why block: the one thing between the box and tenancy's desired sha."}, []string{"code"})
+	out := []*dto.MetricFamily{newFamily(env, "monky_deployd_converged", "1 when the box runs what tenancy wants and nothing is wrong (explain's next reads converged).", dto.MetricType_GAUGE).add(conv).mf}
 	if v.Why != nil {
-		why.WithLabelValues(v.Why.Code).Set(1)
+		out = append(out, newFamily(env, "monky_deployd_why", "1 for the code of explain's why block: the one thing between the box and tenancy's desired sha.", dto.MetricType_GAUGE).
+			add(1, "code", v.Why.Code).mf)
 	}
-	r.MustRegister(why)
+	return out
 }

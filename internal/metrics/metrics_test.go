@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -108,7 +109,8 @@ func TestWriteTextfileParsesWithValues(t *testing.T) {
 		t.Fatal(err)
 	}
 	box(t, st, 2, true)
-	tick2 := metrics.Tick{Exit: 1, Duration: 250 * time.Millisecond, EndedAt: t0.Add(time.Minute)}
+	tick2 := metrics.Tick{Exit: 1, Code: "DISK_INSUFFICIENT", Duration: 250 * time.Millisecond, EndedAt: t0.Add(time.Minute),
+		Interval: time.Minute, Version: "1.4.0", Transports: []string{"proxy", "system"}}
 	if err := metrics.Write(path, counters, st, tick2); err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +140,10 @@ func TestWriteTextfileParsesWithValues(t *testing.T) {
 		{"monky_deployd_token_expiry_timestamp_seconds", nil, float64(t0.Add(24 * time.Hour).Unix())},
 		{"monky_deployd_outbox_reports", nil, 2},
 		{"monky_deployd_containers_healthy", nil, 2},
-		{"monky_deployd_containers_total", nil, 3},
+		{"monky_deployd_containers", nil, 3},
+		{"monky_deployd_build_info", map[string]string{"version": "1.4.0", "transports": "proxy,system"}, 1},
+		{"monky_deployd_failures_total", map[string]string{"code": "DISK_INSUFFICIENT"}, 1},
+		{"monky_deployd_tick_interval_seconds", nil, 60},
 	}
 	for _, c := range checks {
 		if got := value(t, fams, c.name, c.labels); got != c.want {
@@ -169,8 +174,43 @@ func TestDamagedCountersStartOver(t *testing.T) {
 	if err := metrics.Write(path, counters, st, metrics.Tick{Exit: 75, EndedAt: t0}); err != nil {
 		t.Fatal(err)
 	}
-	if got := value(t, parse(t, path), "monky_deployd_ticks_total", map[string]string{"exit": "75"}); got != 1 {
+	fams := parse(t, path)
+	if got := value(t, fams, "monky_deployd_ticks_total", map[string]string{"exit": "75"}); got != 1 {
 		t.Errorf("ticks_total{exit=75} = %v after a damaged counters file, want 1", got)
+	}
+	if got := value(t, fams, "monky_deployd_failures_total", map[string]string{"code": metrics.NoCode}); got != 1 {
+		t.Errorf("failures_total{code=NONE} = %v, want 1", got)
+	}
+}
+
+// TestNamesPassPromlint: every family the textfile carries passes Prometheus' own linter
+// (no gauge named like a counter, units in base units, help on every metric).
+func TestNamesPassPromlint(t *testing.T) {
+	rec := store.Record{EnvID: "env-qa-02", State: "Refused", AppliedSha: "5b2e", DesiredSha: "7a10",
+		Containers: []store.Container{{Name: "a", Service: "api", State: "running"}}}
+	c := metrics.Counters{TicksByExit: map[string]float64{"0": 3, "1": 1}, FailuresByCode: map[string]float64{"PRIVILEGED_REFUSED": 1},
+		RefusalsByCode: map[string]float64{"PRIVILEGED_REFUSED": 1}}
+	fams := metrics.Families(rec, c, metrics.Tick{Exit: 1, Code: "PRIVILEGED_REFUSED", EndedAt: t0, Interval: time.Minute,
+		Version: "1.4.0", Transports: []string{"proxy", "system"}}, 1, 0)
+	problems, err := promlint.NewWithMetricFamilies(fams).Lint()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("promlint: %s: %s", p.Metric, p.Text)
+	}
+	names := map[string]bool{}
+	for _, f := range fams {
+		names[f.GetName()] = true
+	}
+	for _, want := range []string{"monky_deployd_build_info", "monky_deployd_failures_total", "monky_deployd_last_tick_duration_seconds",
+		"monky_deployd_lease_budget_used", "monky_deployd_outbox_reports", "monky_deployd_state", "monky_deployd_containers"} {
+		if !names[want] {
+			t.Errorf("no family %s", want)
+		}
+	}
+	if names["monky_deployd_containers_total"] {
+		t.Error("monky_deployd_containers_total is a gauge named like a counter")
 	}
 }
 

@@ -1,0 +1,41 @@
+package main
+
+import (
+	"errors"
+
+	"github.com/tikali/monky-deployd/internal/explain"
+	"github.com/tikali/monky-deployd/machine"
+)
+
+// statusExit is status's exit code: 0 when the box is converged or working on it (in flight,
+// retrying, waiting on the lease budget), 1 when it needs a person — Refused, Blocked, or a
+// Failed flight parked after its attempts. A missing or unreadable state file is 1 as well
+// (cmdStatus returns before it gets here).
+func statusExit(s explain.Status) error {
+	if needsPerson(s) {
+		return &exitError{code: 1}
+	}
+	return nil
+}
+
+func needsPerson(s explain.Status) bool {
+	switch machine.State(s.State) {
+	case machine.Refused, machine.Blocked:
+		return true
+	case machine.Failed:
+		return s.Parked
+	}
+	return false
+}
+
+// quiet keeps an error's exit code and drops its words (status --quiet prints nothing).
+func quiet(err error) error {
+	if err == nil {
+		return nil
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return &exitError{code: ee.code}
+	}
+	return &exitError{code: 1}
+}
