@@ -6,6 +6,7 @@ import (
 	"net/url"
 
 	"github.com/tikali/monky-deployd/effects"
+	"github.com/tikali/monky-deployd/internal/bundle"
 )
 
 func shapeErr(op, code, msg string) error {
@@ -13,8 +14,10 @@ func shapeErr(op, code, msg string) error {
 }
 
 // decodeCheckin reads a check-in answer tolerantly (unknown fields ignored) and refuses an
-// action other than apply, none or down, and an apply without a desired sha. A missing
-// bundle_url for apply is filled with /v1/agent/bundle/<env>/<sha>.
+// action other than apply, none or down, an apply without a desired sha, and a desired sha
+// that is not 64 lowercase hex characters (empty is accepted with none and down): all
+// CHECKIN_SHAPE, whose detail never quotes the sha's bytes. A missing bundle_url for apply is
+// filled with /v1/agent/bundle/<env>/<sha>.
 func decodeCheckin(body []byte) (effects.CheckinResponse, error) {
 	var r effects.CheckinResponse
 	if err := json.Unmarshal(body, &r); err != nil {
@@ -25,6 +28,10 @@ func decodeCheckin(body []byte) (effects.CheckinResponse, error) {
 	default:
 		return effects.CheckinResponse{}, shapeErr("checkin", "CHECKIN_SHAPE",
 			fmt.Sprintf("unknown action %q (only apply, none and down exist)", clip(r.Action)))
+	}
+	if r.DesiredSha != "" && !bundle.ValidSha(r.DesiredSha) {
+		return effects.CheckinResponse{}, shapeErr("checkin", "CHECKIN_SHAPE",
+			"desired_sha is not 64 lowercase hex characters ("+bundle.ShaProblem(r.DesiredSha)+")")
 	}
 	if r.Action == effects.ActionApply {
 		if r.DesiredSha == "" {

@@ -1,9 +1,11 @@
 package tenancy
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/tikali/monky-deployd/effects"
+	"github.com/tikali/monky-deployd/internal/bundle"
 )
 
 // FuzzDecodeCheckin feeds arbitrary bytes to the decoders of tenancy's answers: they must never
@@ -22,6 +24,11 @@ func FuzzDecodeCheckin(f *testing.F) {
 			if r.Action == effects.ActionApply && (r.DesiredSha == "" || r.BundleURL == "") {
 				t.Fatalf("accepted apply without sha or url: %+v", r)
 			}
+			if r.DesiredSha != "" && !bundle.ValidSha(r.DesiredSha) {
+				t.Fatalf("accepted desired_sha %q", r.DesiredSha)
+			}
+		} else if strings.ContainsAny(err.Error(), "\x1b\x00\r\n") {
+			t.Fatalf("the error carries raw control characters: %q", err.Error())
 		}
 		if l, err := decodeLease(b); err == nil && l.LoginJWT == "" {
 			t.Fatal("accepted a lease without login_jwt")

@@ -20,6 +20,7 @@ import (
 
 	"github.com/tikali/monky-deployd/effects"
 	"github.com/tikali/monky-deployd/effects/fault"
+	"github.com/tikali/monky-deployd/internal/sanitize"
 	"github.com/tikali/monky-deployd/internal/version"
 	"github.com/tikali/monky-deployd/transport"
 )
@@ -308,22 +309,23 @@ func decodeErrorBody(raw []byte) (code, msg string) {
 	return "", clip(string(raw))
 }
 
+// str is a code or message from tenancy as one line, its control characters escaped.
 func str(v any) string {
 	switch x := v.(type) {
 	case nil:
 		return ""
 	case string:
-		return x
+		return sanitize.Line(x)
 	}
 	b, _ := json.Marshal(v)
-	return string(b)
+	return sanitize.Line(string(b))
 }
 
-// clip trims the far side's words to one short line.
+// clip trims the far side's words to one short line, its control characters escaped.
 func clip(s string) string {
 	s = strings.Join(strings.Fields(s), " ")
 	if len(s) > maxErrorMsg {
 		s = strings.ToValidUTF8(s[:maxErrorMsg], "") + "…"
 	}
-	return s
+	return sanitize.Line(s)
 }

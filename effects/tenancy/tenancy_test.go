@@ -105,8 +105,10 @@ func asErr(t *testing.T, err error) *fault.Error {
 	return e
 }
 
-const checkinAnswer = `{"env_id": "env-qa-02", "desired_sha": "7a10", "action": "apply", "purge_volumes": false,
- "bundle_url": "/v1/agent/bundle/env-qa-02/7a10", "checkin_interval_s": 60, "new_field": {"x": 1},
+const sha7a = "7a10000000000000000000000000000000000000000000000000000000000000"
+
+const checkinAnswer = `{"env_id": "env-qa-02", "desired_sha": "` + sha7a + `", "action": "apply", "purge_volumes": false,
+ "bundle_url": "/v1/agent/bundle/env-qa-02/` + sha7a + `", "checkin_interval_s": 60, "new_field": {"x": 1},
  "vault": {"addr": "https://bao.cbs.tikali.net:8200", "mount": "monky", "prefix": "env-qa-02/see",
            "auth_mount": "jwt-tenancy", "auth_role": "see-env"}}`
 
@@ -117,7 +119,7 @@ func TestCheckin(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Action != "apply" || got.DesiredSha != "7a10" || got.CheckinIntervalS != 60 || got.Vault == nil || got.Vault.Mount != "monky" || got.Vault.AuthRole != "see-env" {
+	if got.Action != "apply" || got.DesiredSha != sha7a || got.CheckinIntervalS != 60 || got.Vault == nil || got.Vault.Mount != "monky" || got.Vault.AuthRole != "see-env" {
 		t.Fatalf("decoded %+v", got)
 	}
 	r := f.last(t)
@@ -143,12 +145,20 @@ func TestCheckinAnswers(t *testing.T) {
 		name, body, wantErr string
 		check               func(effects.CheckinResponse) bool
 	}{
-		{"none without vault", `{"env_id":"e","desired_sha":"a","action":"none"}`, "", func(r effects.CheckinResponse) bool { return r.Vault == nil && r.Action == "none" }},
+		{"none without vault", `{"env_id":"e","desired_sha":"` + sha7a + `","action":"none"}`, "", func(r effects.CheckinResponse) bool { return r.Vault == nil && r.Action == "none" }},
 		{"down with purge", `{"action":"down","purge_volumes":true}`, "", func(r effects.CheckinResponse) bool { return r.PurgeVolumes }},
-		{"apply without bundle_url", `{"env_id":"env-qa-02","desired_sha":"7a10","action":"apply"}`, "", func(r effects.CheckinResponse) bool {
-			return r.BundleURL == "/v1/agent/bundle/env-qa-02/7a10"
+		{"none without a sha", `{"env_id":"e","desired_sha":"","action":"none"}`, "", func(r effects.CheckinResponse) bool { return r.DesiredSha == "" }},
+		{"apply without bundle_url", `{"env_id":"env-qa-02","desired_sha":"` + sha7a + `","action":"apply"}`, "", func(r effects.CheckinResponse) bool {
+			return r.BundleURL == "/v1/agent/bundle/env-qa-02/"+sha7a
 		}},
-		{"unknown action", `{"action":"up","desired_sha":"a"}`, `CHECKIN_SHAPE: unknown action "up"`, nil},
+		// A sha is 64 lowercase hex characters, whatever the action: case, length and control
+		// characters are CHECKIN_SHAPE, and the detail never quotes the bytes.
+		{"uppercase sha", `{"action":"apply","desired_sha":"` + strings.ToUpper(sha7a) + `"}`, "CHECKIN_SHAPE: desired_sha is not 64 lowercase hex characters (uppercase hex at byte 1)", nil},
+		{"short sha", `{"action":"apply","desired_sha":"7a10"}`, "desired_sha is not 64 lowercase hex characters (4 characters)", nil},
+		{"long sha", `{"action":"none","desired_sha":"` + sha7a + `0"}`, "(65 characters)", nil},
+		{"escape in sha", `{"action":"apply","desired_sha":"\u001b[2J` + sha7a[4:] + `"}`, "(a control character at byte 0)", nil},
+		{"not hex", `{"action":"down","desired_sha":"` + sha7a[:63] + `g"}`, "(a non-hex byte at byte 63)", nil},
+		{"unknown action", `{"action":"up","desired_sha":"` + sha7a + `"}`, `CHECKIN_SHAPE: unknown action "up"`, nil},
 		{"no action", `{"desired_sha":"down"}`, `unknown action ""`, nil},
 		{"apply without sha", `{"action":"apply"}`, "apply without a desired_sha", nil},
 		{"not JSON", `<html>gateway</html>`, "CHECKIN_SHAPE: answer is not a check-in: invalid JSON", nil},

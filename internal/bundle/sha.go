@@ -3,6 +3,7 @@ package bundle
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"sort"
 	"strings"
 )
@@ -26,4 +27,45 @@ func Sha(files map[string][]byte) string {
 	}
 	sum := sha256.Sum256([]byte(b.String()))
 	return hex.EncodeToString(sum[:])
+}
+
+// ShaLen is the length of a bundle sha: 64 lowercase hex characters.
+const ShaLen = 64
+
+// ValidSha reports whether s is a bundle sha as the agent accepts it from tenancy or reads it
+// back from its own files: exactly 64 lowercase hex characters. Every comparison of shas is
+// made on strings that passed this check, so they compare byte for byte.
+func ValidSha(s string) bool {
+	if len(s) != ShaLen {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// ShaProblem says what is wrong with a string that is not a valid sha, without quoting it:
+// its length, or the kind and position of the first byte that is not lowercase hex.
+func ShaProblem(s string) string {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= '0' && c <= '9' || c >= 'a' && c <= 'f':
+			continue
+		case c >= 'A' && c <= 'F':
+			return fmt.Sprintf("uppercase hex at byte %d", i)
+		case c < 0x20 || c == 0x7f:
+			return fmt.Sprintf("a control character at byte %d", i)
+		default:
+			return fmt.Sprintf("a non-hex byte at byte %d", i)
+		}
+	}
+	if len(s) != ShaLen {
+		return fmt.Sprintf("%d characters", len(s))
+	}
+	return "valid"
 }
