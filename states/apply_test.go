@@ -41,7 +41,7 @@ func TestFreshBoxAppliesThenHeartbeats(t *testing.T) {
 		t.Errorf(".env mode %o", m)
 	}
 	envText, _ := os.ReadFile(envFile)
-	for _, want := range []string{"GEMINI_API_KEY=canary-gemini-v1-Qx7", "DB_PASSWORD=canary-db-pw-Kw3", "LITERAL=$${NOT_A_REF}", "# rendered by tenancy: substitutes every ${VAR}"} {
+	for _, want := range []string{"GEMINI_API_KEY=canary-gemini-v1-Qx7", "DB_PASSWORD=canary-db-pw-Kw3", `LITERAL="$${NOT_A_REF}"`, "RELEASE=v1"} {
 		if !strings.Contains(string(envText), want) {
 			t.Errorf(".env lacks %q:\n%s", want, envText)
 		}
@@ -57,7 +57,8 @@ func TestFreshBoxAppliesThenHeartbeats(t *testing.T) {
 		t.Errorf("report %q", res)
 	}
 	calls := strings.Join(h.composeCalls(), "\n")
-	if !strings.Contains(calls, "compose -p monky-env-qa-02 pull") || !strings.Contains(calls, "compose -p monky-env-qa-02 up -d --remove-orphans") {
+	pinned := "compose -f " + filepath.Join(rel, "compose.yaml") + " --env-file " + envFile + " --project-directory " + rel + " -p monky-env-qa-02 "
+	if !strings.Contains(calls, pinned+"pull") || !strings.Contains(calls, pinned+"up -d --remove-orphans") {
 		t.Errorf("compose calls:\n%s", calls)
 	}
 	rec := h.record()

@@ -1,7 +1,6 @@
 package bundle
 
 import (
-	"reflect"
 	"strings"
 	"testing"
 )
@@ -46,8 +45,12 @@ func TestCheckAccepts(t *testing.T) {
 		t.Fatalf("Check refused a good bundle: %v", r)
 	}
 	// The mount defaults to monky.
-	if r := Check(b, CheckInput{DesiredSha: strings.ToUpper(b.Sha), EnvID: env}); r != nil {
+	if r := Check(b, CheckInput{DesiredSha: b.Sha, EnvID: env}); r != nil {
 		t.Fatalf("Check refused with the default mount: %v", r)
+	}
+	// Shas compare byte for byte: the same sha in upper case is another sha.
+	if r := Check(b, CheckInput{DesiredSha: strings.ToUpper(b.Sha), EnvID: env}); r == nil || r.Code != CodeShaMismatch {
+		t.Fatalf("an upper-case desired sha: got %v, want %s", r, CodeShaMismatch)
 	}
 }
 
@@ -69,7 +72,7 @@ func TestCheckEachCode(t *testing.T) {
 			wantCode: CodeInvalid, wantDetail: "needs either var or use"},
 		{name: "manifest neither", envID: env, compose: okCompose, man: `{"entries":[{"path":"monky/data/env-qa-02/see/a"}]}`,
 			wantCode: CodeInvalid, wantDetail: "needs either var or use"},
-		{name: "compose unparsable", envID: env, compose: "services: [\n  - : :\n", wantCode: CodeInvalid, wantDetail: "compose.yaml is not parsable"},
+		{name: "compose unparsable", envID: env, compose: "services: [\n  - : :\n", wantCode: CodeInvalid, wantDetail: "compose.yaml does not load: failed to parse compose.yaml"},
 		{name: "sha mismatch", envID: env, compose: okCompose, desired: strings.Repeat("ab", 32),
 			wantCode: CodeShaMismatch, wantDetail: "≠ desired abababababab"},
 		{name: "env mismatch", envID: "env-qa-03", compose: okCompose, wantCode: CodeEnvMismatch, wantDetail: "env-qa-03"},
@@ -153,45 +156,6 @@ func TestCheckAllowPrivileged(t *testing.T) {
 	b := build(t, env, priv, "", "", map[string]any{"agent": map[string]any{"allow_privileged": true}})
 	if r := Check(b, CheckInput{DesiredSha: b.Sha, EnvID: env}); r != nil {
 		t.Fatalf("allow_privileged bundle refused: %v", r)
-	}
-}
-
-func TestPrivilegedFindings(t *testing.T) {
-	cases := map[string]struct {
-		compose string
-		want    []string
-	}{
-		"clean": {okCompose + "    volumes:\n      - ./config:/etc/app:ro\n      - data:/data\n      - /srv/data:/data\n      - /anon\n", nil},
-		"privileged": {"services:\n  api:\n    privileged: true\n  web:\n    privileged: false\n",
-			[]string{"service api: privileged: true"}},
-		"network host": {"services:\n  x:\n    network_mode: host\n", []string{"service x: network_mode: host"}},
-		"pid host":     {"services:\n  x:\n    pid: host\n", []string{"service x: pid: host"}},
-		"cap_add": {"services:\n  x:\n    cap_add: [NET_ADMIN, SYS_ADMIN]\n  y:\n    cap_add:\n      - ALL\n  z:\n    cap_add: [CAP_SYS_ADMIN]\n",
-			[]string{"service x: cap_add SYS_ADMIN", "service y: cap_add ALL", "service z: cap_add SYS_ADMIN"}},
-		"short root": {"services:\n  agent:\n    volumes:\n      - /:/host:ro\n", []string{"service agent: bind mount of /"}},
-		"short sock": {"services:\n  a:\n    volumes:\n      - /var/run/docker.sock:/var/run/docker.sock\n  b:\n    volumes: [\"/run/docker.sock:/s\"]\n",
-			[]string{"service a: bind mount of /var/run/docker.sock", "service b: bind mount of /run/docker.sock"}},
-		"long root": {"services:\n  agent:\n    volumes:\n      - type: bind\n        source: /\n        target: /host\n",
-			[]string{"service agent: bind mount of /"}},
-		"long sock": {"services:\n  agent:\n    volumes:\n      - type: bind\n        source: /var/run/docker.sock\n        target: /s\n      - type: volume\n        source: data\n        target: /data\n",
-			[]string{"service agent: bind mount of /var/run/docker.sock"}},
-		"unclean root": {"services:\n  a:\n    volumes:\n      - //:/host\n", []string{"service a: bind mount of /"}},
-		"anchor merge": {"x-base: &base\n  privileged: true\nservices:\n  a:\n    <<: *base\n    image: x\n", []string{"service a: privileged: true"}},
-		"no services":  {"version: '3'\n", nil},
-	}
-	for name, c := range cases {
-		t.Run(name, func(t *testing.T) {
-			got, err := PrivilegedFindings([]byte(c.compose))
-			if err != nil {
-				t.Fatalf("err: %v", err)
-			}
-			if !reflect.DeepEqual(got, c.want) {
-				t.Errorf("got %q, want %q", got, c.want)
-			}
-		})
-	}
-	if _, err := PrivilegedFindings([]byte("services: 3\n")); err == nil {
-		t.Errorf("services: 3 accepted")
 	}
 }
 

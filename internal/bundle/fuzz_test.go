@@ -1,6 +1,8 @@
 package bundle
 
 import (
+	"github.com/tikali/monky-deployd/internal/sanitize"
+
 	"reflect"
 	"sort"
 	"strings"
@@ -64,6 +66,12 @@ func FuzzReferences(f *testing.F) {
 			values[r] = "-"
 		}
 		out, err := Render([]byte(tpl), values)
+		if _, perr := parseEnvTemplate([]byte(tpl)); perr != nil {
+			if err == nil {
+				t.Fatalf("rendered a template compose cannot read (%v)", perr)
+			}
+			return
+		}
 		if err != nil {
 			t.Fatalf("render with every value: %v", err)
 		}
@@ -85,8 +93,9 @@ func FuzzPrivileged(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, compose []byte) {
-		a, errA := PrivilegedFindings(compose)
-		b, errB := PrivilegedFindings(compose)
+		bun := &Bundle{Files: map[string][]byte{DefaultComposeFile: compose}, Meta: Meta{EnvID: env, ComposeFile: DefaultComposeFile}}
+		a, errA := PrivilegedFindings(bun, ComposeEnv{})
+		b, errB := PrivilegedFindings(bun, ComposeEnv{})
 		if (errA == nil) != (errB == nil) || !reflect.DeepEqual(a, b) {
 			t.Fatalf("not deterministic")
 		}
@@ -96,9 +105,12 @@ func FuzzPrivileged(f *testing.F) {
 			}
 		}
 		for _, f := range a {
-			if !strings.HasPrefix(f, "service ") {
-				t.Fatalf("finding %q", f)
+			if sanitize.Line(f) != f {
+				t.Fatalf("finding %q holds control characters", f)
 			}
+		}
+		if errA != nil && sanitize.Line(errA.Error()) != errA.Error() {
+			t.Fatalf("error %q holds control characters", errA)
 		}
 	})
 }

@@ -26,6 +26,9 @@ const (
 	DefaultComposeFile = "compose.yaml"
 	// TemplateFile is the optional env template.
 	TemplateFile = ".env.template"
+	// EnvFile is what the agent writes into a release from TemplateFile; a bundle never
+	// carries it.
+	EnvFile = ".env"
 	// ManifestFile is the optional secrets manifest.
 	ManifestFile = "secrets.manifest.json"
 )
@@ -282,6 +285,9 @@ func (b *Bundle) readMeta() error {
 	}
 	if len(extra) > 0 {
 		return invalid("archive holds %s, not in %s files[]", firstFew(extra), MetaFile)
+	}
+	if _, ok := b.Files[EnvFile]; ok {
+		return invalid("the bundle carries %s: the agent writes it from %s", EnvFile, TemplateFile)
 	}
 	if _, ok := b.Files[m.ComposeFile]; !ok {
 		return invalid("compose file %s is not in the archive", quoteName(m.ComposeFile))

@@ -107,7 +107,7 @@ func TestTestdataBundlesCheck(t *testing.T) {
 	if r == nil || r.Code != CodePrivileged {
 		t.Fatalf("qa-privileged: got %v, want %s", r, CodePrivileged)
 	}
-	for _, want := range []string{"service node-agent: privileged: true", "pid: host", "bind mount of /var/run/docker.sock", "bind mount of /"} {
+	for _, want := range []string{"service node-agent: privileged: true", "pid: host", "bind /var/run/docker.sock → /var/run/docker.sock", "bind / → /host"} {
 		if !strings.Contains(r.Detail, want) {
 			t.Errorf("detail %q lacks %q", r.Detail, want)
 		}

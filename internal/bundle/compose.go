@@ -1,0 +1,506 @@
+package bundle
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/compose-spec/compose-go/v2/loader"
+	"github.com/compose-spec/compose-go/v2/types"
+	"github.com/sirupsen/logrus"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/tikali/monky-deployd/internal/sanitize"
+)
+
+// The privileged policy runs on the model compose itself will run: the bundle's compose_file
+// loaded by compose's own loader (compose-go), with `include`, `extends`, merge keys, every
+// profile and `${VAR:-default}` interpolation resolved, before any lease.
+//
+// What the loader sees is what compose will see at `up`, as far as it can be known before
+// the secrets are read:
+//   - the bundle's files, written to a private scratch directory that stands for the
+//     release directory (the loader reads files from disk: includes, extends);
+//   - the environment compose interpolates with: the keys `.env.template` sets, as compose
+//     will read them from `.env`, each reference to a secret standing as a placeholder; and
+//     the names of the agent's own environment that docker will see (names only: their
+//     values stand as placeholders too). Nothing else: the loader never reads the process
+//     environment, and no COMPOSE_* setting reaches it;
+//   - the loader reads no file outside the scratch directory: an `include` or `extends` path
+//     that is absolute, climbs with `..` or names a remote resource is a finding and is not
+//     read; an include's `project_directory` or `env_file` is a finding; env_file and
+//     label_file contents are not read (their paths are checked).
+//
+// A value that depends on a placeholder cannot be known before the lease, so where the
+// policy looks (a mount's source, network_mode, cap_add, …) it is a finding of its own.
+
+// scratchDepth is how deep below its private directory the scratch release lies, so that a
+// source climbing out of it by up to this many `..` is still shown relative to the release.
+const scratchDepth = 4
+
+// ComposeEnv is what the compose file is interpolated with before the lease.
+type ComposeEnv struct {
+	// Project is the compose project name (`-p`); "" means "monky-<env>".
+	Project string
+	// AgentEnv lists the names (never the values) of the agent's environment that docker
+	// will see; COMPOSE_* names are dropped (the agent strips them from docker's environment).
+	AgentEnv []string
+	// ScratchDir is where the private copy of the bundle is written for the loader and
+	// removed afterwards; "" means the system's temporary directory.
+	ScratchDir string
+}
+
+// model is a loaded compose project and what loading it found.
+type model struct {
+	project *types.Project
+	root    string   // the scratch release directory, symlinks resolved
+	private string   // its private parent
+	outside []string // include/extends paths refused before they were read
+	ph      *regexp.Regexp
+}
+
+var quietLoader sync.Once
+
+// loadCompose loads the bundle's compose file with compose-go. A file the loader cannot load,
+// a compose file with more than one YAML document, or a scratch directory that cannot be
+// written is a *Refusal (BUNDLE_INVALID); so is an include or extends path found outside the
+// release directory when the loader stopped on it — loadCompose reports those as findings.
+func loadCompose(b *Bundle, tpl *envTemplate, env ComposeEnv, envID string) (*model, *Refusal) {
+	quietLoader.Do(func() { logrus.SetOutput(io.Discard) }) // the loader's warnings are not ours to print
+	name := b.Meta.ComposeFile
+	if n := yamlDocuments(b.Files[name]); n > 1 {
+		return nil, invalid("%s holds %d YAML documents: a compose file is one document", quoteName(name), n)
+	}
+	private, err := os.MkdirTemp(env.ScratchDir, "monky-deployd-verify-")
+	if err != nil {
+		return nil, invalid("cannot write a scratch copy to load the compose file: %v", err)
+	}
+	defer os.RemoveAll(private)
+	root := private
+	for i := 0; i < scratchDepth; i++ {
+		root = filepath.Join(root, fmt.Sprintf("d%d", i))
+	}
+	root = filepath.Join(root, "release")
+	if err := materialize(root, b); err != nil {
+		return nil, invalid("cannot write a scratch copy to load the compose file: %v", err)
+	}
+	if r, err := filepath.EvalSymlinks(root); err == nil {
+		private = strings.TrimSuffix(r, strings.TrimPrefix(root, private))
+		root = r
+	}
+
+	var nb [6]byte
+	_, _ = rand.Read(nb[:])
+	nonce := hex.EncodeToString(nb[:])
+	phFor := func(kind, n string) string { return "/MONKYVAL" + nonce + "-" + kind + "-" + n + "-" }
+	environment := types.Mapping{}
+	for _, n := range env.AgentEnv {
+		if n != "" && !strings.HasPrefix(n, "COMPOSE_") {
+			environment[n] = phFor("e", n)
+		}
+	}
+	for k, v := range tpl.placeholders(func(n string) string { return phFor("s", n) }) {
+		environment[k] = v // compose reads .env, and the agent strips these names from docker's environment
+	}
+
+	project := env.Project
+	if project == "" {
+		project = "monky-" + envID
+	}
+	m := &model{root: root, private: private, ph: regexp.MustCompile("/?MONKYVAL" + nonce + "-([se])-([A-Za-z0-9_]+)-")}
+	guard := &pathGuard{}
+	details := types.ConfigDetails{
+		WorkingDir:  root,
+		ConfigFiles: []types.ConfigFile{{Filename: filepath.Join(root, name), Content: b.Files[name]}},
+		Environment: environment,
+	}
+	p, err := loader.LoadWithContext(context.Background(), details, func(o *loader.Options) {
+		o.SetProjectName(project, true)
+		o.Profiles = []string{"*"} // every service, whatever profile would start it
+		o.ResolvePaths = true
+		o.SkipResolveEnvironment = true // env_file contents are not read; their paths are checked
+		o.SkipResolveLabels = true      // label_file likewise
+		o.ResourceLoaders = []loader.ResourceLoader{guard}
+	})
+	if len(guard.refused) > 0 {
+		m.outside = guard.refused
+		return m, nil
+	}
+	if err != nil {
+		return nil, invalid("%s does not load: %s", quoteName(name), m.words(err))
+	}
+	m.project = p
+	return m, nil
+}
+
+// words is a loader error as one line: the scratch directory shown as the release, the
+// placeholders as the variables they stand for, control characters escaped.
+func (m *model) words(err error) string {
+	msg := err.Error()
+	msg = strings.ReplaceAll(msg, m.root+string(filepath.Separator), "")
+	msg = strings.ReplaceAll(msg, m.root, ".")
+	msg = strings.ReplaceAll(msg, m.private, "<scratch>")
+	msg = m.ph.ReplaceAllString(msg, "$${$2}")
+	msg = strings.Join(strings.Fields(msg), " ")
+	if len(msg) > 400 {
+		msg = strings.ToValidUTF8(msg[:400], "") + "…"
+	}
+	return sanitize.Line(msg)
+}
+
+// yamlDocuments counts the YAML documents in raw (0 when it does not parse: the loader says why).
+func yamlDocuments(raw []byte) int {
+	dec := yaml.NewDecoder(bytes.NewReader(raw))
+	n := 0
+	for {
+		var node yaml.Node
+		if err := dec.Decode(&node); err != nil {
+			if errors.Is(err, io.EOF) {
+				return n
+			}
+			return n
+		}
+		n++
+	}
+}
+
+func materialize(root string, b *Bundle) error {
+	if err := os.MkdirAll(root, 0o700); err != nil {
+		return err
+	}
+	for _, d := range b.Dirs {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o700); err != nil {
+			return err
+		}
+	}
+	for n, data := range b.Files {
+		p := filepath.Join(root, n)
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			return err
+		}
+		if err := os.WriteFile(p, data, 0o600); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// pathGuard is the loader's first resource loader: it takes every include and extends path
+// that would lead out of the release directory — absolute, climbing with `..`, or remote
+// (`git@…:`, `oci://`, `https://`) — and refuses it before anything is read. Clean relative
+// paths are left to compose-go's own local loader, which resolves them below the including
+// file's directory.
+type pathGuard struct {
+	mu      sync.Mutex
+	refused []string
+}
+
+func (g *pathGuard) Accept(p string) bool {
+	if filepath.IsAbs(p) || strings.Contains(p, ":") || strings.HasPrefix(p, "~") {
+		return true
+	}
+	for _, seg := range strings.Split(filepath.ToSlash(p), "/") {
+		if seg == ".." {
+			return true
+		}
+	}
+	return false
+}
+
+func (g *pathGuard) Load(ctx context.Context, p string) (string, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.refused = append(g.refused, "include or extends file "+sanitize.Line(p)+" lies outside the release directory")
+	return "", fmt.Errorf("%s: outside the release directory", p)
+}
+
+func (g *pathGuard) Dir(p string) string { return filepath.Dir(p) }
+
+// privilegedCaps are the capabilities cap_add may not grant.
+var privilegedCaps = map[string]bool{"SYS_ADMIN": true, "ALL": true, "SYS_MODULE": true, "SYS_PTRACE": true, "SYS_RAWIO": true, "NET_ADMIN": true}
+
+// findings lists what PRIVILEGED_REFUSED refuses in the loaded model, each naming the
+// service (or job, hook, secret, config) and the finding, sorted by service.
+func (m *model) findings(b *Bundle) []string {
+	out := append([]string{}, m.outside...)
+	out = append(out, includeSettings(b)...)
+	if m.project == nil {
+		return out
+	}
+	p := m.project
+	services := map[string]types.ServiceConfig{}
+	for n, s := range p.Services {
+		services[n] = s
+	}
+	for n, s := range p.DisabledServices {
+		services[n] = s
+	}
+	for _, n := range sortedKeys(services) {
+		s := services[n]
+		who := "service " + quoteName(n)
+		add := func(f string) { out = append(out, who+": "+f) }
+		m.spec(&s.ContainerSpec, add)
+		if s.Build != nil {
+			add("build section (the agent runs images, it does not build them)")
+		}
+		if s.Provider != nil {
+			add("provider " + m.show(s.Provider.Type) + " (runs a program on the host)")
+		}
+		for i, h := range s.PreStart {
+			m.spec(&h.ContainerSpec, func(f string) { add(fmt.Sprintf("pre_start hook %d: %s", i+1, f)) })
+		}
+		for i, h := range s.PostStart {
+			if h.Privileged {
+				add(fmt.Sprintf("post_start hook %d: privileged: true", i+1))
+			}
+		}
+		for i, h := range s.PreStop {
+			if h.Privileged {
+				add(fmt.Sprintf("pre_stop hook %d: privileged: true", i+1))
+			}
+		}
+	}
+	jobs := map[string]types.JobConfig{}
+	for n, j := range p.Jobs {
+		jobs[n] = j
+	}
+	for n, j := range p.DisabledJobs {
+		jobs[n] = j
+	}
+	for _, n := range sortedKeys(jobs) {
+		j := jobs[n]
+		add := func(f string) { out = append(out, "job "+quoteName(n)+": "+f) }
+		m.spec(&j.ContainerSpec, add)
+		if j.Build != nil {
+			add("build section (the agent runs images, it does not build them)")
+		}
+	}
+	for _, n := range sortedKeys(p.Secrets) {
+		if f := m.fileObject(types.FileObjectConfig(p.Secrets[n])); f != "" {
+			out = append(out, "secret "+quoteName(n)+": "+f)
+		}
+	}
+	for _, n := range sortedKeys(p.Configs) {
+		if f := m.fileObject(types.FileObjectConfig(p.Configs[n])); f != "" {
+			out = append(out, "config "+quoteName(n)+": "+f)
+		}
+	}
+	return out
+}
+
+// spec checks what a container of a service, a job or a pre_start hook runs with.
+func (m *model) spec(c *types.ContainerSpec, add func(string)) {
+	if c.Privileged {
+		add("privileged: true")
+	}
+	for _, f := range []struct{ key, v string }{
+		{"network_mode", c.NetworkMode}, {"pid", c.Pid}, {"ipc", c.Ipc}, {"uts", c.Uts},
+		{"userns_mode", c.UserNSMode}, {"cgroup", c.Cgroup},
+	} {
+		switch {
+		case strings.EqualFold(strings.TrimSpace(f.v), "host"):
+			add(f.key + ": host")
+		case m.ph.MatchString(f.v):
+			add(f.key + " " + m.depends(f.v))
+		}
+	}
+	for _, c := range c.CapAdd {
+		u := strings.TrimPrefix(strings.ToUpper(strings.TrimSpace(c)), "CAP_")
+		switch {
+		case privilegedCaps[u]:
+			add("cap_add " + u)
+		case m.ph.MatchString(c):
+			add("cap_add " + m.depends(c))
+		}
+	}
+	for _, d := range c.Devices {
+		add("devices " + m.show(d.Source) + " → " + m.show(d.Target))
+	}
+	for _, o := range c.SecurityOpt {
+		switch {
+		case strings.Contains(strings.ToLower(o), "unconfined"):
+			add("security_opt " + m.show(o))
+		case m.ph.MatchString(o):
+			add("security_opt " + m.depends(o))
+		}
+	}
+	if c.UseAPISocket {
+		add("use_api_socket: true (the docker socket)")
+	}
+	for _, v := range c.Volumes {
+		switch v.Type {
+		case types.VolumeTypeBind:
+			if why := m.hostPath(v.Source); why != "" {
+				add("bind " + why + " → " + m.show(v.Target))
+			}
+		case types.VolumeTypeVolume:
+			if v.Source == "" {
+				continue // anonymous
+			}
+			if vol, ok := m.project.Volumes[v.Source]; ok {
+				if why := m.localBind(vol); why != "" {
+					add("volume " + quoteName(v.Source) + " binds " + why + " (driver_opts) → " + m.show(v.Target))
+				}
+			}
+		case types.VolumeTypeNamedPipe:
+			add("npipe " + m.show(v.Source) + " → " + m.show(v.Target))
+		}
+	}
+	for _, e := range c.EnvFiles {
+		if why := m.hostPath(e.Path); why != "" {
+			add("env_file " + why)
+		}
+	}
+	for _, l := range c.LabelFiles {
+		if why := m.hostPath(l); why != "" {
+			add("label_file " + why)
+		}
+	}
+}
+
+// fileObject checks a top-level secret or config: a file outside the release directory, or
+// a value taken from the agent's environment.
+func (m *model) fileObject(o types.FileObjectConfig) string {
+	if o.External {
+		return ""
+	}
+	if o.File != "" {
+		if why := m.hostPath(o.File); why != "" {
+			return "file " + why
+		}
+	}
+	if o.Environment != "" {
+		return "taken from the agent's environment variable " + m.show(o.Environment)
+	}
+	return ""
+}
+
+// localBind returns what a named volume of the local driver binds on the host when its
+// driver_opts make it a bind mount (o=bind, or type=none with a device) of a path outside
+// the release directory; "" otherwise.
+func (m *model) localBind(v types.VolumeConfig) string {
+	if v.External || (v.Driver != "" && v.Driver != "local") {
+		return ""
+	}
+	device, hasDevice := v.DriverOpts["device"]
+	if !hasDevice {
+		return ""
+	}
+	o := strings.ToLower(v.DriverOpts["o"])
+	bind := strings.EqualFold(v.DriverOpts["type"], "none")
+	for _, opt := range strings.Split(o, ",") {
+		if opt = strings.TrimSpace(opt); opt == "bind" || opt == "rbind" {
+			bind = true
+		}
+	}
+	if !bind {
+		return ""
+	}
+	if !filepath.IsAbs(device) && !m.ph.MatchString(device) {
+		return m.show(device) + " (not an absolute path)"
+	}
+	return m.hostPath(device)
+}
+
+// hostPath says which host path p is when it lies outside the release directory (or
+// depends on a value not known before the lease), "" when it lies inside.
+func (m *model) hostPath(p string) string {
+	if m.ph.MatchString(p) {
+		return m.depends(p)
+	}
+	c := filepath.Clean(p)
+	if c == m.root || strings.HasPrefix(c, m.root+string(filepath.Separator)) {
+		return ""
+	}
+	if strings.HasPrefix(c, m.private+string(filepath.Separator)) || c == m.private {
+		if rel, err := filepath.Rel(m.root, c); err == nil {
+			return "<release>/" + filepath.ToSlash(rel)
+		}
+	}
+	return m.show(path.Clean(filepath.ToSlash(c)))
+}
+
+// depends names the variables a value takes its meaning from.
+func (m *model) depends(v string) string {
+	var names []string
+	for _, g := range m.ph.FindAllStringSubmatch(v, -1) {
+		src := "a secret"
+		if g[1] == "e" {
+			src = "the agent's environment"
+		}
+		names = append(names, "${"+g[2]+"} ("+src+")")
+	}
+	return "takes its value from " + strings.Join(names, ", ") + ", unknown before the lease"
+}
+
+// show prints a value from the bundle in a finding: placeholders as their variables, one
+// line, control characters escaped.
+func (m *model) show(v string) string {
+	return sanitize.Line(m.ph.ReplaceAllString(v, "$${$2}"))
+}
+
+// includeSettings refuses an include entry that sets project_directory or env_file, in any
+// of the bundle's YAML files: either would let compose read outside the release directory.
+func includeSettings(b *Bundle) []string {
+	var out []string
+	for _, n := range sortedKeys(b.Files) {
+		if !strings.Contains(string(b.Files[n]), "include") {
+			continue
+		}
+		dec := yaml.NewDecoder(bytes.NewReader(b.Files[n]))
+		for {
+			var doc map[string]any
+			if err := dec.Decode(&doc); err != nil {
+				break
+			}
+			list, _ := doc["include"].([]any)
+			for _, e := range list {
+				entry, ok := e.(map[string]any)
+				if !ok {
+					continue
+				}
+				for _, k := range []string{"project_directory", "env_file"} {
+					if _, ok := entry[k]; ok {
+						out = append(out, fmt.Sprintf("%s: include sets %s (an include reads only its own files, below the release directory)", quoteName(n), k))
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// PrivilegedFindings loads b's compose file as Check does and lists what PRIVILEGED_REFUSED
+// would refuse (nil when nothing). A bundle whose `.env.template` or compose file does not
+// load is a *Refusal (BUNDLE_INVALID).
+func PrivilegedFindings(b *Bundle, env ComposeEnv) ([]string, error) {
+	tpl, err := parseEnvTemplate(b.Files[TemplateFile])
+	if err != nil {
+		return nil, err
+	}
+	m, r := loadCompose(b, tpl, env, b.Meta.EnvID)
+	if r != nil {
+		return nil, r
+	}
+	return m.findings(b), nil
+}
