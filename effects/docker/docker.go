@@ -2,25 +2,42 @@
 // down, the data-root fact and image prune (PROTOCOL.md §4), and writes the agent's own
 // registry credential (DOCKER_CONFIG).
 //
-// Every command runs with COMPOSE_INTERACTIVE_NO_CLI=1 and DOCKER_CONFIG pointing at the
-// agent's directory — never a human's $HOME. It may not run `compose config` (it prints
-// resolved values) and never puts a credential in an error, a log or an argument.
+// Every compose call is pinned to the release it acts on, so that what runs is what the agent
+// checked: `-f <release>/<compose_file>` (compose_file from the release's bundle.json),
+// `--env-file <release>/.env`, `--project-directory <release>` and `-p <project>`, where
+// <release> is the release directory with symlinks resolved (`current` → releases/<sha>).
+// No compose.override.yaml, COMPOSE_FILE or COMPOSE_PROFILES can add to it: docker's
+// environment holds no COMPOSE_* variable but COMPOSE_INTERACTIVE_NO_CLI=1, and none of the
+// names the release's `.env` sets (compose would let the environment win over `.env`).
+// DOCKER_CONFIG points at the agent's directory — never a human's $HOME. When the release is
+// gone (a retire after a crash), compose runs by project name alone in an empty directory,
+// loading no file.
+//
+// It may not run `compose config` (it prints resolved values) and never puts a credential in
+// an error, a log or an argument. Compose's output reaches errors with its control
+// characters escaped.
 package docker
 
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/compose-spec/compose-go/v2/dotenv"
+
 	"github.com/tikali/monky-deployd/effects"
+	"github.com/tikali/monky-deployd/internal/bundle"
+	"github.com/tikali/monky-deployd/internal/sanitize"
 )
 
 // Codes of the compose failures, carried in *effects.Error.
@@ -70,9 +87,14 @@ type result struct {
 	stdout, stderr []byte
 }
 
-// run runs <Bin> args in dir with the agent's environment. A non-nil error is an
-// *effects.Error with op and code; its Msg is the command's own meaningful output.
+// run runs <Bin> args in dir with the agent's environment (without the names in drop). A
+// non-nil error is an *effects.Error with op and code; its Msg is the command's own
+// meaningful output.
 func (c *CLI) run(ctx context.Context, op, code, dir string, timeout time.Duration, args ...string) (result, error) {
+	return c.runEnv(ctx, op, code, dir, nil, timeout, args...)
+}
+
+func (c *CLI) runEnv(ctx context.Context, op, code, dir string, drop map[string]bool, timeout time.Duration, args ...string) (result, error) {
 	path, err := exec.LookPath(c.Bin)
 	if err != nil {
 		return result{}, &effects.Error{Op: op, Kind: effects.Permanent, Code: CodeNotFound,
@@ -85,7 +107,7 @@ func (c *CLI) run(ctx context.Context, op, code, dir string, timeout time.Durati
 	defer cancel()
 	cmd := exec.CommandContext(ctx, path, args...)
 	cmd.Dir = dir
-	cmd.Env = c.env()
+	cmd.Env = c.env(drop)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	// compose starts helpers of its own: end the whole group on timeout.
@@ -128,12 +150,13 @@ func exitText(err error) string {
 	return err.Error()
 }
 
-// env is the process environment without any DOCKER_CONFIG or COMPOSE_INTERACTIVE_NO_CLI of
-// its own, plus the agent's.
-func (c *CLI) env() []string {
+// env is the process environment without DOCKER_CONFIG, any COMPOSE_* variable or a name in
+// drop, plus the agent's DOCKER_CONFIG and COMPOSE_INTERACTIVE_NO_CLI=1.
+func (c *CLI) env(drop map[string]bool) []string {
 	var out []string
 	for _, kv := range os.Environ() {
-		if strings.HasPrefix(kv, "DOCKER_CONFIG=") || strings.HasPrefix(kv, "COMPOSE_INTERACTIVE_NO_CLI=") {
+		k, _, _ := strings.Cut(kv, "=")
+		if k == "DOCKER_CONFIG" || strings.HasPrefix(k, "COMPOSE_") || drop[k] {
 			continue
 		}
 		out = append(out, kv)
@@ -141,14 +164,82 @@ func (c *CLI) env() []string {
 	return append(out, "COMPOSE_INTERACTIVE_NO_CLI=1", "DOCKER_CONFIG="+c.DockerConfigDir)
 }
 
-func (c *CLI) compose(sub ...string) []string {
-	return append([]string{"compose", "-p", c.Project}, sub...)
+// release is what a compose call is pinned to.
+type release struct {
+	dir  string          // the release directory, symlinks resolved; "" when there is none
+	args []string        // compose's global flags, -p included
+	drop map[string]bool // the names .env sets: docker's environment must not override them
+}
+
+// pin resolves dir (a release directory or the `current` link) and the flags that pin compose
+// to it. A release that is gone, or holds no compose file, yields the project name alone.
+func (c *CLI) pin(dir string) (release, error) {
+	byName := release{args: []string{"compose", "-p", c.Project}}
+	real, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return byName, nil
+		}
+		return release{}, err
+	}
+	if real, err = filepath.Abs(real); err != nil {
+		return release{}, err
+	}
+	file := bundle.DefaultComposeFile
+	if raw, err := os.ReadFile(filepath.Join(real, bundle.MetaFile)); err == nil {
+		var m struct {
+			ComposeFile string `json:"compose_file"`
+		}
+		if json.Unmarshal(raw, &m) == nil && m.ComposeFile != "" {
+			file = m.ComposeFile
+		}
+	}
+	if !filepath.IsLocal(file) {
+		return release{}, fmt.Errorf("release %s: compose_file %s is not a path inside it", filepath.Base(real), sanitize.Line(file))
+	}
+	if st, err := os.Stat(filepath.Join(real, file)); err != nil || !st.Mode().IsRegular() {
+		return byName, nil
+	}
+	r := release{dir: real, args: []string{"compose", "-f", filepath.Join(real, file)}}
+	envFile := filepath.Join(real, bundle.EnvFile)
+	if raw, err := os.ReadFile(envFile); err == nil {
+		r.args = append(r.args, "--env-file", envFile)
+		keys, _ := dotenv.UnmarshalBytesWithLookup(raw, nil)
+		r.drop = make(map[string]bool, len(keys))
+		for k := range keys {
+			r.drop[k] = true
+		}
+		clear(keys)
+	}
+	r.args = append(r.args, "--project-directory", real, "-p", c.Project)
+	return r, nil
+}
+
+// compose runs `compose <pinned flags> sub…` for the release in dir.
+func (c *CLI) compose(ctx context.Context, op, code, dir string, timeout time.Duration, sub ...string) (result, error) {
+	r, err := c.pin(dir)
+	if err != nil {
+		return result{}, &effects.Error{Op: op, Kind: effects.Permanent, Code: code, Msg: err.Error(), Err: err}
+	}
+	wd := r.dir
+	if wd == "" {
+		tmp, err := os.MkdirTemp("", "monky-deployd-compose-")
+		if err != nil {
+			return result{}, fmt.Errorf("%s: %w", op, err)
+		}
+		defer os.RemoveAll(tmp)
+		wd = tmp
+		r.args = append(r.args[:1], "--project-directory", tmp, "-p", c.Project)
+	}
+	return c.runEnv(ctx, op, code, wd, r.drop, timeout, append(r.args, sub...)...)
 }
 
 var ansi = regexp.MustCompile(`\x1b\[[0-9;?]*[A-Za-z]`)
 
 // Meaningful turns a command's output into one line: ANSI codes and progress redraws gone,
 // blank lines dropped, the rest trimmed and joined with " | ", the last MsgMax bytes kept.
+// It is still raw: the caller redacts it, then sanitizes it (in that order, so that a secret
+// holding a control character is still recognised).
 func Meaningful(out []byte) string {
 	s := ansi.ReplaceAllString(string(out), "")
 	var lines []string
@@ -172,7 +263,7 @@ func Meaningful(out []byte) string {
 
 // PS is `compose ps --format json` in dir.
 func (c *CLI) PS(ctx context.Context, dir string) ([]effects.Container, error) {
-	res, err := c.run(ctx, "compose ps", CodePSFailed, dir, c.QuickTimeout, c.compose("ps", "--format", "json")...)
+	res, err := c.compose(ctx, "compose ps", CodePSFailed, dir, c.QuickTimeout, "ps", "--format", "json")
 	if err != nil {
 		return nil, err
 	}
@@ -185,33 +276,26 @@ func (c *CLI) PS(ctx context.Context, dir string) ([]effects.Container, error) {
 
 // Pull is `compose pull` in dir. Idempotent. A failure carries the registry's own words.
 func (c *CLI) Pull(ctx context.Context, dir string) error {
-	_, err := c.run(ctx, "compose pull", CodePullFailed, dir, c.Timeout, c.compose("pull")...)
+	_, err := c.compose(ctx, "compose pull", CodePullFailed, dir, c.Timeout, "pull")
 	return err
 }
 
 // Up is `compose up -d --remove-orphans` in dir. Idempotent: compose converges.
 func (c *CLI) Up(ctx context.Context, dir string) error {
-	_, err := c.run(ctx, "compose up", CodeUpFailed, dir, c.Timeout, c.compose("up", "-d", "--remove-orphans")...)
+	_, err := c.compose(ctx, "compose up", CodeUpFailed, dir, c.Timeout, "up", "-d", "--remove-orphans")
 	return err
 }
 
-// Down is `compose down --remove-orphans` (plus -v when volumes) in dir, or in an empty
-// temporary directory when dir is gone: compose v2 downs a project by its name. Idempotent.
-// The caller decides volumes; it must never be true on prod.
+// Down is `compose down --remove-orphans` (plus -v when volumes) for the release in dir, or
+// by the project name alone in an empty temporary directory when the release is gone:
+// compose v2 downs a project by its name. Idempotent. The caller decides volumes; it must
+// never be true on prod.
 func (c *CLI) Down(ctx context.Context, dir string, volumes bool) error {
-	if _, err := os.Stat(dir); err != nil {
-		tmp, terr := os.MkdirTemp("", "monky-deployd-down-")
-		if terr != nil {
-			return fmt.Errorf("compose down: %w", terr)
-		}
-		defer os.RemoveAll(tmp)
-		dir = tmp
-	}
-	args := c.compose("down", "--remove-orphans")
+	args := []string{"down", "--remove-orphans"}
 	if volumes {
 		args = append(args, "-v")
 	}
-	_, err := c.run(ctx, "compose down", CodeDownFailed, dir, c.Timeout, args...)
+	_, err := c.compose(ctx, "compose down", CodeDownFailed, dir, c.Timeout, args...)
 	return err
 }
 
@@ -221,7 +305,7 @@ func (c *CLI) Logs(ctx context.Context, dir string, tail int) (string, error) {
 	if tail <= 0 {
 		tail = 100
 	}
-	res, err := c.run(ctx, "compose logs", CodeLogsFailed, dir, c.Timeout, c.compose("logs", "--no-color", "--tail", strconv.Itoa(tail))...)
+	res, err := c.compose(ctx, "compose logs", CodeLogsFailed, dir, c.Timeout, "logs", "--no-color", "--tail", strconv.Itoa(tail))
 	if err != nil {
 		return "", err
 	}

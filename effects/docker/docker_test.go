@@ -45,6 +45,8 @@ type call struct {
 	Dir              string   `json:"dir"`
 	DockerConfig     string   `json:"docker_config"`
 	InteractiveNoCLI string   `json:"interactive_no_cli"`
+	ComposeEnv       []string `json:"compose_env"`
+	APIKeySet        bool     `json:"api_key_set"`
 }
 
 type fixture struct {
@@ -75,6 +77,9 @@ func newFixture(t *testing.T) *fixture {
 		}
 	}
 	if err := os.WriteFile(filepath.Join(f.release, "compose.yaml"), []byte(compose), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(f.release, ".env"), []byte("API_KEY=\"s3cr3t\"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	t.Setenv("FAKE_DOCKER_STATE", f.state)
@@ -139,7 +144,8 @@ func TestCommandsArgvDirEnv(t *testing.T) {
 	if err := f.cli.ImagePrune(ctx); err != nil {
 		t.Fatalf("prune: %v", err)
 	}
-	p := []string{"compose", "-p", "monky-env-qa-02"}
+	p := []string{"compose", "-f", filepath.Join(f.release, "compose.yaml"), "--env-file", filepath.Join(f.release, ".env"),
+		"--project-directory", f.release, "-p", "monky-env-qa-02"}
 	want := [][]string{
 		append(p, "pull"),
 		append(p, "up", "-d", "--remove-orphans"),
@@ -319,7 +325,85 @@ func TestLogsCarryServiceOutput(t *testing.T) {
 	if !strings.Contains(out, "monky-env-qa-02-api-1  | canary hvs.CANARYTOKEN") || !strings.Contains(out, "starting worker") {
 		t.Errorf("logs = %q", out)
 	}
-	if argv := f.calls(t)[1].Argv; strings.Join(argv[3:], " ") != "logs --no-color --tail 100" {
+	if argv := f.calls(t)[1].Argv; strings.Join(argv[9:], " ") != "logs --no-color --tail 100" {
 		t.Errorf("argv = %q: a tail of 0 means the default 100", argv)
+	}
+}
+
+// TestComposePinned: every compose call names the release's compose file (bundle.json's
+// compose_file, through the `current` link), its .env and its directory, and docker's
+// environment holds no COMPOSE_* setting and none of the names .env sets — so a
+// compose.override.yaml, COMPOSE_FILE in the environment or in .env change nothing.
+func TestComposePinned(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	rel := filepath.Join(filepath.Dir(f.release), "def")
+	if err := os.MkdirAll(rel, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for name, body := range map[string]string{
+		"bundle.json":           `{"env_id": "env-qa-02", "compose_file": "deploy/app.yaml"}`,
+		"deploy/app.yaml":       "services:\n  api:\n    image: harbor.tikali.net/monky/api:2\n",
+		"compose.yaml":          "services:\n  evil:\n    image: evil\n    privileged: true\n",
+		"compose.override.yaml": "services:\n  api:\n    image: evil\n    privileged: true\n",
+		"evil.yaml":             "services:\n  evil:\n    image: evil\n    privileged: true\n",
+		".env":                  "API_KEY=\"s3cr3t\"\nPATH_LIKE=x\n",
+	} {
+		p := filepath.Join(rel, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	current := filepath.Join(filepath.Dir(filepath.Dir(f.release)), "current")
+	if err := os.Symlink("releases/def", current); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("COMPOSE_FILE", "evil.yaml")
+	t.Setenv("COMPOSE_PROFILES", "debug")
+	t.Setenv("API_KEY", "from-the-agent-environment")
+	if err := f.cli.Up(ctx, current); err != nil {
+		t.Fatal(err)
+	}
+	c := f.calls(t)[0]
+	want := []string{"compose", "-f", filepath.Join(rel, "deploy/app.yaml"), "--env-file", filepath.Join(rel, ".env"),
+		"--project-directory", rel, "-p", "monky-env-qa-02", "up", "-d", "--remove-orphans"}
+	if !reflect.DeepEqual(c.Argv, want) {
+		t.Errorf("argv = %q\nwant   %q", c.Argv, want)
+	}
+	if c.Dir != rel {
+		t.Errorf("dir = %q, want the resolved release %q", c.Dir, rel)
+	}
+	if len(c.ComposeEnv) != 0 {
+		t.Errorf("docker saw %q from the agent's environment", c.ComposeEnv)
+	}
+	if c.APIKeySet {
+		t.Errorf("docker saw API_KEY from the agent's environment: it would win over .env")
+	}
+	cs, err := f.cli.PS(ctx, current)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cs) != 1 || cs[0].Service != "api" {
+		t.Fatalf("ran %+v, want api alone", cs)
+	}
+	raw, _ := os.ReadFile(filepath.Join(f.state, "projects", "monky-env-qa-02.json"))
+	if strings.Contains(string(raw), "evil") || strings.Contains(string(raw), `"Privileged":true`) {
+		t.Errorf("the override or COMPOSE_FILE was applied: %s", raw)
+	}
+
+	// The release gone: down by the project name alone, loading no file.
+	if err := os.RemoveAll(rel); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.cli.Down(ctx, current, false); err != nil {
+		t.Fatal(err)
+	}
+	calls := f.calls(t)
+	d := calls[len(calls)-1]
+	if len(d.Argv) != 7 || d.Argv[1] != "--project-directory" || d.Argv[2] != d.Dir || d.Argv[4] != "monky-env-qa-02" || d.Argv[5] != "down" {
+		t.Errorf("down without a release: argv %q in %q", d.Argv, d.Dir)
 	}
 }

@@ -10,7 +10,9 @@
 //
 //	FAKE_DOCKER_LOG     a file; one JSON line is appended per call:
 //	                    {"argv": [...], "dir": cwd, "docker_config": $DOCKER_CONFIG,
-//	                     "interactive_no_cli": $COMPOSE_INTERACTIVE_NO_CLI}
+//	                     "interactive_no_cli": $COMPOSE_INTERACTIVE_NO_CLI,
+//	                     "compose_env": [other COMPOSE_* names in its environment],
+//	                     "api_key_set": whether API_KEY is in its environment}
 //	FAKE_DOCKER_STATE   the state directory (default: <tmp>/fakedocker-<uid>). In it:
 //	  projects/<P>.json   what `compose -p P up` started (written by the stub)
 //	  volumes-removed     one line per `compose -p P down -v`: P (written by the stub)
@@ -27,9 +29,11 @@
 //	  images              what `image ls` prints, one repository:tag per line; `image rm R…`
 //	                      removes R's lines (an R not listed: exit 1, "No such image")
 //
-// `compose -p P up -d --remove-orphans` reads the compose file in the working directory
-// (compose.yaml, or the -f file) and records P's services as running, health "healthy" when
-// the service has a healthcheck, else "". `down` forgets them. `version`, `compose version`,
+// `compose -p P up -d --remove-orphans` reads its compose files as compose does: the -f files;
+// without -f, COMPOSE_FILE from the environment, else from the project directory's .env (or
+// --env-file), else compose.yaml plus compose.override.yaml when present. It records P's
+// services as running (with the image and privileged flag the files give them), health
+// "healthy" when the service has a healthcheck, else "". `down` forgets them. `version`, `compose version`,
 // `info`, `image prune -f` print fixed answers. Anything else exits 1 saying so.
 package main
 
@@ -47,11 +51,13 @@ import (
 )
 
 type container struct {
-	Name    string `json:"Name"`
-	Service string `json:"Service"`
-	State   string `json:"State"`
-	Health  string `json:"Health"`
-	Project string `json:"Project"`
+	Name       string `json:"Name"`
+	Service    string `json:"Service"`
+	State      string `json:"State"`
+	Health     string `json:"Health"`
+	Project    string `json:"Project"`
+	Image      string `json:"Image,omitempty"`
+	Privileged bool   `json:"Privileged,omitempty"`
 }
 
 func main() {
@@ -65,11 +71,19 @@ func record() {
 		return
 	}
 	cwd, _ := os.Getwd()
+	composeEnv := []string{}
+	for _, kv := range os.Environ() {
+		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "COMPOSE_") && k != "COMPOSE_INTERACTIVE_NO_CLI" {
+			composeEnv = append(composeEnv, k)
+		}
+	}
 	line, _ := json.Marshal(map[string]any{
 		"argv":               os.Args[1:],
 		"dir":                cwd,
 		"docker_config":      os.Getenv("DOCKER_CONFIG"),
 		"interactive_no_cli": os.Getenv("COMPOSE_INTERACTIVE_NO_CLI"),
+		"compose_env":        composeEnv,
+		"api_key_set":        os.Getenv("API_KEY") != "",
 	})
 	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
@@ -135,7 +149,8 @@ func run(args []string) int {
 }
 
 func compose(args []string) int {
-	project, file := "", ""
+	project, envFile, projectDir := "", "", ""
+	var files []string
 	i := 0
 	for ; i < len(args); i++ {
 		a := args[i]
@@ -148,12 +163,19 @@ func compose(args []string) int {
 			project = args[i]
 		case strings.HasPrefix(a, "--project-name="):
 			project = strings.TrimPrefix(a, "--project-name=")
-		case a == "-f" || a == "--file":
+		case a == "-f" || a == "--file" || a == "--env-file" || a == "--project-directory":
 			if i+1 >= len(args) {
 				return fail("flag needs an argument: %s", a)
 			}
 			i++
-			file = args[i]
+			switch a {
+			case "--env-file":
+				envFile = args[i]
+			case "--project-directory":
+				projectDir = args[i]
+			default:
+				files = append(files, args[i])
+			}
 		case strings.HasPrefix(a, "-"):
 			return fail("fakedocker: unknown compose flag %s", a)
 		default:
@@ -175,7 +197,7 @@ sub:
 	}
 	switch sub {
 	case "up":
-		return up(project, file)
+		return up(project, composeFiles(files, envFile, projectDir))
 	case "ps":
 		return ps(project)
 	case "down":
@@ -204,27 +226,76 @@ func load(p string) []container {
 	return cs
 }
 
-func up(project, file string) int {
-	if file == "" {
-		for _, f := range []string{"compose.yaml", "compose.yml", "docker-compose.yaml", "docker-compose.yml"} {
-			if _, err := os.Stat(f); err == nil {
-				file = f
-				break
+// composeFiles are the files compose loads: the -f files, else COMPOSE_FILE from the
+// environment or the .env, else the default file and its override.
+func composeFiles(files []string, envFile, projectDir string) []string {
+	if len(files) > 0 {
+		return files
+	}
+	if projectDir == "" {
+		projectDir = "."
+	}
+	if envFile == "" {
+		envFile = filepath.Join(projectDir, ".env")
+	}
+	cf := os.Getenv("COMPOSE_FILE")
+	if b, err := os.ReadFile(envFile); err == nil && cf == "" {
+		for _, l := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(strings.TrimSpace(l), "="); ok && strings.TrimSpace(k) == "COMPOSE_FILE" {
+				cf = strings.Trim(strings.TrimSpace(v), `"'`)
 			}
 		}
-		if file == "" {
-			return fail("no configuration file provided: not found")
+	}
+	if cf != "" {
+		for _, f := range strings.Split(cf, ":") {
+			files = append(files, filepath.Join(projectDir, f))
+		}
+		return files
+	}
+	for _, f := range []string{"compose.yaml", "compose.yml", "docker-compose.yaml", "docker-compose.yml"} {
+		if _, err := os.Stat(filepath.Join(projectDir, f)); err == nil {
+			files = append(files, filepath.Join(projectDir, f))
+			break
 		}
 	}
-	raw, err := os.ReadFile(file)
-	if err != nil {
-		return fail("open %s: %v", file, err)
+	for _, f := range []string{"compose.override.yaml", "compose.override.yml", "docker-compose.override.yaml", "docker-compose.override.yml"} {
+		if _, err := os.Stat(filepath.Join(projectDir, f)); err == nil && len(files) > 0 {
+			files = append(files, filepath.Join(projectDir, f))
+			break
+		}
+	}
+	return files
+}
+
+func up(project string, files []string) int {
+	if len(files) == 0 {
+		return fail("no configuration file provided: not found")
 	}
 	var doc struct {
 		Services map[string]map[string]any `yaml:"services"`
 	}
-	if err := yaml.Unmarshal(raw, &doc); err != nil {
-		return fail("yaml: %v", err)
+	for _, file := range files {
+		raw, err := os.ReadFile(file)
+		if err != nil {
+			return fail("open %s: %v", file, err)
+		}
+		var one struct {
+			Services map[string]map[string]any `yaml:"services"`
+		}
+		if err := yaml.Unmarshal(raw, &one); err != nil {
+			return fail("yaml: %v", err)
+		}
+		if doc.Services == nil {
+			doc.Services = map[string]map[string]any{}
+		}
+		for n, svc := range one.Services {
+			if doc.Services[n] == nil {
+				doc.Services[n] = map[string]any{}
+			}
+			for k, v := range svc {
+				doc.Services[n][k] = v
+			}
+		}
 	}
 	if s, ok := knob("up-sleep"); ok {
 		if n, err := strconv.ParseFloat(strings.TrimSpace(s), 64); err == nil {
@@ -243,6 +314,8 @@ func up(project, file string) int {
 	cs := make([]container, 0, len(names))
 	for _, n := range names {
 		c := container{Name: project + "-" + n + "-1", Service: n, State: "running", Project: project}
+		c.Image, _ = doc.Services[n]["image"].(string)
+		c.Privileged, _ = doc.Services[n]["privileged"].(bool)
 		if _, ok := doc.Services[n]["healthcheck"]; ok {
 			c.Health = "healthy"
 		}
