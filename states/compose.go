@@ -9,6 +9,7 @@ import (
 
 	"github.com/tikali/monky-deployd/effects"
 	"github.com/tikali/monky-deployd/internal/redact"
+	"github.com/tikali/monky-deployd/internal/sanitize"
 	"github.com/tikali/monky-deployd/machine"
 	"github.com/tikali/monky-deployd/store"
 )
@@ -39,10 +40,11 @@ func (a *Agent) composeFailed(ctx context.Context, from machine.State, fallback,
 	if effects.IsTemporary(err) {
 		return err
 	}
-	msg := redact.String(err.Error())
+	// redacted first, then its control characters escaped: a secret is recognised as it is
+	msg := sanitize.Line(redact.String(err.Error()))
 	var e *effects.Error
 	if errors.As(err, &e) && e.Msg != "" {
-		msg = op + ": " + redact.String(e.Msg)
+		msg = op + ": " + sanitize.Line(redact.String(e.Msg))
 	}
 	return a.fail(ctx, from, codeOr(err, fallback), msg, op != "compose pull")
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/tikali/monky-deployd/effects"
 	"github.com/tikali/monky-deployd/internal/redact"
+	"github.com/tikali/monky-deployd/internal/sanitize"
 	"github.com/tikali/monky-deployd/machine"
 	"github.com/tikali/monky-deployd/store"
 )
@@ -109,7 +110,7 @@ func (a *Agent) logTail(ctx context.Context) string {
 	if err != nil {
 		return "compose logs: " + redact.String(err.Error())
 	}
-	return tail(redact.String(out), maxLogTail)
+	return tail(sanitize.Text(redact.String(out)), maxLogTail)
 }
 
 // retire is action down: compose down (volumes only when asked and never on prod), report down.

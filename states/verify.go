@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/tikali/monky-deployd/effects"
 	"github.com/tikali/monky-deployd/internal/bundle"
 	"github.com/tikali/monky-deployd/internal/redact"
+	"github.com/tikali/monky-deployd/internal/sanitize"
 	"github.com/tikali/monky-deployd/machine"
 )
 
@@ -43,12 +45,28 @@ func (a *Agent) fetchBundle(ctx context.Context) (*bundle.Bundle, error) {
 		return nil, err
 	}
 	if blob.HeaderSha != "" && blob.HeaderSha != b.Sha {
-		a.Log.Warn().Msgf("bundle header sha %s disagrees with the content's %s; enforcing the desired sha", short(blob.HeaderSha), short(b.Sha))
+		a.Log.Warn().Msgf("bundle header sha %s disagrees with the content's %s; enforcing the desired sha", sanitize.Line(short(blob.HeaderSha)), short(b.Sha))
 	}
-	if r := bundle.Check(b, bundle.CheckInput{DesiredSha: rec.Sha, EnvID: a.Cfg.EnvID, KVMount: a.kvMount()}); r != nil {
+	in := bundle.CheckInput{DesiredSha: rec.Sha, EnvID: a.Cfg.EnvID, KVMount: a.kvMount(),
+		Compose: bundle.ComposeEnv{Project: a.Cfg.ComposeProject, AgentEnv: environNames()}}
+	if r := bundle.Check(b, in); r != nil {
 		return b, r
 	}
 	return b, nil
+}
+
+// environNames is the names (never the values) of the agent's environment: docker sees them
+// (less COMPOSE_* and the names .env sets), so compose can interpolate them, and the
+// privileged policy treats them as values unknown before the lease.
+func environNames() []string {
+	env := os.Environ()
+	names := make([]string, 0, len(env))
+	for _, kv := range env {
+		if k, _, ok := strings.Cut(kv, "="); ok && k != "" {
+			names = append(names, k)
+		}
+	}
+	return names
 }
 
 // stepVerify: CheckedIn → BundleVerified | Refused | Failed. Fetch, read, check the archive,
