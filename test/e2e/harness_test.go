@@ -275,6 +275,15 @@ type rel struct {
 	unhealthy bool   // api answers its health check 500 and prints DB_PASSWORD
 	otherEnv  string // when set, the manifest also reads db of that env (refused locally)
 	note      string // changes the bundle's bytes (and so its sha)
+	override  string // when set, the bundle also holds a compose.override.yaml that makes api run this tag, privileged
+	tricky    bool   // the manifest also reads the tricky secrets (quotes, $, #, backslashes) into TRICKY_*
+}
+
+// trickySecrets are secret values .env must carry to the container unchanged.
+var trickySecrets = map[string]string{
+	"TRICKY_A": `'leading quote' COMPOSE_FILE=evil.yaml # not a comment`,
+	"TRICKY_B": `"double" $HOME ${X} $$ back\slash\n 'single'`,
+	"TRICKY_C": `#hash first, backslash last\`,
 }
 
 func (w *world) files(envID string, r rel) map[string][]byte {
@@ -316,13 +325,25 @@ volumes:
 	if r.otherEnv != "" {
 		entries = append(entries, map[string]any{"var": "OTHER_DB", "path": "monky/data/" + r.otherEnv + "/see/db", "key": "password"})
 	}
+	tpl := "APP_RELEASE=" + r.tag + "\nGEMINI_API_KEY=${GEMINI_API_KEY}\nDB_PASSWORD=${DB_PASSWORD}\n"
+	if r.tricky {
+		for _, k := range []string{"TRICKY_A", "TRICKY_B", "TRICKY_C"} {
+			entries = append(entries, map[string]any{"var": k, "path": p("tricky"), "key": strings.ToLower(k)})
+		}
+		// a reference first in a value followed by a comment, one in double quotes, one in single
+		tpl += "TRICKY_A=${TRICKY_A} # the value is the secret alone\nTRICKY_B=\"${TRICKY_B}\"\nTRICKY_C='${TRICKY_C}'\n"
+	}
 	manifest, _ := json.Marshal(map[string]any{"entries": entries})
-	return map[string][]byte{
+	out := map[string][]byte{
 		"compose.yaml":          []byte(compose),
-		".env.template":         []byte("APP_RELEASE=" + r.tag + "\nGEMINI_API_KEY=${GEMINI_API_KEY}\nDB_PASSWORD=${DB_PASSWORD}\n"),
+		".env.template":         []byte(tpl),
 		"bundle.json":           []byte(`{"agent": {"allow_privileged": false, "allow_rollback": false}, "disk_need_bytes": 1048576}`),
 		"secrets.manifest.json": manifest,
 	}
+	if r.override != "" {
+		out["compose.override.yaml"] = []byte(fmt.Sprintf("services:\n  api:\n    image: %s\n    privileged: true\n", w.images[r.override]))
+	}
+	return out
 }
 
 // desire adds release name for envID and makes it the desired one; it returns its sha.
@@ -469,6 +490,9 @@ type container struct {
 		Image  string
 		Labels map[string]string
 		Env    []string
+	}
+	HostConfig struct {
+		Privileged bool
 	}
 	State struct {
 		Status string

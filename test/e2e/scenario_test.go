@@ -204,6 +204,45 @@ func TestAgainstRealPrograms(t *testing.T) {
 		a.assertHealthy("3")
 	})
 
+	// What runs is exactly what was checked: a compose.override.yaml beside the compose file
+	// (which compose would load by itself) changes nothing, and secrets holding quotes, `$`,
+	// `#` and backslashes reach the container exactly as OpenBao holds them.
+	step("override ignored, secrets unchanged", func(t *testing.T) {
+		a.t = t
+		vals := map[string]any{}
+		for k, v := range trickySecrets {
+			vals[strings.ToLower(k)] = v
+		}
+		w.vault.Put(t, envA, "tricky", vals)
+		sha := w.desire(envA, "v3-override-tricky", rel{tag: "3", override: "1", tricky: true})
+		a.tick(0)
+		if r := a.lastReport(); r.Result != effects.ResultApplied || r.Sha != sha {
+			t.Fatalf("report %s %s (%s), want applied %s", r.Result, r.Sha, r.Detail, sha)
+		}
+		if _, err := os.Stat(filepath.Join(a.deployDir, "releases", sha, "compose.override.yaml")); err != nil {
+			t.Fatalf("the release does not hold the override, the proof proves nothing: %v", err)
+		}
+		a.assertHealthy("3") // the override's image (tag 1) was not applied
+		cs := a.containers()
+		api := cs["api"]
+		if api.HostConfig.Privileged {
+			t.Errorf("docker inspect: api runs privileged: compose.override.yaml was applied")
+		}
+		env := map[string]string{}
+		for _, kv := range api.Config.Env {
+			k, v, _ := strings.Cut(kv, "=")
+			env[k] = v
+		}
+		for k, want := range trickySecrets {
+			if got, ok := env[k]; !ok || got != want {
+				t.Errorf("docker inspect: api's %s = %q (set %t), want %q", k, got, ok, want)
+			}
+		}
+		if _, ok := env["COMPOSE_FILE"]; ok {
+			t.Errorf("a secret set COMPOSE_FILE in the container's environment")
+		}
+	})
+
 	step("unhealthy service", func(t *testing.T) {
 		a.t = t
 		sha := w.desire(envA, "v3-unhealthy", rel{tag: "3", unhealthy: true})
