@@ -1,58 +1,59 @@
 package bundle
 
 import (
-	"bytes"
 	"strings"
+
+	"github.com/compose-spec/compose-go/v2/dotenv"
 )
 
 // RenderedValues returns the values Render put into env at the references of tpl (the release's
-// `.env.template` and its rendered `.env`), in the forms compose reads back and the forms
-// written, so a process that did not render them can register them with the redactor. A line
-// whose literal text does not match the template gives its whole value after `=`.
+// `.env.template` and its rendered `.env`), so a process that did not render them can register
+// them with the redactor: each secret as compose reads it back, and as it is written in `.env`
+// when that differs. It reads `.env` with compose's own reader and cuts each value at the
+// template's literal text around the references; where that text cannot be found, the whole
+// value is returned. Nothing is returned for a template or a `.env` that does not read.
 func RenderedValues(tpl, env []byte) []string {
+	t, err := parseEnvTemplate(tpl)
+	if err != nil {
+		return nil
+	}
+	vals, err := dotenv.UnmarshalBytesWithLookup(env, nil)
+	if err != nil {
+		return nil
+	}
+	defer clear(vals)
 	var out []string
 	add := func(s string) {
 		if s == "" {
 			return
 		}
 		out = append(out, s)
-		if len(s) >= 2 && (s[0] == '\'' || s[0] == '"') && s[len(s)-1] == s[0] {
-			inner := s[1 : len(s)-1]
-			if s[0] == '"' {
-				inner = strings.NewReplacer("\\\\", "\\", "\\\"", "\"", "$$", "$").Replace(inner)
-			}
-			out = append(out, inner)
-		} else if u := strings.NewReplacer("\\\\", "\\", "\\\"", "\"", "$$", "$").Replace(s); u != s {
-			out = append(out, u) // escaped inside double quotes, or `$$` unquoted
+		if q := envQuote(s); q != s && len(q) >= 2 {
+			out = append(out, q[1:len(q)-1]) // as written inside the double quotes
 		}
 	}
-	tl, el := bytes.Split(tpl, []byte("\n")), bytes.Split(env, []byte("\n"))
-	for i, t := range tl {
-		if i >= len(el) || isComment(t) {
-			continue
-		}
-		r := string(el[i])
-		var spans [][2]int
-		scanLine(t, func(start, end int, _ string) { spans = append(spans, [2]int{start, end}) })
-		if len(spans) == 0 {
-			continue
+	re := t.markerRE()
+	for _, k := range t.Keys() {
+		tv := t.values[k]
+		v, ok := vals[k]
+		locs := re.FindAllStringIndex(tv, -1)
+		if !ok || len(locs) == 0 {
+			continue // a literal value is not a secret
 		}
 		// the literal pieces around the references: L0 ref L1 ref … Ln
-		lits := []string{string(t[:spans[0][0]])}
-		for k := 1; k < len(spans); k++ {
-			lits = append(lits, string(t[spans[k-1][1]:spans[k][0]]))
+		lits := []string{tv[:locs[0][0]]}
+		for i := 1; i < len(locs); i++ {
+			lits = append(lits, tv[locs[i-1][1]:locs[i][0]])
 		}
-		lits = append(lits, string(t[spans[len(spans)-1][1]:]))
+		lits = append(lits, tv[locs[len(locs)-1][1]:])
 		first, last := lits[0], lits[len(lits)-1]
-		if !strings.HasPrefix(r, first) || !strings.HasSuffix(r[len(first):], last) {
-			if eq := strings.IndexByte(r, '='); eq >= 0 {
-				add(strings.TrimSpace(r[eq+1:]))
-			}
+		if !strings.HasPrefix(v, first) || len(v) < len(first)+len(last) || !strings.HasSuffix(v[len(first):], last) {
+			add(v)
 			continue
 		}
-		mid := r[len(first) : len(r)-len(last)]
-		for k := 1; k < len(spans); k++ {
-			sep := lits[k]
+		mid := v[len(first) : len(v)-len(last)]
+		for i := 1; i < len(locs); i++ {
+			sep := lits[i]
 			idx := strings.Index(mid, sep)
 			if sep == "" || idx < 0 {
 				break
