@@ -61,10 +61,15 @@ type Agent struct {
 	// Operator names who ran `resume` (uid and user), for the journal; found when empty.
 	Operator string
 
-	eng    *machine.Engine
-	token  string
-	bundle *bundle.Bundle
-	action string
+	eng   *machine.Engine
+	token string
+	// grantFresh: this process leased the kept grant, so no login with it can have happened
+	grantFresh bool
+	// tokenRecovered: this tick renamed a token left under its temp name into place; what the
+	// state file says about the token may be about the one it replaced
+	tokenRecovered bool
+	bundle         *bundle.Bundle
+	action         string
 	// stepStarted is when the step in flight began: a failure's entry counts its whole wall
 	// time, waits included.
 	stepStarted time.Time

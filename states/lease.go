@@ -68,7 +68,11 @@ func (a *Agent) stepPreflight(ctx context.Context) error {
 		return a.eng.Fire(machine.Outcome{Event: machine.EvReuse, Detail: why}, started)
 	}
 	if kept, _ := readSecretFile(a.Cfg.GrantPath()); kept != "" && !grantExpired(kept, a.Now()) {
-		return a.eng.Fire(machine.Outcome{Event: machine.EvLease, Detail: "a lease's grant kept from an interrupted tick: no new lease"}, started)
+		jti := grantJTI(kept)
+		return a.eng.Fire(machine.Outcome{Event: machine.EvLease, Detail: "a lease's grant kept from an interrupted tick: no new lease", Update: func(r *store.Record, _ store.Tx) error {
+			r.LeaseJTI = jti
+			return nil
+		}}, started)
 	}
 	lease, err := a.askLease(ctx, "apply")
 	if local(err) || (err != nil && a.isBlocked()) {
@@ -92,8 +96,13 @@ func (a *Agent) stepPreflight(ctx context.Context) error {
 		return err
 	}
 	failpoint.Hit("file:grant-written")
+	a.grantFresh = true
 	used, _ := a.leaseBudget()
-	return a.eng.Fire(machine.Outcome{Event: machine.EvLease, Detail: fmt.Sprintf("lease granted (%d/%d this hour); grant kept 0600 until login", used, LeaseLimit)}, started)
+	jti := grantJTI(lease.LoginJWT)
+	return a.eng.Fire(machine.Outcome{Event: machine.EvLease, Detail: fmt.Sprintf("lease granted (%d/%d this hour); grant kept 0600 until login", used, LeaseLimit), Update: func(r *store.Record, _ store.Tx) error {
+		r.LeaseJTI = jti
+		return nil
+	}}, started)
 }
 
 // appliedBefore reports whether sha is in the applied history since the last retire (a
@@ -223,6 +232,27 @@ func (a *Agent) askLease(ctx context.Context, reason string) (effects.Lease, err
 	return lease, nil
 }
 
+// grantJTI reads a JWT's jti without verifying it; "" when it has none.
+func grantJTI(jwt string) string {
+	var claims struct {
+		JTI string `json:"jti"`
+	}
+	if !jwtClaims(jwt, &claims) {
+		return ""
+	}
+	return claims.JTI
+}
+
+// jwtClaims decodes a JWT's payload into v without verifying it.
+func jwtClaims(jwt string, v any) bool {
+	parts := strings.Split(strings.TrimSpace(jwt), ".")
+	if len(parts) != 3 {
+		return false
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(parts[1])
+	return err == nil && json.Unmarshal(raw, v) == nil
+}
+
 // grantExpired reads a JWT's exp without verifying it (OpenBao verifies); true when past.
 func grantExpired(jwt string, now time.Time) bool {
 	parts := strings.Split(jwt, ".")
@@ -243,8 +273,13 @@ func grantExpired(jwt string, now time.Time) bool {
 }
 
 // stepLogin: Leased → LoggedIn | Failed. Log in with the kept grant, store the token, delete
-// the grant. Idempotent across a crash: a token newer than the grant, or a grant already
-// consumed into a token of a new jti, is not logged in again.
+// the grant.
+//
+// Idempotent across a crash, and decided by identity, never by timing: a tick that resumes in
+// Leased asks OpenBao who the stored token is (lookup-self); when its grant_jti is the kept
+// grant's jti (or, the grant already removed, the jti recorded with the lease), the login
+// happened before the kill and is not repeated. A lookup that fails for a temporary reason
+// ends the tick: the next one asks again rather than risk a second login.
 func (a *Agent) stepLogin(ctx context.Context) error {
 	started := a.Now()
 	rec := a.eng.Record()
@@ -252,17 +287,24 @@ func (a *Agent) stepLogin(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if grant != "" && a.token != "" && files.ModTime(a.Cfg.TokenPath()).After(files.ModTime(a.Cfg.GrantPath())) {
-		if info, err := a.Fx.Bao.LookupSelf(ctx, a.token); err == nil && info.GrantJTI != rec.Token.GrantJTI {
+	if !a.grantFresh && a.token != "" {
+		jti := rec.LeaseJTI
+		if grant != "" {
+			jti = grantJTI(grant)
+		}
+		info, err := a.Fx.Bao.LookupSelf(ctx, a.token)
+		switch {
+		case err != nil && effects.IsTemporary(err):
+			_ = a.eng.Note("login-deferred", effects.CodeOf(err), redact.String(err.Error())+" (whether the kept grant was used is asked again next tick)", started, nil)
+			return err
+		case err == nil && jti != "" && info.GrantJTI == jti:
 			consumed := "grant consumed (deleted)"
 			if err := files.RemoveFS(a.fs(), a.Cfg.GrantPath()); err != nil {
 				consumed = "the kept grant could NOT be deleted (" + redact.String(err.Error()) + ")"
 			}
 			return a.loggedIn(started, info.TTL, info.GrantJTI, info.EnvID, "logged in before a restart; "+consumed)
-		}
-	}
-	if grant == "" && a.token != "" {
-		if info, err := a.Fx.Bao.LookupSelf(ctx, a.token); err == nil && info.GrantJTI != "" && info.GrantJTI != rec.Token.GrantJTI {
+		case err == nil && jti == "" && grant == "" && info.GrantJTI != "" && info.GrantJTI != rec.Token.GrantJTI:
+			// a state file from before lease_jti was recorded
 			return a.loggedIn(started, info.TTL, info.GrantJTI, info.EnvID, "logged in before a restart")
 		}
 	}
@@ -280,6 +322,10 @@ func (a *Agent) stepLogin(ctx context.Context) error {
 			return err
 		}
 		failpoint.Hit("file:grant-written")
+		jti := grantJTI(grant)
+		if err := a.eng.Save(func(r *store.Record, _ store.Tx) error { r.LeaseJTI = jti; return nil }); err != nil {
+			return err
+		}
 		a.Log.Debug().Msg("the kept grant was gone or expired: leased again")
 	}
 	t, err := a.Fx.Bao.Login(ctx, a.Cfg.Bao.AuthMount, a.Cfg.Bao.Role, grant)
@@ -319,6 +365,7 @@ func (a *Agent) loggedIn(started time.Time, ttl time.Duration, jti, env, detail 
 	now := a.Now()
 	return a.eng.Fire(machine.Outcome{Event: machine.EvLogin, Detail: detail, Update: func(r *store.Record, _ store.Tx) error {
 		r.Token = store.TokenMeta{Present: true, Source: SourceLease, ExpiresAt: now.Add(ttl), CheckedAt: now, GrantJTI: jti, EnvID: env}
+		r.LeaseJTI = ""
 		return nil
 	}}, started)
 }

@@ -1,6 +1,7 @@
 package states
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -136,13 +137,43 @@ func (a *Agent) promote(b *bundle.Bundle, env []byte) error {
 	}
 	failpoint.Hit("file:stage-written")
 	rel := filepath.Join(releases, b.Sha)
-	var trash string
 	if _, err := fsys.Lstat(rel); err == nil {
-		trash = filepath.Join(deploy, ".trash-"+files.RandomSuffix())
+		if a.currentResolvesTo(rel) {
+			// `current` resolves to the release being staged again (a tick resumed after the
+			// swap): it is never moved aside. Its files are replaced one by one, each by a
+			// rename, so `current` shows a complete release at every instant.
+			if err := refreshRelease(fsys, staging, rel); err != nil {
+				return err
+			}
+			ok = true
+			failpoint.Hit("file:release-refreshed")
+			_ = fsys.RemoveAll(staging)
+			return a.swapCurrent(b.Sha)
+		}
+		// another release is current: this one is moved aside whole and replaced
+		trash := filepath.Join(deploy, ".trash-"+files.RandomSuffix())
 		if err := fsys.Rename(rel, trash); err != nil {
 			return fmt.Errorf("stage: %w", err)
 		}
 		failpoint.Hit("file:release-trashed")
+		if err := fsys.Rename(staging, rel); err != nil {
+			return fmt.Errorf("promote: %w", err)
+		}
+		ok = true
+		failpoint.Hit("file:release-renamed")
+		if err := files.SyncDirFS(fsys, releases); err != nil {
+			return err
+		}
+		failpoint.Hit("file:releases-synced")
+		if err := files.SyncDirFS(fsys, deploy); err != nil {
+			return err
+		}
+		if err := a.swapCurrent(b.Sha); err != nil {
+			return err
+		}
+		// removed only after the swap is durable, and only when `current` does not resolve
+		// to it; a kill part-way leaves a .trash-* the next tick sweeps the same way
+		return a.removeUnlessCurrent(trash)
 	}
 	if err := fsys.Rename(staging, rel); err != nil {
 		return fmt.Errorf("promote: %w", err)
@@ -153,14 +184,134 @@ func (a *Agent) promote(b *bundle.Bundle, env []byte) error {
 		return err
 	}
 	failpoint.Hit("file:releases-synced")
-	if trash != "" {
-		_ = fsys.RemoveAll(trash)
-	}
-	if err := files.ReplaceSymlinkFS(fsys, filepath.Join("releases", b.Sha), a.currentDir()); err != nil {
+	return a.swapCurrent(b.Sha)
+}
+
+// swapCurrent points `current` at releases/<sha>, durably.
+func (a *Agent) swapCurrent(sha string) error {
+	if err := files.ReplaceSymlinkFS(a.fs(), filepath.Join("releases", sha), a.currentDir()); err != nil {
 		return err
 	}
 	failpoint.Hit("file:current-swapped")
 	return nil
+}
+
+// currentResolvesTo reports whether `current`, read now, resolves to dir (or a path inside
+// it). An unreadable link resolves to nothing.
+func (a *Agent) currentResolvesTo(dir string) bool {
+	target, err := a.fs().Readlink(a.currentDir())
+	if err != nil {
+		return false
+	}
+	if !filepath.IsAbs(target) {
+		target = filepath.Join(a.Cfg.DeployDir, target)
+	}
+	target, dir = filepath.Clean(target), filepath.Clean(dir)
+	return target == dir || strings.HasPrefix(target, dir+string(filepath.Separator))
+}
+
+// removeUnlessCurrent removes a directory of deploy_dir (a trashed or old release) unless
+// `current`, read at this moment, resolves to it. Idempotent: an absent directory is done.
+func (a *Agent) removeUnlessCurrent(dir string) error {
+	if a.currentResolvesTo(dir) {
+		a.Log.Warn().Msgf("%s is what `current` points at: kept", dir)
+		return nil
+	}
+	if err := a.fs().RemoveAll(dir); err != nil {
+		return fmt.Errorf("remove %s: %w", dir, err)
+	}
+	return files.SyncDirFS(a.fs(), filepath.Dir(dir))
+}
+
+// refreshRelease brings the release directory rel to the staged tree: every staged file that
+// differs is renamed over its counterpart (its directory fsynced), files the staged tree lacks
+// are removed. Restartable: a kill part-way leaves every file whole, old or new, and the next
+// tick stages and refreshes again.
+func refreshRelease(fsys files.FS, staging, rel string) error {
+	want := map[string]bool{}
+	var walk func(rp string) error
+	walk = func(rp string) error {
+		entries, err := fsys.ReadDir(filepath.Join(staging, rp))
+		if err != nil {
+			return fmt.Errorf("refresh: %w", err)
+		}
+		for _, e := range entries {
+			name := filepath.Join(rp, e.Name())
+			want[name] = true
+			src, dst := filepath.Join(staging, name), filepath.Join(rel, name)
+			if e.IsDir() {
+				if fi, err := fsys.Lstat(dst); err != nil || !fi.IsDir() {
+					_ = fsys.RemoveAll(dst)
+					if err := fsys.Rename(src, dst); err != nil {
+						return fmt.Errorf("refresh: %w", err)
+					}
+					if err := files.SyncDirFS(fsys, filepath.Dir(dst)); err != nil {
+						return err
+					}
+					continue
+				}
+				if err := walk(name); err != nil {
+					return err
+				}
+				continue
+			}
+			if sameFile(fsys, src, dst) {
+				continue
+			}
+			if err := fsys.Rename(src, dst); err != nil {
+				return fmt.Errorf("refresh: %w", err)
+			}
+			if err := files.SyncDirFS(fsys, filepath.Dir(dst)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := walk(""); err != nil {
+		return err
+	}
+	// what the staged tree lacks (deepest first, so a directory goes after its files)
+	var extra []string
+	var list func(rp string)
+	list = func(rp string) {
+		entries, err := fsys.ReadDir(filepath.Join(rel, rp))
+		if err != nil {
+			return
+		}
+		for _, e := range entries {
+			name := filepath.Join(rp, e.Name())
+			if !want[name] {
+				extra = append(extra, name)
+				continue
+			}
+			if e.IsDir() {
+				list(name)
+			}
+		}
+	}
+	list("")
+	for i := len(extra) - 1; i >= 0; i-- {
+		p := filepath.Join(rel, extra[i])
+		if err := fsys.RemoveAll(p); err != nil {
+			return fmt.Errorf("refresh: %w", err)
+		}
+		if err := files.SyncDirFS(fsys, filepath.Dir(p)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sameFile: dst holds src's bytes at src's mode.
+func sameFile(fsys files.FS, src, dst string) bool {
+	si, err1 := fsys.Lstat(src)
+	di, err2 := fsys.Lstat(dst)
+	if err1 != nil || err2 != nil || !di.Mode().IsRegular() || si.Mode().Perm() != di.Mode().Perm() {
+		return false
+	}
+	a, err1 := fsys.ReadFile(src)
+	b, err2 := fsys.ReadFile(dst)
+	return err1 == nil && err2 == nil && bytes.Equal(a, b)
 }
 
 func writeSynced(fsys files.FS, path string, data []byte, perm os.FileMode) error {
@@ -173,10 +324,27 @@ func writeSynced(fsys files.FS, path string, data []byte, perm os.FileMode) erro
 	return nil
 }
 
-// cleanLeftovers removes what an interrupted tick left behind: staging and trash directories
-// and temp links under deploy_dir, and the temp copies of the token, the grant and the docker
-// config under state_dir (they hold secrets: they must not outlive the kill that left them).
-func (a *Agent) cleanLeftovers() {
+// cleanLeftovers settles what an interrupted tick left behind. First the token's and the
+// kept grant's temp files: a whole one is a completed write whose rename a kill or a power
+// loss lost, and is renamed into place, so the resumed tick neither logs in nor leases again
+// for it; a torn one is removed. Then staging and trash directories and temp links under
+// deploy_dir, and the remaining temp copies under state_dir and of the docker config (they
+// hold secrets: they must not outlive the kill that left them). A temp file that cannot be
+// settled ends the tick before any network call.
+func (a *Agent) cleanLeftovers() error {
+	rec, err := files.RecoverTempsFS(a.fs(), a.Cfg.TokenPath(), wholeToken)
+	if err != nil {
+		return err
+	}
+	if rec {
+		a.tokenRecovered = true
+		a.Log.Info().Msg("a token written before a restart was found under its temp name and kept")
+	}
+	if rec, err := files.RecoverTempsFS(a.fs(), a.Cfg.GrantPath(), wholeGrant); err != nil {
+		return err
+	} else if rec {
+		a.Log.Info().Msg("a lease's grant written before a restart was found under its temp name and kept")
+	}
 	sweep := func(dir string, match func(string) bool) {
 		entries, err := a.fs().ReadDir(dir)
 		if err != nil {
@@ -189,12 +357,16 @@ func (a *Agent) cleanLeftovers() {
 		}
 	}
 	sweep(a.Cfg.DeployDir, func(n string) bool {
-		return strings.HasPrefix(n, ".staging-") || strings.HasPrefix(n, ".trash-") || strings.HasPrefix(n, ".current.tmp-")
+		if strings.HasPrefix(n, ".staging-") || strings.HasPrefix(n, ".trash-") {
+			return !a.currentResolvesTo(filepath.Join(a.Cfg.DeployDir, n))
+		}
+		return strings.HasPrefix(n, ".current.tmp-")
 	})
 	sweep(a.Cfg.StateDir, func(n string) bool {
 		return strings.HasPrefix(n, ".") && strings.Contains(n, ".tmp-") && n != ".state.db"
 	})
 	sweep(a.Cfg.DockerConfigDir(), func(n string) bool { return strings.HasPrefix(n, ".config.json.") })
+	return nil
 }
 
 // removeCurrent drops the `current` link after a retire.

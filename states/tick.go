@@ -46,6 +46,7 @@ func (a *Agent) Tick(ctx context.Context) Result {
 	}
 	a.eng = eng
 	a.token, a.bundle, a.action, a.stepStarted = "", nil, "", time.Time{}
+	a.grantFresh, a.tokenRecovered = false, false
 	eng.OnTransition = a.logTransition
 	eng.OnNote = a.logNote
 	fresh := a.fresh()
@@ -64,7 +65,8 @@ func (a *Agent) Tick(ctx context.Context) Result {
 			return Result{Exit: ExitFail, Err: fmt.Errorf("take over: %w", err)}
 		}
 	}
-	a.cleanLeftovers()
+	// a temp file that cannot be settled ends the tick before any network call
+	leftovers := a.cleanLeftovers()
 	a.maskBoxSecrets()
 	if err := a.correctClock(); err != nil {
 		a.Log.Warn().Msg("clock check: " + redact.String(err.Error()))
@@ -75,7 +77,9 @@ func (a *Agent) Tick(ctx context.Context) Result {
 		ctx, cancel = context.WithTimeout(ctx, a.TickTimeout)
 		defer cancel()
 	}
-	err = a.run(ctx)
+	if err = leftovers; err == nil {
+		err = a.run(ctx)
+	}
 	if pastDeadline(ctx) && parent.Err() == nil && err != nil && (effects.IsTemporary(err) || local(err)) && !a.isBlocked() {
 		cause := err
 		err = a.errTickTimeout()

@@ -145,6 +145,26 @@ func (a *Agent) Bootstrap(ctx context.Context, grant string) error {
 		func(r *store.Record, _ store.Tx) error { r.Token = meta; return nil })
 }
 
+// wholeToken accepts a token file as WriteAtomicFS wrote it: one line of printable ASCII
+// ended by its newline. A torn write (no newline, or cut short by a power loss) is refused.
+func wholeToken(b []byte) bool {
+	if len(b) < 2 || len(b) > 16<<10 || b[len(b)-1] != '\n' {
+		return false
+	}
+	for _, c := range b[:len(b)-1] {
+		if c <= ' ' || c > '~' {
+			return false
+		}
+	}
+	return true
+}
+
+// wholeGrant accepts a kept grant file: a whole line holding a JWT whose claims decode.
+func wholeGrant(b []byte) bool {
+	var claims map[string]any
+	return wholeToken(b) && jwtClaims(string(b), &claims)
+}
+
 // consumeGrant deletes a used grant, or empties it where the directory is not writable, and
 // says which — or that neither worked.
 func consumeGrant(fsys files.FS, path string) string {
@@ -164,14 +184,21 @@ func (a *Agent) upkeep(ctx context.Context) error {
 	rec := a.eng.Record()
 	now := a.Now()
 	below := time.Duration(a.Cfg.Bao.RenewBelow) * time.Second
-	if rec.Token.ExpiresAt.IsZero() || !rec.Token.Present {
+	if rec.Token.ExpiresAt.IsZero() || !rec.Token.Present || a.tokenRecovered {
 		info, err := a.Fx.Bao.LookupSelf(ctx, a.token)
 		if err != nil {
 			return a.tokenUnusable(ctx, err)
 		}
+		// A kill between the bootstrap login's token write and the grant's consumption leaves
+		// the grant on disk: the token's grant_jti says it was used.
+		fromGrant := false
+		if g, _ := readSecretFile(a.Cfg.BootstrapPath); g != "" && info.GrantJTI != "" && grantJTI(g) == info.GrantJTI {
+			consumeGrant(a.fs(), a.Cfg.BootstrapPath)
+			fromGrant = true
+		}
 		if err := a.eng.Save(func(r *store.Record, _ store.Tx) error {
 			r.Token.Present = true
-			if r.Token.Source == "" {
+			if r.Token.Source == "" || fromGrant {
 				r.Token.Source = SourceBootstrap
 			}
 			r.Token.ExpiresAt = now.Add(info.TTL)

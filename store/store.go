@@ -102,6 +102,7 @@ type Record struct {
 	Failure *Failure `json:"failure,omitempty"`
 
 	Token           TokenMeta   `json:"token"`
+	LeaseJTI        string      `json:"lease_jti,omitempty"`         // the jti of the lease's grant kept for the login in flight
 	LeaseRetryAfter time.Time   `json:"lease_retry_after,omitempty"` // a 429's Retry-After, honoured
 	KVMount         string      `json:"kv_mount,omitempty"`          // adopted from the check-in's vault.mount
 	IntervalS       int         `json:"interval_s,omitempty"`        // tenancy's checkin_interval_s

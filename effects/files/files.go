@@ -13,6 +13,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -105,7 +106,7 @@ func WriteAtomic(path string, data []byte, perm os.FileMode) error {
 // fsync, rename over path, fsync the directory. The directory must exist.
 func WriteAtomicFS(fsys FS, path string, data []byte, perm os.FileMode) error {
 	dir := filepath.Dir(path)
-	tmp := filepath.Join(dir, "."+filepath.Base(path)+".tmp-"+randomSuffix())
+	tmp := filepath.Join(dir, TempPrefix(path)+randomSuffix())
 	if err := fsys.WriteFile(tmp, data, perm); err != nil {
 		_ = fsys.Remove(tmp)
 		return fmt.Errorf("write %s: %w", path, err)
@@ -120,6 +121,59 @@ func WriteAtomicFS(fsys FS, path string, data []byte, perm os.FileMode) error {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return SyncDirFS(fsys, dir)
+}
+
+// TempPrefix is the name prefix of path's temp files: WriteAtomicFS writes path through
+// "<dir>/.<base>.tmp-<random>".
+func TempPrefix(path string) string { return "." + filepath.Base(path) + ".tmp-" }
+
+// RecoverTempsFS settles what a kill or a power loss left of writes to path. A temp file of
+// path whose content whole accepts is a completed write whose rename was lost: it is renamed
+// over path and the directory fsynced (recovered is true). Every other temp file of path is
+// garbage and removed. Two or more whole temp files cannot be told apart without guessing
+// (a tick settles its predecessor's before writing any): they are all removed.
+// Restartable: a kill inside it leaves at most what it found.
+func RecoverTempsFS(fsys FS, path string, whole func([]byte) bool) (recovered bool, err error) {
+	dir, prefix := filepath.Dir(path), TempPrefix(path)
+	entries, err := fsys.ReadDir(dir)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return false, nil
+		}
+		return false, fmt.Errorf("recover %s: %w", path, err)
+	}
+	var good, bad []string
+	for _, e := range entries {
+		if !strings.HasPrefix(e.Name(), prefix) {
+			continue
+		}
+		p := filepath.Join(dir, e.Name())
+		data, rerr := fsys.ReadFile(p)
+		if e.Type().IsRegular() && rerr == nil && whole(data) {
+			good = append(good, p)
+		} else {
+			bad = append(bad, p)
+		}
+	}
+	if len(good) > 1 {
+		bad, good = append(bad, good...), nil
+	}
+	if len(good) == 1 {
+		if err := fsys.Rename(good[0], path); err != nil {
+			return false, fmt.Errorf("recover %s: %w", path, err)
+		}
+		failpoint.Hit("file:tmp-recovered:" + filepath.Base(path))
+		recovered = true
+	}
+	for _, p := range bad {
+		if err := fsys.RemoveAll(p); err != nil {
+			return recovered, fmt.Errorf("recover %s: %w", path, err)
+		}
+	}
+	if recovered || len(bad) > 0 {
+		return recovered, SyncDirFS(fsys, dir)
+	}
+	return false, nil
 }
 
 // MkdirAllFS is MkdirAll whose new directories survive a power loss: each directory it

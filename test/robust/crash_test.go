@@ -11,9 +11,11 @@ import (
 	"bytes"
 	"fmt"
 	"io/fs"
+	"math/rand"
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -51,7 +53,7 @@ var bootstrapPoints = []string{"file:tmp-synced:bao.token", "file:bootstrap-toke
 
 // recoveryOnlyPoints are reached only while a recovery tick replaces a release an earlier
 // tick renamed into place: they are exercised as second faults.
-var recoveryOnlyPoints = []string{"file:release-trashed"}
+var recoveryOnlyPoints = []string{"file:release-trashed", "file:release-refreshed", "file:tmp-recovered:bao.token", "file:tmp-recovered:lease.grant"}
 
 // scenario is what the crashed tick does: "first" applies v1 on a fresh box (bootstrap
 // login included), "upgrade" applies v2 over an applied v1.
@@ -140,6 +142,41 @@ type matrixStats struct {
 	violations       []string
 	bootstrapReplays int
 	leaseReplays     int
+	triples          int
+	tripleKills      int
+}
+
+// crashSeed is the triple-fault sample's seed (MONKY_CRASH_SEED, default 1).
+func crashSeed() int64 {
+	if n, err := strconv.ParseInt(os.Getenv("MONKY_CRASH_SEED"), 10, 64); err == nil {
+		return n
+	}
+	return 1
+}
+
+// tripleCount is how many triple faults run: 300 in the full matrix, 8 in the sample
+// (MONKY_CRASH_TRIPLES overrides).
+func tripleCount() int {
+	if n, err := strconv.Atoi(os.Getenv("MONKY_CRASH_TRIPLES")); err == nil && n >= 0 {
+		return n
+	}
+	if fullMatrix {
+		return 300
+	}
+	return 8
+}
+
+// sampleTriples draws n sequences of three kill points: the first from the scenario's points,
+// the next two from any point a recovery tick may pass (earlier ones included: a recovery tick
+// starts again from its check-in).
+func sampleTriples(sc scenario, n int, seed int64) [][]string {
+	rng := rand.New(rand.NewSource(seed))
+	any := append(append([]string{}, sc.points...), recoveryOnlyPoints...)
+	out := make([][]string, 0, n)
+	for i := 0; i < n; i++ {
+		out = append(out, []string{sc.points[rng.Intn(len(sc.points))], any[rng.Intn(len(any))], any[rng.Intn(len(any))]})
+	}
+	return out
 }
 
 func (s *matrixStats) violate(run, format string, args ...any) {
@@ -191,6 +228,11 @@ func TestCrashMatrix(t *testing.T) {
 		for _, pq := range pairs {
 			crashRun(t, stats, sc.name, ref, pq[:], false)
 		}
+		// triple faults: three kills in a row at points drawn with a fixed seed
+		for _, seq := range sampleTriples(sc, tripleCount()/len(scenarios), crashSeed()+int64(len(sc.name))) {
+			stats.triples++
+			crashRun(t, stats, sc.name, ref, seq, false)
+		}
 	}
 	names := make([]string, 0, len(stats.points))
 	for p := range stats.points {
@@ -199,6 +241,7 @@ func TestCrashMatrix(t *testing.T) {
 	sort.Strings(names)
 	t.Logf("crash matrix: %d points covered, %d runs, %d kills, %d second points not reached, %d replayed bootstrap logins, %d replayed leases, %d violations",
 		len(stats.points), stats.runs, stats.kills, stats.notReached, stats.bootstrapReplays, stats.leaseReplays, len(stats.violations))
+	t.Logf("crash matrix: %d triple faults (seed %d), %d kills in them", stats.triples, crashSeed(), stats.tripleKills)
 	t.Logf("points: %s", strings.Join(names, " "))
 	if !stats.points["file:release-trashed"] {
 		t.Error("the release replacement (file:release-trashed) was never exercised")
@@ -250,6 +293,9 @@ func crashRun(t *testing.T, stats *matrixStats, sc string, ref reference, points
 			break
 		}
 		stats.kills++
+		if len(points) == 3 {
+			stats.tripleKills++
+		}
 		stats.points[p] = true
 		for _, v := range checkRelease(b, ref, sc) {
 			stats.violate(run, "after the kill at %s: %s", p, v)
@@ -271,20 +317,7 @@ func crashRun(t *testing.T, stats *matrixStats, sc string, ref reference, points
 	if st.Outbox != 0 {
 		stats.violate(run, "outbox holds %d unacknowledged report(s)", st.Outbox)
 	}
-	replays, leaseReplays := 0, 0
-	if sc == "first" && len(points) > 0 && points[0] == "file:tmp-synced:lease.grant" {
-		// killed after tenancy granted the lease but before its grant reached the disk: the
-		// grant died with the process, and only a second lease can replace it
-		leaseReplays = 1
-		stats.leaseReplays++
-	}
-	if sc == "first" && len(points) > 0 && points[0] == "file:tmp-synced:bao.token" {
-		// killed after OpenBao accepted the bootstrap grant but before the token was renamed
-		// into place: the grant is still on disk and the next tick logs in with it again
-		replays = 1
-		stats.bootstrapReplays++
-	}
-	for _, v := range checkEnd(b, ref, sc, before, replays, leaseReplays) {
+	for _, v := range checkEnd(b, ref, sc, before, stats) {
 		stats.violate(run, "%s", v)
 	}
 }
@@ -342,7 +375,7 @@ func checkRelease(b *box, ref reference, sc string) []string {
 	return bad
 }
 
-func checkEnd(b *box, ref reference, sc string, before simCounts, bootstrapReplays, leaseReplays int) []string {
+func checkEnd(b *box, ref reference, sc string, before simCounts, stats *matrixStats) []string {
 	bad := checkRelease(b, ref, sc)
 	cur, _ := os.Readlink(filepath.Join(b.deployDir(), "current"))
 	if filepath.Base(cur) != ref.applied {
@@ -359,13 +392,24 @@ func checkEnd(b *box, ref reference, sc string, before simCounts, bootstrapRepla
 	if aside, _ := filepath.Glob(filepath.Join(b.stateDir, "state.db.corrupt-*")); len(aside) > 0 {
 		bad = append(bad, fmt.Sprintf("state.db was moved aside as corrupt: %v", aside))
 	}
+	// exactly the uncrashed run's leases and logins: no kill may cost a second of either
+	// (AGENT.md), the bootstrap login included
 	after := b.counts()
-	leases, logins := after.Leases-before.Leases-leaseReplays, after.Logins-before.Logins
+	leases, logins := after.Leases-before.Leases, after.Logins-before.Logins
 	if sc == "first" {
-		logins -= 1 + bootstrapReplays // the bootstrap login(s)
+		if logins > ref.logins+1 {
+			stats.bootstrapReplays++ // counted here; a violation all the same
+		}
+		logins-- // the bootstrap login
 	}
-	if leases > 1 || logins > 1 {
-		bad = append(bad, fmt.Sprintf("leases %d, logins %d for one apply; want ≤ 1 each", leases, logins))
+	if leases > ref.leases {
+		stats.leaseReplays++
+	}
+	if leases != ref.leases || logins != ref.logins {
+		bad = append(bad, fmt.Sprintf("leases %d, logins %d for one apply; the uncrashed run: %d, %d", leases, logins, ref.leases, ref.logins))
+	}
+	if g, err := os.ReadFile(filepath.Join(b.kit, "bootstrap.jwt")); err == nil && len(bytes.TrimSpace(g)) > 0 {
+		bad = append(bad, "the bootstrap grant was used but not consumed")
 	}
 	// exactly one acknowledged outcome for the apply: reports of the applied sha may repeat
 	// (a kill between tenancy's acknowledgement and the commit of Reported resends the queued
