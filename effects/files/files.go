@@ -1,7 +1,7 @@
 // Package files is the agent's only way to write files: every write is replaced, never
 // rewritten in place (temp file, fsync, rename, fsync the directory), so a crash or a power
 // loss leaves the old file or the new one, never half of either. Every operation goes through
-// the FS seam (OS on a real box, CrashFS in the power-loss tests). It may not read or write
+// the FS seam (OS on a real box, filestest.CrashFS in the power-loss tests). It may not read or write
 // anything but the paths it is given.
 package files
 

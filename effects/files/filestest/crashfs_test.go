@@ -1,10 +1,12 @@
-package files
+package filestest
 
 import (
 	"errors"
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/tikali/monky-deployd/effects/files"
 )
 
 func read(t *testing.T, p string) string {
@@ -34,7 +36,7 @@ func TestCrashFSKeepsOnlyWhatWasSynced(t *testing.T) {
 	must(c.WriteFile(p("synced"), []byte("s"), 0o600))
 	must(c.SyncFile(p("synced")))
 	must(c.WriteFile(p("unsynced"), []byte("u"), 0o644))
-	must(WriteAtomicFS(c, p("atomic"), []byte("a\n"), 0o600))
+	must(files.WriteAtomicFS(c, p("atomic"), []byte("a\n"), 0o600))
 	must(c.SyncDir(root))
 	must(c.Mkdir(p("d"), 0o700)) // the entry of d in root is never synced
 	must(c.WriteFile(p("d/f"), []byte("f"), 0o600))
@@ -76,7 +78,7 @@ func TestCrashFSPanicsAtItsCrashPointAndStopsThere(t *testing.T) {
 				t.Fatalf("recovered %v, want ErrCrashed", r)
 			}
 		}()
-		_ = WriteAtomicFS(c, filepath.Join(root, "tok"), []byte("t\n"), 0o600)
+		_ = files.WriteAtomicFS(c, filepath.Join(root, "tok"), []byte("t\n"), 0o600)
 		t.Fatal("no crash at operation 3")
 	}()
 	if err := c.Mkdir(filepath.Join(root, "x"), 0o700); !errors.Is(err, ErrCrashed) {

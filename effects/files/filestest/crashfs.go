@@ -1,4 +1,6 @@
-package files
+// Package filestest holds CrashFS, the files.FS test double that models what survives a
+// power loss. Test code only: the agent's binaries never import it.
+package filestest
 
 import (
 	"bytes"
@@ -10,7 +12,12 @@ import (
 	"sort"
 	"strings"
 	"sync"
+
+	"github.com/tikali/monky-deployd/effects/files"
 )
+
+// realFS is the real filesystem CrashFS performs every operation on.
+var realFS = files.OS
 
 // ErrCrashed is what every CrashFS operation returns once the machine has lost power, and
 // the value CrashFS panics with at its crash point.
@@ -218,7 +225,7 @@ func (c *CrashFS) WriteFile(path string, data []byte, perm fs.FileMode) error {
 	defer c.mu.Unlock()
 	d, name, model, err := c.parent(path)
 	if !model {
-		return OS.WriteFile(path, data, perm)
+		return realFS.WriteFile(path, data, perm)
 	}
 	if err := c.step("write", path); err != nil {
 		return err
@@ -226,7 +233,7 @@ func (c *CrashFS) WriteFile(path string, data []byte, perm fs.FileMode) error {
 	if err != nil {
 		return err
 	}
-	if err := OS.WriteFile(path, data, perm); err != nil {
+	if err := realFS.WriteFile(path, data, perm); err != nil {
 		return err
 	}
 	d.kids[name] = &node{kind: 'f', mode: perm.Perm(), data: bytes.Clone(data), smode: perm.Perm()}
@@ -238,12 +245,12 @@ func (c *CrashFS) SyncFile(path string) error {
 	defer c.mu.Unlock()
 	parts, model := c.rel(path)
 	if !model {
-		return OS.SyncFile(path)
+		return realFS.SyncFile(path)
 	}
 	if err := c.step("fsync", path); err != nil {
 		return err
 	}
-	if err := OS.SyncFile(path); err != nil {
+	if err := realFS.SyncFile(path); err != nil {
 		return err
 	}
 	if n := c.lookup(parts); n != nil && n.kind == 'f' {
@@ -257,12 +264,12 @@ func (c *CrashFS) SyncDir(dir string) error {
 	defer c.mu.Unlock()
 	parts, model := c.rel(dir)
 	if !model {
-		return OS.SyncDir(dir)
+		return realFS.SyncDir(dir)
 	}
 	if err := c.step("fsync-dir", dir); err != nil {
 		return err
 	}
-	if err := OS.SyncDir(dir); err != nil {
+	if err := realFS.SyncDir(dir); err != nil {
 		return err
 	}
 	n := c.lookup(parts)
@@ -283,7 +290,7 @@ func (c *CrashFS) Mkdir(path string, perm fs.FileMode) error {
 	defer c.mu.Unlock()
 	d, name, model, err := c.parent(path)
 	if !model {
-		return OS.Mkdir(path, perm)
+		return realFS.Mkdir(path, perm)
 	}
 	if err := c.step("mkdir", path); err != nil {
 		return err
@@ -291,7 +298,7 @@ func (c *CrashFS) Mkdir(path string, perm fs.FileMode) error {
 	if err != nil {
 		return err
 	}
-	if err := OS.Mkdir(path, perm); err != nil {
+	if err := realFS.Mkdir(path, perm); err != nil {
 		return err
 	}
 	d.kids[name] = c.newDir(path)
@@ -311,13 +318,13 @@ func (c *CrashFS) MkdirAll(path string, perm fs.FileMode) error {
 	defer c.mu.Unlock()
 	parts, model := c.rel(path)
 	if !model {
-		return OS.MkdirAll(path, perm)
+		return realFS.MkdirAll(path, perm)
 	}
 	if err := c.step("mkdir-all", path); err != nil {
 		return err
 	}
 	// the part of path above root is not the model's: create it first
-	if err := OS.MkdirAll(c.root, perm); err != nil {
+	if err := realFS.MkdirAll(c.root, perm); err != nil {
 		return err
 	}
 	n := c.top
@@ -352,12 +359,12 @@ func (c *CrashFS) Chmod(path string, perm fs.FileMode) error {
 	defer c.mu.Unlock()
 	parts, model := c.rel(path)
 	if !model {
-		return OS.Chmod(path, perm)
+		return realFS.Chmod(path, perm)
 	}
 	if err := c.step("chmod", path); err != nil {
 		return err
 	}
-	if err := OS.Chmod(path, perm); err != nil {
+	if err := realFS.Chmod(path, perm); err != nil {
 		return err
 	}
 	if n := c.lookup(parts); n != nil {
@@ -375,7 +382,7 @@ func (c *CrashFS) Rename(oldpath, newpath string) error {
 	od, oname, omodel, oerr := c.parent(oldpath)
 	nd, nname, nmodel, nerr := c.parent(newpath)
 	if !omodel && !nmodel {
-		return OS.Rename(oldpath, newpath)
+		return realFS.Rename(oldpath, newpath)
 	}
 	if omodel != nmodel {
 		return fmt.Errorf("crashfs: rename %s across the model's root", oldpath)
@@ -386,7 +393,7 @@ func (c *CrashFS) Rename(oldpath, newpath string) error {
 	if err := errors.Join(oerr, nerr); err != nil {
 		return err
 	}
-	if err := OS.Rename(oldpath, newpath); err != nil {
+	if err := realFS.Rename(oldpath, newpath); err != nil {
 		return err
 	}
 	n := od.kids[oname]
@@ -402,7 +409,7 @@ func (c *CrashFS) Symlink(target, link string) error {
 	defer c.mu.Unlock()
 	d, name, model, err := c.parent(link)
 	if !model {
-		return OS.Symlink(target, link)
+		return realFS.Symlink(target, link)
 	}
 	if err := c.step("symlink", link); err != nil {
 		return err
@@ -410,7 +417,7 @@ func (c *CrashFS) Symlink(target, link string) error {
 	if err != nil {
 		return err
 	}
-	if err := OS.Symlink(target, link); err != nil {
+	if err := realFS.Symlink(target, link); err != nil {
 		return err
 	}
 	d.kids[name] = &node{kind: 'l', target: target, mode: 0o777, smode: 0o777}
@@ -427,9 +434,9 @@ func (c *CrashFS) remove(path string, all bool) error {
 	d, name, model, err := c.parent(path)
 	if !model {
 		if all {
-			return OS.RemoveAll(path)
+			return realFS.RemoveAll(path)
 		}
-		return OS.Remove(path)
+		return realFS.Remove(path)
 	}
 	if err := c.step("remove", path); err != nil {
 		return err
@@ -441,9 +448,9 @@ func (c *CrashFS) remove(path string, all bool) error {
 		return err
 	}
 	if all {
-		err = OS.RemoveAll(path)
+		err = realFS.RemoveAll(path)
 	} else {
-		err = OS.Remove(path)
+		err = realFS.Remove(path)
 	}
 	if err != nil {
 		return err
@@ -465,28 +472,28 @@ func (c *CrashFS) ReadFile(path string) ([]byte, error) {
 	if err := c.reading(); err != nil {
 		return nil, err
 	}
-	return OS.ReadFile(path)
+	return realFS.ReadFile(path)
 }
 
 func (c *CrashFS) Readlink(path string) (string, error) {
 	if err := c.reading(); err != nil {
 		return "", err
 	}
-	return OS.Readlink(path)
+	return realFS.Readlink(path)
 }
 
 func (c *CrashFS) Lstat(path string) (fs.FileInfo, error) {
 	if err := c.reading(); err != nil {
 		return nil, err
 	}
-	return OS.Lstat(path)
+	return realFS.Lstat(path)
 }
 
 func (c *CrashFS) ReadDir(dir string) ([]fs.DirEntry, error) {
 	if err := c.reading(); err != nil {
 		return nil, err
 	}
-	return OS.ReadDir(dir)
+	return realFS.ReadDir(dir)
 }
 
 // Crash loses power: the tree under root is rewritten to what was durable (entries not in a
