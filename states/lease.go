@@ -64,7 +64,13 @@ func (a *Agent) stepPreflight(ctx context.Context) error {
 	if len(man.Entries) == 0 {
 		return a.eng.Fire(machine.Outcome{Event: machine.EvReuse, Detail: "no secrets to read: no lease needed"}, started)
 	}
-	if why, ok := a.reusableToken(ctx); ok {
+	why, ok, err := a.reusableToken(ctx)
+	if err != nil {
+		// OpenBao could not say whether the token lives: no lease on a guess; the next tick asks again
+		_ = a.eng.Note("lease-deferred", effects.CodeOf(err), redact.String(err.Error())+" (whether the token is reusable is asked again next tick)", started, nil)
+		return err
+	}
+	if ok {
 		return a.eng.Fire(machine.Outcome{Event: machine.EvReuse, Detail: why}, started)
 	}
 	if kept, _ := readSecretFile(a.Cfg.GrantPath()); kept != "" && !grantExpired(kept, a.Now()) {
@@ -124,23 +130,31 @@ func (a *Agent) appliedBefore(sha string) (time.Time, bool) {
 }
 
 // reusableToken: a lease-derived token whose ttl (after a renew where needed) stays above
-// renew_below_s reads the secrets; no new lease. A bootstrap token is swapped once.
-func (a *Agent) reusableToken(ctx context.Context) (string, bool) {
+// renew_below_s reads the secrets; no new lease. A bootstrap token is swapped once. A lookup
+// or renew that fails for a temporary reason is returned: it proves nothing about the token,
+// and a lease asked on it would spend the budget for nothing.
+func (a *Agent) reusableToken(ctx context.Context) (string, bool, error) {
 	rec := a.eng.Record()
 	if rec.Token.Source != SourceLease || a.token == "" {
-		return "", false
+		return "", false, nil
 	}
 	below := time.Duration(a.Cfg.Bao.RenewBelow) * time.Second
 	info, err := a.Fx.Bao.LookupSelf(ctx, a.token)
 	if err != nil {
+		if effects.IsTemporary(err) {
+			return "", false, err
+		}
 		a.Log.Debug().Msg("lease-derived token not reusable: " + redact.String(err.Error()))
-		return "", false
+		return "", false, nil
 	}
 	ttl := info.TTL
 	if ttl <= below {
 		ttl, err = a.Fx.Bao.RenewSelf(ctx, a.token, 24*time.Hour)
+		if err != nil && effects.IsTemporary(err) {
+			return "", false, err
+		}
 		if err != nil || ttl <= below {
-			return "", false
+			return "", false, nil
 		}
 	}
 	now := a.Now()
@@ -148,7 +162,7 @@ func (a *Agent) reusableToken(ctx context.Context) (string, bool) {
 		r.Token.ExpiresAt, r.Token.CheckedAt = now.Add(ttl), now
 		return nil
 	})
-	return fmt.Sprintf("reusing the lease-derived token (ttl %s): no new lease", ttl.Round(time.Minute)), true
+	return fmt.Sprintf("reusing the lease-derived token (ttl %s): no new lease", ttl.Round(time.Minute)), true, nil
 }
 
 // tokenWorks reports whether the current token still answers lookup-self.

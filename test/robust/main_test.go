@@ -128,7 +128,10 @@ type box struct {
 	stop     func()
 }
 
-func startBox(t testing.TB) *box {
+func startBox(t testing.TB) *box { t.Helper(); return startBoxWith(t, releasesDir) }
+
+// startBoxWith starts a box whose simulator serves the releases under rels.
+func startBoxWith(t testing.TB, rels string) *box {
 	t.Helper()
 	dir := t.TempDir()
 	b := &box{t: t, dir: dir, kit: filepath.Join(dir, "kit"), stateDir: filepath.Join(dir, "state"),
@@ -141,7 +144,7 @@ func startBox(t testing.TB) *box {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(filepath.Join(binDir, "monky-sim"), "serve", "--releases", releasesDir,
+	cmd := exec.Command(filepath.Join(binDir, "monky-sim"), "serve", "--releases", rels,
 		"--env", envID, "--kit", b.kit, "--addr-file", b.addrFile, "--state-dir", b.stateDir,
 		"--docker-bin", filepath.Join(binDir, "docker"), "--quiet")
 	cmd.Stdout, cmd.Stderr = simLog, simLog
@@ -240,6 +243,7 @@ func (b *box) sim(cmd string, args ...string) string {
 type simCounts struct {
 	Checkins      int `json:"checkins"`
 	BundleFetches int `json:"bundle_fetches"`
+	LeaseAsks     int `json:"lease_asks"`
 	Leases        int `json:"leases"`
 	Logins        int `json:"logins"`
 	Reports       int `json:"reports"`

@@ -48,6 +48,8 @@ type faultProxy struct {
 	hits     int
 	wg       sync.WaitGroup
 	conns    map[net.Conn]bool
+	// seen, when set, gets every request as it arrived (head and body): the soak scans them
+	seen func(dump []byte)
 }
 
 func newProxy(t testing.TB, upstream string) *faultProxy {
@@ -108,6 +110,10 @@ func (p *faultProxy) handle(c net.Conn) {
 		body, _ := io.ReadAll(req.Body)
 		req.Body.Close()
 		p.mu.Lock()
+		if p.seen != nil {
+			head, _ := httputil.DumpRequest(req, false)
+			p.seen(append(head, body...))
+		}
 		fault := faultKind("")
 		if p.match != "" && strings.Contains(req.URL.Path, p.match) {
 			fault = p.fault

@@ -1,0 +1,418 @@
+package robust
+
+// The chaos soak (`make soak`): the real agent ticking against monky-sim and the recording
+// docker stub, with a seeded schedule of faults — on every endpoint of tenancy and OpenBao
+// through the fault proxy (5xx, 429 with Retry-After in seconds and as a date, resets, stalls
+// past the call timeout, truncated bodies), compose failures, hangs and unhealthy services,
+// and SIGKILL of the agent at random instants — checking the invariants after every tick:
+//
+//   - the lease asks tenancy received never exceed 5 in any rolling hour;
+//   - `status --json` answers after every tick, and its `next` is true of the next clean tick
+//     (converged stays converged, refused stays refused);
+//   - every desired sha ends applied or refused, and that outcome reaches tenancy (checked at
+//     each checkpoint, where the faults pause until the box is at rest: no report is lost and
+//     the outbox is empty);
+//   - no secret value (KV canaries, the bootstrap grant) in any output, any request the agent
+//     sent, or any file outside the places a secret belongs.
+//
+// SOAK_TICKS (default 40, so plain `go test` runs a short one) and SOAK_SEED (default 1) set
+// the length and the schedule; a failure names the seed and the tick to replay it.
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"math/rand"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func envInt(name string, def int64) int64 {
+	if n, err := strconv.ParseInt(os.Getenv(name), 10, 64); err == nil && n > 0 {
+		return n
+	}
+	return def
+}
+
+// soakEndpoints are the paths a fault may hit, tenancy's and OpenBao's.
+var soakEndpoints = []struct{ proxy, match string }{
+	{"tenancy", "/v1/agent/checkin"},
+	{"tenancy", "/bundle"},
+	{"tenancy", "/v1/agent/lease"},
+	{"tenancy", "/v1/agent/report"},
+	{"bao", "/v1/auth/token/lookup-self"},
+	{"bao", "/v1/auth/token/renew-self"},
+	{"bao", "/login"},
+	{"bao", "/v1/"}, // the KV reads (and any other OpenBao call)
+}
+
+var soakFaults = []faultKind{f503, f429Secs, f429Date, fReset, fSilent, fTruncated, fLatency}
+
+type soakRig struct {
+	*box
+	proxies  map[string]*faultProxy
+	mu       sync.Mutex
+	requests [][]byte
+}
+
+// soakBox is a box whose tenancy and OpenBao both sit behind fault proxies (1 s call
+// timeouts) and whose health wait is 2 s.
+func soakBox(t *testing.T, releases int) *soakRig {
+	b := startBoxWith(t, soakReleases(t, releases))
+	r := &soakRig{box: b, proxies: map[string]*faultProxy{}}
+	raw, err := os.ReadFile(b.config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, x := range []struct{ name, re, repl string }{
+		{"tenancy", `(?m)^  base_url: "http://([^"]+)"$`, "  base_url: \"http://%s\"\n  timeout_s: 1"},
+		{"bao", `(?m)^  addr: "http://([^"]+)"$`, "  addr: \"http://%s\"\n  timeout_s: 1"},
+	} {
+		re := regexp.MustCompile(x.re)
+		m := re.FindSubmatch(raw)
+		if m == nil {
+			t.Fatalf("no %s address in the kit config:\n%s", x.name, raw)
+		}
+		p := newProxy(t, string(m[1]))
+		p.seen = func(d []byte) {
+			r.mu.Lock()
+			r.requests = append(r.requests, d)
+			r.mu.Unlock()
+		}
+		r.proxies[x.name] = p
+		raw = re.ReplaceAll(raw, []byte(fmt.Sprintf(x.repl, p.ln.Addr().String())))
+	}
+	raw = append(raw, []byte("\nhealthy_timeout_s: 2\n")...)
+	if err := os.WriteFile(b.config(), raw, 0o640); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// soakReleases writes n releases r0001… (v2 with one line of config/app.toml changed, so
+// each has its own sha) beside the secrets of the demo releases.
+func soakReleases(t *testing.T, n int) string {
+	dir := t.TempDir()
+	src := filepath.Join(releasesDir, "v2")
+	for i := 1; i <= n; i++ {
+		dst := filepath.Join(dir, fmt.Sprintf("r%04d", i))
+		err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			rel, _ := filepath.Rel(src, p)
+			out := filepath.Join(dst, rel)
+			if d.IsDir() {
+				return os.MkdirAll(out, 0o755)
+			}
+			raw, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			if rel == filepath.Join("config", "app.toml") {
+				raw = append(raw, []byte(fmt.Sprintf("# soak release %d\n", i))...)
+			}
+			return os.WriteFile(out, raw, 0o644)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	raw, err := os.ReadFile(filepath.Join(releasesDir, "secrets.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "secrets.json"), raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// killedTick runs a tick and SIGKILLs it after delay (no kill when delay < 0).
+func (b *box) killedTick(delay time.Duration) runResult {
+	b.t.Helper()
+	cmd := exec.Command(filepath.Join(binDir, "monky-deployd"), "--config", b.config(), "run", "--once")
+	cmd.Env = append(os.Environ(), "NO_COLOR=1", "FAKE_DOCKER_LOG="+b.dockerLg, "FAKE_DOCKER_STATE="+b.dockerSt,
+		"MONKY_DEPLOYD_CONFIG=", "MONKY_DEPLOYD_FAILPOINT=")
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Start(); err != nil {
+		b.t.Fatal(err)
+	}
+	if delay >= 0 {
+		timer := time.AfterFunc(delay, func() { _ = cmd.Process.Signal(syscall.SIGKILL) })
+		defer timer.Stop()
+	}
+	err := cmd.Wait()
+	r := runResult{out: out.String(), err: errb.String()}
+	if err != nil {
+		if ee, ok := err.(*exec.ExitError); ok {
+			r.code = ee.ExitCode()
+			if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+				r.sig = ws.Signal()
+			}
+		}
+	}
+	b.outputs = append(b.outputs, r.out, r.err)
+	return r
+}
+
+// soakStats are the soak's figures.
+type soakStats struct {
+	ticks, clean, kills, checkpoints, applied, refused, resumes int
+	faults                                                      map[string]int
+	exits                                                       map[int]int
+}
+
+func TestSoak(t *testing.T) {
+	ticks := int(envInt("SOAK_TICKS", 40))
+	seed := envInt("SOAK_SEED", 1)
+	const every = 10 // ticks between checkpoints (a new desired sha follows most)
+	rng := rand.New(rand.NewSource(seed))
+	nrel := ticks/every + 2
+	r := soakBox(t, nrel)
+	b := r.box
+	needles := map[string]string{"bootstrap grant": b.grant}
+	for k, v := range canaries {
+		needles[k] = v
+	}
+	shas := b.releaseShas()
+	st := soakStats{faults: map[string]int{}, exits: map[int]int{}}
+	var asks []time.Time // when each lease ask reached tenancy (as seen after the tick)
+	lastAsks := 0
+	var violations []string
+	violate := func(tick int, format string, args ...any) {
+		violations = append(violations, fmt.Sprintf("seed %d tick %d: %s", seed, tick, fmt.Sprintf(format, args...)))
+	}
+	dockerFile := func(name string) string { return filepath.Join(b.dockerSt, name) }
+	desired, rel := "", ""
+	prevNext, prevState, prevApplied := "", "", ""
+	desire := func(name string) {
+		b.sim("desire", "--release", name)
+		desired, rel = shas[name], name
+		prevNext = "" // a new desired sha: the last `next` no longer holds
+	}
+	next := 1
+	desire(fmt.Sprintf("r%04d", next))
+	// everApplied: a sha once applied is refused as a rollback when it comes back later
+	everApplied := map[string]bool{}
+	appliedNow := ""
+
+	afterTick := func(i int, res runResult) {
+		st.exits[res.code]++
+		for _, o := range []string{res.out, res.err} {
+			for _, h := range scan(fmt.Sprintf("tick %d output", i), []byte(o), needles) {
+				violate(i, "secret %s (%s) in the agent's output", h.secret, h.form)
+			}
+		}
+		c := b.counts()
+		now := time.Now()
+		for ; lastAsks < c.LeaseAsks; lastAsks++ {
+			asks = append(asks, now)
+		}
+		n := 0
+		for _, at := range asks {
+			if now.Sub(at) < time.Hour {
+				n++
+			}
+		}
+		if n > 5 {
+			violate(i, "%d lease asks within the last hour; the budget is 5", n)
+		}
+	}
+	status := func(i int) statusDoc {
+		sr := b.agent(nil, "status", "--json")
+		var d statusDoc
+		if sr.code != 0 || json.Unmarshal([]byte(sr.out), &d) != nil {
+			violate(i, "status --json: exit %d: %s", sr.code, sr.err)
+		} else if d.Next == "" {
+			violate(i, "status --json says nothing about next")
+		}
+		return d
+	}
+	// checkpoint: faults off; plain ticks until the box is at rest on the desired sha, with its
+	// outcome reported and the outbox empty
+	checkpoint := func(i int) {
+		st.checkpoints++
+		for _, p := range r.proxies {
+			p.set("", "")
+		}
+		for _, k := range []string{"pull-error", "up-error", "up-sleep", "unhealthy"} {
+			_ = os.Remove(dockerFile(k))
+		}
+		var d statusDoc
+		for try := 0; try < 8; try++ {
+			res := b.tick()
+			st.ticks++
+			afterTick(i, res)
+			d = status(i)
+			if d.State == "Failed" || d.State == "Blocked" {
+				b.agent(nil, "resume")
+				st.resumes++
+				continue
+			}
+			if d.Outbox == 0 && (d.State == "Reported" && d.AppliedSha == desired || d.State == "Refused") && res.code == 0 {
+				break
+			}
+		}
+		want := "applied"
+		if d.State == "Refused" {
+			want = "refused"
+		}
+		switch {
+		case d.State == "Reported" && d.AppliedSha == desired:
+			st.applied++
+		case d.State == "Refused" && everApplied[desired] && desired != appliedNow:
+			st.refused++
+		default:
+			violate(i, "checkpoint: desired %s (%.12s) not settled: state %s applied %.12s outbox %d next %q", rel, desired, d.State, d.AppliedSha, d.Outbox, d.Next)
+			return
+		}
+		if d.Outbox != 0 {
+			violate(i, "checkpoint: %d report(s) still in the outbox", d.Outbox)
+		}
+		found := false
+		for _, rep := range b.reports() {
+			found = found || rep.Sha == desired && rep.Result == want
+		}
+		if !found {
+			violate(i, "checkpoint: no %s report for %s (%.12s) reached tenancy", want, rel, desired)
+		}
+		if d.State == "Reported" {
+			everApplied[desired] = true
+			appliedNow = desired
+		}
+	}
+
+	for i := 1; i <= ticks; i++ {
+		if i%every == 0 {
+			checkpoint(i)
+			// the next desired sha: mostly a new release; now and then one applied before
+			// (refused as a rollback), or the same one again
+			switch x := rng.Intn(10); {
+			case x < 8 && next < nrel:
+				next++
+				desire(fmt.Sprintf("r%04d", next))
+			case x < 9 && next > 1:
+				desire(fmt.Sprintf("r%04d", 1+rng.Intn(next-1)))
+			}
+			continue
+		}
+		// this tick's faults
+		fault := ""
+		if rng.Intn(100) < 40 {
+			ep := soakEndpoints[rng.Intn(len(soakEndpoints))]
+			f := soakFaults[rng.Intn(len(soakFaults))]
+			r.proxies[ep.proxy].set(ep.match, f)
+			fault = string(f) + " on " + ep.match
+			st.faults[string(f)]++
+		}
+		compose := ""
+		switch x := rng.Intn(100); {
+		case x < 3:
+			compose = "pull-error"
+			_ = os.WriteFile(dockerFile(compose), []byte("Error response from daemon: injected pull failure\n"), 0o644)
+		case x < 6:
+			compose = "up-error"
+			_ = os.WriteFile(dockerFile(compose), []byte("Error response from daemon: injected up failure\n"), 0o644)
+		case x < 7:
+			compose = "up-sleep"
+			_ = os.WriteFile(dockerFile(compose), []byte("3\n"), 0o644)
+		case x < 9:
+			compose = "unhealthy"
+			_ = os.WriteFile(dockerFile(compose), []byte("web\n"), 0o644)
+		}
+		if compose != "" {
+			st.faults["compose "+compose]++
+		}
+		kill := time.Duration(-1)
+		if rng.Intn(100) < 12 {
+			kill = time.Duration(rng.Intn(250)) * time.Millisecond
+			st.faults["SIGKILL sent"]++
+		}
+		clean := fault == "" && compose == "" && kill < 0
+		res := b.killedTick(kill)
+		st.ticks++
+		if res.sig == syscall.SIGKILL {
+			st.kills++
+		}
+		for _, p := range r.proxies {
+			p.set("", "")
+		}
+		if compose != "" {
+			_ = os.Remove(dockerFile(compose))
+		}
+		afterTick(i, res)
+		d := status(i)
+		if clean {
+			st.clean++
+			// `next` said what this tick would do
+			switch {
+			case prevNext == "converged" && (d.State != "Reported" || d.AppliedSha != prevApplied || res.code != 0):
+				violate(i, "next said %q; the clean tick after it: exit %d, state %s, applied %.12s", prevNext, res.code, d.State, d.AppliedSha)
+			case strings.HasPrefix(prevNext, "refused: ") && strings.Contains(prevNext, "waiting for a new desired sha") && d.State != "Refused":
+				violate(i, "next said %q; the clean tick after it left the box %s", prevNext, d.State)
+			}
+		}
+		prevNext, prevState, prevApplied = d.Next, d.State, d.AppliedSha
+		_ = prevState
+	}
+	checkpoint(ticks)
+
+	// every request the agent sent, and every file outside the places a secret belongs
+	r.mu.Lock()
+	for i, req := range r.requests {
+		for _, h := range scan(fmt.Sprintf("request #%d", i), req, needles) {
+			if h.secret == "bootstrap grant" && bytes.Contains(req, []byte("/login")) {
+				continue // the bootstrap login sends the grant to OpenBao: that is its job
+			}
+			violations = append(violations, fmt.Sprintf("seed %d: secret %s (%s) in a request the agent sent: %.80q", seed, h.secret, h.form, req))
+		}
+	}
+	nreq := len(r.requests)
+	r.mu.Unlock()
+	legit := func(rel string) bool {
+		base := filepath.Base(rel)
+		return base == ".env" || rel == "state/docker/config.json" || rel == "sim.log" || rel == "kit/bootstrap.jwt"
+	}
+	_ = filepath.WalkDir(b.dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !d.Type().IsRegular() {
+			return nil
+		}
+		rel, _ := filepath.Rel(b.dir, p)
+		if legit(rel) {
+			return nil
+		}
+		raw, _ := os.ReadFile(p)
+		for _, h := range scan(rel, raw, needles) {
+			violations = append(violations, fmt.Sprintf("seed %d: secret %s (%s) in %s", seed, h.secret, h.form, rel))
+		}
+		return nil
+	})
+	var kinds []string
+	for k, n := range st.faults {
+		kinds = append(kinds, fmt.Sprintf("%s %d", k, n))
+	}
+	sort.Strings(kinds)
+	t.Logf("soak: seed %d, %d ticks (%d clean), %d kills, %d checkpoints (%d applied, %d refused as rollbacks, %d resumes), %d lease asks, %d requests scanned, exits %v",
+		seed, st.ticks, st.clean, st.kills, st.checkpoints, st.applied, st.refused, st.resumes, lastAsks, nreq, st.exits)
+	t.Logf("soak faults: %s", strings.Join(kinds, ", "))
+	t.Logf("soak: %d violations", len(violations))
+	for i, v := range violations {
+		if i == 20 {
+			t.Errorf("… and %d more", len(violations)-20)
+			break
+		}
+		t.Error(v)
+	}
+}
