@@ -302,11 +302,11 @@ func TestPowerLossMatrixCatchesAMissingDirectoryFsync(t *testing.T) {
 // TestPowerLossDoubleFault cuts the power twice in a row: the apply tick at its k-th file
 // operation, then the recovery tick at its j-th, each followed by the fall back to what was
 // durable; plain ticks must then converge with no torn file. Pairs are drawn with a fixed
-// seed (MONKY_POWERLOSS_SEED); 12 per scenario, 150 with MONKY_POWERLOSS_FULL=1.
+// seed (MONKY_POWERLOSS_SEED); 12 per scenario, 100 with MONKY_POWERLOSS_FULL=1.
 func TestPowerLossDoubleFault(t *testing.T) {
 	n := 12
 	if os.Getenv("MONKY_POWERLOSS_FULL") != "" {
-		n = 150
+		n = 100
 	}
 	seed := int64(1)
 	if s, err := strconv.ParseInt(os.Getenv("MONKY_POWERLOSS_SEED"), 10, 64); err == nil {

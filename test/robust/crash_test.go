@@ -17,6 +17,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 
@@ -154,14 +155,14 @@ func crashSeed() int64 {
 	return 1
 }
 
-// tripleCount is how many triple faults run: 300 in the full matrix, 8 in the sample
+// tripleCount is how many triple faults run: 240 in the full matrix, 8 in the sample
 // (MONKY_CRASH_TRIPLES overrides).
 func tripleCount() int {
 	if n, err := strconv.Atoi(os.Getenv("MONKY_CRASH_TRIPLES")); err == nil && n >= 0 {
 		return n
 	}
 	if fullMatrix {
-		return 300
+		return 240
 	}
 	return 8
 }
@@ -177,6 +178,59 @@ func sampleTriples(sc scenario, n int, seed int64) [][]string {
 		out = append(out, []string{sc.points[rng.Intn(len(sc.points))], any[rng.Intn(len(any))], any[rng.Intn(len(any))]})
 	}
 	return out
+}
+
+// merge adds o's figures to s.
+func (s *matrixStats) merge(o *matrixStats) {
+	for p := range o.points {
+		s.points[p] = true
+	}
+	s.runs += o.runs
+	s.kills += o.kills
+	s.notReached += o.notReached
+	s.violations = append(s.violations, o.violations...)
+	s.bootstrapReplays += o.bootstrapReplays
+	s.leaseReplays += o.leaseReplays
+	s.triples += o.triples
+	s.tripleKills += o.tripleKills
+}
+
+// runner runs crash runs as parallel subtests of one group (each run is its own box: its own
+// simulator, state and deploy dirs) and gathers their figures.
+type runner struct {
+	t     *testing.T
+	mu    sync.Mutex
+	stats *matrixStats
+	n     int
+}
+
+func newRunner(t *testing.T) *runner {
+	return &runner{t: t, stats: &matrixStats{points: map[string]bool{}}}
+}
+
+// group runs body, whose runs execute in parallel, and returns when all have ended.
+func (r *runner) group(name string, body func()) {
+	parent := r.t
+	parent.Run(name, func(t *testing.T) {
+		r.t = t
+		body()
+	})
+	r.t = parent
+}
+
+func (r *runner) run(sc string, ref reference, points []string, mustReach bool) {
+	r.n++
+	r.t.Run(fmt.Sprintf("%04d", r.n), func(t *testing.T) {
+		t.Parallel()
+		local := &matrixStats{points: map[string]bool{}}
+		if len(points) == 3 {
+			local.triples++
+		}
+		crashRun(t, local, sc, ref, points, mustReach)
+		r.mu.Lock()
+		r.stats.merge(local)
+		r.mu.Unlock()
+	})
 }
 
 func (s *matrixStats) violate(run, format string, args ...any) {
@@ -205,35 +259,37 @@ func TestCrashMatrix(t *testing.T) {
 		{"upgrade", upgrade},
 		{"first", first},
 	}
-	stats := &matrixStats{points: map[string]bool{}}
+	r := newRunner(t)
 	for _, sc := range scenarios {
 		ref := runReference(t, sc.name)
-		for _, p := range sc.points {
-			crashRun(t, stats, sc.name, ref, []string{p}, true)
-		}
-		// double faults: a second kill in the recovery tick, at a later point
-		var pairs [][2]string
-		second := append(append([]string{}, recoveryOnlyPoints...), sc.points...)
-		for i, p := range sc.points {
-			for _, q := range second[:len(recoveryOnlyPoints)] {
-				pairs = append(pairs, [2]string{p, q})
+		r.group(sc.name, func() {
+			for _, p := range sc.points {
+				r.run(sc.name, ref, []string{p}, true)
 			}
-			for _, q := range sc.points[i+1:] {
-				pairs = append(pairs, [2]string{p, q})
+			// double faults: a second kill in the recovery tick, at a later point
+			var pairs [][2]string
+			second := append(append([]string{}, recoveryOnlyPoints...), sc.points...)
+			for i, p := range sc.points {
+				for _, q := range second[:len(recoveryOnlyPoints)] {
+					pairs = append(pairs, [2]string{p, q})
+				}
+				for _, q := range sc.points[i+1:] {
+					pairs = append(pairs, [2]string{p, q})
+				}
 			}
-		}
-		if !fullMatrix {
-			pairs = samplePairs(pairs, 6)
-		}
-		for _, pq := range pairs {
-			crashRun(t, stats, sc.name, ref, pq[:], false)
-		}
-		// triple faults: three kills in a row at points drawn with a fixed seed
-		for _, seq := range sampleTriples(sc, tripleCount()/len(scenarios), crashSeed()+int64(len(sc.name))) {
-			stats.triples++
-			crashRun(t, stats, sc.name, ref, seq, false)
-		}
+			if !fullMatrix {
+				pairs = samplePairs(pairs, 6)
+			}
+			for _, pq := range pairs {
+				r.run(sc.name, ref, pq[:], false)
+			}
+			// triple faults: three kills in a row at points drawn with a fixed seed
+			for _, seq := range sampleTriples(sc, tripleCount()/len(scenarios), crashSeed()+int64(len(sc.name))) {
+				r.run(sc.name, ref, seq, false)
+			}
+		})
 	}
+	stats := r.stats
 	names := make([]string, 0, len(stats.points))
 	for p := range stats.points {
 		names = append(names, p)

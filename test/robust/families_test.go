@@ -35,15 +35,18 @@ var crashFamilies = []struct {
 
 func TestCrashFamilies(t *testing.T) {
 	refs := map[string]reference{}
-	stats := &matrixStats{points: map[string]bool{}}
 	for _, f := range crashFamilies {
-		ref, ok := refs[f.sc]
-		if !ok {
-			ref = runReference(t, f.sc)
-			refs[f.sc] = ref
+		if _, ok := refs[f.sc]; !ok {
+			refs[f.sc] = runReference(t, f.sc)
 		}
-		crashRun(t, stats, f.sc, ref, f.points, false)
 	}
+	r := newRunner(t)
+	r.group("families", func() {
+		for _, f := range crashFamilies {
+			r.run(f.sc, refs[f.sc], f.points, false)
+		}
+	})
+	stats := r.stats
 	t.Logf("crash families: %d runs, %d kills, %d second points not reached, %d violations", stats.runs, stats.kills, stats.notReached, len(stats.violations))
 	for _, v := range stats.violations {
 		t.Error(v)
