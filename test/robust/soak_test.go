@@ -17,6 +17,10 @@ package robust
 //
 // SOAK_TICKS (default 40, so plain `go test` runs a short one) and SOAK_SEED (default 1) set
 // the length and the schedule; a failure names the seed and the tick to replay it.
+// Once, half-way, the state file is cut to half its size (SOAK_CORRUPT=0 skips it): the next
+// tick, never killed, must move it aside and start afresh (AGENT.md's amendments).
+// Not injected: disk-full windows (they need a filesystem of their own; the state-commit
+// faults of states/diskfault_test.go stand in for them).
 
 import (
 	"bytes"
@@ -181,6 +185,7 @@ type soakStats struct {
 func TestSoak(t *testing.T) {
 	ticks := int(envInt("SOAK_TICKS", 40))
 	seed := envInt("SOAK_SEED", 1)
+	corrupt, corrupted := os.Getenv("SOAK_CORRUPT") != "0", -1
 	const every = 10 // ticks between checkpoints (a new desired sha follows most)
 	rng := rand.New(rand.NewSource(seed))
 	nrel := ticks/every + 2
@@ -315,6 +320,16 @@ func TestSoak(t *testing.T) {
 			}
 			continue
 		}
+		if corrupt && i == ticks/2+1 {
+			// the state file corrupted once (SOAK_CORRUPT=1): cut to half its size
+			db := filepath.Join(b.stateDir, "state.db")
+			if fi, err := os.Stat(db); err == nil {
+				_ = os.Truncate(db, fi.Size()/2)
+				st.faults["state.db truncated"]++
+				corrupted = i
+				everApplied = map[string]bool{} // a fresh state file remembers no apply to refuse a rollback to
+			}
+		}
 		// this tick's faults
 		fault := ""
 		if rng.Intn(100) < 40 {
@@ -347,7 +362,10 @@ func TestSoak(t *testing.T) {
 			kill = time.Duration(rng.Intn(250)) * time.Millisecond
 			st.faults["SIGKILL sent"]++
 		}
-		clean := fault == "" && compose == "" && kill < 0
+		if corrupted == i {
+			kill = -1
+		}
+		clean := fault == "" && compose == "" && kill < 0 && corrupted != i
 		res := b.killedTick(kill)
 		st.ticks++
 		if res.sig == syscall.SIGKILL {
@@ -360,6 +378,12 @@ func TestSoak(t *testing.T) {
 			_ = os.Remove(dockerFile(compose))
 		}
 		afterTick(i, res)
+		if corrupted == i {
+			aside, _ := filepath.Glob(filepath.Join(b.stateDir, "state.db.corrupt-*"))
+			if res.sig != 0 || len(aside) == 0 {
+				violate(i, "the tick after the state file was cut: exit %d signal %v, moved aside: %v", res.code, res.sig, aside)
+			}
+		}
 		d := status(i)
 		if clean {
 			st.clean++
