@@ -17,8 +17,11 @@ package robust
 //
 // SOAK_TICKS (default 40, so plain `go test` runs a short one) and SOAK_SEED (default 1) set
 // the length and the schedule; a failure names the seed and the tick to replay it.
-// Once, half-way, the state file is cut to half its size (SOAK_CORRUPT=0 skips it): the next
-// tick, never killed, must move it aside and start afresh (AGENT.md's amendments).
+// SOAK_MINUTES, when set, bounds the time: the soak ends early with a checkpoint and says how
+// many ticks it ran.
+// Once, half-way, both meta pages of the state file are overwritten (SOAK_CORRUPT=0 skips
+// it): the next tick, never killed, must move it aside and start afresh (AGENT.md's
+// amendments).
 // Not injected: disk-full windows (they need a filesystem of their own; the state-commit
 // faults of states/diskfault_test.go stand in for them).
 
@@ -306,7 +309,19 @@ func TestSoak(t *testing.T) {
 		}
 	}
 
+	start := time.Now()
+	budget := time.Duration(envInt("SOAK_MINUTES", 0)) * time.Minute
+	planned := ticks
 	for i := 1; i <= ticks; i++ {
+		if i%1000 == 0 {
+			t.Logf("soak: tick %d of %d, %s, %d kills, %d checkpoints, %d lease asks, %d violations so far",
+				i, planned, time.Since(start).Round(time.Second), st.kills, st.checkpoints, lastAsks, len(violations))
+		}
+		if budget > 0 && time.Since(start) > budget && i%every == 1 {
+			t.Logf("soak: SOAK_MINUTES=%d reached after %d of %d ticks: ending with a checkpoint", budget/time.Minute, i-1, planned)
+			ticks = i - 1
+			break
+		}
 		if i%every == 0 {
 			checkpoint(i)
 			// the next desired sha: mostly a new release; now and then one applied before
@@ -321,11 +336,12 @@ func TestSoak(t *testing.T) {
 			continue
 		}
 		if corrupt && i == ticks/2+1 {
-			// the state file corrupted once (SOAK_CORRUPT=1): cut to half its size
+			// the state file corrupted once: both meta pages overwritten
 			db := filepath.Join(b.stateDir, "state.db")
-			if fi, err := os.Stat(db); err == nil {
-				_ = os.Truncate(db, fi.Size()/2)
-				st.faults["state.db truncated"]++
+			if f, err := os.OpenFile(db, os.O_WRONLY, 0); err == nil {
+				_, _ = f.WriteAt(bytes.Repeat([]byte{0xA5}, 2*os.Getpagesize()), 0)
+				f.Close()
+				st.faults["state.db corrupted"]++
 				corrupted = i
 				everApplied = map[string]bool{} // a fresh state file remembers no apply to refuse a rollback to
 			}
@@ -381,7 +397,7 @@ func TestSoak(t *testing.T) {
 		if corrupted == i {
 			aside, _ := filepath.Glob(filepath.Join(b.stateDir, "state.db.corrupt-*"))
 			if res.sig != 0 || len(aside) == 0 {
-				violate(i, "the tick after the state file was cut: exit %d signal %v, moved aside: %v", res.code, res.sig, aside)
+				violate(i, "the tick after the state file was corrupted: exit %d signal %v, moved aside: %v", res.code, res.sig, aside)
 			}
 		}
 		d := status(i)
