@@ -18,6 +18,8 @@ var (
 )
 
 // Hit kills the process with SIGKILL when MONKY_DEPLOYD_FAILPOINT (a comma list) names point.
+// It never returns then: the kernel ends every thread of the process before the kill(2) it
+// makes returns to the calling thread (see the package doc).
 func Hit(point string) {
 	once.Do(func() {
 		points = map[string]bool{}
@@ -29,6 +31,6 @@ func Hit(point string) {
 	})
 	if points[point] {
 		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
-		select {} // SIGKILL is not delivered synchronously; never return
+		select {} // not reached: the kill ends this thread on its way back from the kernel
 	}
 }
