@@ -18,8 +18,8 @@ var (
 )
 
 // Hit kills the process with SIGKILL when MONKY_DEPLOYD_FAILPOINT (a comma list) names point.
-// It never returns then: the kernel ends every thread of the process before the kill(2) it
-// makes returns to the calling thread (see the package doc).
+// It never returns then: the calling thread does not come back from its kill(2) (see the
+// package doc).
 func Hit(point string) {
 	once.Do(func() {
 		points = map[string]bool{}
