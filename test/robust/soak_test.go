@@ -204,7 +204,9 @@ func TestSoak(t *testing.T) {
 	lastAsks := 0
 	var violations []string
 	violate := func(tick int, format string, args ...any) {
-		violations = append(violations, fmt.Sprintf("seed %d tick %d: %s", seed, tick, fmt.Sprintf(format, args...)))
+		v := fmt.Sprintf("seed %d tick %d: %s", seed, tick, fmt.Sprintf(format, args...))
+		violations = append(violations, v)
+		t.Logf("VIOLATION %s", v) // at once: a long soak shows it while it runs
 	}
 	dockerFile := func(name string) string { return filepath.Join(b.dockerSt, name) }
 	desired, rel := "", ""
