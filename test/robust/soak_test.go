@@ -218,8 +218,9 @@ func TestSoak(t *testing.T) {
 	}
 	next := 1
 	desire(fmt.Sprintf("r%04d", next))
-	// everApplied: a sha once applied is refused as a rollback when it comes back later
-	everApplied := map[string]bool{}
+	// history: the applies in order; a sha applied before is refused as a rollback when it
+	// comes back later (unless its bundle allows it)
+	var history []string
 	appliedNow := ""
 
 	afterTick := func(i int, res runResult) {
@@ -285,7 +286,13 @@ func TestSoak(t *testing.T) {
 		}
 		var num int
 		_, _ = fmt.Sscanf(rel, "r%d", &num)
-		rollback := everApplied[desired] && desired != appliedNow && num%2 == 1
+		// the agent remembers its newest 100 applies (store.AppliedHistory): a rollback to an
+		// older one is not known as one
+		recent := false
+		for k := max(0, len(history)-100); k < len(history); k++ {
+			recent = recent || history[k] == desired
+		}
+		rollback := recent && desired != appliedNow && num%2 == 1
 		switch {
 		case d.State == "Reported" && d.AppliedSha == desired && !rollback:
 			st.applied++
@@ -306,7 +313,9 @@ func TestSoak(t *testing.T) {
 			violate(i, "checkpoint: no %s report for %s (%.12s) reached tenancy", want, rel, desired)
 		}
 		if d.State == "Reported" {
-			everApplied[desired] = true
+			if appliedNow != desired {
+				history = append(history, desired)
+			}
 			appliedNow = desired
 		}
 	}
@@ -345,7 +354,7 @@ func TestSoak(t *testing.T) {
 				f.Close()
 				st.faults["state.db corrupted"]++
 				corrupted = i
-				everApplied = map[string]bool{} // a fresh state file remembers no apply to refuse a rollback to
+				history = nil // a fresh state file remembers no apply to refuse a rollback to
 			}
 		}
 		// this tick's faults
