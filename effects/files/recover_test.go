@@ -7,7 +7,9 @@ import (
 	"testing"
 )
 
-func wholeLine(b []byte) bool { return len(b) > 1 && strings.Count(string(b), "\n") == 1 && b[len(b)-1] == '\n' }
+func wholeLine(b []byte) bool {
+	return len(b) > 1 && strings.Count(string(b), "\n") == 1 && b[len(b)-1] == '\n'
+}
 
 func TestRecoverTempsFS(t *testing.T) {
 	cases := []struct {
