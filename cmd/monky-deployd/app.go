@@ -28,6 +28,7 @@ import (
 	"github.com/tikali/monky-deployd/internal/explain"
 	"github.com/tikali/monky-deployd/internal/logging"
 	"github.com/tikali/monky-deployd/internal/metrics"
+	"github.com/tikali/monky-deployd/internal/phase"
 	"github.com/tikali/monky-deployd/internal/redact"
 	"github.com/tikali/monky-deployd/internal/version"
 	"github.com/tikali/monky-deployd/machine"
@@ -318,11 +319,14 @@ func setup(c *cli.Context, stderr io.Writer) (*config.Config, zerolog.Logger, *s
 		return nil, zerolog.Nop(), nil, err
 	}
 	log := newLogger(cfg, stderr)
+	phase.Mark("config")
 	st, err := openStore(cfg, log)
+	phase.Mark("store-open")
 	return cfg, log, st, err
 }
 
 func cmdRun(c *cli.Context, stderr io.Writer) error {
+	phase.Mark("cli")
 	cfg, log, st, err := setup(c, stderr)
 	if err != nil {
 		return err
@@ -336,10 +340,12 @@ func cmdRun(c *cli.Context, stderr io.Writer) error {
 		return err
 	}
 	a.Prune = c.Bool("prune")
+	phase.Mark("wire")
 	if c.Bool("once") {
 		started := time.Now()
 		res := a.Tick(context.Background())
 		writeMetrics(cfg, st, res, started, log)
+		phase.Mark("metrics")
 		return tickExit(res)
 	}
 	return loop(cfg, a, st, log)

@@ -4,8 +4,14 @@ package main
 
 import (
 	"os"
+
+	"github.com/tikali/monky-deployd/internal/phase"
 )
 
 func main() {
-	os.Exit(run(os.Args, os.Stdout, os.Stderr))
+	phase.Begin()
+	code := run(os.Args, os.Stdout, os.Stderr)
+	phase.Mark("exit")
+	phase.Print(os.Stderr)
+	os.Exit(code)
 }

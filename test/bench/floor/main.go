@@ -1,7 +1,8 @@
 // Command floor is the least a heartbeat tick can do, for comparison with the agent: read
 // the token, run `docker compose -p P ps --format json` once, POST the check-in and POST the
 // report, then exit. No config file, no state file, no lock, no journal: whatever the agent
-// spends beyond this program is its own overhead. It is a measurement program only.
+// spends beyond this program is its own overhead. It is a measurement program only. With
+// MONKY_DEPLOYD_TRACE set it prints the same phases as the agent (internal/phase).
 //
 //	floor -tenancy URL -token FILE -env ENV -project P -dir DIR [-docker BIN]
 package main
@@ -17,6 +18,8 @@ import (
 	"os/exec"
 	"strings"
 	"time"
+
+	"github.com/tikali/monky-deployd/internal/phase"
 )
 
 type container struct {
@@ -27,10 +30,13 @@ type container struct {
 }
 
 func main() {
+	phase.Begin()
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "floor:", err)
 		os.Exit(1)
 	}
+	phase.Mark("exit")
+	phase.Print(os.Stderr)
 }
 
 func run() error {
@@ -41,12 +47,14 @@ func run() error {
 	dir := flag.String("dir", ".", "the current release's directory")
 	docker := flag.String("docker", "docker", "docker CLI")
 	flag.Parse()
+	phase.Mark("cli")
 
 	tok, err := os.ReadFile(*tokenFile)
 	if err != nil {
 		return fmt.Errorf("token: %w", err)
 	}
 	token := strings.TrimSpace(string(tok))
+	phase.Mark("token")
 
 	cmd := exec.Command(*docker, "compose", "-p", *project, "ps", "--format", "json")
 	cmd.Dir = *dir
@@ -63,6 +71,8 @@ func run() error {
 		}
 	}
 
+	phase.Mark("compose-ps")
+
 	hc := &http.Client{Timeout: 30 * time.Second}
 	var ans struct {
 		DesiredSha string `json:"desired_sha"`
@@ -72,10 +82,12 @@ func run() error {
 		"env_id": *env, "agent_version": "floor", "applied_sha": "", "host": host, "containers": cs}, &ans); err != nil {
 		return fmt.Errorf("checkin: %w", err)
 	}
+	phase.Mark("check-in")
 	if err := post(hc, *tenancyURL+"/v1/agent/report", token, map[string]any{
 		"env_id": *env, "sha": ans.DesiredSha, "result": "applied", "agent_version": "floor", "containers": cs}, nil); err != nil {
 		return fmt.Errorf("report: %w", err)
 	}
+	phase.Mark("report")
 	return nil
 }
 

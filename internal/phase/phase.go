@@ -1,0 +1,75 @@
+// Package phase times the phases of one run of a command when MONKY_DEPLOYD_TRACE is set:
+// each Mark ends a phase, and Print writes them to stderr as
+//
+//	phase <name> <end, Unix nanoseconds> <duration since the previous mark>
+//
+// The first phase ("start") ends when main begins, and is measured from the process's start
+// as the caller gives it (the bench harness passes the time it started the process in
+// MONKY_DEPLOYD_TRACE, in Unix nanoseconds), so it holds the exec and the package inits. Unset,
+// Mark and Print cost one branch.
+package phase
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+)
+
+type mark struct {
+	name string
+	at   time.Time
+}
+
+var (
+	mu    sync.Mutex
+	on    bool
+	start time.Time
+	marks []mark
+)
+
+// Begin is called first thing in main: it reads MONKY_DEPLOYD_TRACE and ends the "start" phase.
+func Begin() {
+	v := os.Getenv("MONKY_DEPLOYD_TRACE")
+	if v == "" {
+		return
+	}
+	now := time.Now()
+	mu.Lock()
+	defer mu.Unlock()
+	on = true
+	start = now
+	if ns, err := strconv.ParseInt(v, 10, 64); err == nil && ns > 0 {
+		start = time.Unix(0, ns)
+	}
+	marks = append(marks[:0], mark{"start", now})
+}
+
+// Mark ends the phase called name now.
+func Mark(name string) {
+	if !on {
+		return
+	}
+	now := time.Now()
+	mu.Lock()
+	marks = append(marks, mark{name, now})
+	mu.Unlock()
+}
+
+// Print writes the phases to w, once, when tracing is on.
+func Print(w io.Writer) {
+	if !on {
+		return
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	prev := start
+	for _, m := range marks {
+		fmt.Fprintf(w, "phase %s %d %d\n", m.name, m.at.UnixNano(), m.at.Sub(prev).Nanoseconds())
+		prev = m.at
+	}
+	marks = marks[:0]
+	on = false
+}
