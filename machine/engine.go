@@ -50,10 +50,38 @@ type Engine struct {
 	// pendingTick is the header of a tick begun but not yet written: it goes to disk with the
 	// tick's first commit, so a tick costs no commit of its own.
 	pendingTick *store.TickSummary
+	// batch is the transaction of a Batch in progress: commits go into it (see Batch).
+	batch *batchTx
 }
 
-// update runs fn in one store transaction, writing a pending tick header first.
+// batchTx is one Batch: its transaction, the first write that failed in it, and what waits for
+// its commit (log lines, failpoints).
+type batchTx struct {
+	tx    store.Tx
+	err   error
+	after []func()
+}
+
+// update runs fn in one store transaction, writing a pending tick header first. In a Batch it
+// runs fn in the batch's transaction; a failed fn fails the whole batch.
 func (e *Engine) update(fn func(tx store.Tx) error) error {
+	if b := e.batch; b != nil {
+		if b.err != nil {
+			return b.err
+		}
+		if e.pendingTick != nil {
+			if err := b.tx.PutTick(*e.pendingTick); err != nil {
+				b.err = err
+				return err
+			}
+			e.pendingTick = nil
+		}
+		if err := fn(b.tx); err != nil {
+			b.err = err
+			return err
+		}
+		return nil
+	}
 	err := e.store.Update(func(tx store.Tx) error {
 		if e.pendingTick != nil {
 			if err := tx.PutTick(*e.pendingTick); err != nil {
@@ -68,14 +96,66 @@ func (e *Engine) update(fn func(tx store.Tx) error) error {
 	return err
 }
 
+// afterCommit runs fn once what was just written is committed: now, or at the end of a Batch.
+func (e *Engine) afterCommit(fn func()) {
+	if e.batch != nil {
+		e.batch.after = append(e.batch.after, fn)
+		return
+	}
+	fn()
+}
+
+// Batch runs fn with every commit the Engine makes in it (Fire, Note, Save, EndTick) folded
+// into one store transaction: one open of the state file and one commit, so one fsync, for
+// all of them. The transitions are logged once that commit is done. fn must make no network
+// or docker call and must not use the store itself: the file is open and locked while it runs.
+// When fn, one of its writes or the commit fails, nothing of fn is written and the Engine is
+// back where it was before Batch.
+func (e *Engine) Batch(fn func() error) error {
+	if e.batch != nil {
+		return fn()
+	}
+	rec, state, pending := cloneRecord(e.rec), e.State(), e.pendingTick
+	b := &batchTx{}
+	err := e.store.Update(func(tx store.Tx) error {
+		b.tx = tx
+		e.batch = b
+		defer func() { e.batch = nil }()
+		if err := fn(); err != nil {
+			return err
+		}
+		return b.err
+	})
+	if err != nil {
+		e.rec, e.pendingTick = rec, pending
+		e.fsm.SetState(string(state))
+		return err
+	}
+	for _, f := range b.after {
+		f()
+	}
+	return nil
+}
+
 // Load reads the record, validates its state name and returns an Engine positioned there.
 // A record from a fresh store starts at Idle.
 func Load(st store.Store, now Clock) (*Engine, error) {
+	return LoadWith(st, now, nil)
+}
+
+// LoadWith is Load that also runs also, when given, in the same read transaction: a tick's
+// reads before its check-in take one open of the state file.
+func LoadWith(st store.Store, now Clock, also func(tx store.Tx) error) (*Engine, error) {
 	var rec store.Record
 	if err := st.View(func(tx store.Tx) error {
 		var err error
-		rec, err = tx.Record()
-		return err
+		if rec, err = tx.Record(); err != nil {
+			return err
+		}
+		if also != nil {
+			return also(tx)
+		}
+		return nil
 	}); err != nil {
 		return nil, fmt.Errorf("load state: %w", err)
 	}
@@ -141,10 +221,12 @@ func (e *Engine) Fire(o Outcome, started time.Time) error {
 		return fmt.Errorf("commit %s → %s: %w", from, to, err)
 	}
 	e.rec = rec
-	failpoint.Hit("after:" + string(to))
-	if e.OnTransition != nil {
-		e.OnTransition(Transition{Tick: rec.Tick, From: from, To: to, Event: o.Event, Code: o.Code, Detail: o.Detail, Ms: ms})
-	}
+	e.afterCommit(func() {
+		failpoint.Hit("after:" + string(to))
+		if e.OnTransition != nil {
+			e.OnTransition(Transition{Tick: rec.Tick, From: from, To: to, Event: o.Event, Code: o.Code, Detail: o.Detail, Ms: ms})
+		}
+	})
 	return nil
 }
 
@@ -176,9 +258,11 @@ func (e *Engine) Note(event, code, detail string, started time.Time, update func
 		return fmt.Errorf("journal %s: %w", event, err)
 	}
 	e.rec = rec
-	if e.OnNote != nil {
-		e.OnNote(entry)
-	}
+	e.afterCommit(func() {
+		if e.OnNote != nil {
+			e.OnNote(entry)
+		}
+	})
 	return nil
 }
 

@@ -73,6 +73,11 @@ type Agent struct {
 	// stepStarted is when the step in flight began: a failure's entry counts its whole wall
 	// time, waits included.
 	stepStarted time.Time
+	// outboxEmpty: the outbox was empty when the tick read the state file and the tick has
+	// enqueued nothing since (false: only the file knows).
+	outboxEmpty bool
+	// tail is the heartbeat's writes, committed with the tick's end in one transaction.
+	tail func() error
 }
 
 // fs is the agent's file seam: FS, or the real filesystem.

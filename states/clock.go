@@ -13,6 +13,12 @@ import (
 // that was ahead and was stepped back.
 const clockSkew = 5 * time.Minute
 
+// futureLeases counts the lease-budget entries recorded further in the future than now allows.
+func futureLeases(tx store.Tx, now time.Time) (int, error) {
+	evs, err := tx.Leases(now.Add(clockSkew + 1))
+	return len(evs), err
+}
+
 // maxTokenTTL is OpenBao's max ttl for the agent's token (PROTOCOL.md §3: 30 days).
 const maxTokenTTL = 30 * 24 * time.Hour
 
@@ -21,17 +27,10 @@ const maxTokenTTL = 30 * 24 * time.Hour
 // entries, tenancy's Retry-After, the apply's backoff; a token expiry beyond the max ttl is
 // forgotten (lookup-self learns it again). Without this the budget stayed spent, and the retry
 // waited, until the clock caught up — a year, for a clock a year ahead. It commits only when
-// something was corrected, with a journal note saying what.
-func (a *Agent) correctClock() error {
+// something was corrected, with a journal note saying what. future is how many lease-budget
+// entries lie in the future (futureLeases, read with the tick's other reads).
+func (a *Agent) correctClock(future int) error {
 	now := a.Now()
-	var future int
-	if err := a.Store.View(func(tx store.Tx) error {
-		evs, err := tx.Leases(now.Add(clockSkew + 1))
-		future = len(evs)
-		return err
-	}); err != nil {
-		return err
-	}
 	rec := a.eng.Record()
 	var fixes []string
 	if future > 0 {

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/tikali/monky-deployd/effects"
+	"github.com/tikali/monky-deployd/internal/phase"
 	"github.com/tikali/monky-deployd/internal/redact"
 	"github.com/tikali/monky-deployd/internal/sanitize"
 	"github.com/tikali/monky-deployd/machine"
@@ -50,18 +51,23 @@ func (a *Agent) heartbeat(ctx context.Context, resp effects.CheckinResponse, con
 	if rec.AppliedSha == "" && resp.DesiredSha == "" && a.eng.State().Rest() {
 		return a.eng.Note(machine.NoteCheckin, "", "action=none: nothing is deployed yet and tenancy wants nothing", a.Now(), nil)
 	}
-	if err := a.startFlight(resp, "", checkinDetail(resp, rec.AppliedSha)); err != nil {
-		return err
-	}
-	started := a.Now()
 	bad := unhealthy(containers)
 	if len(containers) == 0 {
 		bad = []string{"no containers of project " + a.Cfg.ComposeProject + " are running"}
 	}
+	if len(bad) == 0 && a.outboxEmpty && (a.eng.State() == machine.Idle || a.eng.State() == machine.Reported) {
+		if ok := a.heartbeatAtOnce(ctx, resp, rec, containers); ok {
+			return nil
+		}
+	}
+	if err := a.startFlight(resp, "", checkinDetail(resp, rec.AppliedSha)); err != nil {
+		return err
+	}
+	started := a.Now()
 	rep := effects.Report{Sha: rec.AppliedSha, Containers: containers}
 	if len(bad) == 0 {
 		rep.Result = effects.ResultApplied
-		detail := fmt.Sprintf("%d/%d services healthy", len(containers), len(containers))
+		detail := healthyDetail(containers)
 		if err := a.eng.Fire(machine.Outcome{Event: machine.EvHealthy, Detail: detail, Update: func(r *store.Record, tx store.Tx) error {
 			return a.enqueue(r, tx, machine.Healthy, rep)
 		}}, started); err != nil {
@@ -81,6 +87,44 @@ func (a *Agent) heartbeat(ctx context.Context, resp effects.CheckinResponse, con
 		return err
 	}
 	return &effects.Error{Op: "heartbeat", Kind: effects.Permanent, Code: "UNHEALTHY", Msg: rep.Detail}
+}
+
+func healthyDetail(cs []effects.Container) string {
+	return fmt.Sprintf("%d/%d services healthy", len(cs), len(cs))
+}
+
+// heartbeatAtOnce is the heartbeat of a converged box (at rest, every container healthy,
+// nothing in the outbox): its report is sent first, and its transitions (checked in, healthy,
+// reported) are written afterwards with the tick's end, in one transaction (Agent.tail). A
+// tick that dies before that commit has changed nothing on disk: the next tick is simply this
+// heartbeat again, and tenancy takes the same report twice. It returns false, having written
+// and sent nothing that counts, when the report was not acknowledged: the caller then takes
+// the outbox's way, which keeps the report until tenancy has it.
+func (a *Agent) heartbeatAtOnce(ctx context.Context, resp effects.CheckinResponse, rec store.Record, containers []effects.Container) bool {
+	started := a.Now()
+	rep := a.outgoing(effects.Report{Sha: rec.AppliedSha, Result: effects.ResultApplied, Containers: containers})
+	if err := a.Fx.Tenancy.Report(ctx, a.token, rep); err != nil {
+		a.Log.Warn().Msg("report not acknowledged; it goes to the outbox: " + redact.String(err.Error()))
+		return false
+	}
+	phase.Mark("report")
+	a.tail = func() error {
+		if err := a.startFlight(resp, "", checkinDetail(resp, rec.AppliedSha)); err != nil {
+			return err
+		}
+		if err := a.eng.Fire(machine.Outcome{Event: machine.EvHealthy, Detail: healthyDetail(containers), Update: func(r *store.Record, _ store.Tx) error {
+			r.LastReport = &store.LastReport{Result: rep.Result, Sha: rep.Sha, Detail: rep.Detail, At: started, Acknowledged: true}
+			return nil
+		}}, started); err != nil {
+			return err
+		}
+		detail := "report " + rep.Result
+		if rep.Sha != "" {
+			detail += " for " + short(rep.Sha)
+		}
+		return a.eng.Fire(machine.Outcome{Event: machine.EvReport, Detail: detail + " acknowledged"}, started)
+	}
+	return true
 }
 
 // unhealthy names every container that is not running and healthy, sorted.

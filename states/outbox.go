@@ -21,13 +21,8 @@ const (
 // enqueue persists a report in the outbox, in the transaction of the transition that
 // produced it. Detail and log tail pass the redactor first: names only, never a value.
 func (a *Agent) enqueue(r *store.Record, tx store.Tx, state machine.State, rep effects.Report) error {
-	rep.EnvID = a.Cfg.EnvID
-	rep.AgentVersion = a.Version
-	rep.Detail = truncate(redact.String(rep.Detail), maxDetail)
-	rep.LogTail = tail(redact.String(rep.LogTail), maxLogTail)
-	if rep.Containers == nil {
-		rep.Containers = []effects.Container{}
-	}
+	a.outboxEmpty = false
+	rep = a.outgoing(rep)
 	body, err := json.Marshal(rep)
 	if err != nil {
 		return fmt.Errorf("report: %w", err)
@@ -40,10 +35,25 @@ func (a *Agent) enqueue(r *store.Record, tx store.Tx, state machine.State, rep e
 	return nil
 }
 
+// outgoing is rep as it is sent: the agent's env and version, detail and log tail redacted.
+func (a *Agent) outgoing(rep effects.Report) effects.Report {
+	rep.EnvID = a.Cfg.EnvID
+	rep.AgentVersion = a.Version
+	rep.Detail = truncate(redact.String(rep.Detail), maxDetail)
+	rep.LogTail = tail(redact.String(rep.LogTail), maxLogTail)
+	if rep.Containers == nil {
+		rep.Containers = []effects.Container{}
+	}
+	return rep
+}
+
 // flushOutbox sends every queued report, oldest first, removing each once tenancy
 // acknowledges it. When the acknowledged report is the one the current state waits for,
 // the machine moves on to Reported.
 func (a *Agent) flushOutbox(ctx context.Context) error {
+	if a.outboxEmpty {
+		return nil // empty when the tick read the file, and nothing enqueued since
+	}
 	var queued []store.QueuedReport
 	if err := a.Store.View(func(tx store.Tx) error {
 		var err error
@@ -116,6 +126,9 @@ func (a *Agent) acknowledged(q store.QueuedReport, started time.Time, how string
 
 // pendingReports counts the reports still in the outbox.
 func (a *Agent) pendingReports() int {
+	if a.outboxEmpty {
+		return 0
+	}
 	n := 0
 	_ = a.Store.View(func(tx store.Tx) error {
 		q, err := tx.Outbox()

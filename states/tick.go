@@ -13,6 +13,7 @@ import (
 	"github.com/tikali/monky-deployd/effects/files"
 	"github.com/tikali/monky-deployd/internal/config"
 	"github.com/tikali/monky-deployd/internal/logging"
+	"github.com/tikali/monky-deployd/internal/phase"
 	"github.com/tikali/monky-deployd/internal/redact"
 	"github.com/tikali/monky-deployd/machine"
 	"github.com/tikali/monky-deployd/store"
@@ -39,13 +40,25 @@ func (a *Agent) Tick(ctx context.Context) Result {
 		return Result{Exit: ExitOK}
 	}
 	defer unlock()
+	phase.Mark("lock")
 
-	eng, err := machine.Load(a.Store, a.Now)
+	// the tick's reads before its check-in, in one open of the state file
+	a.outboxEmpty, a.tail = false, nil
+	outboxEmpty, future := false, 0
+	eng, err := machine.LoadWith(a.Store, a.Now, func(tx store.Tx) error {
+		q, err := tx.Outbox()
+		if err != nil {
+			return err
+		}
+		outboxEmpty = len(q) == 0
+		future, err = futureLeases(tx, a.Now())
+		return err
+	})
 	if err != nil {
 		return Result{Exit: ExitFail, Err: err}
 	}
 	a.eng = eng
-	a.token, a.bundle, a.action, a.stepStarted = "", nil, "", time.Time{}
+	a.token, a.bundle, a.action, a.stepStarted, a.outboxEmpty = "", nil, "", time.Time{}, outboxEmpty
 	a.grantFresh, a.tokenRecovered = false, false
 	eng.OnTransition = a.logTransition
 	eng.OnNote = a.logNote
@@ -68,7 +81,7 @@ func (a *Agent) Tick(ctx context.Context) Result {
 	// a temp file that cannot be settled ends the tick before any network call
 	leftovers := a.cleanLeftovers()
 	a.maskBoxSecrets()
-	if err := a.correctClock(); err != nil {
+	if err := a.correctClock(future); err != nil {
 		a.Log.Warn().Msg("clock check: " + redact.String(err.Error()))
 	}
 	parent := ctx
@@ -77,6 +90,7 @@ func (a *Agent) Tick(ctx context.Context) Result {
 		ctx, cancel = context.WithTimeout(ctx, a.TickTimeout)
 		defer cancel()
 	}
+	phase.Mark("state-read")
 	if err = leftovers; err == nil {
 		err = a.run(ctx)
 	}
@@ -95,12 +109,31 @@ func (a *Agent) Tick(ctx context.Context) Result {
 		a.Log.Debug().Msg("offline (laptop mode): " + redact.String(err.Error()))
 		res = Result{Exit: ExitOK, IntervalS: res.IntervalS, Tick: tick}
 	}
-	if err := eng.EndTick(machine.TickEnd{Exit: res.Exit, Action: a.action}, a.Retention); err != nil {
+	end := func() error { return eng.EndTick(machine.TickEnd{Exit: res.Exit, Action: a.action}, a.Retention) }
+	if tail := a.tail; tail != nil {
+		// a heartbeat's transitions and the tick's end: one open, one commit (docs/MACHINE.md)
+		a.tail = nil
+		end = func() error {
+			err := eng.Batch(func() error {
+				if err := tail(); err != nil {
+					return err
+				}
+				return eng.EndTick(machine.TickEnd{Exit: res.Exit, Action: a.action}, a.Retention)
+			})
+			if err != nil {
+				// nothing of the heartbeat was written: the tick's header still says how it ended
+				_ = eng.EndTick(machine.TickEnd{Exit: ExitFail, Action: a.action}, a.Retention)
+			}
+			return err
+		}
+	}
+	if err := end(); err != nil {
 		a.Log.Error().Err(err).Msg("end tick")
 		if res.Exit == ExitOK {
 			res = Result{Exit: ExitFail, Err: err, Tick: tick}
 		}
 	}
+	phase.Mark("commit")
 	a.compact(eng.Record().Tick)
 	a.logEnd(res, a.Now().Sub(began))
 	return res
@@ -116,11 +149,14 @@ func (a *Agent) run(ctx context.Context) error {
 	if err := a.ensureToken(ctx); err != nil {
 		return err
 	}
+	phase.Mark("token")
 	containers := a.ps(ctx)
+	phase.Mark("compose-ps")
 	resp, err := a.checkin(ctx, containers)
 	if err != nil {
 		return err
 	}
+	phase.Mark("check-in")
 	a.action = resp.Action
 	if err := a.flushOutbox(ctx); err != nil && !effects.IsTemporary(err) {
 		return err
