@@ -5,8 +5,12 @@
 //
 // The first phase ("start") ends when main begins, and is measured from the process's start
 // as the caller gives it (the bench harness passes the time it started the process in
-// MONKY_DEPLOYD_TRACE, in Unix nanoseconds), so it holds the exec and the package inits. Unset,
-// Mark and Print cost one branch.
+// MONKY_DEPLOYD_TRACE, in Unix nanoseconds), so it holds the exec and the package inits. Print
+// ends with the process's resident memory as /proc/self/status counts it (kB):
+//
+//	memory VmHWM|RssAnon|RssFile|RssShmem <kB>
+//
+// Unset, Mark and Print cost one branch.
 package phase
 
 import (
@@ -14,6 +18,7 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -72,4 +77,14 @@ func Print(w io.Writer) {
 	}
 	marks = marks[:0]
 	on = false
+	// where the resident memory is: the binary's pages (file, or shmem when it lies on a tmpfs)
+	// against the heap and stacks (anon)
+	if b, err := os.ReadFile("/proc/self/status"); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			k, v, ok := strings.Cut(l, ":")
+			if ok && (k == "VmHWM" || k == "RssAnon" || k == "RssFile" || k == "RssShmem") {
+				fmt.Fprintf(w, "memory %s %s\n", k, strings.TrimSuffix(strings.TrimSpace(v), " kB"))
+			}
+		}
+	}
 }

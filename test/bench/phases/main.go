@@ -28,6 +28,7 @@ type sample struct {
 	wall   float64            // ms, from before the fork to after the wait
 	cpu    float64            // ms, user+sys
 	rssKiB float64
+	mem    map[string]float64 // kB, as the program saw itself at its end
 }
 
 func main() {
@@ -68,7 +69,7 @@ func main() {
 	}
 	res := map[string]map[string]float64{"a": summary(sa, order), "b": summary(sb, order)}
 	fmt.Printf("%-12s %10s %10s   (medians of %d runs each, interleaved; ms)\n", "phase", "agent", "floor", *runs)
-	for _, n := range append(order, "", "wall", "cpu", "rss_mib") {
+	for _, n := range append(order, "", "wall", "cpu", "rss_mib", "anon_mib", "file_mib") {
 		if n == "" {
 			fmt.Println(strings.Repeat("-", 36))
 			continue
@@ -106,7 +107,7 @@ func once(command string) (sample, []string, error) {
 	}
 	wall := time.Since(start)
 	ru, _ := cmd.ProcessState.SysUsage().(*syscall.Rusage)
-	s := sample{phases: map[string]float64{}, wall: ms(wall)}
+	s := sample{phases: map[string]float64{}, mem: map[string]float64{}, wall: ms(wall)}
 	if ru != nil {
 		s.cpu = ms(tv(ru.Utime) + tv(ru.Stime))
 		s.rssKiB = float64(ru.Maxrss)
@@ -115,6 +116,10 @@ func once(command string) (sample, []string, error) {
 	sc := bufio.NewScanner(&errb)
 	for sc.Scan() {
 		p := strings.Fields(sc.Text())
+		if len(p) == 3 && p[0] == "memory" {
+			s.mem[p[1]], _ = strconv.ParseFloat(p[2], 64)
+			continue
+		}
 		if len(p) != 4 || p[0] != "phase" {
 			continue
 		}
@@ -154,6 +159,8 @@ func summary(ss []sample, order []string) map[string]float64 {
 	m["wall"] = pick(func(s sample) float64 { return s.wall })
 	m["cpu"] = pick(func(s sample) float64 { return s.cpu })
 	m["rss_mib"] = pick(func(s sample) float64 { return s.rssKiB / 1024 })
+	m["anon_mib"] = pick(func(s sample) float64 { return s.mem["RssAnon"] / 1024 })
+	m["file_mib"] = pick(func(s sample) float64 { return (s.mem["RssFile"] + s.mem["RssShmem"]) / 1024 })
 	return m
 }
 
