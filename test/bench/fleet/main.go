@@ -1,12 +1,15 @@
 // Command fleet runs many agents in loop mode, in process, against one simulator running as a
 // child process on loopback, each agent with its own state dir, and measures what the control
 // plane sees: check-ins per second, how the check-ins of a fleet started at once spread over
-// the interval (without and with a randomized delay), check-in latency, and the CPU of the
-// agents (this process) and of the simulator (the child). Compose is in process (each box runs
-// its own docker; the per-box exec cost is measured by scripts/bench.sh). It is a measurement
-// program: it changes nothing outside -dir and listens on 127.0.0.1 only.
+// the interval (without and with the loop's randomized delay), how long that takes to settle,
+// check-in latency, and the CPU of the agents (this process) and of the simulator (the child).
+// Compose is in process (each box runs its own docker; the per-box exec cost is measured by
+// test/bench/bench.sh). It is a measurement program: it changes nothing outside -dir (and
+// -result) and listens on 127.0.0.1 only. It raises its own RLIMIT_NOFILE (the simulator, its
+// child, inherits it): 10,000 agents keep 10,000 connections open, and the simulator as many.
 //
-//	go run ./bench/fleet [-n 1000] [-interval 20s] [-duration 60s] [-dir /dev/shm/monky-fleet]
+//	go run ./test/bench/fleet [-n 10000] [-interval 60s] [-duration 180s] [-phases splay]
+//	    [-dir /dev/shm/monky-bench-fleet] [-result FILE.json]
 package main
 
 import (
@@ -61,7 +64,7 @@ func envID(i int) string { return fmt.Sprintf("env-fleet-%04d", i) }
 // serveSim is the child: one simulator with n envs, each with a release desired and a kit.
 func serveSim(args []string) error {
 	fs := flag.NewFlagSet("serve-sim", flag.ContinueOnError)
-	n := fs.Int("n", 1000, "envs")
+	n := fs.Int("n", 10000, "envs")
 	dir := fs.String("dir", "", "kits go to DIR/kits/<env>, state dirs DIR/state/<env>")
 	interval := fs.Int("interval", 20, "checkin_interval_s")
 	if err := fs.Parse(args); err != nil {
@@ -101,7 +104,9 @@ func serveSim(args []string) error {
 			return err
 		}
 	}
-	go func() { _ = (&http.Server{Handler: s.TenancyHandler(), ReadHeaderTimeout: 10 * time.Second}).Serve(lt) }()
+	go func() {
+		_ = (&http.Server{Handler: s.TenancyHandler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Duration(*interval) * time.Second}).Serve(lt)
+	}()
 	go func() { _ = (&http.Server{Handler: s.BaoHandler(), ReadHeaderTimeout: 10 * time.Second}).Serve(lb) }()
 	if err := sim.WriteFileAtomic(filepath.Join(*dir, "ready"), []byte(tURL+"\n"), 0o600); err != nil {
 		return err
@@ -115,6 +120,7 @@ func serveSim(args []string) error {
 type agent struct {
 	a     *states.Agent
 	waits *rig.Waits
+	bao   *http.Client // closed idle after the first apply: heartbeats do not call OpenBao
 }
 
 func defaultDir() string {
@@ -125,12 +131,17 @@ func defaultDir() string {
 }
 
 func run() error {
-	n := flag.Int("n", 1000, "agents")
-	interval := flag.Duration("interval", 20*time.Second, "checkin_interval_s the simulator answers")
-	duration := flag.Duration("duration", 60*time.Second, "how long each loop phase runs")
+	n := flag.Int("n", 10000, "agents")
+	interval := flag.Duration("interval", 60*time.Second, "checkin_interval_s the simulator answers")
+	duration := flag.Duration("duration", 180*time.Second, "how long each loop phase runs (the first interval is the restart)")
 	dir := flag.String("dir", defaultDir(), "working directory (removed first)")
-	phases := flag.String("phases", "none,splay", "loop phases to run: none (today's loop), splay (the proposed randomized delay)")
+	phases := flag.String("phases", "splay", "loop phases to run: splay (the command's loop: a random part of the interval first, then the interval ±10 %), none (no delay)")
+	result := flag.String("result", "", "write the figures of the last phase to FILE as JSON (make bench reads it)")
+	workers := flag.Int("workers", 8, "agents converging at once")
 	flag.Parse()
+	if err := raiseNoFile(uint64(4**n + 1024)); err != nil {
+		return err
+	}
 	if err := os.RemoveAll(*dir); err != nil {
 		return err
 	}
@@ -171,7 +182,7 @@ func run() error {
 	var fails atomic.Int64
 	work := make(chan *agent)
 	var wg sync.WaitGroup
-	for w := 0; w < 8; w++ {
+	for w := 0; w < *workers; w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -181,6 +192,7 @@ func run() error {
 						fmt.Printf("fleet: first failed apply: exit %d: %v\n", res.Exit, res.Err)
 					}
 				}
+				ag.bao.CloseIdleConnections() // heartbeats do not call OpenBao; the fds are few
 			}
 		}()
 	}
@@ -195,9 +207,43 @@ func run() error {
 		float64((selfCPU()-cpu0).Microseconds())/1000/float64(*n), (procCPU(child.Process.Pid) - sim0).Round(time.Millisecond))
 
 	for _, ph := range strings.Split(*phases, ",") {
-		if err := phase(ph, agents, *interval, *duration, child.Process.Pid); err != nil {
+		fig, err := phase(ph, agents, *interval, *duration, child.Process.Pid)
+		if err != nil {
 			return err
 		}
+		fig.ApplyS, fig.ApplyFailed = el.Seconds(), int(fails.Load())
+		if *result != "" {
+			raw, _ := json.MarshalIndent(fig, "", "  ")
+			if err := os.WriteFile(*result, raw, 0o644); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// raiseNoFile raises RLIMIT_NOFILE to at least want (as far as the hard limit allows, or
+// beyond it as root).
+func raiseNoFile(want uint64) error {
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		return err
+	}
+	if lim.Cur >= want {
+		return nil
+	}
+	if lim.Max < want {
+		try := syscall.Rlimit{Cur: want, Max: want}
+		if syscall.Setrlimit(syscall.RLIMIT_NOFILE, &try) == nil {
+			return nil
+		}
+	}
+	lim.Cur = min(want, lim.Max)
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		return fmt.Errorf("RLIMIT_NOFILE: %w", err)
+	}
+	if lim.Cur < want {
+		fmt.Printf("fleet: RLIMIT_NOFILE %d (wanted %d; the hard limit)\n", lim.Cur, want)
 	}
 	return nil
 }
@@ -234,7 +280,7 @@ func newAgent(cfgPath string) (*agent, error) {
 	}
 	w := &rig.Waits{}
 	fx := states.Effects{Tenancy: tenancy.New(cfg.TenancyBaseURL(), thc, d.Name(), time.Now), Bao: bc, Compose: &rig.Compose{}, Disk: rig.Disk{}}
-	return &agent{waits: w, a: &states.Agent{Cfg: cfg, Store: st, Log: zerolog.New(io.Discard), Host: cfg.EnvID, Version: "0.0.0-fleet",
+	return &agent{waits: w, bao: bhc, a: &states.Agent{Cfg: cfg, Store: st, Log: zerolog.New(io.Discard), Host: cfg.EnvID, Version: "0.0.0-fleet",
 		Fx: w.Wrap(fx), ContainerdRoots: []string{}}}, nil
 }
 
@@ -269,14 +315,42 @@ func loop(ag *agent, stop chan struct{}, fallback time.Duration, splay bool) {
 	}
 }
 
-func phase(name string, agents []*agent, interval, duration time.Duration, simPid int) error {
+// figures are what a phase measured (and what make bench reads).
+type figures struct {
+	Agents        int     `json:"agents"`
+	IntervalS     float64 `json:"interval_s"`
+	Phase         string  `json:"phase"`
+	DurationS     float64 `json:"duration_s"`
+	Checkins      int     `json:"checkins"`
+	Errors        int     `json:"errors"`
+	IdealPerS     float64 `json:"ideal_per_s"`
+	SustainedPerS float64 `json:"sustained_per_s"` // after the first interval (the restart)
+	PeakSettled   int     `json:"peak_settled"`    // busiest second after the first interval
+	PeakRestart   int     `json:"peak_restart"`    // busiest second of the first interval
+	SettleS       int     `json:"settle_s"`        // from the restart until every second stays within 2× the mean
+	FirstRoundS   float64 `json:"first_round_s"`   // all agents had checked in once after this
+	LatP50Ms      float64 `json:"latency_p50_ms"`
+	LatP99Ms      float64 `json:"latency_p99_ms"`
+	LatMaxMs      float64 `json:"latency_max_ms"`
+	AgentCPUMs    float64 `json:"agent_cpu_ms_per_checkin"`
+	SimCPUMs      float64 `json:"sim_cpu_ms_per_checkin"`
+	AgentCores    float64 `json:"agent_cores"`
+	SimCores      float64 `json:"sim_cores"`
+	MaxRSSMiB     float64 `json:"agents_max_rss_mib"`
+	Load1         string  `json:"loadavg"`
+	ApplyS        float64 `json:"first_apply_s"`
+	ApplyFailed   int     `json:"first_apply_failed"`
+}
+
+// phase starts every agent's loop at once (a fleet-wide restart) and runs them for duration.
+func phase(name string, agents []*agent, interval, duration time.Duration, simPid int) (figures, error) {
 	splay := false
 	switch name {
 	case "none":
 	case "splay":
 		splay = true
 	default:
-		return fmt.Errorf("unknown phase %q", name)
+		return figures{}, fmt.Errorf("unknown phase %q", name)
 	}
 	var mu sync.Mutex
 	var sent []time.Duration
@@ -295,13 +369,25 @@ func phase(name string, agents []*agent, interval, duration time.Duration, simPi
 		}
 	}
 	cpu0, sim0 := selfCPU(), procCPU(simPid)
+	var cpuSettled, simSettled time.Duration
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	for _, ag := range agents {
 		wg.Add(1)
 		go func() { defer wg.Done(); loop(ag, stop, interval, splay) }()
 	}
-	time.Sleep(duration)
+	// CPU is counted after the first interval too, over the settled part alone
+	settledAt := min(interval, duration)
+	time.Sleep(settledAt)
+	cpu1, sim1 := selfCPU(), procCPU(simPid)
+	mu.Lock()
+	nSettled0 := len(sent)
+	mu.Unlock()
+	time.Sleep(duration - settledAt)
+	cpuSettled, simSettled = selfCPU()-cpu1, procCPU(simPid)-sim1
+	mu.Lock()
+	nSettled := len(sent) - nSettled0
+	mu.Unlock()
 	close(stop)
 	wg.Wait()
 	el := time.Since(start)
@@ -311,46 +397,66 @@ func phase(name string, agents []*agent, interval, duration time.Duration, simPi
 	}
 	sort.Slice(sent, func(i, j int) bool { return sent[i] < sent[j] })
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
-	perSec := map[int]int{}
-	peak := 0
+	secs := int(duration / time.Second)
+	hist := make([]int, secs)
 	for _, s := range sent {
-		k := int(s / time.Second)
-		perSec[k]++
-		peak = max(peak, perSec[k])
-	}
-	label := "today's loop (no randomized delay)"
-	if splay {
-		label = "with splay U[0,interval) then interval ±10%"
-	}
-	n := len(agents)
-	fmt.Printf("fleet [%s]: %s\n", name, label)
-	fmt.Printf("  %d check-ins in %s: %.1f/s sustained (ideal %.1f/s), %d errors\n",
-		len(sent), el.Round(time.Millisecond), float64(len(sent))/el.Seconds(), float64(n)/interval.Seconds(), errs)
-	if len(sent) >= n {
-		first := sent[:n]
-		fmt.Printf("  first round: %d check-ins sent between +%s and +%s (p50 +%s, p99 +%s)\n", n,
-			first[0].Round(time.Millisecond), first[n-1].Round(time.Millisecond), first[n/2].Round(time.Millisecond), first[n*99/100].Round(time.Millisecond))
-	}
-	fmt.Printf("  busiest second: %d check-ins (%.0f× the mean of %.1f/s)\n", peak, float64(peak)/(float64(n)/interval.Seconds()), float64(n)/interval.Seconds())
-	if len(lat) > 0 {
-		fmt.Printf("  check-in latency: p50 %s, p99 %s, max %s\n", lat[len(lat)/2].Round(time.Microsecond), lat[len(lat)*99/100].Round(time.Microsecond), lat[len(lat)-1].Round(time.Microsecond))
-	}
-	fmt.Printf("  CPU: agents %s (%.2f ms per check-in, %.1f%% of one core), simulator %s (%.2f ms per check-in)\n",
-		cpu.Round(time.Millisecond), ms(cpu)/float64(max(len(sent), 1)), 100*cpu.Seconds()/el.Seconds(),
-		simCPU.Round(time.Millisecond), ms(simCPU)/float64(max(len(sent), 1)))
-	hist, _ := json.Marshal(histogram(perSec, int(el/time.Second)+1))
-	fmt.Printf("  check-ins per second: %s\n", hist)
-	return nil
-}
-
-func histogram(m map[int]int, n int) []int {
-	out := make([]int, n)
-	for k, v := range m {
-		if k < n {
-			out[k] = v
+		if k := int(s / time.Second); k < secs {
+			hist[k]++
 		}
 	}
-	return out
+	n := len(agents)
+	mean := float64(n) / interval.Seconds()
+	f := figures{Agents: n, IntervalS: interval.Seconds(), Phase: name, DurationS: el.Seconds(), Checkins: len(sent), Errors: errs, IdealPerS: mean}
+	first := int(settledAt / time.Second)
+	for k, c := range hist {
+		if k < first {
+			f.PeakRestart = max(f.PeakRestart, c)
+		} else {
+			f.PeakSettled = max(f.PeakSettled, c)
+		}
+	}
+	// settled: from this second on, no second holds more than 2× the mean
+	f.SettleS = secs
+	for k := secs - 1; k >= 0 && float64(hist[k]) <= 2*mean; k-- {
+		f.SettleS = k
+	}
+	if len(sent) >= n {
+		f.FirstRoundS = sent[n-1].Seconds()
+	}
+	if d := (duration - settledAt).Seconds(); d > 0 {
+		f.SustainedPerS = float64(nSettled) / d
+		f.AgentCores, f.SimCores = cpuSettled.Seconds()/d, simSettled.Seconds()/d
+	}
+	if nSettled > 0 {
+		f.AgentCPUMs, f.SimCPUMs = ms(cpuSettled)/float64(nSettled), ms(simSettled)/float64(nSettled)
+	}
+	if len(lat) > 0 {
+		f.LatP50Ms, f.LatP99Ms, f.LatMaxMs = ms(lat[len(lat)/2]), ms(lat[len(lat)*99/100]), ms(lat[len(lat)-1])
+	}
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	f.MaxRSSMiB = float64(ru.Maxrss) / 1024
+	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
+		f.Load1 = strings.Join(strings.Fields(string(b))[:3], " ")
+	}
+
+	label := "no randomized delay: every agent ticks at once, then every interval"
+	if splay {
+		label = "the command's loop: U[0,interval) first, then interval ±10 %"
+	}
+	fmt.Printf("fleet [%s]: %d agents restarted at once; %s\n", name, n, label)
+	fmt.Printf("  %d check-ins in %s, %d errors; after the first interval: %.1f/s sustained (ideal %.1f/s)\n",
+		len(sent), el.Round(time.Millisecond), errs, f.SustainedPerS, mean)
+	fmt.Printf("  first round: all %d checked in within %.1f s; busiest second %d (%.2f× the mean) during it, %d (%.2f× the mean) after it\n",
+		n, f.FirstRoundS, f.PeakRestart, float64(f.PeakRestart)/mean, f.PeakSettled, float64(f.PeakSettled)/mean)
+	fmt.Printf("  settled (every later second within 2× the mean) %d s after the restart\n", f.SettleS)
+	fmt.Printf("  check-in latency: p50 %.1f ms, p99 %.1f ms, max %.1f ms\n", f.LatP50Ms, f.LatP99Ms, f.LatMaxMs)
+	fmt.Printf("  CPU after the first interval: agents %.2f ms per check-in (%.2f cores), simulator %.2f ms per check-in (%.2f cores); whole phase: agents %s, simulator %s\n",
+		f.AgentCPUMs, f.AgentCores, f.SimCPUMs, f.SimCores, cpu.Round(time.Millisecond), simCPU.Round(time.Millisecond))
+	fmt.Printf("  agents' process peak RSS %.0f MiB; load average %s\n", f.MaxRSSMiB, f.Load1)
+	raw, _ := json.Marshal(hist)
+	fmt.Printf("  check-ins per second: %s\n", raw)
+	return f, nil
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
