@@ -1,7 +1,7 @@
 # Performance figures (docs/PERFORMANCE.md).
 #   make bench        the tick vs its floors, RSS, CPU, Go benchmarks, status/explain, binary size
 #   make bench-year   525,600 heartbeat ticks and 5,000 applies in process (~25 min on 2 cores: ~3 ms of CPU a tick)
-#   make bench-fleet  1,000 agents in loop mode against one simulator (~3 min)
+#   make bench-fleet  10,000 agents in loop mode against one simulator, checkin_interval_s 60 (~10 min)
 BENCH_SHM := $(shell test -d /dev/shm -a -w /dev/shm && echo /dev/shm || echo $${TMPDIR:-/tmp})
 
 .PHONY: bench bench-year bench-fleet
@@ -19,4 +19,5 @@ bench-year:
 bench-fleet:
 	@mkdir -p $(BENCH_SHM)/monky-bench-fleet.out
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BENCH_SHM)/monky-bench-fleet.out/fleet ./test/bench/fleet
-	$(BENCH_SHM)/monky-bench-fleet.out/fleet -dir $(BENCH_SHM)/monky-bench-fleet
+	bash -o pipefail -c '$(BENCH_SHM)/monky-bench-fleet.out/fleet -dir $(BENCH_SHM)/monky-bench-fleet -result $(BENCH_SHM)/monky-bench-fleet.json | tee $(BENCH_SHM)/monky-bench-fleet.out/fleet.txt'
+	rm -rf $(BENCH_SHM)/monky-bench-fleet
