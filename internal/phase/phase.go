@@ -5,7 +5,8 @@
 //
 // The first phase ("start") ends when main begins, and is measured from the process's start
 // as the caller gives it (the bench harness passes the time it started the process in
-// MONKY_DEPLOYD_TRACE, in Unix nanoseconds), so it holds the exec and the package inits. Print
+// MONKY_DEPLOYD_TRACE, in Unix nanoseconds; any other value, such as 1, leaves it at zero), so
+// it holds the exec and the package inits. Print
 // ends with the process's resident memory as /proc/self/status counts it (kB):
 //
 //	memory VmHWM|RssAnon|RssFile|RssShmem <kB>
@@ -46,8 +47,12 @@ func Begin() {
 	defer mu.Unlock()
 	on = true
 	start = now
-	if ns, err := strconv.ParseInt(v, 10, 64); err == nil && ns > 0 {
-		start = time.Unix(0, ns)
+	// a start time in the last minute is the caller's; any other value (MONKY_DEPLOYD_TRACE=1)
+	// leaves the "start" phase at zero
+	if ns, err := strconv.ParseInt(v, 10, 64); err == nil {
+		if t := time.Unix(0, ns); !t.After(now) && now.Sub(t) < time.Minute {
+			start = t
+		}
 	}
 	marks = append(marks[:0], mark{"start", now})
 }
