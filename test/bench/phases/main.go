@@ -69,7 +69,7 @@ func main() {
 	}
 	res := map[string]map[string]float64{"a": summary(sa, order), "b": summary(sb, order)}
 	fmt.Printf("%-12s %10s %10s   (medians of %d runs each, interleaved; ms)\n", "phase", "agent", "floor", *runs)
-	for _, n := range append(order, "", "wall", "cpu", "rss_mib", "anon_mib", "file_mib") {
+	for _, n := range append(order, "teardown", "", "wall", "cpu", "rss_mib", "anon_mib", "file_mib") {
 		if n == "" {
 			fmt.Println(strings.Repeat("-", 36))
 			continue
@@ -156,6 +156,14 @@ func summary(ss []sample, order []string) map[string]float64 {
 		}
 		return median(v)
 	}
+	// after the last mark: os.Exit, the kernel tearing the process down, the parent's wait
+	m["teardown"] = pick(func(s sample) float64 {
+		sum := 0.0
+		for _, v := range s.phases {
+			sum += v
+		}
+		return s.wall - sum
+	})
 	m["wall"] = pick(func(s sample) float64 { return s.wall })
 	m["cpu"] = pick(func(s sample) float64 { return s.cpu })
 	m["rss_mib"] = pick(func(s sample) float64 { return s.rssKiB / 1024 })
