@@ -74,6 +74,8 @@ type BoltOptions struct {
 type Bolt struct {
 	path string
 	opts BoltOptions
+	// ready: the last check found the file whole and with its layout (nothing to initialise)
+	ready bool
 }
 
 var _ Store = (*Bolt)(nil)
@@ -233,19 +235,24 @@ var errUnchanged = errors.New("nothing to write")
 // nothing and returns errUnchanged, so opening a state file costs no commit (an fsync saved on
 // every start of the agent, i.e. every tick of the timer).
 func initBuckets(btx *bolt.Tx) error {
-	if meta := btx.Bucket([]byte(bucketMeta)); meta != nil && meta.Get([]byte(keyVersion)) != nil {
-		missing := false
-		for _, name := range allBuckets {
-			if btx.Bucket([]byte(name)) == nil {
-				missing = true
-				break
-			}
-		}
-		if !missing {
-			return errUnchanged
-		}
+	if hasLayout(btx) {
+		return errUnchanged
 	}
 	return ensureBuckets(btx)
+}
+
+// hasLayout reports whether the file has every bucket and its version: nothing to initialise.
+func hasLayout(btx *bolt.Tx) bool {
+	meta := btx.Bucket([]byte(bucketMeta))
+	if meta == nil || meta.Get([]byte(keyVersion)) == nil {
+		return false
+	}
+	for _, name := range allBuckets {
+		if btx.Bucket([]byte(name)) == nil {
+			return false
+		}
+	}
+	return true
 }
 
 // schemaProblem says what is wrong with an open file's layout ("" when it is ours).
@@ -300,6 +307,7 @@ func firstCheckError(btx *bolt.Tx) error {
 // checked before bbolt maps them (precheck), and the open and a read of every page run under
 // guard, so a damaged page is a problem, never a crash.
 func (b *Bolt) inspect(readOnly bool) (problem string, err error) {
+	b.ready = false
 	problem, exists, err := precheck(b.path, b.opts.Timeout)
 	if err != nil || problem != "" {
 		return problem, err
@@ -333,7 +341,9 @@ func (b *Bolt) inspect(readOnly bool) (problem string, err error) {
 		}
 		if cerr := firstCheckError(btx); cerr != nil {
 			problem = fmt.Sprintf("consistency check failed (%v)", cerr)
+			return nil
 		}
+		b.ready = !readOnly && hasLayout(btx)
 		return nil
 	})
 	if verr != nil && problem == "" {
@@ -384,16 +394,19 @@ func (b *Bolt) validate() error {
 		created = true
 		moved, _ = json.Marshal(MovedAside{Path: aside, Problem: problem, At: b.opts.Now().UTC()})
 	}
-	if err := b.run(true, func(btx *bolt.Tx) error {
-		if moved == nil {
-			return initBuckets(btx)
+	// a file the check found whole and with its layout is not opened again: nothing to write
+	if moved != nil || !b.ready {
+		if err := b.run(true, func(btx *bolt.Tx) error {
+			if moved == nil {
+				return initBuckets(btx)
+			}
+			if err := ensureBuckets(btx); err != nil {
+				return err
+			}
+			return btx.Bucket([]byte(bucketMeta)).Put([]byte(keyMovedAside), moved)
+		}); err != nil && !errors.Is(err, errUnchanged) {
+			return fmt.Errorf("initialise state file: %w", err)
 		}
-		if err := ensureBuckets(btx); err != nil {
-			return err
-		}
-		return btx.Bucket([]byte(bucketMeta)).Put([]byte(keyMovedAside), moved)
-	}); err != nil && !errors.Is(err, errUnchanged) {
-		return fmt.Errorf("initialise state file: %w", err)
 	}
 	if created {
 		if err := syncDir(filepath.Dir(b.path)); err != nil {
