@@ -71,11 +71,13 @@ banner "machine"
 echo "nproc: $(nproc)   cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')   $(go version)"
 echo "hyperfine: $(hyperfine --version)   python3: $(python3 --version 2>&1)   work dir: $WORK"
 
-banner "build (CGO_ENABLED=0, -trimpath, -ldflags -s -w)"
+banner "build (CGO_ENABLED=0, -trimpath, -ldflags -s -w; the agent with the Makefile's AGENT_TAGS)"
 BIN=$WORK/bin
 mkdir -p "$BIN"
 LD="-s -w -X github.com/tikali/monky-deployd/internal/version.Version=$(cat VERSION)"
-CGO_ENABLED=0 go build -trimpath -ldflags "$LD" -o "$BIN/monky-deployd" ./cmd/monky-deployd
+# the tags the agent ships with (Makefile: AGENT_TAGS)
+AGENT_TAGS=$(sed -n 's/^AGENT_TAGS := //p' Makefile)
+CGO_ENABLED=0 go build -tags "$AGENT_TAGS" -trimpath -ldflags "$LD" -o "$BIN/monky-deployd" ./cmd/monky-deployd
 CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$BIN/floor" ./test/bench/floor
 CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$BIN/monky-sim" ./cmd/monky-sim
 CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$BIN/docker" ./internal/fakedocker
