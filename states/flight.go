@@ -71,35 +71,15 @@ func (a *Agent) drive(ctx context.Context) error {
 		if pastDeadline(ctx) {
 			return a.errTickTimeout()
 		}
-		var err error
-		a.stepStarted = a.Now()
-		switch st := a.eng.State(); st {
-		case machine.CheckedIn:
-			err = a.stepVerify(ctx)
-		case machine.BundleVerified:
-			err = a.stepPreflight(ctx)
-		case machine.Leased:
-			err = a.stepLogin(ctx)
-		case machine.LoggedIn:
-			err = a.stepStage(ctx)
-		case machine.Staged:
-			err = a.stepPull(ctx)
-		case machine.Pulled:
-			err = a.stepUp(ctx)
-		case machine.Up:
-			err = a.stepHealthy(ctx)
-		case machine.Healthy:
-			ferr := a.flushOutbox(ctx)
-			if ferr != nil || a.eng.State() == machine.Healthy {
-				// the apply succeeded: old releases go whether or not tenancy has the report yet
-				a.prune(ctx)
+		st := a.eng.State()
+		if step, ok := steps[st]; ok {
+			a.stepStarted = a.Now()
+			if err := step(a, ctx); err != nil {
+				return err
 			}
-			if ferr != nil {
-				return ferr
-			}
-			if a.eng.State() == machine.Healthy {
-				return &effects.Error{Op: "report", Kind: effects.Temporary, Msg: "the applied report waits in the outbox"}
-			}
+			continue
+		}
+		switch st {
 		case machine.Reported:
 			a.prune(ctx)
 			return nil
@@ -115,78 +95,21 @@ func (a *Agent) drive(ctx context.Context) error {
 		default:
 			return fmt.Errorf("apply: no step from state %s", st)
 		}
-		if err != nil {
-			return err
-		}
 	}
 }
 
-// backoff is the wait after failed attempt n (1-based): 2, 4, 8, 16 … minutes, at most 30 —
-// longer than the timer's minute from the first failure on.
-func backoff(n int) time.Duration {
-	d := 2 * time.Minute
-	for i := 1; i < n && d < 30*time.Minute; i++ {
-		d *= 2
-	}
-	if d > 30*time.Minute {
-		d = 30 * time.Minute
-	}
-	return d
-}
-
-// fail commits a failure of this flight from the state whose step failed: counted, backed
-// off, reported failed with the code and names only, parked after MaxAttempts.
-func (a *Agent) fail(ctx context.Context, from machine.State, code, detail string, withLogs bool) error {
-	if pastDeadline(ctx) {
-		// whatever failed may have failed for want of time: not this apply's failure; the
-		// next tick does the step again
-		return a.errTickTimeout()
-	}
-	started := a.stepStart()
-	rec := a.eng.Record()
-	rep := effects.Report{Sha: rec.Sha, Result: effects.ResultFailed, Detail: code + ": " + detail, Containers: fromStore(rec.Containers)}
-	if withLogs {
-		rep.LogTail = a.logTail(ctx)
-	}
-	now := a.Now()
-	var n int
-	err := a.eng.Fire(machine.Outcome{Event: machine.EvFail, Code: code, Detail: detail, Update: func(r *store.Record, tx store.Tx) error {
-		if r.Attempts == nil {
-			r.Attempts = map[string]int{}
-		}
-		r.Attempts[string(from)]++
-		n = r.TotalAttempts()
-		r.Failure = &store.Failure{Sha: r.Sha, Code: code, Detail: rep.Detail[len(code)+2:], State: string(from), At: now, Limit: a.MaxAttempts}
-		r.NextRetryAt = now.Add(backoff(n))
-		r.Parked = n >= a.MaxAttempts
-		return a.enqueue(r, tx, machine.Failed, rep)
-	}}, started)
-	if err != nil {
-		return err
-	}
-	if ferr := a.flushOutbox(ctx); ferr != nil && !effects.IsTemporary(ferr) {
-		return ferr
-	}
-	return parked(effects.Permanent, code, "failed: %s: %s", code, detail)
-}
-
-// refuse commits a refusal before the lease: nothing leased, logged in, read or started;
-// reported failed with the code; remembered so the same sha is not fetched again.
-func (a *Agent) refuse(ctx context.Context, code, detail string, needBytes int64) error {
-	started := a.stepStart()
-	rec := a.eng.Record()
-	rep := effects.Report{Sha: rec.Sha, Result: effects.ResultFailed, Detail: code + ": " + detail, Containers: fromStore(rec.Containers)}
-	now := a.Now()
-	if err := a.eng.Fire(machine.Outcome{Event: machine.EvRefuse, Code: code, Detail: detail, Update: func(r *store.Record, tx store.Tx) error {
-		r.Refusal = &store.Refusal{Sha: r.Sha, Code: code, Detail: rep.Detail[len(code)+2:], At: now, NeedBytes: needBytes}
-		return a.enqueue(r, tx, machine.Refused, rep)
-	}}, started); err != nil {
-		return err
-	}
-	if err := a.flushOutbox(ctx); err != nil && !effects.IsTemporary(err) {
-		return err
-	}
-	return parked(effects.Permanent, code, "refused: %s: %s", code, detail)
+// steps is the apply path: the step that leaves each state, in the file named after the state
+// the step reaches (stepVerify in bundleverified.go, stepPreflight in leased.go, …). Adding a
+// state is one file and one row. Reported and the parked states end the flight (drive).
+var steps = map[machine.State]func(*Agent, context.Context) error{
+	machine.CheckedIn:      (*Agent).stepVerify,
+	machine.BundleVerified: (*Agent).stepPreflight,
+	machine.Leased:         (*Agent).stepLogin,
+	machine.LoggedIn:       (*Agent).stepStage,
+	machine.Staged:         (*Agent).stepPull,
+	machine.Pulled:         (*Agent).stepUp,
+	machine.Up:             (*Agent).stepHealthy,
+	machine.Healthy:        (*Agent).stepReport,
 }
 
 // stepStart is when the step in flight began (its whole wall time is the entry's), or now.
@@ -195,4 +118,35 @@ func (a *Agent) stepStart() time.Time {
 		return a.Now()
 	}
 	return a.stepStarted
+}
+
+// startFlight moves the machine to CheckedIn for a flight of action towards sha: from a rest
+// state by a check-in, from a flight in progress by superseding it.
+func (a *Agent) startFlight(resp effects.CheckinResponse, event, detail string) error {
+	st := a.eng.State()
+	rec := a.eng.Record()
+	if event == "" {
+		event = machine.EvCheckin
+		if st.InFlight() {
+			event = machine.EvSupersede
+			detail = fmt.Sprintf("superseded: %s %s → %s %s; %s", rec.Action, short(rec.Sha), resp.Action, short(resp.DesiredSha), detail)
+		}
+	}
+	return a.eng.Fire(machine.Outcome{Event: event, Detail: detail, Update: func(r *store.Record, _ store.Tx) error {
+		if r.Sha != resp.DesiredSha || r.Action != resp.Action {
+			r.Attempts, r.NextRetryAt, r.Parked = nil, timeZero, false
+		}
+		r.Action, r.Sha, r.BundleURL, r.Purge = resp.Action, resp.DesiredSha, resp.BundleURL, resp.PurgeVolumes
+		if r.Refusal != nil && r.Refusal.Sha != resp.DesiredSha {
+			r.Refusal = nil
+		}
+		if r.Failure != nil && r.Failure.Sha != resp.DesiredSha {
+			r.Failure = nil
+		}
+		return nil
+	}}, a.Now())
+}
+
+func checkinDetail(resp effects.CheckinResponse, applied string) string {
+	return fmt.Sprintf("action=%s desired=%s applied=%s", resp.Action, short(resp.DesiredSha), short(applied))
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/tikali/monky-deployd/effects"
 	"github.com/tikali/monky-deployd/internal/phase"
@@ -13,37 +14,6 @@ import (
 	"github.com/tikali/monky-deployd/machine"
 	"github.com/tikali/monky-deployd/store"
 )
-
-// startFlight moves the machine to CheckedIn for a flight of action towards sha: from a rest
-// state by a check-in, from a flight in progress by superseding it.
-func (a *Agent) startFlight(resp effects.CheckinResponse, event, detail string) error {
-	st := a.eng.State()
-	rec := a.eng.Record()
-	if event == "" {
-		event = machine.EvCheckin
-		if st.InFlight() {
-			event = machine.EvSupersede
-			detail = fmt.Sprintf("superseded: %s %s → %s %s; %s", rec.Action, short(rec.Sha), resp.Action, short(resp.DesiredSha), detail)
-		}
-	}
-	return a.eng.Fire(machine.Outcome{Event: event, Detail: detail, Update: func(r *store.Record, _ store.Tx) error {
-		if r.Sha != resp.DesiredSha || r.Action != resp.Action {
-			r.Attempts, r.NextRetryAt, r.Parked = nil, timeZero, false
-		}
-		r.Action, r.Sha, r.BundleURL, r.Purge = resp.Action, resp.DesiredSha, resp.BundleURL, resp.PurgeVolumes
-		if r.Refusal != nil && r.Refusal.Sha != resp.DesiredSha {
-			r.Refusal = nil
-		}
-		if r.Failure != nil && r.Failure.Sha != resp.DesiredSha {
-			r.Failure = nil
-		}
-		return nil
-	}}, a.Now())
-}
-
-func checkinDetail(resp effects.CheckinResponse, applied string) string {
-	return fmt.Sprintf("action=%s desired=%s applied=%s", resp.Action, short(resp.DesiredSha), short(applied))
-}
 
 // heartbeat is action none: the box runs what tenancy wants; report its health.
 func (a *Agent) heartbeat(ctx context.Context, resp effects.CheckinResponse, containers []effects.Container) error {
@@ -157,46 +127,61 @@ func (a *Agent) logTail(ctx context.Context) string {
 	return tail(sanitize.Text(redact.String(out)), maxLogTail)
 }
 
-// retire is action down: compose down (volumes only when asked and never on prod), report down.
-func (a *Agent) retire(ctx context.Context, resp effects.CheckinResponse) error {
-	rec := a.eng.Record()
-	st := a.eng.State()
-	if st == machine.Down {
-		// the down is done; its report waits in the outbox (sent above, or next tick)
-		return nil
-	}
-	if rec.Action == effects.ActionDown && (st == machine.Reported || st == machine.Idle) {
-		return a.eng.Note(machine.NoteCheckin, "", "action=down: retired; nothing runs", a.Now(), nil)
-	}
-	volumes := resp.PurgeVolumes || a.Cfg.VolumesOnAbsent == "purge"
-	detail := checkinDetail(resp, rec.AppliedSha) + fmt.Sprintf(" purge_volumes=%t", resp.PurgeVolumes)
-	if err := a.startFlight(resp, "", detail); err != nil {
-		return err
-	}
+// stepHealthy: Up → Healthy | Failed. Wait up to healthy_timeout_s for every service to run
+// healthy, logging progress; then the applied sha is recorded and the report queued.
+func (a *Agent) stepHealthy(ctx context.Context) error {
 	started := a.Now()
-	a.stepStarted = started
-	note := "compose down --remove-orphans"
-	if volumes && a.Cfg.IsProd() {
-		volumes = false
-		note += "; volumes kept: prod never purges"
-	} else if volumes {
-		note += " -v (volumes purged)"
-	}
-	if err := a.Fx.Compose.Down(ctx, a.currentDir(), volumes); err != nil {
-		if effects.IsTemporary(err) {
+	deadline := started.Add(time.Duration(a.Cfg.HealthyTimeoutS) * time.Second)
+	lastLog := started
+	for {
+		cs, err := a.Fx.Compose.PS(ctx, a.currentDir())
+		if err != nil && effects.IsTemporary(err) {
 			return err
 		}
-		return a.fail(ctx, machine.CheckedIn, effects.CodeOf(err), "compose down: "+err.Error(), false)
+		bad := unhealthy(cs)
+		if err == nil && len(cs) > 0 && len(bad) == 0 {
+			return a.healthy(ctx, cs, started)
+		}
+		now := a.Now()
+		if !now.Before(deadline) {
+			why := strings.Join(bad, ", ")
+			if err != nil {
+				why = "compose ps: " + redact.String(err.Error())
+			} else if len(cs) == 0 {
+				why = "no containers running"
+			}
+			return a.fail(ctx, machine.Up, "UNHEALTHY", fmt.Sprintf("not healthy after %ds: %s", a.Cfg.HealthyTimeoutS, why), true)
+		}
+		if now.Sub(lastLog) >= 10*time.Second {
+			lastLog = now
+			a.Log.Debug().Msgf("waiting for healthy: %d/%d services healthy (%s); %ds left", len(cs)-len(bad), len(cs), strings.Join(bad, ", "), int(deadline.Sub(now).Seconds()))
+		}
+		if a.stopping() {
+			return errStopped{}
+		}
+		if err := a.Sleep(ctx, a.HealthPoll); err != nil {
+			return &effects.Error{Op: "health wait", Kind: effects.Temporary, Err: err}
+		}
 	}
-	_ = removeCurrent(a.fs(), a.currentDir())
-	rep := effects.Report{Sha: rec.AppliedSha, Result: effects.ResultDown, Detail: note}
-	if err := a.eng.Fire(machine.Outcome{Event: machine.EvDown, Detail: note, Update: func(r *store.Record, tx store.Tx) error {
-		r.AppliedSha = ""
-		r.Containers = nil
-		r.RetiredAt = a.Now()
-		return a.enqueue(r, tx, machine.Down, rep)
+}
+
+// healthy records the apply: applied sha, history, counters cleared, report queued.
+func (a *Agent) healthy(ctx context.Context, cs []effects.Container, started time.Time) error {
+	rec := a.eng.Record()
+	now := a.Now()
+	rep := effects.Report{Sha: rec.Sha, Result: effects.ResultApplied, Containers: cs}
+	detail := fmt.Sprintf("applied %s: %d/%d services healthy", short(rec.Sha), len(cs), len(cs))
+	if err := a.eng.Fire(machine.Outcome{Event: machine.EvHealthy, Detail: detail, Update: func(r *store.Record, tx store.Tx) error {
+		r.AppliedSha = r.Sha
+		r.Attempts, r.NextRetryAt, r.Parked, r.Failure, r.Refusal = nil, timeZero, false, nil, nil
+		r.Containers = toStore(cs)
+		if err := tx.AddApplied(store.Applied{Sha: r.Sha, At: now}); err != nil {
+			return err
+		}
+		return a.enqueue(r, tx, machine.Healthy, rep)
 	}}, started); err != nil {
 		return err
 	}
+	a.Log.Info().Msg("applied " + short(rec.Sha))
 	return a.flushOutbox(ctx)
 }

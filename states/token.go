@@ -276,65 +276,6 @@ func (a *Agent) reauthenticate(ctx context.Context, cause error) error {
 	return a.Bootstrap(ctx, grant)
 }
 
-func (a *Agent) blockUnauthenticated(cause error, detail string) error {
-	if cause != nil && effects.KindOf(cause) == effects.Unauthenticated {
-		detail = "bearer refused: " + detail
-	}
-	return a.block(codeUnauthenticated, detail, a.Now(), cause)
-}
-
-// block parks the machine in Blocked: later ticks touch no network until resume, a changed
-// config, or (for a refused bearer) a new bootstrap grant on disk.
-func (a *Agent) block(code, detail string, started time.Time, cause error) error {
-	detail = redact.String(detail)
-	kind := effects.Permanent
-	if code == codeEnvMismatch {
-		kind = effects.EnvMismatch
-	}
-	b := &store.Block{Code: code, Detail: detail, At: a.Now(), ConfigHash: a.Cfg.Hash, GrantStamp: files.Stamp(a.Cfg.BootstrapPath)}
-	if a.eng.State() != machine.Blocked {
-		if err := a.eng.Fire(machine.Outcome{Event: machine.EvBlock, Code: code, Detail: detail, Update: func(r *store.Record, _ store.Tx) error {
-			r.Block = b
-			return nil
-		}}, started); err != nil {
-			return err
-		}
-	}
-	return &effects.Error{Op: "blocked", Kind: kind, Code: code, Msg: detail, Err: cause}
-}
-
-// checkBlock clears a block whose cause went away, or ends the tick at once, off the network.
-func (a *Agent) checkBlock() error {
-	rec := a.eng.Record()
-	b := rec.Block
-	if b == nil {
-		b = &store.Block{Code: codeUnauthenticated}
-	}
-	reason := ""
-	switch {
-	case a.Cfg.Hash != "" && a.Cfg.Hash != b.ConfigHash:
-		reason = "config.yaml changed"
-	case b.Code == codeUnauthenticated && files.Stamp(a.Cfg.BootstrapPath) != "" && files.Stamp(a.Cfg.BootstrapPath) != b.GrantStamp:
-		reason = "a new bootstrap grant is on disk"
-	}
-	if reason != "" {
-		return a.eng.Fire(machine.Outcome{Event: machine.EvUnblock, Detail: "unblocked: " + reason, Update: func(r *store.Record, _ store.Tx) error {
-			r.Block = nil
-			return nil
-		}}, a.Now())
-	}
-	kind := effects.Permanent
-	if b.Code == codeEnvMismatch {
-		kind = effects.EnvMismatch
-	}
-	msg := b.Detail + " — blocked since " + stamp(b.At) + "; no network until `monky-deployd resume`, a changed config"
-	if b.Code == codeUnauthenticated {
-		msg += " or a new bootstrap.jwt"
-	}
-	_ = a.eng.Note(machine.NoteBlocked, b.Code, "still blocked: "+b.Detail, a.Now(), nil)
-	return &effects.Error{Op: "blocked", Kind: kind, Code: b.Code, Msg: msg}
-}
-
 // answerWords is what the far side answered, once: the call, the HTTP status and its message,
 // without the hint the error adds for a log line.
 func answerWords(err error) string {

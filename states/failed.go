@@ -1,0 +1,59 @@
+package states
+
+import (
+	"context"
+	"time"
+
+	"github.com/tikali/monky-deployd/effects"
+	"github.com/tikali/monky-deployd/machine"
+	"github.com/tikali/monky-deployd/store"
+)
+
+// backoff is the wait after failed attempt n (1-based): 2, 4, 8, 16 … minutes, at most 30 —
+// longer than the timer's minute from the first failure on.
+func backoff(n int) time.Duration {
+	d := 2 * time.Minute
+	for i := 1; i < n && d < 30*time.Minute; i++ {
+		d *= 2
+	}
+	if d > 30*time.Minute {
+		d = 30 * time.Minute
+	}
+	return d
+}
+
+// fail commits a failure of this flight from the state whose step failed: counted, backed
+// off, reported failed with the code and names only, parked after MaxAttempts.
+func (a *Agent) fail(ctx context.Context, from machine.State, code, detail string, withLogs bool) error {
+	if pastDeadline(ctx) {
+		// whatever failed may have failed for want of time: not this apply's failure; the
+		// next tick does the step again
+		return a.errTickTimeout()
+	}
+	started := a.stepStart()
+	rec := a.eng.Record()
+	rep := effects.Report{Sha: rec.Sha, Result: effects.ResultFailed, Detail: code + ": " + detail, Containers: fromStore(rec.Containers)}
+	if withLogs {
+		rep.LogTail = a.logTail(ctx)
+	}
+	now := a.Now()
+	var n int
+	err := a.eng.Fire(machine.Outcome{Event: machine.EvFail, Code: code, Detail: detail, Update: func(r *store.Record, tx store.Tx) error {
+		if r.Attempts == nil {
+			r.Attempts = map[string]int{}
+		}
+		r.Attempts[string(from)]++
+		n = r.TotalAttempts()
+		r.Failure = &store.Failure{Sha: r.Sha, Code: code, Detail: rep.Detail[len(code)+2:], State: string(from), At: now, Limit: a.MaxAttempts}
+		r.NextRetryAt = now.Add(backoff(n))
+		r.Parked = n >= a.MaxAttempts
+		return a.enqueue(r, tx, machine.Failed, rep)
+	}}, started)
+	if err != nil {
+		return err
+	}
+	if ferr := a.flushOutbox(ctx); ferr != nil && !effects.IsTemporary(ferr) {
+		return ferr
+	}
+	return parked(effects.Permanent, code, "failed: %s: %s", code, detail)
+}
