@@ -248,9 +248,13 @@ func TestSoak(t *testing.T) {
 	status := func(i int) statusDoc {
 		sr := b.agent(nil, "status", "--json")
 		var d statusDoc
-		if sr.code != 0 || json.Unmarshal([]byte(sr.out), &d) != nil {
+		switch {
+		case (sr.code != 0 && sr.code != 1) || json.Unmarshal([]byte(sr.out), &d) != nil:
 			violate(i, "status --json: exit %d: %s", sr.code, sr.err)
-		} else if d.Next == "" {
+		case sr.code == 1 && d.State != "Refused" && d.State != "Blocked" && d.State != "Failed":
+			// exit 1 means the box needs a person (AGENT.md, exit codes outside run)
+			violate(i, "status --json: exit 1 with the box %s", d.State)
+		case d.Next == "":
 			violate(i, "status --json says nothing about next")
 		}
 		return d
