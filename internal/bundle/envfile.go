@@ -84,6 +84,11 @@ func parseEnvTemplate(tpl []byte) (*envTemplate, error) {
 		if k == "" {
 			return nil, invalid("%s: a line has an empty key", TemplateFile)
 		}
+		if strings.Contains(re.ReplaceAllString(v, ""), t.nonce) {
+			// a reference inside another expansion (`${A${B}}`, `${A:-x${B}}`): compose would
+			// read part of the secret's slot as a default or a name — no value can stand there
+			return nil, invalid("%s: the value of %s has a reference inside another ${…}", TemplateFile, quoteName(k))
+		}
 		if why := uncarried(re.ReplaceAllString(v, "")); why != "" {
 			return nil, invalid("%s: the value of %s %s", TemplateFile, quoteName(k), why)
 		}
