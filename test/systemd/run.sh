@@ -391,7 +391,7 @@ STEP="6 (dpkg -i of a newer build while a tick is mid-apply)"
 banner "step $STEP"
 tok_before=$(box sha256sum /var/lib/monky-deployd/bao.token | cut -d' ' -f1)
 tick_before=$(as_agent monky-deployd explain --json -n 1 | jq -r '.ticks[-1] | .tick + (.folded // 0)')
-ups() { box grep -c '"argv":\["compose","-p","[^"]*","up"' "$STUB_STATE/calls.jsonl" || true; }
+ups() { box grep -cE '"argv":\["compose"(,"[^"]*")*,"up"[],]' "$STUB_STATE/calls.jsonl" || true; }
 ups0=$(ups)
 box sh -c "echo 6 >$STUB_STATE/engine/up-sleep" # compose up takes 6 s: the upgrade lands mid-apply
 sim desire --release v3 | ev
@@ -466,7 +466,7 @@ ok "exposure $inside inside the booted system, as offline"
 # ---- 7 ----------------------------------------------------------------------------------------
 STEP="7 (dpkg --purge, as docs/OPERATIONS.md says)"
 banner "step $STEP"
-downs() { box grep -c '"argv":\["compose","-p","[^"]*","down"' "$STUB_STATE/calls.jsonl" || true; }
+downs() { box grep -cE '"argv":\["compose"(,"[^"]*")*,"down"[],]' "$STUB_STATE/calls.jsonl" || true; }
 downs0=$(downs)
 DEPLOY=/var/lib/monky-deployd/$ENV_ID
 say "  before: /var/lib/monky-deployd holds $(box ls -A /var/lib/monky-deployd | tr '\n' ' ')"
