@@ -142,8 +142,15 @@ func precheck(path string, timeout time.Duration) (problem string, exists bool, 
 	if m0.err == "" && m1.err == "" && m0.pageSize != m1.pageSize {
 		return fmt.Sprintf("the meta pages disagree on the page size (%d, %d)", m0.pageSize, m1.pageSize), true, nil
 	}
+	// bbolt opens the valid meta with the higher txid and reads nothing through the other:
+	// after a kill in mid-commit, the older meta's freelist or tree pages may already have been
+	// reused by the commit that was cut short. Only the meta bbolt will use is checked further.
+	used := 0
+	if m0.err != "" || (m1.err == "" && m1.txid > m0.txid) {
+		used = 1
+	}
 	for i, m := range []metaPage{m0, m1} {
-		if m.err != "" {
+		if m.err != "" || i != used {
 			continue
 		}
 		ps := uint64(m.pageSize)
@@ -174,7 +181,7 @@ func precheck(path string, timeout time.Duration) (problem string, exists bool, 
 		}
 	}()
 	for i, m := range []metaPage{m0, m1} {
-		if m.err != "" {
+		if m.err != "" || i != used {
 			continue
 		}
 		w := walker{raw: raw, ps: uint64(m.pageSize), hwm: m.pgid, seen: map[uint64]bool{}}
