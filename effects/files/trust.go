@@ -132,26 +132,16 @@ func ReadTrusted(path string, max int64) ([]byte, error) {
 }
 
 // CheckFile checks a file the agent trusts without reading it; a missing file is fine.
-func CheckFile(path string) error {
-	f, err := openNoFollow(path, false)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil
-		}
-		return err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return err
-	}
-	return checkStat(path, fi, false)
-}
+func CheckFile(path string) error { return checkPath(path, false) }
 
 // CheckDir checks a directory the agent writes into (state_dir, deploy_dir, releases/); a
 // missing one is fine (the agent creates it).
-func CheckDir(path string) error {
-	f, err := openNoFollow(path, true)
+func CheckDir(path string) error { return checkPath(path, true) }
+
+// checkPath opens path without following a link and checks what it opened; a missing path is
+// fine.
+func checkPath(path string, dir bool) error {
+	f, err := openNoFollow(path, dir)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil
@@ -163,5 +153,5 @@ func CheckDir(path string) error {
 	if err != nil {
 		return err
 	}
-	return checkStat(path, fi, true)
+	return checkStat(path, fi, dir)
 }
