@@ -152,25 +152,22 @@ func (s *Sim) AdminHandler() http.Handler {
 		writeJSON(w, http.StatusOK, map[string]bool{"cleared": true})
 	})
 	mux.HandleFunc("GET /admin/reports", func(w http.ResponseWriter, r *http.Request) {
-		env := r.URL.Query().Get("env")
-		if env == "" {
-			adminError(w, http.StatusBadRequest, fmt.Errorf("env is required"))
+		env, ok := adminEnv(w, r)
+		if !ok {
 			return
 		}
 		writeJSON(w, http.StatusOK, s.Reports(env))
 	})
 	mux.HandleFunc("GET /admin/counts", func(w http.ResponseWriter, r *http.Request) {
-		env := r.URL.Query().Get("env")
-		if env == "" {
-			adminError(w, http.StatusBadRequest, fmt.Errorf("env is required"))
+		env, ok := adminEnv(w, r)
+		if !ok {
 			return
 		}
 		writeJSON(w, http.StatusOK, s.Counts(env))
 	})
 	mux.HandleFunc("GET /admin/releases", func(w http.ResponseWriter, r *http.Request) {
-		env := r.URL.Query().Get("env")
-		if env == "" {
-			adminError(w, http.StatusBadRequest, fmt.Errorf("env is required"))
+		env, ok := adminEnv(w, r)
+		if !ok {
 			return
 		}
 		desired := s.Desired(env)
@@ -199,6 +196,16 @@ func adminDecode(w http.ResponseWriter, r *http.Request, v any) bool {
 		return false
 	}
 	return true
+}
+
+// adminEnv is the ?env= of a GET; without one it answers 400 and reports false.
+func adminEnv(w http.ResponseWriter, r *http.Request) (string, bool) {
+	env := r.URL.Query().Get("env")
+	if env == "" {
+		adminError(w, http.StatusBadRequest, fmt.Errorf("env is required"))
+		return "", false
+	}
+	return env, true
 }
 
 func adminError(w http.ResponseWriter, status int, err error) {

@@ -111,16 +111,22 @@ func decodeStrict(w http.ResponseWriter, r *http.Request, v any) bool {
 	return true
 }
 
+// decodeForEnv decodes the body into v, whose env_id field is *envID, and checks that the
+// bearer may act for that env. When not, it has answered with the error and reports false.
+func (s *Sim) decodeForEnv(w http.ResponseWriter, r *http.Request, v any, envID *string) bool {
+	if !decodeStrict(w, r, v) {
+		return false
+	}
+	if *envID == "" {
+		tenancyError(w, http.StatusUnprocessableEntity, CodeValidation, "env_id is required")
+		return false
+	}
+	return s.authTenancy(w, r, *envID) != nil
+}
+
 func (s *Sim) checkin(w http.ResponseWriter, r *http.Request) {
 	var req effects.CheckinRequest
-	if !decodeStrict(w, r, &req) {
-		return
-	}
-	if req.EnvID == "" {
-		tenancyError(w, http.StatusUnprocessableEntity, CodeValidation, "env_id is required")
-		return
-	}
-	if s.authTenancy(w, r, req.EnvID) == nil {
+	if !s.decodeForEnv(w, r, &req, &req.EnvID) {
 		return
 	}
 	s.mu.Lock()
@@ -184,14 +190,7 @@ func (s *Sim) lease(w http.ResponseWriter, r *http.Request) {
 		EnvID  string `json:"env_id"`
 		Reason string `json:"reason"`
 	}
-	if !decodeStrict(w, r, &req) {
-		return
-	}
-	if req.EnvID == "" {
-		tenancyError(w, http.StatusUnprocessableEntity, CodeValidation, "env_id is required")
-		return
-	}
-	if s.authTenancy(w, r, req.EnvID) == nil {
+	if !s.decodeForEnv(w, r, &req, &req.EnvID) {
 		return
 	}
 	now := s.now()
