@@ -25,7 +25,6 @@ import (
 	"fmt"
 	"io"
 	"log"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -94,11 +93,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 }
 
 // Addrs is the --addr-file document.
-type Addrs struct {
-	Tenancy string `json:"tenancy"`
-	Bao     string `json:"bao"`
-	Admin   string `json:"admin"`
-}
+type Addrs = sim.Addrs
 
 func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
@@ -147,34 +142,12 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 	}
 
-	type server struct {
-		name string
-		ln   net.Listener
-		srv  *http.Server
+	servers, err := s.Listen(*tenancyAddr, *baoAddr, *adminAddr)
+	if err != nil {
+		return err
 	}
-	var servers []server
-	defer func() {
-		for _, sv := range servers {
-			_ = sv.ln.Close()
-		}
-	}()
-	for _, spec := range []struct {
-		name, addr string
-		h          http.Handler
-	}{{"tenancy", *tenancyAddr, s.TenancyHandler()}, {"bao", *baoAddr, s.BaoHandler()}, {"admin", *adminAddr, s.AdminHandler()}} {
-		ln, err := net.Listen("tcp", spec.addr)
-		if err != nil {
-			return fmt.Errorf("listen %s: %w", spec.name, err)
-		}
-		servers = append(servers, server{spec.name, ln, &http.Server{Handler: spec.h, ReadHeaderTimeout: 10 * time.Second}})
-	}
-	addrs := Addrs{
-		Tenancy: "http://" + servers[0].ln.Addr().String(),
-		Bao:     "http://" + servers[1].ln.Addr().String(),
-		Admin:   "http://" + servers[2].ln.Addr().String(),
-	}
-	s.SetTenancyAddr(addrs.Tenancy)
-	s.SetBaoAddr(addrs.Bao)
+	defer servers.Close()
+	addrs := servers.Addrs
 
 	if *kit != "" {
 		dir, err := filepath.Abs(*kit)
@@ -193,28 +166,12 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	_, _ = fmt.Fprintf(stdout, "tenancy %s\nbao %s\nadmin %s\n", addrs.Tenancy, addrs.Bao, addrs.Admin)
 	// The addr file comes last: whoever waits for it finds everything else done.
 	if *addrFile != "" {
-		b, _ := json.Marshal(addrs)
-		if err := sim.WriteFileAtomic(*addrFile, append(b, '\n'), 0o644); err != nil {
+		if err := addrs.WriteFile(*addrFile); err != nil {
 			return fmt.Errorf("addr file: %w", err)
 		}
 	}
-
-	errc := make(chan error, len(servers))
-	for _, sv := range servers {
-		go func() { errc <- sv.srv.Serve(sv.ln) }()
-	}
-	var serveErr error
-	select {
-	case <-ctx.Done():
-	case serveErr = <-errc:
-	}
-	shutCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer cancel()
-	for _, sv := range servers {
-		_ = sv.srv.Shutdown(shutCtx)
-	}
-	if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
-		return fmt.Errorf("serve: %w", serveErr)
+	if err := servers.Serve(ctx); err != nil {
+		return err
 	}
 	logf("monky-sim: stopped")
 	return nil

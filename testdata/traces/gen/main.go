@@ -17,8 +17,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -101,42 +99,26 @@ func run() error {
 		s.SetLeaseShape(*envID, *shape)
 	}
 
-	var lns []net.Listener
-	urls := map[string]string{}
-	handlers := map[string]http.Handler{"tenancy": s.TenancyHandler(), "bao": s.BaoHandler(), "admin": s.AdminHandler()}
-	for _, name := range []string{"tenancy", "bao", "admin"} {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return fmt.Errorf("listen %s: %w", name, err)
-		}
-		lns = append(lns, ln)
-		urls[name] = "http://" + ln.Addr().String()
-		srv := &http.Server{Handler: handlers[name], ReadHeaderTimeout: 10 * time.Second}
-		go func() { _ = srv.Serve(ln) }()
+	servers, err := s.Listen("127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0")
+	if err != nil {
+		return err
 	}
-	defer func() {
-		for _, ln := range lns {
-			_ = ln.Close()
-		}
-	}()
-	s.SetTenancyAddr(urls["tenancy"])
-	s.SetBaoAddr(urls["bao"])
+	defer servers.Close()
+	addrs := servers.Addrs
 	dir, err := filepath.Abs(*kit)
 	if err != nil {
 		return fmt.Errorf("kit: %w", err)
 	}
-	if err := s.WriteKit(dir, sim.Kit{EnvID: *envID, TenancyURL: urls["tenancy"], BaoURL: urls["bao"],
+	if err := s.WriteKit(dir, sim.Kit{EnvID: *envID, TenancyURL: addrs.Tenancy, BaoURL: addrs.Bao,
 		StateDir: filepath.Join(dir, "state"), DockerBin: *dockerBin}); err != nil {
 		return err
 	}
-	b, _ := json.Marshal(urls)
-	if err := sim.WriteFileAtomic(*addrFile, append(b, '\n'), 0o644); err != nil {
+	if err := addrs.WriteFile(*addrFile); err != nil {
 		return fmt.Errorf("addr file: %w", err)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	<-ctx.Done()
-	return nil
+	return servers.Serve(ctx)
 }
 
 // untar reads the regular files of a plain tar.
