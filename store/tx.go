@@ -110,6 +110,31 @@ func (t *tx) putJSON(b kvBucket, key []byte, v any) error {
 	return b.put(key, raw)
 }
 
+// ascendJSON decodes the values of b from key from (nil: the first) in key order and calls fn
+// with each until fn returns false; what names the values in a decode error.
+func ascendJSON[T any](b kvBucket, from []byte, what string, fn func(k []byte, v T) (bool, error)) error {
+	return b.ascend(from, func(k, raw []byte) (bool, error) {
+		var v T
+		if err := json.Unmarshal(raw, &v); err != nil {
+			return false, fmt.Errorf("decode %s %x: %w", what, k, err)
+		}
+		return fn(k, v)
+	})
+}
+
+// allJSON is every value of b decoded, in key order; nil when b is empty.
+func allJSON[T any](b kvBucket, what string) ([]T, error) {
+	var out []T
+	err := ascendJSON(b, nil, what, func(_ []byte, v T) (bool, error) {
+		out = append(out, v)
+		return true, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // nextSeq increments and returns a counter kept as decimal text in meta.
 func (t *tx) nextSeq(key string) (uint64, error) {
 	meta := t.kv.bucket(bucketMeta)
@@ -194,11 +219,7 @@ func (t *tx) Entries(tick uint64) ([]Entry, error) {
 }
 
 func (t *tx) AllEntries(fn func(Entry) error) error {
-	return t.kv.bucket(bucketJournal).ascend(nil, func(k, v []byte) (bool, error) {
-		var e Entry
-		if err := json.Unmarshal(v, &e); err != nil {
-			return false, fmt.Errorf("decode journal entry %x: %w", k, err)
-		}
+	return ascendJSON(t.kv.bucket(bucketJournal), nil, "journal entry", func(_ []byte, e Entry) (bool, error) {
 		if err := fn(e); err != nil {
 			return false, err
 		}
@@ -416,11 +437,7 @@ func (t *tx) RestampLeases(now time.Time, skew time.Duration) (int, error) {
 	b := t.kv.bucket(bucketLeases)
 	var keys [][]byte
 	var evs []LeaseEvent
-	err := b.ascend(nanosKey(now.Add(skew+1)), func(k, v []byte) (bool, error) {
-		var ev LeaseEvent
-		if err := json.Unmarshal(v, &ev); err != nil {
-			return false, fmt.Errorf("decode lease %x: %w", k, err)
-		}
+	err := ascendJSON(b, nanosKey(now.Add(skew+1)), "lease", func(k []byte, ev LeaseEvent) (bool, error) {
 		keys = append(keys, copyBytes(k))
 		evs = append(evs, ev)
 		return true, nil
@@ -444,11 +461,7 @@ func (t *tx) RestampLeases(now time.Time, skew time.Duration) (int, error) {
 
 func (t *tx) Leases(since time.Time) ([]LeaseEvent, error) {
 	var out []LeaseEvent
-	err := t.kv.bucket(bucketLeases).ascend(nanosKey(since), func(k, v []byte) (bool, error) {
-		var ev LeaseEvent
-		if err := json.Unmarshal(v, &ev); err != nil {
-			return false, fmt.Errorf("decode lease %x: %w", k, err)
-		}
+	err := ascendJSON(t.kv.bucket(bucketLeases), nanosKey(since), "lease", func(_ []byte, ev LeaseEvent) (bool, error) {
 		if !ev.At.Before(since) {
 			out = append(out, ev)
 		}
@@ -473,19 +486,7 @@ func (t *tx) Enqueue(q QueuedReport) (uint64, error) {
 }
 
 func (t *tx) Outbox() ([]QueuedReport, error) {
-	var out []QueuedReport
-	err := t.kv.bucket(bucketOutbox).ascend(nil, func(k, v []byte) (bool, error) {
-		var q QueuedReport
-		if err := json.Unmarshal(v, &q); err != nil {
-			return false, fmt.Errorf("decode queued report %x: %w", k, err)
-		}
-		out = append(out, q)
-		return true, nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
+	return allJSON[QueuedReport](t.kv.bucket(bucketOutbox), "queued report")
 }
 
 // UpdateQueued rewrites a queued report; one that was acknowledged meanwhile is an error,
@@ -535,19 +536,7 @@ func (t *tx) AddApplied(a Applied) error {
 }
 
 func (t *tx) AppliedHistory() ([]Applied, error) {
-	var out []Applied
-	err := t.kv.bucket(bucketApplied).ascend(nil, func(k, v []byte) (bool, error) {
-		var a Applied
-		if err := json.Unmarshal(v, &a); err != nil {
-			return false, fmt.Errorf("decode applied %x: %w", k, err)
-		}
-		out = append(out, a)
-		return true, nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
+	return allJSON[Applied](t.kv.bucket(bucketApplied), "applied")
 }
 
 // sortedKeys returns the keys of m in byte order (the in-memory store's cursor).
