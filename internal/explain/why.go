@@ -266,18 +266,16 @@ func explainWhy(in Input) *Why {
 		default:
 			next = fmt.Sprintf("attempt %d of %d failed (the step from %s); retry %d of %d at %s (backoff), unless tenancy desires another sha first", n, limit, f.State, n+1, limit, stamp(rec.NextRetryAt))
 		}
-		fault := causes[f.Code].fault
+		fault, fix := causes[f.Code].fault, ""
 		switch {
 		case f.Code == machine.CodePullFailed:
-			fault = pullFault(f.Detail)
+			fault, fix = pullKind(f.Detail)
 		case f.Code == machine.CodeUnhealthy:
 			fault = "a service did not turn healthy within healthy_timeout_s after compose up"
 		}
 		w := mk(f.Code, fault, trimCode(f.Code, f.Detail), next, f.At, in.tickOf(f.Code))
-		if f.Code == machine.CodePullFailed {
-			if fix := pullFix(f.Detail); fix != "" {
-				w.Fix = fix
-			}
+		if fix != "" {
+			w.Fix = fix
 		}
 		return w
 	}
@@ -382,32 +380,35 @@ func clears(code string) string {
 	return "a new desired sha clears it; `monky-deployd resume` checks the same bundle again and refuses it again"
 }
 
-// pullFix is the one command for a pull fault the registry's words name, "" for the default.
-func pullFix(detail string) string {
-	d := strings.ToLower(detail)
-	switch {
-	case strings.Contains(d, "no basic auth credentials") || strings.Contains(d, "unauthorized") || strings.Contains(d, "denied"):
-		return ""
-	case strings.Contains(d, "manifest unknown") || strings.Contains(d, "not found"):
-		return "docker manifest inspect <image from the message>   # the tag must exist in the registry; else fix the bundle's compose.yaml"
-	case strings.Contains(d, "no such host") || strings.Contains(d, "lookup "):
-		return "getent hosts <registry host from the message>   # the box's DNS must resolve the registry"
-	}
-	return ""
+// pullKinds are the kinds of pull fault the registry's own words name, first match first: the
+// words, the fault, and the one command that checks it ("" keeps the code's fix).
+var pullKinds = []struct {
+	words      []string
+	fault, fix string
+}{
+	{[]string{"no basic auth credentials", "unauthorized", "denied"},
+		"the registry refused the pull: the agent's credential is missing or wrong (a `docker login` by hand is invisible to it)",
+		""},
+	{[]string{"manifest unknown", "not found"},
+		"the registry does not hold an image the bundle names (tag or repository absent)",
+		"docker manifest inspect <image from the message>   # the tag must exist in the registry; else fix the bundle's compose.yaml"},
+	{[]string{"no such host", "lookup "},
+		"the registry's name does not resolve on this box",
+		"getent hosts <registry host from the message>   # the box's DNS must resolve the registry"},
 }
 
-// pullFault reads the registry's own words for the kind of fault.
-func pullFault(detail string) string {
+// pullKind reads the registry's own words in a pull fault's detail: the fault and the command
+// of its kind, or the code's fault and "" when no kind matches.
+func pullKind(detail string) (fault, fix string) {
 	d := strings.ToLower(detail)
-	switch {
-	case strings.Contains(d, "no basic auth credentials") || strings.Contains(d, "unauthorized") || strings.Contains(d, "denied"):
-		return "the registry refused the pull: the agent's credential is missing or wrong (a `docker login` by hand is invisible to it)"
-	case strings.Contains(d, "manifest unknown") || strings.Contains(d, "not found"):
-		return "the registry does not hold an image the bundle names (tag or repository absent)"
-	case strings.Contains(d, "no such host") || strings.Contains(d, "lookup "):
-		return "the registry's name does not resolve on this box"
+	for _, k := range pullKinds {
+		for _, w := range k.words {
+			if strings.Contains(d, w) {
+				return k.fault, k.fix
+			}
+		}
 	}
-	return causes["COMPOSE_PULL_FAILED"].fault
+	return causes[machine.CodePullFailed].fault, ""
 }
 
 // temporary is the newest tick's note about a step that could not go on now, when the tick
