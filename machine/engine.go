@@ -306,21 +306,18 @@ func cloneRecord(r store.Record) store.Record {
 	if r.Containers != nil {
 		c.Containers = append([]store.Container(nil), r.Containers...)
 	}
-	if r.Refusal != nil {
-		v := *r.Refusal
-		c.Refusal = &v
-	}
-	if r.Block != nil {
-		v := *r.Block
-		c.Block = &v
-	}
-	if r.Failure != nil {
-		v := *r.Failure
-		c.Failure = &v
-	}
-	if r.LastReport != nil {
-		v := *r.LastReport
-		c.LastReport = &v
-	}
+	c.Refusal = clonePtr(r.Refusal)
+	c.Block = clonePtr(r.Block)
+	c.Failure = clonePtr(r.Failure)
+	c.LastReport = clonePtr(r.LastReport)
 	return c
+}
+
+// clonePtr is a pointer to a copy of *p; nil for nil.
+func clonePtr[T any](p *T) *T {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
 }
