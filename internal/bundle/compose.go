@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -239,13 +240,7 @@ func (m *model) findings(b *Bundle) []string {
 		return out
 	}
 	p := m.project
-	services := map[string]types.ServiceConfig{}
-	for n, s := range p.Services {
-		services[n] = s
-	}
-	for n, s := range p.DisabledServices {
-		services[n] = s
-	}
+	services := union(p.Services, p.DisabledServices)
 	for _, n := range sortedKeys(services) {
 		s := services[n]
 		who := "service " + quoteName(n)
@@ -271,13 +266,7 @@ func (m *model) findings(b *Bundle) []string {
 			}
 		}
 	}
-	jobs := map[string]types.JobConfig{}
-	for n, j := range p.Jobs {
-		jobs[n] = j
-	}
-	for n, j := range p.DisabledJobs {
-		jobs[n] = j
-	}
+	jobs := union(p.Jobs, p.DisabledJobs)
 	for _, n := range sortedKeys(jobs) {
 		j := jobs[n]
 		add := func(f string) { out = append(out, "job "+quoteName(n)+": "+f) }
@@ -478,6 +467,14 @@ func includeSettings(b *Bundle) []string {
 			}
 		}
 	}
+	return out
+}
+
+// union is the entries of a and of b in one new map; b's win where both hold a key.
+func union[M ~map[string]V, V any](a, b M) map[string]V {
+	out := make(map[string]V, len(a)+len(b))
+	maps.Copy(out, a)
+	maps.Copy(out, b)
 	return out
 }
 
