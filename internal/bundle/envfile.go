@@ -42,6 +42,28 @@ func (t *envTemplate) markerRE() *regexp.Regexp {
 	return regexp.MustCompile(fmt.Sprintf(markerShape, t.nonce))
 }
 
+// replaceRefs is tpl with each reference outside a comment line replaced by with(name).
+func replaceRefs(tpl string, with func(name string) string) string {
+	var src strings.Builder
+	for li, line := range strings.Split(tpl, "\n") {
+		if li > 0 {
+			src.WriteByte('\n')
+		}
+		if isComment([]byte(line)) {
+			src.WriteString(line)
+			continue
+		}
+		last := 0
+		scanLine([]byte(line), func(start, end int, name string) {
+			src.WriteString(line[last:start])
+			src.WriteString(with(name))
+			last = end
+		})
+		src.WriteString(line[last:])
+	}
+	return src.String()
+}
+
 // parseEnvTemplate reads the template. Its errors are *Refusal (BUNDLE_INVALID) and quote no
 // value.
 func parseEnvTemplate(tpl []byte) (*envTemplate, error) {
@@ -54,24 +76,8 @@ func parseEnvTemplate(tpl []byte) (*envTemplate, error) {
 			break
 		}
 	}
-	var src strings.Builder
-	for li, line := range strings.Split(string(tpl), "\n") {
-		if li > 0 {
-			src.WriteByte('\n')
-		}
-		if isComment([]byte(line)) {
-			src.WriteString(line)
-			continue
-		}
-		last := 0
-		scanLine([]byte(line), func(start, end int, name string) {
-			src.WriteString(line[last:start])
-			src.WriteString(t.marker(name))
-			last = end
-		})
-		src.WriteString(line[last:])
-	}
-	values, err := dotenv.UnmarshalWithLookup(src.String(), func(string) (string, bool) { return "", false })
+	src := replaceRefs(string(tpl), t.marker)
+	values, err := dotenv.UnmarshalWithLookup(src, func(string) (string, bool) { return "", false })
 	if err != nil {
 		return nil, invalid("%s: %s", TemplateFile, dotenvProblem(err))
 	}
