@@ -25,6 +25,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 
+	"github.com/tikali/monky-deployd/effects/files"
 	"github.com/tikali/monky-deployd/internal/explain"
 	"github.com/tikali/monky-deployd/machine"
 	"github.com/tikali/monky-deployd/store"
@@ -303,39 +304,14 @@ func readCounters(path string) (Counters, error) {
 	return c, nil
 }
 
-// writeCounters replaces the counters file: temp file, fsync, rename, fsync the directory.
+// writeCounters replaces the counters file (files.WriteAtomic: temp file, fsync, rename, fsync
+// the directory).
 func writeCounters(path string, c Counters) error {
 	raw, err := json.Marshal(c)
 	if err != nil {
 		return fmt.Errorf("metrics: counters: %w", err)
 	}
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("metrics: counters: %w", err)
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp)
-	if _, err := f.Write(raw); err != nil {
-		f.Close()
-		return fmt.Errorf("metrics: counters: %w", err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("metrics: counters: %w", err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("metrics: counters: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("metrics: counters: %w", err)
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("metrics: counters: %w", err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
+	if err := files.WriteAtomic(path, raw, 0o600); err != nil {
 		return fmt.Errorf("metrics: counters: %w", err)
 	}
 	return nil
