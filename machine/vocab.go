@@ -2,6 +2,7 @@ package machine
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/tikali/monky-deployd/store"
 )
@@ -119,3 +120,18 @@ func Size(n int64) string {
 	}
 	return fmt.Sprintf("%.2f %s (%d bytes)", v, units[u], n)
 }
+
+// ShortSha names a sha as the journal's words and human output do: its first 12 characters,
+// "(none)" for no sha.
+func ShortSha(sha string) string {
+	if len(sha) > 12 {
+		return sha[:12]
+	}
+	if sha == "" {
+		return "(none)"
+	}
+	return sha
+}
+
+// Stamp is a time as human output prints it: date, time and Z.
+func Stamp(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05Z") }

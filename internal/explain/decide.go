@@ -108,7 +108,7 @@ func next(in Input) (string, bool) {
 		if rec.Parked {
 			return fmt.Sprintf("parked after %d failed attempts: %s— `monky-deployd resume` retries", n, code), false
 		}
-		return fmt.Sprintf("retry %d of %d at %s", n+1, machine.AttemptLimit(rec), stamp(rec.NextRetryAt)), false
+		return fmt.Sprintf("retry %d of %d at %s", n+1, machine.AttemptLimit(rec), machine.Stamp(rec.NextRetryAt)), false
 	case string(machine.Blocked):
 		if rec.Block == nil {
 			return "blocked — `monky-deployd resume`", false
@@ -133,10 +133,10 @@ func next(in Input) (string, bool) {
 	}
 	// in flight
 	if in.Used >= machine.LeaseLimit && in.Now.Before(in.Frees) {
-		return fmt.Sprintf("lease budget %d/%d until %s", in.Used, machine.LeaseLimit, stamp(in.Frees)), false
+		return fmt.Sprintf("lease budget %d/%d until %s", in.Used, machine.LeaseLimit, machine.Stamp(in.Frees)), false
 	}
 	if in.Now.Before(rec.LeaseRetryAfter) {
-		return "tenancy asked to wait: no lease before " + stamp(rec.LeaseRetryAfter), false
+		return "tenancy asked to wait: no lease before " + machine.Stamp(rec.LeaseRetryAfter), false
 	}
 	return "resuming at " + stateOf(rec) + " at the next tick", false
 }

@@ -170,13 +170,3 @@ func stateOf(rec store.Record) string {
 	}
 	return rec.State
 }
-
-func short(sha string) string {
-	if len(sha) > 12 {
-		return sha[:12]
-	}
-	if sha == "" {
-		return "(none)"
-	}
-	return sha
-}

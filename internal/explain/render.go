@@ -5,10 +5,9 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
-	"time"
-)
 
-func stamp(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05Z") }
+	"github.com/tikali/monky-deployd/machine"
+)
 
 // WriteText prints the journal newest last, then the state and what happens next.
 func WriteText(w io.Writer, d Doc) {
@@ -18,7 +17,7 @@ func WriteText(w io.Writer, d Doc) {
 	}
 	fmt.Fprintf(w, "monky-deployd explain — %s\n", env)
 	if d.AsOf != nil {
-		fmt.Fprintf(w, "a copy, read as of its newest tick: %s\n", stamp(*d.AsOf))
+		fmt.Fprintf(w, "a copy, read as of its newest tick: %s\n", machine.Stamp(*d.AsOf))
 	}
 	if d.Since != "" {
 		from := "now"
@@ -42,13 +41,13 @@ func WriteText(w io.Writer, d Doc) {
 		if action == "" {
 			action = "-"
 		}
-		fmt.Fprintf(w, "\ntick %d  %s  action %s  desired %s  applied %s  %s\n", t.Tick, stamp(t.StartedAt), action, short(t.DesiredSha), short(t.AppliedSha), exit)
+		fmt.Fprintf(w, "\ntick %d  %s  action %s  desired %s  applied %s  %s\n", t.Tick, machine.Stamp(t.StartedAt), action, machine.ShortSha(t.DesiredSha), machine.ShortSha(t.AppliedSha), exit)
 		if t.Folded > 0 && t.LastAt != nil {
 			word := "ticks"
 			if t.Folded == 1 {
 				word = "tick"
 			}
-			fmt.Fprintf(w, "  (and %d more %s like it, the last at %s)\n", t.Folded, word, stamp(*t.LastAt))
+			fmt.Fprintf(w, "  (and %d more %s like it, the last at %s)\n", t.Folded, word, machine.Stamp(*t.LastAt))
 		}
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		for _, tr := range t.Transitions {
@@ -60,7 +59,7 @@ func WriteText(w io.Writer, d Doc) {
 			if tr.Code != "" && !strings.HasPrefix(detail, tr.Code) && !strings.Contains(detail, tr.Code+":") {
 				detail = tr.Code + ": " + detail
 			}
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", stamp(tr.At), step, duration(tr.Ms), detail)
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", machine.Stamp(tr.At), step, duration(tr.Ms), detail)
 		}
 		tw.Flush()
 	}
@@ -75,7 +74,7 @@ func WriteText(w io.Writer, d Doc) {
 func WriteWhy(w io.Writer, y Why) {
 	at := ""
 	if !y.At.IsZero() {
-		at = " (" + stamp(y.At)
+		at = " (" + machine.Stamp(y.At)
 		if y.Tick > 0 {
 			at += fmt.Sprintf(", tick %d", y.Tick)
 		}

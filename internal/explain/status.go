@@ -125,7 +125,7 @@ func BuildStatusCopy(st store.Store) (Status, error) {
 // WriteStatusText prints status for a person: the one thing wrong first, then aligned facts.
 func WriteStatusText(w io.Writer, s Status) {
 	if s.AsOf != nil {
-		fmt.Fprintf(w, "a copy, read as of its newest tick: %s\n\n", stamp(*s.AsOf))
+		fmt.Fprintf(w, "a copy, read as of its newest tick: %s\n\n", machine.Stamp(*s.AsOf))
 	}
 	if p := problem(s); p != "" {
 		fmt.Fprintf(w, "!! %s\n\n", p)
@@ -135,13 +135,13 @@ func WriteStatusText(w io.Writer, s Status) {
 	row("env", s.EnvID)
 	row("state", s.State)
 	row("next", s.Next)
-	row("applied", short(s.AppliedSha))
-	row("desired", short(s.DesiredSha))
+	row("applied", machine.ShortSha(s.AppliedSha))
+	row("desired", machine.ShortSha(s.DesiredSha))
 	tok := "absent"
 	if s.Token.Present {
 		tok = "present (" + s.Token.Source + ")"
 		if s.Token.ExpiresAt != nil {
-			tok += ", expires " + stamp(*s.Token.ExpiresAt)
+			tok += ", expires " + machine.Stamp(*s.Token.ExpiresAt)
 		}
 	}
 	switch {
@@ -157,19 +157,19 @@ func WriteStatusText(w io.Writer, s Status) {
 		if s.LastReport.Acknowledged {
 			ack = "acknowledged"
 		}
-		row("last report", fmt.Sprintf("%s %s at %s, %s", s.LastReport.Result, short(s.LastReport.Sha), stamp(s.LastReport.At), ack))
+		row("last report", fmt.Sprintf("%s %s at %s, %s", s.LastReport.Result, machine.ShortSha(s.LastReport.Sha), machine.Stamp(s.LastReport.At), ack))
 	} else {
 		row("last report", "never")
 	}
 	lb := fmt.Sprintf("%d/%d this hour", s.LeaseBudget.Used, s.LeaseBudget.Limit)
 	if s.LeaseBudget.FreesAt != nil && s.LeaseBudget.Used > 0 {
-		lb += ", a slot frees at " + stamp(*s.LeaseBudget.FreesAt)
+		lb += ", a slot frees at " + machine.Stamp(*s.LeaseBudget.FreesAt)
 	}
 	row("lease budget", lb)
 	if s.Attempts > 0 {
 		row("attempts", fmt.Sprintf("%d%s", s.Attempts, map[bool]string{true: " (parked)", false: ""}[s.Parked]))
 		if s.NextRetryAt != nil && !s.Parked {
-			row("next retry", stamp(*s.NextRetryAt))
+			row("next retry", machine.Stamp(*s.NextRetryAt))
 		}
 	}
 	if s.Outbox > 0 {
@@ -200,7 +200,7 @@ func when(t *time.Time) string {
 	if t == nil {
 		return "never"
 	}
-	return stamp(*t)
+	return machine.Stamp(*t)
 }
 
 func problem(s Status) string {

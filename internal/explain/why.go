@@ -192,12 +192,12 @@ func explainWhy(in Input) *Why {
 		}
 		switch {
 		case e.Code == machine.CodeLeaseBudget:
-			next = fmt.Sprintf("the budget frees a slot at %s; the first tick after it asks the lease and the apply goes on", stamp(in.Frees))
+			next = fmt.Sprintf("the budget frees a slot at %s; the first tick after it asks the lease and the apply goes on", machine.Stamp(in.Frees))
 			if in.Frees.IsZero() || !in.Now.Before(in.Frees) {
 				next = "a slot is free again: the next tick (" + nextTick + ") asks the lease and the apply goes on"
 			}
 		case e.Code == machine.CodeLeaseRateLimit && in.Now.Before(rec.LeaseRetryAfter):
-			next = "no lease before " + stamp(rec.LeaseRetryAfter) + " (tenancy's Retry-After); then the apply goes on by itself"
+			next = "no lease before " + machine.Stamp(rec.LeaseRetryAfter) + " (tenancy's Retry-After); then the apply goes on by itself"
 		case e.Event == machine.NoteLoginFailed:
 			next = "the next tick (" + nextTick + ") logs in with the kept grant; no second lease is asked"
 		case e.Event == machine.NoteBootstrapFailed:
@@ -214,11 +214,11 @@ func explainWhy(in Input) *Why {
 			q := in.Outbox[0]
 			code, fault = machine.CodeOutboxStuck, causes[machine.CodeOutboxStuck].fault
 			evidence = fmt.Sprintf("%d report(s) in the outbox; the oldest: %s for %s, queued %s, sent %d time(s); the last answer: %s",
-				len(in.Outbox), q.Meta.Result, short(q.Meta.Sha), stamp(q.Queued), q.Attempts, trimCode(e.Code, e.Detail))
+				len(in.Outbox), q.Meta.Result, machine.ShortSha(q.Meta.Sha), machine.Stamp(q.Queued), q.Attempts, trimCode(e.Code, e.Detail))
 			next = "the outbox is sent again at every tick (the next " + nextTick + "); tenancy does not know what runs here until it drains"
 		}
 		if n, since := in.repeated75(); n >= 3 {
-			fault += fmt.Sprintf(" — %d ticks in a row ended exit 75 (since %s): this is no blip", n, stamp(since))
+			fault += fmt.Sprintf(" — %d ticks in a row ended exit 75 (since %s): this is no blip", n, machine.Stamp(since))
 			next += fmt.Sprintf("; after %d in a row, check the fix below rather than wait", n)
 		}
 		w := mk(code, fault, evidence, next, e.At, e.Tick)
@@ -233,7 +233,7 @@ func explainWhy(in Input) *Why {
 		if r == nil {
 			return nil
 		}
-		next := fmt.Sprintf("sha %s stays refused: it is not fetched again; %s", short(r.Sha), clears(r.Code))
+		next := fmt.Sprintf("sha %s stays refused: it is not fetched again; %s", machine.ShortSha(r.Sha), clears(r.Code))
 		if r.Code == machine.CodeDisk {
 			next = "measured again at every tick (the next " + nextTick + "); the apply goes on by itself once the space is there"
 			if r.NeedBytes > implausibleNeed {
@@ -262,9 +262,9 @@ func explainWhy(in Input) *Why {
 		var next string
 		switch {
 		case rec.Parked:
-			next = fmt.Sprintf("parked after %d failed attempts of %s: nothing is tried until `monky-deployd resume` or a new desired sha", n, short(f.Sha))
+			next = fmt.Sprintf("parked after %d failed attempts of %s: nothing is tried until `monky-deployd resume` or a new desired sha", n, machine.ShortSha(f.Sha))
 		default:
-			next = fmt.Sprintf("attempt %d of %d failed (the step from %s); retry %d of %d at %s (backoff), unless tenancy desires another sha first", n, limit, f.State, n+1, limit, stamp(rec.NextRetryAt))
+			next = fmt.Sprintf("attempt %d of %d failed (the step from %s); retry %d of %d at %s (backoff), unless tenancy desires another sha first", n, limit, f.State, n+1, limit, machine.Stamp(rec.NextRetryAt))
 		}
 		fault, fix := causes[f.Code].fault, ""
 		switch {
@@ -322,21 +322,21 @@ func (in Input) sick(mk maker, nextTick string) *Why {
 	if tok.Present && !tok.ExpiresAt.IsZero() {
 		left := tok.ExpiresAt.Sub(in.Now)
 		if left <= 0 {
-			return mk(machine.CodeTokenExpired, "", fmt.Sprintf("token (%s) expired at %s, last checked %s", tok.Source, stamp(tok.ExpiresAt), stamp(tok.CheckedAt)),
+			return mk(machine.CodeTokenExpired, "", fmt.Sprintf("token (%s) expired at %s, last checked %s", tok.Source, machine.Stamp(tok.ExpiresAt), machine.Stamp(tok.CheckedAt)),
 				"the next tick ("+nextTick+") finds the token refused and logs in with a bootstrap grant if one is on disk, else blocks", tok.ExpiresAt, in.newestTick())
 		}
 		if left < in.tokenWarn() {
-			evidence := fmt.Sprintf("token (%s) expires at %s, in %s; last renewed or checked %s", tok.Source, stamp(tok.ExpiresAt), left.Round(time.Second), stamp(tok.CheckedAt))
+			evidence := fmt.Sprintf("token (%s) expires at %s, in %s; last renewed or checked %s", tok.Source, machine.Stamp(tok.ExpiresAt), left.Round(time.Second), machine.Stamp(tok.CheckedAt))
 			if e, ok := in.find(func(e store.Entry) bool { return e.Event == machine.NoteLeaseDeferred || e.Event == machine.NoteRenew }); ok {
-				evidence += "; the last " + e.Event + " (" + stamp(e.At) + "): " + trimCode(e.Code, e.Detail)
+				evidence += "; the last " + e.Event + " (" + machine.Stamp(e.At) + "): " + trimCode(e.Code, e.Detail)
 			}
 			return mk(machine.CodeTokenExpiring, "", evidence,
-				"the agent renews it at every tick; unless a renew or a new lease succeeds before "+stamp(tok.ExpiresAt)+", the box loses OpenBao then", tok.CheckedAt, in.newestTick())
+				"the agent renews it at every tick; unless a renew or a new lease succeeds before "+machine.Stamp(tok.ExpiresAt)+", the box loses OpenBao then", tok.CheckedAt, in.newestTick())
 		}
 	}
 	if in.Used >= machine.LeaseLimit && in.Now.Before(in.Frees) {
-		return mk(machine.CodeLeaseBudget, "", fmt.Sprintf("%d/%d leases asked since %s", in.Used, machine.LeaseLimit, stamp(in.Frees.Add(-machine.LeaseWindow))),
-			"no lease is asked before "+stamp(in.Frees)+": an apply or a token swap that needs one waits until then", in.Frees.Add(-machine.LeaseWindow), in.newestTick())
+		return mk(machine.CodeLeaseBudget, "", fmt.Sprintf("%d/%d leases asked since %s", in.Used, machine.LeaseLimit, machine.Stamp(in.Frees.Add(-machine.LeaseWindow))),
+			"no lease is asked before "+machine.Stamp(in.Frees)+": an apply or a token swap that needs one waits until then", in.Frees.Add(-machine.LeaseWindow), in.newestTick())
 	}
 	if n := in.leasingTicks(); n >= 4 {
 		return mk(machine.CodeLeaseEveryTick, "", fmt.Sprintf("a lease was asked in each of the last %d ticks (%d/%d in the last hour)", n, in.Used, machine.LeaseLimit),
@@ -344,7 +344,7 @@ func (in Input) sick(mk maker, nextTick string) *Why {
 	}
 	if len(in.Outbox) > 0 {
 		q := in.Outbox[0]
-		evidence := fmt.Sprintf("%d report(s) in the outbox; the oldest: %s for %s, queued %s, sent %d time(s)", len(in.Outbox), q.Meta.Result, short(q.Meta.Sha), stamp(q.Queued), q.Attempts)
+		evidence := fmt.Sprintf("%d report(s) in the outbox; the oldest: %s for %s, queued %s, sent %d time(s)", len(in.Outbox), q.Meta.Result, machine.ShortSha(q.Meta.Sha), machine.Stamp(q.Queued), q.Attempts)
 		if e, ok := in.find(func(e store.Entry) bool { return e.Code == machine.CodeReportPending }); ok {
 			evidence += "; the last answer: " + e.Detail
 		}
@@ -536,7 +536,7 @@ func (in Input) nextTickWords() string {
 	if in.Rec.LastTickAt.IsZero() {
 		return "within a minute"
 	}
-	return "about " + stamp(in.Rec.LastTickAt.Add(in.interval()))
+	return "about " + machine.Stamp(in.Rec.LastTickAt.Add(in.interval()))
 }
 
 func trimCode(code, detail string) string {
