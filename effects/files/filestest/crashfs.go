@@ -220,89 +220,82 @@ func (c *CrashFS) parent(path string) (d *node, name string, model bool, err err
 	return d, parts[len(parts)-1], true, err
 }
 
-func (c *CrashFS) WriteFile(path string, data []byte, perm fs.FileMode) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	d, name, model, err := c.parent(path)
-	if !model {
-		return realFS.WriteFile(path, data, perm)
-	}
-	if err := c.step("write", path); err != nil {
-		return err
-	}
-	if err != nil {
-		return err
-	}
-	if err := realFS.WriteFile(path, data, perm); err != nil {
-		return err
-	}
-	d.kids[name] = &node{kind: 'f', mode: perm.Perm(), data: bytes.Clone(data), smode: perm.Perm()}
-	return nil
-}
-
-func (c *CrashFS) SyncFile(path string) error {
+// onPath runs a modelled operation named op on path: outside root only real runs; inside,
+// the step (the crash point) comes first, then real, then update changes the model at path's
+// parts.
+func (c *CrashFS) onPath(op, path string, real func() error, update func(parts []string) error) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	parts, model := c.rel(path)
 	if !model {
-		return realFS.SyncFile(path)
+		return real()
 	}
-	if err := c.step("fsync", path); err != nil {
+	if err := c.step(op, path); err != nil {
 		return err
 	}
-	if err := realFS.SyncFile(path); err != nil {
+	if err := real(); err != nil {
 		return err
 	}
-	if n := c.lookup(parts); n != nil && n.kind == 'f' {
-		n.sdata, n.smode = bytes.Clone(n.data), n.mode
-	}
-	return nil
+	return update(parts)
 }
 
-func (c *CrashFS) SyncDir(dir string) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	parts, model := c.rel(dir)
-	if !model {
-		return realFS.SyncDir(dir)
-	}
-	if err := c.step("fsync-dir", dir); err != nil {
-		return err
-	}
-	if err := realFS.SyncDir(dir); err != nil {
-		return err
-	}
-	n := c.lookup(parts)
-	if n == nil || n.kind != 'd' {
-		return fmt.Errorf("crashfs: sync %s: %w", dir, fs.ErrNotExist)
-	}
-	if !c.IgnoreDirSync && (c.SkipDirSync == nil || !c.SkipDirSync(filepath.Clean(dir))) {
-		n.skids = make(map[string]*node, len(n.kids))
-		for k, v := range n.kids {
-			n.skids[k] = v
-		}
-	}
-	return nil
-}
-
-func (c *CrashFS) Mkdir(path string, perm fs.FileMode) error {
+// inParent is onPath for an operation that creates path: update gets path's parent node and
+// base name. A parent the model cannot resolve fails the operation after its step.
+func (c *CrashFS) inParent(op, path string, real func() error, update func(d *node, name string)) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	d, name, model, err := c.parent(path)
 	if !model {
-		return realFS.Mkdir(path, perm)
+		return real()
 	}
-	if err := c.step("mkdir", path); err != nil {
+	if err := c.step(op, path); err != nil {
 		return err
 	}
 	if err != nil {
 		return err
 	}
-	if err := realFS.Mkdir(path, perm); err != nil {
+	if err := real(); err != nil {
 		return err
 	}
-	d.kids[name] = c.newDir(path)
+	update(d, name)
 	return nil
+}
+
+func (c *CrashFS) WriteFile(path string, data []byte, perm fs.FileMode) error {
+	return c.inParent("write", path, func() error { return realFS.WriteFile(path, data, perm) }, func(d *node, name string) {
+		d.kids[name] = &node{kind: 'f', mode: perm.Perm(), data: bytes.Clone(data), smode: perm.Perm()}
+	})
+}
+
+func (c *CrashFS) SyncFile(path string) error {
+	return c.onPath("fsync", path, func() error { return realFS.SyncFile(path) }, func(parts []string) error {
+		if n := c.lookup(parts); n != nil && n.kind == 'f' {
+			n.sdata, n.smode = bytes.Clone(n.data), n.mode
+		}
+		return nil
+	})
+}
+
+func (c *CrashFS) SyncDir(dir string) error {
+	return c.onPath("fsync-dir", dir, func() error { return realFS.SyncDir(dir) }, func(parts []string) error {
+		n := c.lookup(parts)
+		if n == nil || n.kind != 'd' {
+			return fmt.Errorf("crashfs: sync %s: %w", dir, fs.ErrNotExist)
+		}
+		if !c.IgnoreDirSync && (c.SkipDirSync == nil || !c.SkipDirSync(filepath.Clean(dir))) {
+			n.skids = make(map[string]*node, len(n.kids))
+			for k, v := range n.kids {
+				n.skids[k] = v
+			}
+		}
+		return nil
+	})
+}
+
+func (c *CrashFS) Mkdir(path string, perm fs.FileMode) error {
+	return c.inParent("mkdir", path, func() error { return realFS.Mkdir(path, perm) }, func(d *node, name string) {
+		d.kids[name] = c.newDir(path)
+	})
 }
 
 func (c *CrashFS) newDir(path string) *node {
@@ -355,25 +348,15 @@ func (c *CrashFS) MkdirAll(path string, perm fs.FileMode) error {
 }
 
 func (c *CrashFS) Chmod(path string, perm fs.FileMode) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	parts, model := c.rel(path)
-	if !model {
-		return realFS.Chmod(path, perm)
-	}
-	if err := c.step("chmod", path); err != nil {
-		return err
-	}
-	if err := realFS.Chmod(path, perm); err != nil {
-		return err
-	}
-	if n := c.lookup(parts); n != nil {
-		n.mode = perm.Perm()
-		if n.kind == 'd' { // directory metadata: journalled with the inode
-			n.smode = n.mode
+	return c.onPath("chmod", path, func() error { return realFS.Chmod(path, perm) }, func(parts []string) error {
+		if n := c.lookup(parts); n != nil {
+			n.mode = perm.Perm()
+			if n.kind == 'd' { // directory metadata: journalled with the inode
+				n.smode = n.mode
+			}
 		}
-	}
-	return nil
+		return nil
+	})
 }
 
 func (c *CrashFS) Rename(oldpath, newpath string) error {
@@ -405,23 +388,9 @@ func (c *CrashFS) Rename(oldpath, newpath string) error {
 }
 
 func (c *CrashFS) Symlink(target, link string) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	d, name, model, err := c.parent(link)
-	if !model {
-		return realFS.Symlink(target, link)
-	}
-	if err := c.step("symlink", link); err != nil {
-		return err
-	}
-	if err != nil {
-		return err
-	}
-	if err := realFS.Symlink(target, link); err != nil {
-		return err
-	}
-	d.kids[name] = &node{kind: 'l', target: target, mode: 0o777, smode: 0o777}
-	return nil
+	return c.inParent("symlink", link, func() error { return realFS.Symlink(target, link) }, func(d *node, name string) {
+		d.kids[name] = &node{kind: 'l', target: target, mode: 0o777, smode: 0o777}
+	})
 }
 
 func (c *CrashFS) Remove(path string) error { return c.remove(path, false) }
