@@ -123,18 +123,11 @@ type agent struct {
 	bao   *http.Client // closed idle after the first apply: heartbeats do not call OpenBao
 }
 
-func defaultDir() string {
-	if fi, err := os.Stat("/dev/shm"); err == nil && fi.IsDir() {
-		return "/dev/shm/monky-bench-fleet"
-	}
-	return filepath.Join(os.TempDir(), "monky-bench-fleet")
-}
-
 func run() error {
 	n := flag.Int("n", 10000, "agents")
 	interval := flag.Duration("interval", 60*time.Second, "checkin_interval_s the simulator answers")
 	duration := flag.Duration("duration", 180*time.Second, "how long each loop phase runs (the first interval is the restart)")
-	dir := flag.String("dir", defaultDir(), "working directory (removed first)")
+	dir := flag.String("dir", rig.ScratchDir("monky-bench-fleet"), "working directory (removed first)")
 	phases := flag.String("phases", "splay", "loop phases to run: splay (the command's loop: a random part of the interval first, then the interval ±10 %), none (no delay)")
 	result := flag.String("result", "", "write the figures of the last phase to FILE as JSON (make bench reads it)")
 	workers := flag.Int("workers", 8, "agents converging at once")

@@ -77,6 +77,15 @@ func (p inProcess) RoundTrip(req *http.Request) (*http.Response, error) {
 	return rec.Result(), nil
 }
 
+// ScratchDir is a working directory called name under /dev/shm, where fsync is cheap, or under
+// the temp directory where there is no /dev/shm.
+func ScratchDir(name string) string {
+	if fi, err := os.Stat("/dev/shm"); err == nil && fi.IsDir() {
+		return filepath.Join("/dev/shm", name)
+	}
+	return filepath.Join(os.TempDir(), name)
+}
+
 // Compose is an in-process compose: ps answers two running containers, healthy unless the
 // release that was last brought up has a compose file naming an image tag that starts with
 // "bad-". It counts the calls.

@@ -30,17 +30,10 @@ func main() {
 	}
 }
 
-func defaultDir() string {
-	if fi, err := os.Stat("/dev/shm"); err == nil && fi.IsDir() {
-		return "/dev/shm/monky-bench-year"
-	}
-	return filepath.Join(os.TempDir(), "monky-bench-year")
-}
-
 func run() error {
 	ticks := flag.Int("ticks", 525600, "heartbeat ticks, one injected minute apart")
 	applies := flag.Int("applies", 5000, "applies spread evenly over the ticks")
-	dir := flag.String("dir", defaultDir(), "the world's directory (removed first); /dev/shm keeps fsync cheap")
+	dir := flag.String("dir", rig.ScratchDir("monky-bench-year"), "the world's directory (removed first); /dev/shm keeps fsync cheap")
 	compactEvery := flag.Int("compact-every", 0, "call CompactIfNeeded(0.5) every N ticks (0: never)")
 	refuseEvery := flag.Int("refuse-every", 50, "every Nth apply is a release the agent refuses")
 	failEvery := flag.Int("fail-every", 50, "every Nth apply (offset by half) turns unhealthy")
