@@ -94,7 +94,7 @@ tick() {
 		exit 1
 	fi
 }
-# export_to NAME: the box's journal as NDJSON, with the recording's temporary directory written
+# export_to NAME: the box's journal as NDJSON (each scenario's last step), with the recording's temporary directory written
 # as /tmp/monky-traces so that paths in the evidence (disk, deploy_dir) are the same at every
 # recording.
 export_to() {
@@ -104,72 +104,60 @@ export_to() {
 
 scen_full_apply() {
 	sim desire --release v1; tick 0; tick 0
-	export_to $SCEN
 }
 
 scen_rollback_refused() {
 	sim desire --release v1; tick 0
 	sim desire --release v2; tick 0
 	sim desire --release v1; tick 1; tick 1
-	export_to $SCEN
 }
 
 scen_privileged_refused() {
 	sim desire --release v1; tick 0
 	sim desire --release v3; tick 1
-	export_to $SCEN
 }
 
 scen_pull_failed() {
 	echo "Error response from daemon: Head \"https://harbor.monky.internal/v2/monky-demo/api/manifests/1\": no basic auth credentials" >"$B/docker-state/pull-error"
 	sim desire --release v1; tick 1
-	export_to $SCEN
 }
 
 scen_unhealthy() {
 	echo api >"$B/docker-state/unhealthy"
 	sim desire --release v1; tick 1
-	export_to $SCEN
 }
 
 scen_disk_insufficient() {
 	printf 'disk:\n  headroom_bytes: 1099511627776000\n' >>"$B/kit/config.yaml"
 	sim desire --release v1; tick 1; tick 1
-	export_to $SCEN
 }
 
 scen_unauthenticated_blocked() {
 	sim desire --release v1; tick 0
 	sim reveal --kit "$B/other-kit"; tick 1; tick 1
-	export_to $SCEN
 }
 
 scen_connection_refused() {
 	sim desire --release v1; tick 0
 	stop_sim; tick 75
-	export_to $SCEN
 }
 
 scen_bundle_invalid() {
 	sim desire --release broken; tick 1
-	export_to $SCEN
 }
 
 scen_env_incomplete() {
 	sim desire --release incomplete; tick 1
-	export_to $SCEN
 }
 
 scen_manifest_path_refused() {
 	sim desire --release foreign; tick 1
-	export_to $SCEN
 }
 
 scen_agent_env_mismatch() {
 	sim desire --release v1; tick 0
 	sed -i "s/^env_id: .*/env_id: env-demo-02/" "$B/kit/config.yaml"
 	tick 78; tick 78
-	export_to $SCEN
 }
 
 # lease-rate-limited: after a first apply, the token stops working and tenancy answers the
@@ -179,7 +167,6 @@ scen_lease_rate_limited() {
 	token_unusable
 	fault '{"path":"/v1/agent/lease","status":429,"code":"LEASE_RATE_LIMITED","message":"lease rate limit: 5 per hour","retry_after":"900"}'
 	sim desire --release v2; tick 75; tick 75
-	export_to $SCEN
 }
 
 # lease-budget: every apply asks a new lease; five applies spend the hour's budget, and when
@@ -190,13 +177,11 @@ scen_lease_budget() {
 	for r in v2 b3 b4 b5; do sim desire --release $r; tick 0; done
 	token_unusable
 	sim desire --release b6; tick 75
-	export_to $SCEN
 }
 
 scen_compose_up_failed() {
 	echo 'Error response from daemon: driver failed programming external connectivity on endpoint monky-env-demo-01-api-1: Bind for 127.0.0.1:8080 failed: port is already allocated' >"$B/docker-state/up-error"
 	sim desire --release v1; tick 1
-	export_to $SCEN
 }
 
 # superseded: a flight stopped at the lease (tenancy's 429, Retry-After 1 s), then tenancy
@@ -208,30 +193,25 @@ scen_superseded() {
 	sim desire --release v2; tick 75
 	sleep 1.1
 	sim desire --release b3; tick 0
-	export_to $SCEN
 }
 
 # retired: tenancy retires the env (purge): the next check-in answers action down.
 scen_retired() {
 	sim desire --release v1; tick 0
 	sim retire --purge; tick 0
-	export_to $SCEN
 }
 
 scen_bundle_sha_mismatch() {
 	sim desire --release v1-tampered; tick 1
-	export_to $SCEN
 }
 
 scen_bundle_env_mismatch() {
 	sim desire --release v1-foreign; tick 1
-	export_to $SCEN
 }
 
 # lease-shape: tenancy answers leases in the retired AppRole shape.
 scen_lease_shape() {
 	sim desire --release v1; tick 1
-	export_to $SCEN
 }
 
 SCENARIOS=(full-apply rollback-refused privileged-refused pull-failed unhealthy disk-insufficient unauthenticated-blocked connection-refused bundle-invalid env-incomplete manifest-path-refused agent-env-mismatch lease-rate-limited lease-budget compose-up-failed superseded retired bundle-sha-mismatch bundle-env-mismatch lease-shape)
@@ -241,4 +221,5 @@ for s in "${SCENARIOS[@]}"; do
 	SCEN=$s
 	box "$s"
 	"scen_${s//-/_}"
+	export_to "$s"
 done
