@@ -37,16 +37,8 @@ for b in monky-deployd monky-sim; do
 done
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/monky-demo.XXXXXX")
-SIM_PID=""
-cleanup() {
-	if [[ -n "$SIM_PID" ]] && kill -0 "$SIM_PID" 2>/dev/null; then
-		kill "$SIM_PID" 2>/dev/null || true
-		wait "$SIM_PID" 2>/dev/null || true
-	fi
-	rm -rf "$WORK"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+# shellcheck source=test/sim.sh
+source test/sim.sh
 
 banner() {
 	echo

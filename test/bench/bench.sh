@@ -54,16 +54,8 @@ need hyperfine hyperfine
 need python3 python3
 
 WORK=$(mktemp -d "$SHM/monky-bench.XXXXXX")
-SIM_PID=""
-cleanup() {
-	if [[ -n "$SIM_PID" ]] && kill -0 "$SIM_PID" 2>/dev/null; then
-		kill "$SIM_PID" 2>/dev/null || true
-		wait "$SIM_PID" 2>/dev/null || true
-	fi
-	rm -rf "$WORK"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+# shellcheck source=test/sim.sh
+source test/sim.sh
 
 banner() { printf '\n==== %s ====\n' "$*"; }
 

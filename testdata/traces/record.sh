@@ -14,14 +14,8 @@ OUT=$ROOT/testdata/traces
 BIN=${MONKY_TRACE_BIN:-$ROOT/bin}
 ENV_ID=env-demo-01
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/monky-traces.XXXXXX")
-SIM_PID=""
-stop_sim() {
-	if [[ -n "$SIM_PID" ]] && kill -0 "$SIM_PID" 2>/dev/null; then
-		kill "$SIM_PID" && wait "$SIM_PID" 2>/dev/null || true
-	fi
-	SIM_PID=""
-}
-trap 'stop_sim; [[ -n "${KEEP_WORK:-}" ]] || rm -rf "$WORK"' EXIT
+# shellcheck source=test/sim.sh
+source test/sim.sh
 go build -o "$WORK/docker" ./internal/fakedocker
 go build -o "$WORK/gen" ./testdata/traces/gen
 
