@@ -60,8 +60,16 @@ type Agent struct {
 
 	// Operator names who ran `resume` (uid and user), for the journal; found when empty.
 	Operator string
+}
 
-	eng   *machine.Engine
+// tick is one tick's working state, beside the Agent's configuration and seams: built by
+// Tick (and by BootstrapCommand) over the engine it loaded, dropped when it ends, so no tick
+// sees another's. The steps are its methods.
+type tick struct {
+	*Agent
+	// eng is the machine over the state file, as this tick loaded it.
+	eng *machine.Engine
+	// token is the bearer the tick holds ("" before ensureToken, or once it was dropped).
 	token string
 	// grantFresh: this process leased the kept grant, so no login with it can have happened
 	grantFresh bool

@@ -10,24 +10,24 @@ import (
 	"github.com/tikali/monky-deployd/store"
 )
 
-func (a *Agent) blockUnauthenticated(cause error, detail string) error {
+func (tk *tick) blockUnauthenticated(cause error, detail string) error {
 	if cause != nil && effects.KindOf(cause) == effects.Unauthenticated {
 		detail = "bearer refused: " + detail
 	}
-	return a.block(codeUnauthenticated, detail, a.Now(), cause)
+	return tk.block(codeUnauthenticated, detail, tk.Now(), cause)
 }
 
 // block parks the machine in Blocked: later ticks touch no network until resume, a changed
 // config, or (for a refused bearer) a new bootstrap grant on disk.
-func (a *Agent) block(code, detail string, started time.Time, cause error) error {
+func (tk *tick) block(code, detail string, started time.Time, cause error) error {
 	detail = redact.String(detail)
 	kind := effects.Permanent
 	if code == codeEnvMismatch {
 		kind = effects.EnvMismatch
 	}
-	b := &store.Block{Code: code, Detail: detail, At: a.Now(), ConfigHash: a.Cfg.Hash, GrantStamp: files.Stamp(a.Cfg.BootstrapPath)}
-	if a.eng.State() != machine.Blocked {
-		if err := a.eng.Fire(machine.Outcome{Event: machine.EvBlock, Code: code, Detail: detail, Update: func(r *store.Record, _ store.Tx) error {
+	b := &store.Block{Code: code, Detail: detail, At: tk.Now(), ConfigHash: tk.Cfg.Hash, GrantStamp: files.Stamp(tk.Cfg.BootstrapPath)}
+	if tk.eng.State() != machine.Blocked {
+		if err := tk.eng.Fire(machine.Outcome{Event: machine.EvBlock, Code: code, Detail: detail, Update: func(r *store.Record, _ store.Tx) error {
 			r.Block = b
 			return nil
 		}}, started); err != nil {
@@ -38,24 +38,24 @@ func (a *Agent) block(code, detail string, started time.Time, cause error) error
 }
 
 // checkBlock clears a block whose cause went away, or ends the tick at once, off the network.
-func (a *Agent) checkBlock() error {
-	rec := a.eng.Record()
+func (tk *tick) checkBlock() error {
+	rec := tk.eng.Record()
 	b := rec.Block
 	if b == nil {
 		b = &store.Block{Code: codeUnauthenticated}
 	}
 	reason := ""
 	switch {
-	case a.Cfg.Hash != "" && a.Cfg.Hash != b.ConfigHash:
+	case tk.Cfg.Hash != "" && tk.Cfg.Hash != b.ConfigHash:
 		reason = "config.yaml changed"
-	case b.Code == codeUnauthenticated && files.Stamp(a.Cfg.BootstrapPath) != "" && files.Stamp(a.Cfg.BootstrapPath) != b.GrantStamp:
+	case b.Code == codeUnauthenticated && files.Stamp(tk.Cfg.BootstrapPath) != "" && files.Stamp(tk.Cfg.BootstrapPath) != b.GrantStamp:
 		reason = "a new bootstrap grant is on disk"
 	}
 	if reason != "" {
-		return a.eng.Fire(machine.Outcome{Event: machine.EvUnblock, Detail: "unblocked: " + reason, Update: func(r *store.Record, _ store.Tx) error {
+		return tk.eng.Fire(machine.Outcome{Event: machine.EvUnblock, Detail: "unblocked: " + reason, Update: func(r *store.Record, _ store.Tx) error {
 			r.Block = nil
 			return nil
-		}}, a.Now())
+		}}, tk.Now())
 	}
 	kind := effects.Permanent
 	if b.Code == codeEnvMismatch {
@@ -65,6 +65,6 @@ func (a *Agent) checkBlock() error {
 	if b.Code == codeUnauthenticated {
 		msg += " or a new bootstrap.jwt"
 	}
-	_ = a.eng.Note(machine.NoteBlocked, b.Code, "still blocked: "+b.Detail, a.Now(), nil)
+	_ = tk.eng.Note(machine.NoteBlocked, b.Code, "still blocked: "+b.Detail, tk.Now(), nil)
 	return &effects.Error{Op: "blocked", Kind: kind, Code: b.Code, Msg: msg}
 }

@@ -22,16 +22,16 @@ const (
 // fetchBundle downloads and reads the flight's bundle. A refusal comes back as *bundle.Refusal.
 //
 // Idempotent: it writes nothing; a resumed flight fetches again rather than trust memory.
-func (a *Agent) fetchBundle(ctx context.Context) (*bundle.Bundle, error) {
-	rec := a.eng.Record()
+func (tk *tick) fetchBundle(ctx context.Context) (*bundle.Bundle, error) {
+	rec := tk.eng.Record()
 	url := rec.BundleURL
 	if url == "" {
-		url = "/v1/agent/bundle/" + a.Cfg.EnvID + "/" + rec.Sha
+		url = "/v1/agent/bundle/" + tk.Cfg.EnvID + "/" + rec.Sha
 	}
 	var blob effects.Bundle
-	err := a.withBearer(ctx, func() error {
+	err := tk.withBearer(ctx, func() error {
 		var err error
-		blob, err = a.Fx.Tenancy.FetchBundle(ctx, a.token, url, a.Cfg.MaxBundleBytes)
+		blob, err = tk.Fx.Tenancy.FetchBundle(ctx, tk.token, url, tk.Cfg.MaxBundleBytes)
 		return err
 	})
 	if err != nil {
@@ -40,15 +40,15 @@ func (a *Agent) fetchBundle(ctx context.Context) (*bundle.Bundle, error) {
 		}
 		return nil, err
 	}
-	b, err := bundle.Read(blob.Body, a.Cfg.MaxBundleBytes)
+	b, err := bundle.Read(blob.Body, tk.Cfg.MaxBundleBytes)
 	if err != nil {
 		return nil, err
 	}
 	if blob.HeaderSha != "" && blob.HeaderSha != b.Sha {
-		a.Log.Warn().Msgf("bundle header sha %s disagrees with the content's %s; enforcing the desired sha", sanitize.Line(short(blob.HeaderSha)), short(b.Sha))
+		tk.Log.Warn().Msgf("bundle header sha %s disagrees with the content's %s; enforcing the desired sha", sanitize.Line(short(blob.HeaderSha)), short(b.Sha))
 	}
-	in := bundle.CheckInput{DesiredSha: rec.Sha, EnvID: a.Cfg.EnvID, KVMount: a.kvMount(),
-		Compose: bundle.ComposeEnv{Project: a.Cfg.ComposeProject, AgentEnv: environNames()}}
+	in := bundle.CheckInput{DesiredSha: rec.Sha, EnvID: tk.Cfg.EnvID, KVMount: tk.kvMount(),
+		Compose: bundle.ComposeEnv{Project: tk.Cfg.ComposeProject, AgentEnv: environNames()}}
 	if r := bundle.Check(b, in); r != nil {
 		return b, r
 	}
@@ -71,47 +71,47 @@ func environNames() []string {
 
 // stepVerify: CheckedIn → BundleVerified | Refused | Failed. Fetch, read, check the archive,
 // its sha, env and references — all before any lease.
-func (a *Agent) stepVerify(ctx context.Context) error {
-	started := a.Now()
-	b, err := a.fetchBundle(ctx)
+func (tk *tick) stepVerify(ctx context.Context) error {
+	started := tk.Now()
+	b, err := tk.fetchBundle(ctx)
 	var r *bundle.Refusal
 	switch {
-	case err != nil && a.isBlocked():
+	case err != nil && tk.isBlocked():
 		return err
 	case errors.As(err, &r):
-		return a.refuse(ctx, r.Code, r.Detail, 0)
+		return tk.refuse(ctx, r.Code, r.Detail, 0)
 	case err != nil && effects.KindOf(err) == effects.NotFound:
-		return a.fail(ctx, machine.CheckedIn, "BUNDLE_NOT_FOUND", redact.String(err.Error()), false)
+		return tk.fail(ctx, machine.CheckedIn, "BUNDLE_NOT_FOUND", redact.String(err.Error()), false)
 	case err != nil && effects.IsTemporary(err):
-		_ = a.eng.Note(machine.NoteFetchFailed, effects.CodeOf(err), redact.String(err.Error()), started, nil)
+		_ = tk.eng.Note(machine.NoteFetchFailed, effects.CodeOf(err), redact.String(err.Error()), started, nil)
 		return err
 	case err != nil:
-		return a.fail(ctx, machine.CheckedIn, codeOr(err, "BUNDLE_FETCH_FAILED"), redact.String(err.Error()), false)
+		return tk.fail(ctx, machine.CheckedIn, codeOr(err, "BUNDLE_FETCH_FAILED"), redact.String(err.Error()), false)
 	}
-	a.bundle = b
+	tk.bundle = b
 	detail := fmt.Sprintf("bundle %s verified: %d files, sha matches", short(b.Sha), len(b.Files))
-	return a.eng.Fire(machine.Outcome{Event: machine.EvVerify, Detail: detail}, started)
+	return tk.eng.Fire(machine.Outcome{Event: machine.EvVerify, Detail: detail}, started)
 }
 
 // currentBundle is the flight's bundle, fetched again when this tick resumes a flight.
-func (a *Agent) currentBundle(ctx context.Context) (*bundle.Bundle, error) {
-	if a.bundle != nil && a.bundle.Sha == a.eng.Record().Sha {
-		return a.bundle, nil
+func (tk *tick) currentBundle(ctx context.Context) (*bundle.Bundle, error) {
+	if tk.bundle != nil && tk.bundle.Sha == tk.eng.Record().Sha {
+		return tk.bundle, nil
 	}
-	b, err := a.fetchBundle(ctx)
+	b, err := tk.fetchBundle(ctx)
 	if err != nil {
 		return nil, err
 	}
-	a.bundle = b
+	tk.bundle = b
 	return b, nil
 }
 
 // resumeBundleError turns a bundle that no longer verifies on a resumed flight into a failure.
-func (a *Agent) resumeBundleError(ctx context.Context, from machine.State, err error) error {
-	if effects.IsTemporary(err) || a.isBlocked() {
+func (tk *tick) resumeBundleError(ctx context.Context, from machine.State, err error) error {
+	if effects.IsTemporary(err) || tk.isBlocked() {
 		return err
 	}
-	return a.fail(ctx, from, codeOr(err, "BUNDLE_FETCH_FAILED"), "fetching the bundle again to resume: "+redact.String(err.Error()), false)
+	return tk.fail(ctx, from, codeOr(err, "BUNDLE_FETCH_FAILED"), "fetching the bundle again to resume: "+redact.String(err.Error()), false)
 }
 
 func codeOr(err error, fallback string) string {

@@ -29,9 +29,9 @@ const maxTokenTTL = 30 * 24 * time.Hour
 // waited, until the clock caught up — a year, for a clock a year ahead. It commits only when
 // something was corrected, with a journal note saying what. future is how many lease-budget
 // entries lie in the future (futureLeases, read with the tick's other reads).
-func (a *Agent) correctClock(future int) error {
-	now := a.Now()
-	rec := a.eng.Record()
+func (tk *tick) correctClock(future int) error {
+	now := tk.Now()
+	rec := tk.eng.Record()
 	var fixes []string
 	if future > 0 {
 		fixes = append(fixes, fmt.Sprintf("%d lease-budget entr(ies) restamped now", future))
@@ -40,7 +40,7 @@ func (a *Agent) correctClock(future int) error {
 	if retryAfter {
 		fixes = append(fixes, "tenancy's Retry-After ("+rec.LeaseRetryAfter.UTC().Format(time.RFC3339)+") treated as now")
 	}
-	nextRetry := rec.NextRetryAt.After(now.Add(backoff(a.MaxAttempts+1) + clockSkew))
+	nextRetry := rec.NextRetryAt.After(now.Add(backoff(tk.MaxAttempts+1) + clockSkew))
 	if nextRetry {
 		fixes = append(fixes, "the retry backoff ("+rec.NextRetryAt.UTC().Format(time.RFC3339)+") treated as now")
 	}
@@ -52,8 +52,8 @@ func (a *Agent) correctClock(future int) error {
 		return nil
 	}
 	detail := "the clock is behind times recorded earlier (it was ahead and was stepped back): " + strings.Join(fixes, "; ")
-	a.Log.Warn().Msg(detail)
-	return a.eng.Note(machine.NoteClockCorrected, "", detail, now, func(r *store.Record, tx store.Tx) error {
+	tk.Log.Warn().Msg(detail)
+	return tk.eng.Note(machine.NoteClockCorrected, "", detail, now, func(r *store.Record, tx store.Tx) error {
 		if retryAfter {
 			r.LeaseRetryAfter = now
 		}

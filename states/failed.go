@@ -24,35 +24,35 @@ func backoff(n int) time.Duration {
 
 // fail commits a failure of this flight from the state whose step failed: counted, backed
 // off, reported failed with the code and names only, parked after MaxAttempts.
-func (a *Agent) fail(ctx context.Context, from machine.State, code, detail string, withLogs bool) error {
+func (tk *tick) fail(ctx context.Context, from machine.State, code, detail string, withLogs bool) error {
 	if pastDeadline(ctx) {
 		// whatever failed may have failed for want of time: not this apply's failure; the
 		// next tick does the step again
-		return a.errTickTimeout()
+		return tk.errTickTimeout()
 	}
-	started := a.stepStart()
-	rec := a.eng.Record()
+	started := tk.stepStart()
+	rec := tk.eng.Record()
 	rep := effects.Report{Sha: rec.Sha, Result: effects.ResultFailed, Detail: code + ": " + detail, Containers: fromStore(rec.Containers)}
 	if withLogs {
-		rep.LogTail = a.logTail(ctx)
+		rep.LogTail = tk.logTail(ctx)
 	}
-	now := a.Now()
+	now := tk.Now()
 	var n int
-	err := a.eng.Fire(machine.Outcome{Event: machine.EvFail, Code: code, Detail: detail, Update: func(r *store.Record, tx store.Tx) error {
+	err := tk.eng.Fire(machine.Outcome{Event: machine.EvFail, Code: code, Detail: detail, Update: func(r *store.Record, tx store.Tx) error {
 		if r.Attempts == nil {
 			r.Attempts = map[string]int{}
 		}
 		r.Attempts[string(from)]++
 		n = r.TotalAttempts()
-		r.Failure = &store.Failure{Sha: r.Sha, Code: code, Detail: rep.Detail[len(code)+2:], State: string(from), At: now, Limit: a.MaxAttempts}
+		r.Failure = &store.Failure{Sha: r.Sha, Code: code, Detail: rep.Detail[len(code)+2:], State: string(from), At: now, Limit: tk.MaxAttempts}
 		r.NextRetryAt = now.Add(backoff(n))
-		r.Parked = n >= a.MaxAttempts
-		return a.enqueue(r, tx, machine.Failed, rep)
+		r.Parked = n >= tk.MaxAttempts
+		return tk.enqueue(r, tx, machine.Failed, rep)
 	}}, started)
 	if err != nil {
 		return err
 	}
-	if ferr := a.flushOutbox(ctx); ferr != nil && !effects.IsTemporary(ferr) {
+	if ferr := tk.flushOutbox(ctx); ferr != nil && !effects.IsTemporary(ferr) {
 		return ferr
 	}
 	return parked(effects.Permanent, code, "failed: %s: %s", code, detail)

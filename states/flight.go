@@ -14,77 +14,77 @@ var timeZero time.Time
 
 // apply is action apply: resume the flight towards this sha, or start it — unless the sha
 // was refused (remembered) or failed and waits for its backoff.
-func (a *Agent) apply(ctx context.Context, resp effects.CheckinResponse) error {
-	rec := a.eng.Record()
-	st := a.eng.State()
+func (tk *tick) apply(ctx context.Context, resp effects.CheckinResponse) error {
+	rec := tk.eng.Record()
+	st := tk.eng.State()
 	sha := resp.DesiredSha
-	now := a.Now()
+	now := tk.Now()
 	switch {
 	case st.InFlight() && rec.Action == effects.ActionApply && rec.Sha == sha:
-		if err := a.eng.Note(machine.NoteCheckin, "", checkinDetail(resp, rec.AppliedSha)+" — resuming at "+string(st), now, nil); err != nil {
+		if err := tk.eng.Note(machine.NoteCheckin, "", checkinDetail(resp, rec.AppliedSha)+" — resuming at "+string(st), now, nil); err != nil {
 			return err
 		}
 	case st == machine.Refused && rec.Refusal != nil && rec.Refusal.Sha == sha:
 		if rec.Refusal.Code != codeDisk {
-			_ = a.eng.Note(machine.NoteCheckin, rec.Refusal.Code, "still refused: "+rec.Refusal.Code+": "+rec.Refusal.Detail, now, nil)
+			_ = tk.eng.Note(machine.NoteCheckin, rec.Refusal.Code, "still refused: "+rec.Refusal.Code+": "+rec.Refusal.Detail, now, nil)
 			return parked(effects.Permanent, rec.Refusal.Code, "refused: %s: %s — waiting for a new desired sha or `monky-deployd resume`", rec.Refusal.Code, rec.Refusal.Detail)
 		}
-		ok, detail, err := a.diskEnough(ctx, rec.Refusal.NeedBytes)
+		ok, detail, err := tk.diskEnough(ctx, rec.Refusal.NeedBytes)
 		if err != nil {
 			return err
 		}
 		if !ok {
-			_ = a.eng.Note(machine.NoteCheckin, codeDisk, "still refused: "+codeDisk+": "+detail, now, nil)
+			_ = tk.eng.Note(machine.NoteCheckin, codeDisk, "still refused: "+codeDisk+": "+detail, now, nil)
 			return parked(effects.Permanent, codeDisk, "refused: %s: %s — measured again every tick", codeDisk, detail)
 		}
-		if err := a.startFlight(resp, machine.EvRecheck, "space freed ("+detail+"): checking the bundle again"); err != nil {
+		if err := tk.startFlight(resp, machine.EvRecheck, "space freed ("+detail+"): checking the bundle again"); err != nil {
 			return err
 		}
 	case st == machine.Failed && rec.Action == effects.ActionApply && rec.Failure != nil && rec.Failure.Sha == sha:
 		n := rec.TotalAttempts()
 		if rec.Parked {
-			_ = a.eng.Note(machine.NoteCheckin, rec.Failure.Code, fmt.Sprintf("parked after %d failed attempts: %s", n, rec.Failure.Detail), now, nil)
+			_ = tk.eng.Note(machine.NoteCheckin, rec.Failure.Code, fmt.Sprintf("parked after %d failed attempts: %s", n, rec.Failure.Detail), now, nil)
 			return parked(effects.Permanent, rec.Failure.Code, "failed %d times: %s: %s — parked until `monky-deployd resume` or a new desired sha", n, rec.Failure.Code, rec.Failure.Detail)
 		}
 		if now.Before(rec.NextRetryAt) {
-			_ = a.eng.Note(machine.NoteCheckin, rec.Failure.Code, fmt.Sprintf("retry %d of %d at %s", n+1, a.MaxAttempts, stamp(rec.NextRetryAt)), now, nil)
-			return parked(effects.Permanent, rec.Failure.Code, "failed: %s: %s — retry %d of %d at %s", rec.Failure.Code, rec.Failure.Detail, n+1, a.MaxAttempts, stamp(rec.NextRetryAt))
+			_ = tk.eng.Note(machine.NoteCheckin, rec.Failure.Code, fmt.Sprintf("retry %d of %d at %s", n+1, tk.MaxAttempts, stamp(rec.NextRetryAt)), now, nil)
+			return parked(effects.Permanent, rec.Failure.Code, "failed: %s: %s — retry %d of %d at %s", rec.Failure.Code, rec.Failure.Detail, n+1, tk.MaxAttempts, stamp(rec.NextRetryAt))
 		}
-		if err := a.startFlight(resp, machine.EvRetry, fmt.Sprintf("retry %d of %d", n+1, a.MaxAttempts)); err != nil {
+		if err := tk.startFlight(resp, machine.EvRetry, fmt.Sprintf("retry %d of %d", n+1, tk.MaxAttempts)); err != nil {
 			return err
 		}
 	default:
-		if err := a.startFlight(resp, "", checkinDetail(resp, rec.AppliedSha)); err != nil {
+		if err := tk.startFlight(resp, "", checkinDetail(resp, rec.AppliedSha)); err != nil {
 			return err
 		}
 	}
-	return a.drive(ctx)
+	return tk.drive(ctx)
 }
 
 // drive runs the apply's steps from the current state until the flight ends or a step
 // cannot go on now. Each step commits its transition before the next begins.
-func (a *Agent) drive(ctx context.Context) error {
+func (tk *tick) drive(ctx context.Context) error {
 	for {
-		if a.stopping() {
+		if tk.stopping() {
 			return errStopped{}
 		}
 		if pastDeadline(ctx) {
-			return a.errTickTimeout()
+			return tk.errTickTimeout()
 		}
-		st := a.eng.State()
+		st := tk.eng.State()
 		if step, ok := steps[st]; ok {
-			a.stepStarted = a.Now()
-			if err := step(a, ctx); err != nil {
+			tk.stepStarted = tk.Now()
+			if err := step(tk, ctx); err != nil {
 				return err
 			}
 			continue
 		}
 		switch st {
 		case machine.Reported:
-			a.prune(ctx)
+			tk.prune(ctx)
 			return nil
 		case machine.Refused, machine.Failed, machine.Blocked:
-			rec := a.eng.Record()
+			rec := tk.eng.Record()
 			if rec.Refusal != nil && st == machine.Refused {
 				return parked(effects.Permanent, rec.Refusal.Code, "refused: %s: %s", rec.Refusal.Code, rec.Refusal.Detail)
 			}
@@ -101,30 +101,30 @@ func (a *Agent) drive(ctx context.Context) error {
 // steps is the apply path: the step that leaves each state, in the file named after the state
 // the step reaches (stepVerify in bundleverified.go, stepPreflight in leased.go, …). Adding a
 // state is one file and one row. Reported and the parked states end the flight (drive).
-var steps = map[machine.State]func(*Agent, context.Context) error{
-	machine.CheckedIn:      (*Agent).stepVerify,
-	machine.BundleVerified: (*Agent).stepPreflight,
-	machine.Leased:         (*Agent).stepLogin,
-	machine.LoggedIn:       (*Agent).stepStage,
-	machine.Staged:         (*Agent).stepPull,
-	machine.Pulled:         (*Agent).stepUp,
-	machine.Up:             (*Agent).stepHealthy,
-	machine.Healthy:        (*Agent).stepReport,
+var steps = map[machine.State]func(*tick, context.Context) error{
+	machine.CheckedIn:      (*tick).stepVerify,
+	machine.BundleVerified: (*tick).stepPreflight,
+	machine.Leased:         (*tick).stepLogin,
+	machine.LoggedIn:       (*tick).stepStage,
+	machine.Staged:         (*tick).stepPull,
+	machine.Pulled:         (*tick).stepUp,
+	machine.Up:             (*tick).stepHealthy,
+	machine.Healthy:        (*tick).stepReport,
 }
 
 // stepStart is when the step in flight began (its whole wall time is the entry's), or now.
-func (a *Agent) stepStart() time.Time {
-	if a.stepStarted.IsZero() {
-		return a.Now()
+func (tk *tick) stepStart() time.Time {
+	if tk.stepStarted.IsZero() {
+		return tk.Now()
 	}
-	return a.stepStarted
+	return tk.stepStarted
 }
 
 // startFlight moves the machine to CheckedIn for a flight of action towards sha: from a rest
 // state by a check-in, from a flight in progress by superseding it.
-func (a *Agent) startFlight(resp effects.CheckinResponse, event, detail string) error {
-	st := a.eng.State()
-	rec := a.eng.Record()
+func (tk *tick) startFlight(resp effects.CheckinResponse, event, detail string) error {
+	st := tk.eng.State()
+	rec := tk.eng.Record()
 	if event == "" {
 		event = machine.EvCheckin
 		if st.InFlight() {
@@ -132,7 +132,7 @@ func (a *Agent) startFlight(resp effects.CheckinResponse, event, detail string) 
 			detail = fmt.Sprintf("superseded: %s %s → %s %s; %s", rec.Action, short(rec.Sha), resp.Action, short(resp.DesiredSha), detail)
 		}
 	}
-	return a.eng.Fire(machine.Outcome{Event: event, Detail: detail, Update: func(r *store.Record, _ store.Tx) error {
+	return tk.eng.Fire(machine.Outcome{Event: event, Detail: detail, Update: func(r *store.Record, _ store.Tx) error {
 		if r.Sha != resp.DesiredSha || r.Action != resp.Action {
 			r.Attempts, r.NextRetryAt, r.Parked = nil, timeZero, false
 		}
@@ -144,7 +144,7 @@ func (a *Agent) startFlight(resp effects.CheckinResponse, event, detail string) 
 			r.Failure = nil
 		}
 		return nil
-	}}, a.Now())
+	}}, tk.Now())
 }
 
 func checkinDetail(resp effects.CheckinResponse, applied string) string {

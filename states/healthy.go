@@ -16,44 +16,44 @@ import (
 )
 
 // heartbeat is action none: the box runs what tenancy wants; report its health.
-func (a *Agent) heartbeat(ctx context.Context, resp effects.CheckinResponse, containers []effects.Container) error {
-	rec := a.eng.Record()
-	if rec.AppliedSha == "" && resp.DesiredSha == "" && a.eng.State().Rest() {
-		return a.eng.Note(machine.NoteCheckin, "", "action=none: nothing is deployed yet and tenancy wants nothing", a.Now(), nil)
+func (tk *tick) heartbeat(ctx context.Context, resp effects.CheckinResponse, containers []effects.Container) error {
+	rec := tk.eng.Record()
+	if rec.AppliedSha == "" && resp.DesiredSha == "" && tk.eng.State().Rest() {
+		return tk.eng.Note(machine.NoteCheckin, "", "action=none: nothing is deployed yet and tenancy wants nothing", tk.Now(), nil)
 	}
 	bad := unhealthy(containers)
 	if len(containers) == 0 {
-		bad = []string{"no containers of project " + a.Cfg.ComposeProject + " are running"}
+		bad = []string{"no containers of project " + tk.Cfg.ComposeProject + " are running"}
 	}
-	if len(bad) == 0 && a.outboxEmpty && (a.eng.State() == machine.Idle || a.eng.State() == machine.Reported) {
-		if ok := a.heartbeatAtOnce(ctx, resp, rec, containers); ok {
+	if len(bad) == 0 && tk.outboxEmpty && (tk.eng.State() == machine.Idle || tk.eng.State() == machine.Reported) {
+		if ok := tk.heartbeatAtOnce(ctx, resp, rec, containers); ok {
 			return nil
 		}
 	}
-	if err := a.startFlight(resp, "", checkinDetail(resp, rec.AppliedSha)); err != nil {
+	if err := tk.startFlight(resp, "", checkinDetail(resp, rec.AppliedSha)); err != nil {
 		return err
 	}
-	started := a.Now()
+	started := tk.Now()
 	rep := effects.Report{Sha: rec.AppliedSha, Containers: containers}
 	if len(bad) == 0 {
 		rep.Result = effects.ResultApplied
 		detail := healthyDetail(containers)
-		if err := a.eng.Fire(machine.Outcome{Event: machine.EvHealthy, Detail: detail, Update: func(r *store.Record, tx store.Tx) error {
-			return a.enqueue(r, tx, machine.Healthy, rep)
+		if err := tk.eng.Fire(machine.Outcome{Event: machine.EvHealthy, Detail: detail, Update: func(r *store.Record, tx store.Tx) error {
+			return tk.enqueue(r, tx, machine.Healthy, rep)
 		}}, started); err != nil {
 			return err
 		}
-		return a.flushOutbox(ctx)
+		return tk.flushOutbox(ctx)
 	}
 	rep.Result = effects.ResultFailed
 	rep.Detail = "UNHEALTHY: " + strings.Join(bad, ", ")
-	rep.LogTail = a.logTail(ctx)
-	if err := a.eng.Fire(machine.Outcome{Event: machine.EvFail, Code: "UNHEALTHY", Detail: rep.Detail, Update: func(r *store.Record, tx store.Tx) error {
-		return a.enqueue(r, tx, machine.Failed, rep)
+	rep.LogTail = tk.logTail(ctx)
+	if err := tk.eng.Fire(machine.Outcome{Event: machine.EvFail, Code: "UNHEALTHY", Detail: rep.Detail, Update: func(r *store.Record, tx store.Tx) error {
+		return tk.enqueue(r, tx, machine.Failed, rep)
 	}}, started); err != nil {
 		return err
 	}
-	if err := a.flushOutbox(ctx); err != nil {
+	if err := tk.flushOutbox(ctx); err != nil {
 		return err
 	}
 	return &effects.Error{Op: "heartbeat", Kind: effects.Permanent, Code: "UNHEALTHY", Msg: rep.Detail}
@@ -65,24 +65,24 @@ func healthyDetail(cs []effects.Container) string {
 
 // heartbeatAtOnce is the heartbeat of a converged box (at rest, every container healthy,
 // nothing in the outbox): its report is sent first, and its transitions (checked in, healthy,
-// reported) are written afterwards with the tick's end, in one transaction (Agent.tail). A
+// reported) are written afterwards with the tick's end, in one transaction (tick.tail). A
 // tick that dies before that commit has changed nothing on disk: the next tick is simply this
 // heartbeat again, and tenancy takes the same report twice. It returns false, having written
 // and sent nothing that counts, when the report was not acknowledged: the caller then takes
 // the outbox's way, which keeps the report until tenancy has it.
-func (a *Agent) heartbeatAtOnce(ctx context.Context, resp effects.CheckinResponse, rec store.Record, containers []effects.Container) bool {
-	started := a.Now()
-	rep := a.outgoing(effects.Report{Sha: rec.AppliedSha, Result: effects.ResultApplied, Containers: containers})
-	if err := a.Fx.Tenancy.Report(ctx, a.token, rep); err != nil {
-		a.Log.Warn().Msg("report not acknowledged; it goes to the outbox: " + redact.String(err.Error()))
+func (tk *tick) heartbeatAtOnce(ctx context.Context, resp effects.CheckinResponse, rec store.Record, containers []effects.Container) bool {
+	started := tk.Now()
+	rep := tk.outgoing(effects.Report{Sha: rec.AppliedSha, Result: effects.ResultApplied, Containers: containers})
+	if err := tk.Fx.Tenancy.Report(ctx, tk.token, rep); err != nil {
+		tk.Log.Warn().Msg("report not acknowledged; it goes to the outbox: " + redact.String(err.Error()))
 		return false
 	}
 	phase.Mark("report")
-	a.tail = func() error {
-		if err := a.startFlight(resp, "", checkinDetail(resp, rec.AppliedSha)); err != nil {
+	tk.tail = func() error {
+		if err := tk.startFlight(resp, "", checkinDetail(resp, rec.AppliedSha)); err != nil {
 			return err
 		}
-		if err := a.eng.Fire(machine.Outcome{Event: machine.EvHealthy, Detail: healthyDetail(containers), Update: func(r *store.Record, _ store.Tx) error {
+		if err := tk.eng.Fire(machine.Outcome{Event: machine.EvHealthy, Detail: healthyDetail(containers), Update: func(r *store.Record, _ store.Tx) error {
 			r.LastReport = &store.LastReport{Result: rep.Result, Sha: rep.Sha, Detail: rep.Detail, At: started, Acknowledged: true}
 			return nil
 		}}, started); err != nil {
@@ -92,7 +92,7 @@ func (a *Agent) heartbeatAtOnce(ctx context.Context, resp effects.CheckinRespons
 		if rep.Sha != "" {
 			detail += " for " + short(rep.Sha)
 		}
-		return a.eng.Fire(machine.Outcome{Event: machine.EvReport, Detail: detail + " acknowledged"}, started)
+		return tk.eng.Fire(machine.Outcome{Event: machine.EvReport, Detail: detail + " acknowledged"}, started)
 	}
 	return true
 }
@@ -129,20 +129,20 @@ func (a *Agent) logTail(ctx context.Context) string {
 
 // stepHealthy: Up → Healthy | Failed. Wait up to healthy_timeout_s for every service to run
 // healthy, logging progress; then the applied sha is recorded and the report queued.
-func (a *Agent) stepHealthy(ctx context.Context) error {
-	started := a.Now()
-	deadline := started.Add(time.Duration(a.Cfg.HealthyTimeoutS) * time.Second)
+func (tk *tick) stepHealthy(ctx context.Context) error {
+	started := tk.Now()
+	deadline := started.Add(time.Duration(tk.Cfg.HealthyTimeoutS) * time.Second)
 	lastLog := started
 	for {
-		cs, err := a.Fx.Compose.PS(ctx, a.currentDir())
+		cs, err := tk.Fx.Compose.PS(ctx, tk.currentDir())
 		if err != nil && effects.IsTemporary(err) {
 			return err
 		}
 		bad := unhealthy(cs)
 		if err == nil && len(cs) > 0 && len(bad) == 0 {
-			return a.healthy(ctx, cs, started)
+			return tk.healthy(ctx, cs, started)
 		}
-		now := a.Now()
+		now := tk.Now()
 		if !now.Before(deadline) {
 			why := strings.Join(bad, ", ")
 			if err != nil {
@@ -150,38 +150,38 @@ func (a *Agent) stepHealthy(ctx context.Context) error {
 			} else if len(cs) == 0 {
 				why = "no containers running"
 			}
-			return a.fail(ctx, machine.Up, "UNHEALTHY", fmt.Sprintf("not healthy after %ds: %s", a.Cfg.HealthyTimeoutS, why), true)
+			return tk.fail(ctx, machine.Up, "UNHEALTHY", fmt.Sprintf("not healthy after %ds: %s", tk.Cfg.HealthyTimeoutS, why), true)
 		}
 		if now.Sub(lastLog) >= 10*time.Second {
 			lastLog = now
-			a.Log.Debug().Msgf("waiting for healthy: %d/%d services healthy (%s); %ds left", len(cs)-len(bad), len(cs), strings.Join(bad, ", "), int(deadline.Sub(now).Seconds()))
+			tk.Log.Debug().Msgf("waiting for healthy: %d/%d services healthy (%s); %ds left", len(cs)-len(bad), len(cs), strings.Join(bad, ", "), int(deadline.Sub(now).Seconds()))
 		}
-		if a.stopping() {
+		if tk.stopping() {
 			return errStopped{}
 		}
-		if err := a.Sleep(ctx, a.HealthPoll); err != nil {
+		if err := tk.Sleep(ctx, tk.HealthPoll); err != nil {
 			return &effects.Error{Op: "health wait", Kind: effects.Temporary, Err: err}
 		}
 	}
 }
 
 // healthy records the apply: applied sha, history, counters cleared, report queued.
-func (a *Agent) healthy(ctx context.Context, cs []effects.Container, started time.Time) error {
-	rec := a.eng.Record()
-	now := a.Now()
+func (tk *tick) healthy(ctx context.Context, cs []effects.Container, started time.Time) error {
+	rec := tk.eng.Record()
+	now := tk.Now()
 	rep := effects.Report{Sha: rec.Sha, Result: effects.ResultApplied, Containers: cs}
 	detail := fmt.Sprintf("applied %s: %d/%d services healthy", short(rec.Sha), len(cs), len(cs))
-	if err := a.eng.Fire(machine.Outcome{Event: machine.EvHealthy, Detail: detail, Update: func(r *store.Record, tx store.Tx) error {
+	if err := tk.eng.Fire(machine.Outcome{Event: machine.EvHealthy, Detail: detail, Update: func(r *store.Record, tx store.Tx) error {
 		r.AppliedSha = r.Sha
 		r.Attempts, r.NextRetryAt, r.Parked, r.Failure, r.Refusal = nil, timeZero, false, nil, nil
 		r.Containers = toStore(cs)
 		if err := tx.AddApplied(store.Applied{Sha: r.Sha, At: now}); err != nil {
 			return err
 		}
-		return a.enqueue(r, tx, machine.Healthy, rep)
+		return tk.enqueue(r, tx, machine.Healthy, rep)
 	}}, started); err != nil {
 		return err
 	}
-	a.Log.Info().Msg("applied " + short(rec.Sha))
-	return a.flushOutbox(ctx)
+	tk.Log.Info().Msg("applied " + short(rec.Sha))
+	return tk.flushOutbox(ctx)
 }

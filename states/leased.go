@@ -27,85 +27,85 @@ const (
 // stepPreflight: BundleVerified → Refused | Leased | LoggedIn | Failed. The checks that need
 // this box (rollback, disk), then a token fit to read the secrets: reused when it can be,
 // leased when it must be — never a lease the budget cannot afford.
-func (a *Agent) stepPreflight(ctx context.Context) error {
-	started := a.Now()
-	b, err := a.currentBundle(ctx)
+func (tk *tick) stepPreflight(ctx context.Context) error {
+	started := tk.Now()
+	b, err := tk.currentBundle(ctx)
 	if err != nil {
 		var r *bundle.Refusal
 		if errors.As(err, &r) {
-			return a.refuse(ctx, r.Code, r.Detail, 0)
+			return tk.refuse(ctx, r.Code, r.Detail, 0)
 		}
-		return a.resumeBundleError(ctx, machine.BundleVerified, err)
+		return tk.resumeBundleError(ctx, machine.BundleVerified, err)
 	}
-	rec := a.eng.Record()
+	rec := tk.eng.Record()
 	if rec.Sha != rec.AppliedSha {
-		if at, ok := a.appliedBefore(rec.Sha); ok {
+		if at, ok := tk.appliedBefore(rec.Sha); ok {
 			if !b.Meta.Agent.AllowRollback {
-				return a.refuse(ctx, codeRollback, fmt.Sprintf("%s was applied on this box before (%s) and is not the one applied now (%s); bundle.json agent.allow_rollback is not set",
+				return tk.refuse(ctx, codeRollback, fmt.Sprintf("%s was applied on this box before (%s) and is not the one applied now (%s); bundle.json agent.allow_rollback is not set",
 					short(rec.Sha), stamp(at), short(rec.AppliedSha)), 0)
 			}
-			if err := a.eng.Note(machine.NoteRollbackAllowed, "", fmt.Sprintf("rollback to %s (applied on this box before, %s; applied now %s): allowed by bundle.json agent.allow_rollback",
+			if err := tk.eng.Note(machine.NoteRollbackAllowed, "", fmt.Sprintf("rollback to %s (applied on this box before, %s; applied now %s): allowed by bundle.json agent.allow_rollback",
 				short(rec.Sha), stamp(at), short(rec.AppliedSha)), started, nil); err != nil {
 				return err
 			}
 		}
 	}
-	ok, detail, err := a.diskEnough(ctx, b.Meta.DiskNeedBytes)
+	ok, detail, err := tk.diskEnough(ctx, b.Meta.DiskNeedBytes)
 	if err != nil {
 		return err
 	}
 	if !ok {
-		return a.refuse(ctx, codeDisk, detail, b.Meta.DiskNeedBytes)
+		return tk.refuse(ctx, codeDisk, detail, b.Meta.DiskNeedBytes)
 	}
 	man, err := b.Manifest()
 	if err != nil {
-		return a.refuse(ctx, bundle.CodeInvalid, err.Error(), 0)
+		return tk.refuse(ctx, bundle.CodeInvalid, err.Error(), 0)
 	}
 	if len(man.Entries) == 0 {
-		return a.eng.Fire(machine.Outcome{Event: machine.EvReuse, Detail: "no secrets to read: no lease needed"}, started)
+		return tk.eng.Fire(machine.Outcome{Event: machine.EvReuse, Detail: "no secrets to read: no lease needed"}, started)
 	}
-	why, ok, err := a.reusableToken(ctx)
+	why, ok, err := tk.reusableToken(ctx)
 	if err != nil {
 		// OpenBao could not say whether the token lives: no lease on a guess; the next tick asks again
-		_ = a.eng.Note("lease-deferred", effects.CodeOf(err), redact.String(err.Error())+" (whether the token is reusable is asked again next tick)", started, nil)
+		_ = tk.eng.Note("lease-deferred", effects.CodeOf(err), redact.String(err.Error())+" (whether the token is reusable is asked again next tick)", started, nil)
 		return err
 	}
 	if ok {
-		return a.eng.Fire(machine.Outcome{Event: machine.EvReuse, Detail: why}, started)
+		return tk.eng.Fire(machine.Outcome{Event: machine.EvReuse, Detail: why}, started)
 	}
-	if kept, _ := readSecretFile(a.Cfg.GrantPath()); kept != "" && !grantExpired(kept, a.Now()) {
+	if kept, _ := readSecretFile(tk.Cfg.GrantPath()); kept != "" && !grantExpired(kept, tk.Now()) {
 		jti := grantJTI(kept)
-		return a.eng.Fire(machine.Outcome{Event: machine.EvLease, Detail: "a lease's grant kept from an interrupted tick: no new lease", Update: func(r *store.Record, _ store.Tx) error {
+		return tk.eng.Fire(machine.Outcome{Event: machine.EvLease, Detail: "a lease's grant kept from an interrupted tick: no new lease", Update: func(r *store.Record, _ store.Tx) error {
 			r.LeaseJTI = jti
 			return nil
 		}}, started)
 	}
-	lease, err := a.askLease(ctx, "apply")
-	if local(err) || (err != nil && a.isBlocked()) {
+	lease, err := tk.askLease(ctx, "apply")
+	if local(err) || (err != nil && tk.isBlocked()) {
 		return err
 	}
 	if err != nil {
 		if effects.IsTemporary(err) {
-			if a.tokenWorks(ctx) {
-				src := a.eng.Record().Token.Source
+			if tk.tokenWorks(ctx) {
+				src := tk.eng.Record().Token.Source
 				if src == "" {
 					src = SourceBootstrap
 				}
-				return a.eng.Fire(machine.Outcome{Event: machine.EvReuse, Detail: redact.String(err.Error()) + ": applying with the " + src + " token; the swap waits for the next apply"}, started)
+				return tk.eng.Fire(machine.Outcome{Event: machine.EvReuse, Detail: redact.String(err.Error()) + ": applying with the " + src + " token; the swap waits for the next apply"}, started)
 			}
-			_ = a.eng.Note(machine.NoteLeaseDeferred, effects.CodeOf(err), redact.String(err.Error()), started, nil)
+			_ = tk.eng.Note(machine.NoteLeaseDeferred, effects.CodeOf(err), redact.String(err.Error()), started, nil)
 			return err
 		}
-		return a.fail(ctx, machine.BundleVerified, codeOr(err, "LEASE_FAILED"), redact.String(err.Error()), false)
+		return tk.fail(ctx, machine.BundleVerified, codeOr(err, "LEASE_FAILED"), redact.String(err.Error()), false)
 	}
-	if err := files.WriteAtomicFS(a.fs(), a.Cfg.GrantPath(), []byte(lease.LoginJWT+"\n"), 0o600); err != nil {
+	if err := files.WriteAtomicFS(tk.fs(), tk.Cfg.GrantPath(), []byte(lease.LoginJWT+"\n"), 0o600); err != nil {
 		return err
 	}
 	failpoint.Hit("file:grant-written")
-	a.grantFresh = true
-	used, _ := a.leaseBudget()
+	tk.grantFresh = true
+	used, _ := tk.leaseBudget()
 	jti := grantJTI(lease.LoginJWT)
-	return a.eng.Fire(machine.Outcome{Event: machine.EvLease, Detail: fmt.Sprintf("lease granted (%d/%d this hour); grant kept 0600 until login", used, LeaseLimit), Update: func(r *store.Record, _ store.Tx) error {
+	return tk.eng.Fire(machine.Outcome{Event: machine.EvLease, Detail: fmt.Sprintf("lease granted (%d/%d this hour); grant kept 0600 until login", used, LeaseLimit), Update: func(r *store.Record, _ store.Tx) error {
 		r.LeaseJTI = jti
 		return nil
 	}}, started)
@@ -113,11 +113,11 @@ func (a *Agent) stepPreflight(ctx context.Context) error {
 
 // appliedBefore reports whether sha is in the applied history since the last retire (a
 // retired env starts afresh), and when it was applied.
-func (a *Agent) appliedBefore(sha string) (time.Time, bool) {
+func (tk *tick) appliedBefore(sha string) (time.Time, bool) {
 	var at time.Time
 	var found bool
-	retired := a.eng.Record().RetiredAt
-	_ = a.Store.View(func(tx store.Tx) error {
+	retired := tk.eng.Record().RetiredAt
+	_ = tk.Store.View(func(tx store.Tx) error {
 		h, err := tx.AppliedHistory()
 		for _, x := range h {
 			if x.Sha == sha && x.At.After(retired) {
@@ -133,23 +133,23 @@ func (a *Agent) appliedBefore(sha string) (time.Time, bool) {
 // renew_below_s reads the secrets; no new lease. A bootstrap token is swapped once. A lookup
 // or renew that fails for a temporary reason is returned: it proves nothing about the token,
 // and a lease asked on it would spend the budget for nothing.
-func (a *Agent) reusableToken(ctx context.Context) (string, bool, error) {
-	rec := a.eng.Record()
-	if rec.Token.Source != SourceLease || a.token == "" {
+func (tk *tick) reusableToken(ctx context.Context) (string, bool, error) {
+	rec := tk.eng.Record()
+	if rec.Token.Source != SourceLease || tk.token == "" {
 		return "", false, nil
 	}
-	below := time.Duration(a.Cfg.Bao.RenewBelow) * time.Second
-	info, err := a.Fx.Bao.LookupSelf(ctx, a.token)
+	below := time.Duration(tk.Cfg.Bao.RenewBelow) * time.Second
+	info, err := tk.Fx.Bao.LookupSelf(ctx, tk.token)
 	if err != nil {
 		if effects.IsTemporary(err) {
 			return "", false, err
 		}
-		a.Log.Debug().Msg("lease-derived token not reusable: " + redact.String(err.Error()))
+		tk.Log.Debug().Msg("lease-derived token not reusable: " + redact.String(err.Error()))
 		return "", false, nil
 	}
 	ttl := info.TTL
 	if ttl <= below {
-		ttl, err = a.Fx.Bao.RenewSelf(ctx, a.token, 24*time.Hour)
+		ttl, err = tk.Fx.Bao.RenewSelf(ctx, tk.token, 24*time.Hour)
 		if err != nil && effects.IsTemporary(err) {
 			return "", false, err
 		}
@@ -157,8 +157,8 @@ func (a *Agent) reusableToken(ctx context.Context) (string, bool, error) {
 			return "", false, nil
 		}
 	}
-	now := a.Now()
-	_ = a.eng.Save(func(r *store.Record, _ store.Tx) error {
+	now := tk.Now()
+	_ = tk.eng.Save(func(r *store.Record, _ store.Tx) error {
 		r.Token.ExpiresAt, r.Token.CheckedAt = now.Add(ttl), now
 		return nil
 	})
@@ -166,11 +166,11 @@ func (a *Agent) reusableToken(ctx context.Context) (string, bool, error) {
 }
 
 // tokenWorks reports whether the current token still answers lookup-self.
-func (a *Agent) tokenWorks(ctx context.Context) bool {
-	if a.token == "" {
+func (tk *tick) tokenWorks(ctx context.Context) bool {
+	if tk.token == "" {
 		return false
 	}
-	info, err := a.Fx.Bao.LookupSelf(ctx, a.token)
+	info, err := tk.Fx.Bao.LookupSelf(ctx, tk.token)
 	return err == nil && (info.TTL > 0 || info.ExpireTime.IsZero())
 }
 
@@ -188,35 +188,35 @@ func (a *Agent) leaseBudget() (int, time.Time) {
 
 // askLease asks tenancy for a lease unless the durable budget says it would be refused.
 // Every lease asked is recorded before it is asked, granted or not.
-func (a *Agent) askLease(ctx context.Context, reason string) (effects.Lease, error) {
-	now := a.Now()
-	rec := a.eng.Record()
+func (tk *tick) askLease(ctx context.Context, reason string) (effects.Lease, error) {
+	now := tk.Now()
+	rec := tk.eng.Record()
 	if now.Before(rec.LeaseRetryAfter) {
 		return effects.Lease{}, &effects.Error{Op: "lease", Kind: effects.RateLimited, Code: "LEASE_RATE_LIMITED",
 			Msg: "tenancy asked to wait: no lease before " + stamp(rec.LeaseRetryAfter)}
 	}
-	if used, frees := a.leaseBudget(); used >= LeaseLimit {
+	if used, frees := tk.leaseBudget(); used >= LeaseLimit {
 		return effects.Lease{}, &effects.Error{Op: "lease", Kind: effects.RateLimited, Code: "LEASE_BUDGET",
 			Msg: fmt.Sprintf("lease budget %d/%d until %s", used, LeaseLimit, stamp(frees))}
 	}
 	var lease effects.Lease
 	asked := 0
-	err := a.withBearer(ctx, func() error {
+	err := tk.withBearer(ctx, func() error {
 		if asked > 0 {
 			// asked again with a fresh token: only when the budget still affords it
-			if used, frees := a.leaseBudget(); used >= LeaseLimit {
+			if used, frees := tk.leaseBudget(); used >= LeaseLimit {
 				return &effects.Error{Op: "lease", Kind: effects.RateLimited, Code: "LEASE_BUDGET",
 					Msg: fmt.Sprintf("lease budget %d/%d until %s", used, LeaseLimit, stamp(frees))}
 			}
 		}
 		asked++
-		if err := a.eng.Save(func(_ *store.Record, tx store.Tx) error {
-			return tx.AddLease(store.LeaseEvent{At: a.Now(), Outcome: machine.LeaseAsked})
+		if err := tk.eng.Save(func(_ *store.Record, tx store.Tx) error {
+			return tx.AddLease(store.LeaseEvent{At: tk.Now(), Outcome: machine.LeaseAsked})
 		}); err != nil {
 			return err
 		}
 		var err error
-		lease, err = a.Fx.Tenancy.Lease(ctx, a.token, a.Cfg.EnvID, reason)
+		lease, err = tk.Fx.Tenancy.Lease(ctx, tk.token, tk.Cfg.EnvID, reason)
 		return err
 	})
 	if err != nil {
@@ -229,7 +229,7 @@ func (a *Agent) askLease(ctx context.Context, reason string) (effects.Lease, err
 			if wait > LeaseWindow {
 				wait = LeaseWindow
 			}
-			_ = a.eng.Save(func(r *store.Record, _ store.Tx) error {
+			_ = tk.eng.Save(func(r *store.Record, _ store.Tx) error {
 				r.LeaseRetryAfter = now.Add(wait)
 				return nil
 			})
@@ -240,8 +240,8 @@ func (a *Agent) askLease(ctx context.Context, reason string) (effects.Lease, err
 	if err := checkCredential("lease", "the login_jwt in tenancy's lease", lease.LoginJWT); err != nil {
 		return effects.Lease{}, err
 	}
-	if lease.Addr != "" && lease.Addr != a.Cfg.Bao.Addr {
-		a.Log.Info().Msgf("lease names OpenBao at %s; the configured %s is used", lease.Addr, a.Cfg.Bao.Addr)
+	if lease.Addr != "" && lease.Addr != tk.Cfg.Bao.Addr {
+		tk.Log.Info().Msgf("lease names OpenBao at %s; the configured %s is used", lease.Addr, tk.Cfg.Bao.Addr)
 	}
 	return lease, nil
 }

@@ -25,19 +25,19 @@ import (
 // is written only when it has a value.
 
 // logTransition writes the one log line a transition gets: `From → To: CODE: detail`.
-func (a *Agent) logTransition(t machine.Transition) {
+func (tk *tick) logTransition(t machine.Transition) {
 	var ev *zerolog.Event
 	switch {
 	case t.To == machine.Blocked || t.To == machine.Refused:
-		ev = a.Log.Error()
-	case t.To == machine.Failed && a.eng.Record().Parked:
-		ev = a.Log.Error()
+		ev = tk.Log.Error()
+	case t.To == machine.Failed && tk.eng.Record().Parked:
+		ev = tk.Log.Error()
 	case t.To == machine.Failed:
-		ev = a.Log.Warn()
-	case a.action == effects.ActionNone:
-		ev = a.Log.Debug() // the heartbeat's closing line says it
+		ev = tk.Log.Warn()
+	case tk.action == effects.ActionNone:
+		ev = tk.Log.Debug() // the heartbeat's closing line says it
 	default:
-		ev = a.Log.Info()
+		ev = tk.Log.Info()
 	}
 	msg := string(t.From) + " → " + string(t.To)
 	if d := withCode(t.Code, t.Detail); d != "" {
@@ -51,28 +51,28 @@ func (a *Agent) logTransition(t machine.Transition) {
 }
 
 // logNote writes a journal note: `event: CODE: detail`.
-func (a *Agent) logNote(e store.Entry) {
+func (tk *tick) logNote(e store.Entry) {
 	var ev *zerolog.Event
-	rec := a.eng.Record()
+	rec := tk.eng.Record()
 	switch e.Event {
 	case machine.NoteBlocked:
-		ev = a.Log.Error()
+		ev = tk.Log.Error()
 	case machine.NoteCheckin:
 		switch {
 		case e.Code != "" && (rec.Refusal != nil || rec.Parked):
-			ev = a.Log.Error() // still refused, parked
+			ev = tk.Log.Error() // still refused, parked
 		case e.Code != "":
-			ev = a.Log.Warn() // retry n of m at
+			ev = tk.Log.Warn() // retry n of m at
 		default:
-			ev = a.Log.Debug()
+			ev = tk.Log.Debug()
 		}
 	case machine.NoteCheckinFailed, machine.NoteFetchFailed, machine.NoteLeaseDeferred, machine.NoteLoginFailed,
 		machine.NoteBootstrapFailed, machine.NoteUnauthenticated, machine.NoteReportDropped:
-		ev = a.Log.Warn()
+		ev = tk.Log.Warn()
 	case machine.NoteTickEnd:
-		ev = a.Log.Debug() // the tick's closing line says it, at its priority
+		ev = tk.Log.Debug() // the tick's closing line says it, at its priority
 	default:
-		ev = a.Log.Info()
+		ev = tk.Log.Info()
 	}
 	ev = ev.Str(logging.FieldEvent, e.Event)
 	if e.Code != "" {
@@ -83,23 +83,23 @@ func (a *Agent) logNote(e store.Entry) {
 
 // logEnd is the tick's closing line, at the priority of its exit: error for 1 and 78, warning
 // for 75; for a heartbeat that converged it is the heartbeat's one info line.
-func (a *Agent) logEnd(res Result, took time.Duration) {
+func (tk *tick) logEnd(res Result, took time.Duration) {
 	var ev *zerolog.Event
 	var msg string
 	switch res.Exit {
 	case ExitOK:
-		rec := a.eng.Record()
-		if a.action == effects.ActionNone && rec.AppliedSha != "" {
-			ev = a.Log.Info()
+		rec := tk.eng.Record()
+		if tk.action == effects.ActionNone && rec.AppliedSha != "" {
+			ev = tk.Log.Info()
 			msg = fmt.Sprintf("heartbeat: %s runs, %s", short(rec.AppliedSha), healthWords(rec.Containers))
 		} else {
-			ev = a.Log.Debug()
-			msg = "tick done: " + string(a.eng.State())
+			ev = tk.Log.Debug()
+			msg = "tick done: " + string(tk.eng.State())
 		}
 	case ExitTemporary:
-		ev = a.Log.Warn()
+		ev = tk.Log.Warn()
 	default:
-		ev = a.Log.Error()
+		ev = tk.Log.Error()
 	}
 	if msg == "" {
 		msg = fmt.Sprintf("exit %d", res.Exit)

@@ -21,90 +21,90 @@ import (
 // grant's jti (or, the grant already removed, the jti recorded with the lease), the login
 // happened before the kill and is not repeated. A lookup that fails for a temporary reason
 // ends the tick: the next one asks again rather than risk a second login.
-func (a *Agent) stepLogin(ctx context.Context) error {
-	started := a.Now()
-	rec := a.eng.Record()
-	grant, err := readSecretFile(a.Cfg.GrantPath())
+func (tk *tick) stepLogin(ctx context.Context) error {
+	started := tk.Now()
+	rec := tk.eng.Record()
+	grant, err := readSecretFile(tk.Cfg.GrantPath())
 	if err != nil {
 		return err
 	}
-	if !a.grantFresh && a.token != "" {
+	if !tk.grantFresh && tk.token != "" {
 		jti := rec.LeaseJTI
 		if grant != "" {
 			jti = grantJTI(grant)
 		}
-		info, err := a.Fx.Bao.LookupSelf(ctx, a.token)
+		info, err := tk.Fx.Bao.LookupSelf(ctx, tk.token)
 		switch {
 		case err != nil && effects.IsTemporary(err):
-			_ = a.eng.Note("login-deferred", effects.CodeOf(err), redact.String(err.Error())+" (whether the kept grant was used is asked again next tick)", started, nil)
+			_ = tk.eng.Note("login-deferred", effects.CodeOf(err), redact.String(err.Error())+" (whether the kept grant was used is asked again next tick)", started, nil)
 			return err
 		case err == nil && jti != "" && info.GrantJTI == jti:
 			consumed := "grant consumed (deleted)"
-			if err := files.RemoveFS(a.fs(), a.Cfg.GrantPath()); err != nil {
+			if err := files.RemoveFS(tk.fs(), tk.Cfg.GrantPath()); err != nil {
 				consumed = "the kept grant could NOT be deleted (" + redact.String(err.Error()) + ")"
 			}
-			return a.loggedIn(started, info.TTL, info.GrantJTI, info.EnvID, "logged in before a restart; "+consumed)
+			return tk.loggedIn(started, info.TTL, info.GrantJTI, info.EnvID, "logged in before a restart; "+consumed)
 		case err == nil && jti == "" && grant == "" && info.GrantJTI != "" && info.GrantJTI != rec.Token.GrantJTI:
 			// a state file from before lease_jti was recorded
-			return a.loggedIn(started, info.TTL, info.GrantJTI, info.EnvID, "logged in before a restart")
+			return tk.loggedIn(started, info.TTL, info.GrantJTI, info.EnvID, "logged in before a restart")
 		}
 	}
-	if grant == "" || grantExpired(grant, a.Now()) {
-		_ = files.RemoveFS(a.fs(), a.Cfg.GrantPath())
-		lease, err := a.askLease(ctx, "apply")
+	if grant == "" || grantExpired(grant, tk.Now()) {
+		_ = files.RemoveFS(tk.fs(), tk.Cfg.GrantPath())
+		lease, err := tk.askLease(ctx, "apply")
 		if err != nil {
-			if effects.IsTemporary(err) || local(err) || a.isBlocked() {
+			if effects.IsTemporary(err) || local(err) || tk.isBlocked() {
 				return err
 			}
-			return a.fail(ctx, machine.Leased, codeOr(err, "LEASE_FAILED"), redact.String(err.Error()), false)
+			return tk.fail(ctx, machine.Leased, codeOr(err, "LEASE_FAILED"), redact.String(err.Error()), false)
 		}
 		grant = lease.LoginJWT
-		if err := files.WriteAtomicFS(a.fs(), a.Cfg.GrantPath(), []byte(grant+"\n"), 0o600); err != nil {
+		if err := files.WriteAtomicFS(tk.fs(), tk.Cfg.GrantPath(), []byte(grant+"\n"), 0o600); err != nil {
 			return err
 		}
 		failpoint.Hit("file:grant-written")
 		jti := grantJTI(grant)
-		if err := a.eng.Save(func(r *store.Record, _ store.Tx) error { r.LeaseJTI = jti; return nil }); err != nil {
+		if err := tk.eng.Save(func(r *store.Record, _ store.Tx) error { r.LeaseJTI = jti; return nil }); err != nil {
 			return err
 		}
-		a.Log.Debug().Msg("the kept grant was gone or expired: leased again")
+		tk.Log.Debug().Msg("the kept grant was gone or expired: leased again")
 	}
-	t, err := a.Fx.Bao.Login(ctx, a.Cfg.Bao.AuthMount, a.Cfg.Bao.Role, grant)
+	t, err := tk.Fx.Bao.Login(ctx, tk.Cfg.Bao.AuthMount, tk.Cfg.Bao.Role, grant)
 	if err != nil {
 		if effects.IsTemporary(err) {
-			_ = a.eng.Note(machine.NoteLoginFailed, effects.CodeOf(err), redact.String(err.Error())+" (grant kept for the next tick)", started, nil)
+			_ = tk.eng.Note(machine.NoteLoginFailed, effects.CodeOf(err), redact.String(err.Error())+" (grant kept for the next tick)", started, nil)
 			return err
 		}
-		return a.fail(ctx, machine.Leased, codeOr(err, "BAO_LOGIN_REFUSED"), redact.String(err.Error()), false)
+		return tk.fail(ctx, machine.Leased, codeOr(err, "BAO_LOGIN_REFUSED"), redact.String(err.Error()), false)
 	}
 	redact.Add(t.Value)
 	if err := checkCredential("bao login", "the token in OpenBao's answer", t.Value); err != nil {
-		return a.fail(ctx, machine.Leased, effects.CodeOf(err), err.Error(), false)
+		return tk.fail(ctx, machine.Leased, effects.CodeOf(err), err.Error(), false)
 	}
-	old := a.token
-	if err := files.WriteAtomicFS(a.fs(), a.Cfg.TokenPath(), []byte(t.Value+"\n"), 0o600); err != nil {
+	old := tk.token
+	if err := files.WriteAtomicFS(tk.fs(), tk.Cfg.TokenPath(), []byte(t.Value+"\n"), 0o600); err != nil {
 		return err
 	}
 	failpoint.Hit("file:token-written")
-	a.token = t.Value
-	if err := files.RemoveFS(a.fs(), a.Cfg.GrantPath()); err != nil {
+	tk.token = t.Value
+	if err := files.RemoveFS(tk.fs(), tk.Cfg.GrantPath()); err != nil {
 		return err
 	}
 	failpoint.Hit("file:grant-removed")
-	if err := a.loggedIn(started, t.TTL, t.Meta["grant_jti"], t.Meta["env_id"], fmt.Sprintf("logged in with the lease's grant (ttl %s); token replaced", t.TTL.Round(time.Minute))); err != nil {
+	if err := tk.loggedIn(started, t.TTL, t.Meta["grant_jti"], t.Meta["env_id"], fmt.Sprintf("logged in with the lease's grant (ttl %s); token replaced", t.TTL.Round(time.Minute))); err != nil {
 		return err
 	}
 	if old != "" && old != t.Value {
-		if err := a.Fx.Bao.RevokeSelf(ctx, old); err != nil {
-			a.Log.Info().Msg("revoking the replaced token: " + redact.String(err.Error()))
+		if err := tk.Fx.Bao.RevokeSelf(ctx, old); err != nil {
+			tk.Log.Info().Msg("revoking the replaced token: " + redact.String(err.Error()))
 		}
 	}
 	return nil
 }
 
-func (a *Agent) loggedIn(started time.Time, ttl time.Duration, jti, env, detail string) error {
-	now := a.Now()
-	return a.eng.Fire(machine.Outcome{Event: machine.EvLogin, Detail: detail, Update: func(r *store.Record, _ store.Tx) error {
+func (tk *tick) loggedIn(started time.Time, ttl time.Duration, jti, env, detail string) error {
+	now := tk.Now()
+	return tk.eng.Fire(machine.Outcome{Event: machine.EvLogin, Detail: detail, Update: func(r *store.Record, _ store.Tx) error {
 		r.Token = store.TokenMeta{Present: true, Source: SourceLease, ExpiresAt: now.Add(ttl), CheckedAt: now, GrantJTI: jti, EnvID: env}
 		r.LeaseJTI = ""
 		return nil
@@ -113,17 +113,17 @@ func (a *Agent) loggedIn(started time.Time, ttl time.Duration, jti, env, detail 
 
 // leaseLogin swaps the token outside an apply (upkeep near the max ttl): lease, log in,
 // replace the token. Journaled as notes; the machine's state does not change.
-func (a *Agent) leaseLogin(ctx context.Context, reason string) error {
-	started := a.Now()
-	lease, err := a.askLease(ctx, reason)
-	if err != nil && a.isBlocked() {
+func (tk *tick) leaseLogin(ctx context.Context, reason string) error {
+	started := tk.Now()
+	lease, err := tk.askLease(ctx, reason)
+	if err != nil && tk.isBlocked() {
 		return err
 	}
 	if err != nil {
-		_ = a.eng.Note(machine.NoteLeaseDeferred, effects.CodeOf(err), redact.String(err.Error()), started, nil)
+		_ = tk.eng.Note(machine.NoteLeaseDeferred, effects.CodeOf(err), redact.String(err.Error()), started, nil)
 		return err
 	}
-	t, err := a.Fx.Bao.Login(ctx, a.Cfg.Bao.AuthMount, a.Cfg.Bao.Role, lease.LoginJWT)
+	t, err := tk.Fx.Bao.Login(ctx, tk.Cfg.Bao.AuthMount, tk.Cfg.Bao.Role, lease.LoginJWT)
 	if err != nil {
 		return err
 	}
@@ -131,19 +131,19 @@ func (a *Agent) leaseLogin(ctx context.Context, reason string) error {
 	if err := checkCredential("bao login", "the token in OpenBao's answer", t.Value); err != nil {
 		return err
 	}
-	if err := files.WriteAtomicFS(a.fs(), a.Cfg.TokenPath(), []byte(t.Value+"\n"), 0o600); err != nil {
+	if err := files.WriteAtomicFS(tk.fs(), tk.Cfg.TokenPath(), []byte(t.Value+"\n"), 0o600); err != nil {
 		return err
 	}
 	failpoint.Hit("file:swap-token-written")
-	old := a.token
-	a.token = t.Value
-	now := a.Now()
-	if err := a.eng.Note(machine.NoteTokenSwap, "", fmt.Sprintf("token near its max ttl: leased (%s) and logged in again", reason), started, func(r *store.Record, _ store.Tx) error {
+	old := tk.token
+	tk.token = t.Value
+	now := tk.Now()
+	if err := tk.eng.Note(machine.NoteTokenSwap, "", fmt.Sprintf("token near its max ttl: leased (%s) and logged in again", reason), started, func(r *store.Record, _ store.Tx) error {
 		r.Token = store.TokenMeta{Present: true, Source: SourceLease, ExpiresAt: now.Add(t.TTL), CheckedAt: now, GrantJTI: t.Meta["grant_jti"], EnvID: t.Meta["env_id"]}
 		return nil
 	}); err != nil {
 		return err
 	}
-	_ = a.Fx.Bao.RevokeSelf(ctx, old)
+	_ = tk.Fx.Bao.RevokeSelf(ctx, old)
 	return nil
 }

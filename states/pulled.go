@@ -13,15 +13,15 @@ import (
 // stepPull: Staged → Pulled | Failed. A failure carries the registry's own words.
 //
 // Idempotent: pulling twice pulls nothing new.
-func (a *Agent) stepPull(ctx context.Context) error {
-	started := a.Now()
-	if err := a.Fx.Compose.Pull(ctx, a.currentDir()); err != nil {
-		return a.composeFailed(ctx, machine.Staged, "COMPOSE_PULL_FAILED", "compose pull", err)
+func (tk *tick) stepPull(ctx context.Context) error {
+	started := tk.Now()
+	if err := tk.Fx.Compose.Pull(ctx, tk.currentDir()); err != nil {
+		return tk.composeFailed(ctx, machine.Staged, "COMPOSE_PULL_FAILED", "compose pull", err)
 	}
-	return a.eng.Fire(machine.Outcome{Event: machine.EvPull, Detail: "compose pull: images present"}, started)
+	return tk.eng.Fire(machine.Outcome{Event: machine.EvPull, Detail: "compose pull: images present"}, started)
 }
 
-func (a *Agent) composeFailed(ctx context.Context, from machine.State, fallback, op string, err error) error {
+func (tk *tick) composeFailed(ctx context.Context, from machine.State, fallback, op string, err error) error {
 	if effects.IsTemporary(err) {
 		return err
 	}
@@ -31,5 +31,5 @@ func (a *Agent) composeFailed(ctx context.Context, from machine.State, fallback,
 	if errors.As(err, &e) && e.Msg != "" {
 		msg = op + ": " + sanitize.Line(redact.String(e.Msg))
 	}
-	return a.fail(ctx, from, codeOr(err, fallback), msg, op != "compose pull")
+	return tk.fail(ctx, from, codeOr(err, fallback), msg, op != "compose pull")
 }

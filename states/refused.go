@@ -10,18 +10,18 @@ import (
 
 // refuse commits a refusal before the lease: nothing leased, logged in, read or started;
 // reported failed with the code; remembered so the same sha is not fetched again.
-func (a *Agent) refuse(ctx context.Context, code, detail string, needBytes int64) error {
-	started := a.stepStart()
-	rec := a.eng.Record()
+func (tk *tick) refuse(ctx context.Context, code, detail string, needBytes int64) error {
+	started := tk.stepStart()
+	rec := tk.eng.Record()
 	rep := effects.Report{Sha: rec.Sha, Result: effects.ResultFailed, Detail: code + ": " + detail, Containers: fromStore(rec.Containers)}
-	now := a.Now()
-	if err := a.eng.Fire(machine.Outcome{Event: machine.EvRefuse, Code: code, Detail: detail, Update: func(r *store.Record, tx store.Tx) error {
+	now := tk.Now()
+	if err := tk.eng.Fire(machine.Outcome{Event: machine.EvRefuse, Code: code, Detail: detail, Update: func(r *store.Record, tx store.Tx) error {
 		r.Refusal = &store.Refusal{Sha: r.Sha, Code: code, Detail: rep.Detail[len(code)+2:], At: now, NeedBytes: needBytes}
-		return a.enqueue(r, tx, machine.Refused, rep)
+		return tk.enqueue(r, tx, machine.Refused, rep)
 	}}, started); err != nil {
 		return err
 	}
-	if err := a.flushOutbox(ctx); err != nil && !effects.IsTemporary(err) {
+	if err := tk.flushOutbox(ctx); err != nil && !effects.IsTemporary(err) {
 		return err
 	}
 	return parked(effects.Permanent, code, "refused: %s: %s", code, detail)

@@ -30,17 +30,17 @@ type imageRemover interface {
 // also removes the images of the env's own repositories that no kept release names, then
 // dangling images. The journal says what was removed; a failure is logged and journaled,
 // never the apply's failure.
-func (a *Agent) prune(ctx context.Context) {
-	started := a.Now()
-	releases := filepath.Join(a.Cfg.DeployDir, "releases")
-	entries, err := a.fs().ReadDir(releases)
+func (tk *tick) prune(ctx context.Context) {
+	started := tk.Now()
+	releases := filepath.Join(tk.Cfg.DeployDir, "releases")
+	entries, err := tk.fs().ReadDir(releases)
 	if err != nil {
-		a.Log.Warn().Msg("prune: " + redact.String(err.Error()))
+		tk.Log.Warn().Msg("prune: " + redact.String(err.Error()))
 		return
 	}
-	rec := a.eng.Record()
+	rec := tk.eng.Record()
 	protected := map[string]bool{}
-	if cur, err := a.fs().Readlink(a.currentDir()); err == nil {
+	if cur, err := tk.fs().Readlink(tk.currentDir()); err == nil {
 		protected[filepath.Base(cur)] = true
 	}
 	for _, s := range []string{rec.Sha, rec.DesiredSha, rec.AppliedSha} {
@@ -49,7 +49,7 @@ func (a *Agent) prune(ctx context.Context) {
 		}
 	}
 	applied := map[string]time.Time{}
-	_ = a.Store.View(func(tx store.Tx) error {
+	_ = tk.Store.View(func(tx store.Tx) error {
 		h, err := tx.AppliedHistory()
 		for _, x := range h {
 			if x.At.After(applied[x.Sha]) {
@@ -89,7 +89,7 @@ func (a *Agent) prune(ctx context.Context) {
 		}
 		return others[i].name > others[j].name
 	})
-	slots := max(a.Cfg.KeepReleases-len(kept), 0)
+	slots := max(tk.Cfg.KeepReleases-len(kept), 0)
 	var removed, failed []string
 	for i, r := range others {
 		if i < slots {
@@ -97,7 +97,7 @@ func (a *Agent) prune(ctx context.Context) {
 			continue
 		}
 		dir := filepath.Join(releases, r.name)
-		if err := a.fs().RemoveAll(dir); err != nil {
+		if err := tk.fs().RemoveAll(dir); err != nil {
 			failed = append(failed, short(r.name)+": "+redact.String(err.Error()))
 			continue
 		}
@@ -105,25 +105,25 @@ func (a *Agent) prune(ctx context.Context) {
 	}
 	var words []string
 	if len(removed) > 0 {
-		words = append(words, fmt.Sprintf("removed %d release(s) beyond keep_releases %d, oldest first: %s", len(removed), a.Cfg.KeepReleases, strings.Join(removed, ", ")))
+		words = append(words, fmt.Sprintf("removed %d release(s) beyond keep_releases %d, oldest first: %s", len(removed), tk.Cfg.KeepReleases, strings.Join(removed, ", ")))
 	}
 	if len(failed) > 0 {
 		words = append(words, "could not remove "+strings.Join(failed, "; "))
 	}
-	if a.Prune {
+	if tk.Prune {
 		keptDirs := make([]string, len(kept))
 		for i, r := range kept {
 			keptDirs[i] = filepath.Join(releases, r.name)
 		}
-		words = append(words, a.pruneImages(ctx, keptDirs))
+		words = append(words, tk.pruneImages(ctx, keptDirs))
 	}
 	if len(words) == 0 {
 		return
 	}
 	detail := strings.Join(words, "; ")
-	a.Log.Info().Msg("prune: " + detail)
-	if err := a.eng.Note(machine.NotePrune, "", detail, started, nil); err != nil {
-		a.Log.Warn().Msg("prune: " + err.Error())
+	tk.Log.Info().Msg("prune: " + detail)
+	if err := tk.eng.Note(machine.NotePrune, "", detail, started, nil); err != nil {
+		tk.Log.Warn().Msg("prune: " + err.Error())
 	}
 }
 

@@ -20,14 +20,14 @@ const (
 
 // enqueue persists a report in the outbox, in the transaction of the transition that
 // produced it. Detail and log tail pass the redactor first: names only, never a value.
-func (a *Agent) enqueue(r *store.Record, tx store.Tx, state machine.State, rep effects.Report) error {
-	a.outboxEmpty = false
-	rep = a.outgoing(rep)
+func (tk *tick) enqueue(r *store.Record, tx store.Tx, state machine.State, rep effects.Report) error {
+	tk.outboxEmpty = false
+	rep = tk.outgoing(rep)
 	body, err := json.Marshal(rep)
 	if err != nil {
 		return fmt.Errorf("report: %w", err)
 	}
-	now := a.Now()
+	now := tk.Now()
 	if _, err := tx.Enqueue(store.QueuedReport{Queued: now, Body: body, Meta: store.QueuedReportMeta{Result: rep.Result, Sha: rep.Sha, State: string(state)}}); err != nil {
 		return err
 	}
@@ -50,12 +50,12 @@ func (a *Agent) outgoing(rep effects.Report) effects.Report {
 // flushOutbox sends every queued report, oldest first, removing each once tenancy
 // acknowledges it. When the acknowledged report is the one the current state waits for,
 // the machine moves on to Reported.
-func (a *Agent) flushOutbox(ctx context.Context) error {
-	if a.outboxEmpty {
+func (tk *tick) flushOutbox(ctx context.Context) error {
+	if tk.outboxEmpty {
 		return nil // empty when the tick read the file, and nothing enqueued since
 	}
 	var queued []store.QueuedReport
-	if err := a.Store.View(func(tx store.Tx) error {
+	if err := tk.Store.View(func(tx store.Tx) error {
 		var err error
 		queued, err = tx.Outbox()
 		return err
@@ -67,28 +67,28 @@ func (a *Agent) flushOutbox(ctx context.Context) error {
 		if err := json.Unmarshal(q.Body, &rep); err != nil {
 			return fmt.Errorf("outbox report %d: %w", q.ID, err)
 		}
-		started := a.Now()
-		err := a.withBearer(ctx, func() error { return a.Fx.Tenancy.Report(ctx, a.token, rep) })
-		if err != nil && a.isBlocked() {
+		started := tk.Now()
+		err := tk.withBearer(ctx, func() error { return tk.Fx.Tenancy.Report(ctx, tk.token, rep) })
+		if err != nil && tk.isBlocked() {
 			return err
 		}
 		if err != nil && droppable(err) {
 			// tenancy refused this report for good (a 4xx that is not about the bearer): keeping
 			// it would fail every later tick. It is dropped, and the journal says so.
-			a.Log.Warn().Msg("tenancy refused a report; dropped: " + redact.String(err.Error()))
-			if err := a.acknowledged(q, started, "refused by tenancy and dropped: "+redact.String(err.Error())); err != nil {
+			tk.Log.Warn().Msg("tenancy refused a report; dropped: " + redact.String(err.Error()))
+			if err := tk.acknowledged(q, started, "refused by tenancy and dropped: "+redact.String(err.Error())); err != nil {
 				return err
 			}
 			continue
 		}
 		if err != nil {
-			if cerr := a.eng.ReportNotAcknowledged(q); cerr != nil {
-				a.Log.Warn().Msg("count the report's attempt: " + redact.String(cerr.Error()))
+			if cerr := tk.eng.ReportNotAcknowledged(q); cerr != nil {
+				tk.Log.Warn().Msg("count the report's attempt: " + redact.String(cerr.Error()))
 			}
-			a.Log.Warn().Msg("report not acknowledged (kept in the outbox): " + redact.String(err.Error()))
+			tk.Log.Warn().Msg("report not acknowledged (kept in the outbox): " + redact.String(err.Error()))
 			return err
 		}
-		if err := a.acknowledged(q, started, "acknowledged"); err != nil {
+		if err := tk.acknowledged(q, started, "acknowledged"); err != nil {
 			return err
 		}
 	}
@@ -97,7 +97,7 @@ func (a *Agent) flushOutbox(ctx context.Context) error {
 
 // acknowledged removes an acknowledged report and, where the state waited for it, fires
 // the report transition in the same transaction.
-func (a *Agent) acknowledged(q store.QueuedReport, started time.Time, how string) error {
+func (tk *tick) acknowledged(q store.QueuedReport, started time.Time, how string) error {
 	ack := func(r *store.Record, tx store.Tx) error {
 		if err := tx.Ack(q.ID); err != nil {
 			return err
@@ -107,8 +107,8 @@ func (a *Agent) acknowledged(q store.QueuedReport, started time.Time, how string
 		}
 		return nil
 	}
-	st := a.eng.State()
-	rec := a.eng.Record()
+	st := tk.eng.State()
+	rec := tk.eng.Record()
 	waits := string(st) == q.Meta.State && (st == machine.Healthy || st == machine.Down || (st == machine.Failed && rec.Action == effects.ActionNone))
 	if waits {
 		detail := "report " + q.Meta.Result
@@ -116,21 +116,21 @@ func (a *Agent) acknowledged(q store.QueuedReport, started time.Time, how string
 			detail += " for " + short(q.Meta.Sha)
 		}
 		detail += " " + how
-		return a.eng.Fire(machine.Outcome{Event: machine.EvReport, Detail: detail, Update: ack}, started)
+		return tk.eng.Fire(machine.Outcome{Event: machine.EvReport, Detail: detail, Update: ack}, started)
 	}
 	if how != "acknowledged" {
-		return a.eng.Note(machine.NoteReportDropped, "", "report "+q.Meta.Result+" for "+short(q.Meta.Sha)+" "+how, started, ack)
+		return tk.eng.Note(machine.NoteReportDropped, "", "report "+q.Meta.Result+" for "+short(q.Meta.Sha)+" "+how, started, ack)
 	}
-	return a.eng.Save(ack)
+	return tk.eng.Save(ack)
 }
 
 // pendingReports counts the reports still in the outbox.
-func (a *Agent) pendingReports() int {
-	if a.outboxEmpty {
+func (tk *tick) pendingReports() int {
+	if tk.outboxEmpty {
 		return 0
 	}
 	n := 0
-	_ = a.Store.View(func(tx store.Tx) error {
+	_ = tk.Store.View(func(tx store.Tx) error {
 		q, err := tx.Outbox()
 		n = len(q)
 		return err
@@ -165,15 +165,15 @@ func droppable(err error) bool {
 // stepReport: Healthy → Reported. The apply succeeded: old releases go whether or not tenancy
 // has the report yet; a report tenancy did not acknowledge waits in the outbox and ends the
 // tick with a temporary error, so the next tick sends it again.
-func (a *Agent) stepReport(ctx context.Context) error {
-	ferr := a.flushOutbox(ctx)
-	if ferr != nil || a.eng.State() == machine.Healthy {
-		a.prune(ctx)
+func (tk *tick) stepReport(ctx context.Context) error {
+	ferr := tk.flushOutbox(ctx)
+	if ferr != nil || tk.eng.State() == machine.Healthy {
+		tk.prune(ctx)
 	}
 	if ferr != nil {
 		return ferr
 	}
-	if a.eng.State() == machine.Healthy {
+	if tk.eng.State() == machine.Healthy {
 		return &effects.Error{Op: "report", Kind: effects.Temporary, Msg: "the applied report waits in the outbox"}
 	}
 	return nil

@@ -29,7 +29,6 @@ func (a *Agent) Resume(dryRun bool) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	a.eng = eng
 	rec := eng.Record()
 	var cleared []string
 	var ev string
@@ -121,7 +120,6 @@ func (a *Agent) BootstrapCommand(ctx context.Context, force bool) error {
 	if err != nil {
 		return err
 	}
-	a.eng = eng
 	if tok, _ := readSecretFile(a.Cfg.TokenPath()); tok != "" && !force {
 		return fmt.Errorf("a token is stored at %s; the grant stays unused (use --force to replace the token)", a.Cfg.TokenPath())
 	}
@@ -140,5 +138,5 @@ func (a *Agent) BootstrapCommand(ctx context.Context, force bool) error {
 			return err
 		}
 	}
-	return a.Bootstrap(ctx, grant)
+	return (&tick{Agent: a, eng: eng}).bootstrap(ctx, grant)
 }

@@ -24,15 +24,15 @@ import (
 //
 // Idempotent: a release directory of the same sha is replaced whole; `current` always points
 // at a complete release.
-func (a *Agent) stepStage(ctx context.Context) error {
-	started := a.Now()
-	b, err := a.currentBundle(ctx)
+func (tk *tick) stepStage(ctx context.Context) error {
+	started := tk.Now()
+	b, err := tk.currentBundle(ctx)
 	if err != nil {
-		return a.resumeBundleError(ctx, machine.LoggedIn, err)
+		return tk.resumeBundleError(ctx, machine.LoggedIn, err)
 	}
 	man, err := b.Manifest()
 	if err != nil {
-		return a.fail(ctx, machine.LoggedIn, bundle.CodeInvalid, err.Error(), false)
+		return tk.fail(ctx, machine.LoggedIn, bundle.CodeInvalid, err.Error(), false)
 	}
 	values := map[string]string{}
 	var names []string
@@ -46,22 +46,22 @@ func (a *Agent) stepStage(ctx context.Context) error {
 		if e.Version != nil {
 			version = *e.Version
 		}
-		v, err := a.readKV(ctx, e.Path, key, version)
+		v, err := tk.readKV(ctx, e.Path, key, version)
 		if err != nil {
-			if effects.IsTemporary(err) || a.isBlocked() || untrusted(err) {
+			if effects.IsTemporary(err) || tk.isBlocked() || untrusted(err) {
 				return err
 			}
-			return a.fail(ctx, machine.LoggedIn, codeOr(err, "SECRET_READ_FAILED"), fmt.Sprintf("read %s from %s: %s", e.Label(), e.Path, redact.String(err.Error())), false)
+			return tk.fail(ctx, machine.LoggedIn, codeOr(err, "SECRET_READ_FAILED"), fmt.Sprintf("read %s from %s: %s", e.Label(), e.Path, redact.String(err.Error())), false)
 		}
 		redact.Add(v)
 		if e.Use == bundle.UseRegistryAuth {
-			auth, err := docker.ParseRegistryAuth(v, a.Cfg.RegistryHost)
+			auth, err := docker.ParseRegistryAuth(v, tk.Cfg.RegistryHost)
 			if err != nil {
-				return a.fail(ctx, machine.LoggedIn, "REGISTRY_AUTH_INVALID", fmt.Sprintf("registry credential at %s: %s", e.Path, redact.String(err.Error())), false)
+				return tk.fail(ctx, machine.LoggedIn, "REGISTRY_AUTH_INVALID", fmt.Sprintf("registry credential at %s: %s", e.Path, redact.String(err.Error())), false)
 			}
 			redact.Add(auth.Password)
-			if err := docker.WriteDockerConfigFS(a.fs(), a.Cfg.DockerConfigDir(), auth); err != nil {
-				return a.fail(ctx, machine.LoggedIn, "STAGE_FAILED", redact.String(err.Error()), false)
+			if err := docker.WriteDockerConfigFS(tk.fs(), tk.Cfg.DockerConfigDir(), auth); err != nil {
+				return tk.fail(ctx, machine.LoggedIn, "STAGE_FAILED", redact.String(err.Error()), false)
 			}
 			registry = true
 			continue
@@ -72,21 +72,21 @@ func (a *Agent) stepStage(ctx context.Context) error {
 	env, err := bundle.Render(b.Files[bundle.TemplateFile], values)
 	clear(values)
 	if err != nil {
-		return a.fail(ctx, machine.LoggedIn, bundle.CodeEnvIncomplete, redact.String(err.Error()), false)
+		return tk.fail(ctx, machine.LoggedIn, bundle.CodeEnvIncomplete, redact.String(err.Error()), false)
 	}
-	if err := a.promote(b, env); err != nil {
-		return a.fail(ctx, machine.LoggedIn, "STAGE_FAILED", redact.String(err.Error()), false)
+	if err := tk.promote(b, env); err != nil {
+		return tk.fail(ctx, machine.LoggedIn, "STAGE_FAILED", redact.String(err.Error()), false)
 	}
 	sort.Strings(names)
 	detail := fmt.Sprintf("read %d secret(s): %s", len(names), strings.Join(names, ", "))
 	switch {
 	case registry:
-		detail += "; registry credential written to " + a.Cfg.DockerConfigDir() + "/config.json"
-	case a.exists(a.Cfg.DockerConfigDir() + "/config.json"):
-		detail += "; no registry-auth entry: the registry credential already in " + a.Cfg.DockerConfigDir() + "/config.json is kept"
+		detail += "; registry credential written to " + tk.Cfg.DockerConfigDir() + "/config.json"
+	case tk.exists(tk.Cfg.DockerConfigDir() + "/config.json"):
+		detail += "; no registry-auth entry: the registry credential already in " + tk.Cfg.DockerConfigDir() + "/config.json is kept"
 	}
 	detail += fmt.Sprintf("; release %s promoted, current → releases/%s", short(b.Sha), short(b.Sha))
-	return a.eng.Fire(machine.Outcome{Event: machine.EvStage, Detail: detail}, started)
+	return tk.eng.Fire(machine.Outcome{Event: machine.EvStage, Detail: detail}, started)
 }
 
 // promote writes the bundle and its .env into a staging directory under deploy_dir, renames
@@ -331,41 +331,41 @@ func writeSynced(fsys files.FS, path string, data []byte, perm os.FileMode) erro
 // deploy_dir, and the remaining temp copies under state_dir and of the docker config (they
 // hold secrets: they must not outlive the kill that left them). A temp file that cannot be
 // settled ends the tick before any network call.
-func (a *Agent) cleanLeftovers() error {
-	rec, err := files.RecoverTempsFS(a.fs(), a.Cfg.TokenPath(), wholeToken)
+func (tk *tick) cleanLeftovers() error {
+	rec, err := files.RecoverTempsFS(tk.fs(), tk.Cfg.TokenPath(), wholeToken)
 	if err != nil {
 		return err
 	}
 	if rec {
-		a.tokenRecovered = true
-		a.Log.Info().Msg("a token written before a restart was found under its temp name and kept")
+		tk.tokenRecovered = true
+		tk.Log.Info().Msg("a token written before a restart was found under its temp name and kept")
 	}
-	if rec, err := files.RecoverTempsFS(a.fs(), a.Cfg.GrantPath(), wholeGrant); err != nil {
+	if rec, err := files.RecoverTempsFS(tk.fs(), tk.Cfg.GrantPath(), wholeGrant); err != nil {
 		return err
 	} else if rec {
-		a.Log.Info().Msg("a lease's grant written before a restart was found under its temp name and kept")
+		tk.Log.Info().Msg("a lease's grant written before a restart was found under its temp name and kept")
 	}
 	sweep := func(dir string, match func(string) bool) {
-		entries, err := a.fs().ReadDir(dir)
+		entries, err := tk.fs().ReadDir(dir)
 		if err != nil {
 			return
 		}
 		for _, e := range entries {
 			if match(e.Name()) {
-				_ = a.fs().RemoveAll(filepath.Join(dir, e.Name()))
+				_ = tk.fs().RemoveAll(filepath.Join(dir, e.Name()))
 			}
 		}
 	}
-	sweep(a.Cfg.DeployDir, func(n string) bool {
+	sweep(tk.Cfg.DeployDir, func(n string) bool {
 		if strings.HasPrefix(n, ".staging-") || strings.HasPrefix(n, ".trash-") {
-			return !a.currentResolvesTo(filepath.Join(a.Cfg.DeployDir, n))
+			return !tk.currentResolvesTo(filepath.Join(tk.Cfg.DeployDir, n))
 		}
 		return strings.HasPrefix(n, ".current.tmp-")
 	})
-	sweep(a.Cfg.StateDir, func(n string) bool {
+	sweep(tk.Cfg.StateDir, func(n string) bool {
 		return strings.HasPrefix(n, ".") && strings.Contains(n, ".tmp-") && n != ".state.db"
 	})
-	sweep(a.Cfg.DockerConfigDir(), func(n string) bool { return strings.HasPrefix(n, ".config.json.") })
+	sweep(tk.Cfg.DockerConfigDir(), func(n string) bool { return strings.HasPrefix(n, ".config.json.") })
 	return nil
 }
 

@@ -23,7 +23,6 @@ func (a *Agent) RecordStartFailure(cause error) Result {
 	if err != nil {
 		return res
 	}
-	a.eng = eng
 	started := a.Now()
 	if _, err := eng.BeginTick(a.Cfg.EnvID); err != nil {
 		return res

@@ -49,13 +49,13 @@ func (im *imported) empty() bool {
 
 // fresh reports whether the state file has never recorded anything a takeover could clobber:
 // no tick, no applied sha, no applied history (a new state.db, or one moved aside as corrupt).
-func (a *Agent) fresh() bool {
-	rec := a.eng.Record()
+func (tk *tick) fresh() bool {
+	rec := tk.eng.Record()
 	if rec.Tick != 0 || rec.AppliedSha != "" {
 		return false
 	}
 	empty := true
-	_ = a.Store.View(func(tx store.Tx) error {
+	_ = tk.Store.View(func(tx store.Tx) error {
 		h, err := tx.AppliedHistory()
 		empty = err == nil && len(h) == 0
 		return nil
@@ -69,13 +69,13 @@ func (a *Agent) fresh() bool {
 // so a rollback to one is refused as it was. Nothing on disk is changed. The journal's first
 // entry lists what was imported and what was found unusable; a box with nothing to import
 // (a new install) gets no entry.
-func (a *Agent) takeover() error {
-	started := a.Now()
-	im := a.scanLegacy()
+func (tk *tick) takeover() error {
+	started := tk.Now()
+	im := tk.scanLegacy()
 	if im.empty() {
 		return nil
 	}
-	rec := a.eng.Record()
+	rec := tk.eng.Record()
 	var words []string
 	if im.tokenSource != "" {
 		if rec.Token.Present {
@@ -102,7 +102,7 @@ func (a *Agent) takeover() error {
 		detail += "; ignored: " + strings.Join(im.problems, "; ")
 	}
 	detail += "; " + LegacyStateFile + " left as it was"
-	return a.eng.Note(machine.NoteTakeover, "", redact.String(detail), started, func(r *store.Record, tx store.Tx) error {
+	return tk.eng.Note(machine.NoteTakeover, "", redact.String(detail), started, func(r *store.Record, tx store.Tx) error {
 		if im.tokenSource != "" {
 			r.Token = store.TokenMeta{Present: true, Source: im.tokenSource}
 		}

@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/tikali/monky-deployd/effects"
 	"github.com/tikali/monky-deployd/effects/files"
@@ -43,7 +42,6 @@ func (a *Agent) Tick(ctx context.Context) Result {
 	phase.Mark("lock")
 
 	// the tick's reads before its check-in, in one open of the state file
-	a.outboxEmpty, a.tail = false, nil
 	outboxEmpty, future := false, 0
 	eng, err := machine.LoadWith(a.Store, a.Now, func(tx store.Tx) error {
 		q, err := tx.Outbox()
@@ -57,117 +55,114 @@ func (a *Agent) Tick(ctx context.Context) Result {
 	if err != nil {
 		return Result{Exit: ExitFail, Err: err}
 	}
-	a.eng = eng
-	a.token, a.bundle, a.action, a.stepStarted, a.outboxEmpty = "", nil, "", time.Time{}, outboxEmpty
-	a.grantFresh, a.tokenRecovered = false, false
-	eng.OnTransition = a.logTransition
-	eng.OnNote = a.logNote
-	fresh := a.fresh()
-	tick, err := eng.BeginTick(a.Cfg.EnvID)
+	tk := &tick{Agent: a, eng: eng, outboxEmpty: outboxEmpty}
+	eng.OnTransition = tk.logTransition
+	eng.OnNote = tk.logNote
+	fresh := tk.fresh()
+	n, err := eng.BeginTick(tk.Cfg.EnvID)
 	if err != nil {
 		return Result{Exit: ExitFail, Err: fmt.Errorf("begin tick: %w", err)}
 	}
 	// every line of this tick carries its number (loop mode runs many ticks on one logger)
 	base := a.Log
-	a.Log = base.With().Uint64(logging.FieldTick, tick).Logger()
+	a.Log = base.With().Uint64(logging.FieldTick, n).Logger()
 	defer func() { a.Log = base }()
-	began := a.Now()
+	began := tk.Now()
 	if fresh {
 		// a box upgraded in place from 0.1.x: its token, applied sha and releases
-		if err := a.takeover(); err != nil {
+		if err := tk.takeover(); err != nil {
 			return Result{Exit: ExitFail, Err: fmt.Errorf("take over: %w", err)}
 		}
 	}
 	// a temp file that cannot be settled ends the tick before any network call
-	leftovers := a.cleanLeftovers()
-	a.maskBoxSecrets()
-	if err := a.correctClock(future); err != nil {
-		a.Log.Warn().Msg("clock check: " + redact.String(err.Error()))
+	leftovers := tk.cleanLeftovers()
+	tk.maskBoxSecrets()
+	if err := tk.correctClock(future); err != nil {
+		tk.Log.Warn().Msg("clock check: " + redact.String(err.Error()))
 	}
 	parent := ctx
-	if a.TickTimeout > 0 {
+	if tk.TickTimeout > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, a.TickTimeout)
+		ctx, cancel = context.WithTimeout(ctx, tk.TickTimeout)
 		defer cancel()
 	}
 	phase.Mark("state-read")
 	if err = leftovers; err == nil {
-		err = a.run(ctx)
+		err = tk.run(ctx)
 	}
-	if pastDeadline(ctx) && parent.Err() == nil && err != nil && (effects.IsTemporary(err) || local(err)) && !a.isBlocked() {
+	if pastDeadline(ctx) && parent.Err() == nil && err != nil && (effects.IsTemporary(err) || local(err)) && !tk.isBlocked() {
 		cause := err
-		err = a.errTickTimeout()
+		err = tk.errTickTimeout()
 		detail := fmt.Sprintf("the tick ran past tick_timeout_s (%s) and stopped at a step boundary, at %s; the next tick resumes there (%s)",
-			a.TickTimeout, a.eng.State(), redact.String(cause.Error()))
-		_ = a.eng.Note(machine.NoteTickEnd, machine.CodeTickDeadline, detail, a.Now(), nil)
+			tk.TickTimeout, tk.eng.State(), redact.String(cause.Error()))
+		_ = tk.eng.Note(machine.NoteTickEnd, machine.CodeTickDeadline, detail, tk.Now(), nil)
 	}
-	res := Result{Exit: ExitCode(err), Err: err, IntervalS: eng.Record().IntervalS, Tick: tick}
+	res := Result{Exit: ExitCode(err), Err: err, IntervalS: eng.Record().IntervalS, Tick: n}
 	if res.Exit == ExitTemporary || res.Exit == ExitFail {
-		a.journalEnd(err)
+		tk.journalEnd(err)
 	}
-	if err != nil && a.Cfg.LaptopMode && res.Exit == ExitTemporary {
-		a.Log.Debug().Msg("offline (laptop mode): " + redact.String(err.Error()))
-		res = Result{Exit: ExitOK, IntervalS: res.IntervalS, Tick: tick}
+	if err != nil && tk.Cfg.LaptopMode && res.Exit == ExitTemporary {
+		tk.Log.Debug().Msg("offline (laptop mode): " + redact.String(err.Error()))
+		res = Result{Exit: ExitOK, IntervalS: res.IntervalS, Tick: n}
 	}
-	end := func() error { return eng.EndTick(machine.TickEnd{Exit: res.Exit, Action: a.action}, a.Retention) }
-	if tail := a.tail; tail != nil {
+	end := func() error { return eng.EndTick(machine.TickEnd{Exit: res.Exit, Action: tk.action}, tk.Retention) }
+	if tail := tk.tail; tail != nil {
 		// a heartbeat's transitions and the tick's end: one open, one commit (docs/MACHINE.md)
-		a.tail = nil
 		end = func() error {
 			err := eng.Batch(func() error {
 				if err := tail(); err != nil {
 					return err
 				}
-				return eng.EndTick(machine.TickEnd{Exit: res.Exit, Action: a.action}, a.Retention)
+				return eng.EndTick(machine.TickEnd{Exit: res.Exit, Action: tk.action}, tk.Retention)
 			})
 			if err != nil {
 				// nothing of the heartbeat was written: the tick's header still says how it ended
-				_ = eng.EndTick(machine.TickEnd{Exit: ExitFail, Action: a.action}, a.Retention)
+				_ = eng.EndTick(machine.TickEnd{Exit: ExitFail, Action: tk.action}, tk.Retention)
 			}
 			return err
 		}
 	}
 	if err := end(); err != nil {
-		a.Log.Error().Err(err).Msg("end tick")
+		tk.Log.Error().Err(err).Msg("end tick")
 		if res.Exit == ExitOK {
-			res = Result{Exit: ExitFail, Err: err, Tick: tick}
+			res = Result{Exit: ExitFail, Err: err, Tick: n}
 		}
 	}
 	phase.Mark("commit")
-	a.compact(eng.Record().Tick)
-	a.logEnd(res, a.Now().Sub(began))
+	tk.compact(eng.Record().Tick)
+	tk.logEnd(res, tk.Now().Sub(began))
 	return res
 }
 
 // run is the tick's body; its error decides the exit code.
-func (a *Agent) run(ctx context.Context) error {
-	if a.eng.State() == machine.Blocked {
-		if err := a.checkBlock(); err != nil {
+func (tk *tick) run(ctx context.Context) error {
+	if tk.eng.State() == machine.Blocked {
+		if err := tk.checkBlock(); err != nil {
 			return err
 		}
 	}
-	if err := a.ensureToken(ctx); err != nil {
+	if err := tk.ensureToken(ctx); err != nil {
 		return err
 	}
 	phase.Mark("token")
-	containers := a.ps(ctx)
+	containers := tk.ps(ctx)
 	phase.Mark("compose-ps")
-	resp, err := a.checkin(ctx, containers)
+	resp, err := tk.checkin(ctx, containers)
 	if err != nil {
 		return err
 	}
 	phase.Mark("check-in")
-	a.action = resp.Action
-	if err := a.flushOutbox(ctx); err != nil && !effects.IsTemporary(err) {
+	tk.action = resp.Action
+	if err := tk.flushOutbox(ctx); err != nil && !effects.IsTemporary(err) {
 		return err
 	}
 	switch resp.Action {
 	case effects.ActionNone:
-		err = a.heartbeat(ctx, resp, containers)
+		err = tk.heartbeat(ctx, resp, containers)
 	case effects.ActionDown:
-		err = a.retire(ctx, resp)
+		err = tk.retire(ctx, resp)
 	case effects.ActionApply:
-		err = a.apply(ctx, resp)
+		err = tk.apply(ctx, resp)
 	default:
 		err = &effects.Error{Op: "checkin", Kind: effects.Permanent, Code: "CHECKIN_SHAPE", Msg: fmt.Sprintf("unknown action %q", resp.Action)}
 	}
@@ -175,18 +170,18 @@ func (a *Agent) run(ctx context.Context) error {
 		return err
 	}
 	// A report that could not be sent keeps the tick temporary: the next one sends it.
-	if n := a.pendingReports(); n > 0 {
+	if n := tk.pendingReports(); n > 0 {
 		return &effects.Error{Op: "report", Kind: effects.Temporary, Msg: fmt.Sprintf("%d report(s) wait in the outbox for tenancy", n)}
 	}
 	return nil
 }
 
 // kvMount is the KV mount: tenancy's vault.mount when it named one, else the config's.
-func (a *Agent) kvMount() string {
-	if m := a.eng.Record().KVMount; m != "" {
+func (tk *tick) kvMount() string {
+	if m := tk.eng.Record().KVMount; m != "" {
 		return m
 	}
-	return a.Cfg.Bao.KVMount
+	return tk.Cfg.Bao.KVMount
 }
 
 func toStore(cs []effects.Container) []store.Container {
@@ -246,15 +241,15 @@ func (a *Agent) compact(tick uint64) {
 // journalEnd makes the reason a tick ended early (exit 75 or 1) a journal entry, unless the
 // tick's last entry already says it: an unacknowledged report, a temporary fault at any step,
 // the deadline, a local fault. A copy of the state file then explains every tick.
-func (a *Agent) journalEnd(err error) {
+func (tk *tick) journalEnd(err error) {
 	if err == nil {
 		return
 	}
 	code, detail := endWords(err)
 	var es []store.Entry
-	_ = a.Store.View(func(tx store.Tx) error {
+	_ = tk.Store.View(func(tx store.Tx) error {
 		var err error
-		es, err = tx.Entries(a.eng.Record().Tick)
+		es, err = tx.Entries(tk.eng.Record().Tick)
 		return err
 	})
 	if n := len(es); n > 0 && endNote(es[n-1].Event) {
@@ -265,8 +260,8 @@ func (a *Agent) journalEnd(err error) {
 			return // a step of this tick committed the code that ended it
 		}
 	}
-	if err := a.eng.Note(machine.NoteTickEnd, code, detail, a.Now(), nil); err != nil {
-		a.Log.Warn().Msg("journal the tick's end: " + redact.String(err.Error()))
+	if err := tk.eng.Note(machine.NoteTickEnd, code, detail, tk.Now(), nil); err != nil {
+		tk.Log.Warn().Msg("journal the tick's end: " + redact.String(err.Error()))
 	}
 }
 
@@ -329,9 +324,9 @@ func pastDeadline(ctx context.Context) bool {
 
 // errTickTimeout is the error of a step boundary reached past the tick's deadline: temporary
 // (exit 75), journaled by journalEnd as TICK_DEADLINE.
-func (a *Agent) errTickTimeout() error {
+func (tk *tick) errTickTimeout() error {
 	return &effects.Error{Op: "tick", Kind: effects.Temporary, Code: machine.CodeTickDeadline,
-		Msg: fmt.Sprintf("the tick ran past tick_timeout_s (%s) and stopped at %s", a.TickTimeout, a.eng.State()),
+		Msg: fmt.Sprintf("the tick ran past tick_timeout_s (%s) and stopped at %s", tk.TickTimeout, tk.eng.State()),
 		Err: context.DeadlineExceeded}
 }
 

@@ -88,60 +88,60 @@ func readSecretFile(path string) (string, error) {
 // ensureToken gives the tick a bearer: the stored token (renewed when its ttl runs low), or a
 // login with the kit's bootstrap grant when there is none. A fresh bootstrap.jwt beside a
 // working token is left alone: the token is used.
-func (a *Agent) ensureToken(ctx context.Context) error {
-	tok, err := readSecretFile(a.Cfg.TokenPath())
+func (tk *tick) ensureToken(ctx context.Context) error {
+	tok, err := readSecretFile(tk.Cfg.TokenPath())
 	if err != nil {
 		return err
 	}
 	if tok != "" {
-		if err := checkCredential("token", a.Cfg.TokenPath(), tok); err != nil {
+		if err := checkCredential("token", tk.Cfg.TokenPath(), tok); err != nil {
 			// written by an older agent: unusable in a header, so dropped like a refused one
-			return a.reauthenticate(ctx, err)
+			return tk.reauthenticate(ctx, err)
 		}
-		a.token = tok
-		return a.upkeep(ctx)
+		tk.token = tok
+		return tk.upkeep(ctx)
 	}
-	grant, err := readSecretFile(a.Cfg.BootstrapPath)
+	grant, err := readSecretFile(tk.Cfg.BootstrapPath)
 	if untrusted(err) {
 		return err
 	}
 	if err != nil {
-		return a.blockUnauthenticated(err, fmt.Sprintf("no token and the bootstrap grant at %s is unreadable: %v", a.Cfg.BootstrapPath, err))
+		return tk.blockUnauthenticated(err, fmt.Sprintf("no token and the bootstrap grant at %s is unreadable: %v", tk.Cfg.BootstrapPath, err))
 	}
 	if grant == "" {
-		return a.blockUnauthenticated(nil, fmt.Sprintf("no token at %s and no bootstrap grant at %s — re-run the install kit", a.Cfg.TokenPath(), a.Cfg.BootstrapPath))
+		return tk.blockUnauthenticated(nil, fmt.Sprintf("no token at %s and no bootstrap grant at %s — re-run the install kit", tk.Cfg.TokenPath(), tk.Cfg.BootstrapPath))
 	}
-	return a.Bootstrap(ctx, grant)
+	return tk.bootstrap(ctx, grant)
 }
 
-// Bootstrap logs in with the kit's bootstrap grant, stores the token (0600) and consumes the
+// bootstrap logs in with the kit's bootstrap grant, stores the token (0600) and consumes the
 // grant: deleted, or truncated when its directory is read-only.
-func (a *Agent) Bootstrap(ctx context.Context, grant string) error {
-	started := a.Now()
+func (tk *tick) bootstrap(ctx context.Context, grant string) error {
+	started := tk.Now()
 	redact.Add(grant)
-	t, err := a.Fx.Bao.Login(ctx, a.Cfg.Bao.AuthMount, a.Cfg.Bao.Role, grant)
+	t, err := tk.Fx.Bao.Login(ctx, tk.Cfg.Bao.AuthMount, tk.Cfg.Bao.Role, grant)
 	if err != nil {
 		if effects.IsTemporary(err) {
-			_ = a.eng.Note(machine.NoteBootstrapFailed, effects.CodeOf(err), redact.String(err.Error()), started, nil)
+			_ = tk.eng.Note(machine.NoteBootstrapFailed, effects.CodeOf(err), redact.String(err.Error()), started, nil)
 			return err
 		}
-		return a.blockUnauthenticated(err, "the bootstrap grant was refused by OpenBao ("+redact.String(err.Error())+") — re-run the install kit for a fresh grant")
+		return tk.blockUnauthenticated(err, "the bootstrap grant was refused by OpenBao ("+redact.String(err.Error())+") — re-run the install kit for a fresh grant")
 	}
 	redact.Add(t.Value)
 	if err := checkCredential("bao login", "the token in OpenBao's answer", t.Value); err != nil {
-		_ = a.eng.Note("bootstrap-failed", effects.CodeOf(err), err.Error()+"; the grant is kept for the next tick", started, nil)
+		_ = tk.eng.Note("bootstrap-failed", effects.CodeOf(err), err.Error()+"; the grant is kept for the next tick", started, nil)
 		return err
 	}
-	if err := files.WriteAtomicFS(a.fs(), a.Cfg.TokenPath(), []byte(t.Value+"\n"), 0o600); err != nil {
+	if err := files.WriteAtomicFS(tk.fs(), tk.Cfg.TokenPath(), []byte(t.Value+"\n"), 0o600); err != nil {
 		return err
 	}
 	failpoint.Hit("file:bootstrap-token-written")
-	consumed := consumeGrant(a.fs(), a.Cfg.BootstrapPath)
+	consumed := consumeGrant(tk.fs(), tk.Cfg.BootstrapPath)
 	failpoint.Hit("file:bootstrap-grant-consumed")
-	a.token = t.Value
-	now := a.Now()
+	tk.token = t.Value
+	now := tk.Now()
 	meta := store.TokenMeta{Present: true, Source: SourceBootstrap, ExpiresAt: now.Add(t.TTL), CheckedAt: now, GrantJTI: t.Meta["grant_jti"], EnvID: t.Meta["env_id"]}
-	return a.eng.Note(machine.NoteBootstrap, "", fmt.Sprintf("logged in with the bootstrap grant; token stored (ttl %s); %s", t.TTL.Round(time.Minute), consumed), started,
+	return tk.eng.Note(machine.NoteBootstrap, "", fmt.Sprintf("logged in with the bootstrap grant; token stored (ttl %s); %s", t.TTL.Round(time.Minute), consumed), started,
 		func(r *store.Record, _ store.Tx) error { r.Token = meta; return nil })
 }
 
@@ -180,23 +180,23 @@ func consumeGrant(fsys files.FS, path string) string {
 
 // upkeep renews the token when its ttl falls under renew_below_s, learning the expiry with
 // lookup-self when it is not known. A token OpenBao no longer honours is dropped.
-func (a *Agent) upkeep(ctx context.Context) error {
-	rec := a.eng.Record()
-	now := a.Now()
-	below := time.Duration(a.Cfg.Bao.RenewBelow) * time.Second
-	if rec.Token.ExpiresAt.IsZero() || !rec.Token.Present || a.tokenRecovered {
-		info, err := a.Fx.Bao.LookupSelf(ctx, a.token)
+func (tk *tick) upkeep(ctx context.Context) error {
+	rec := tk.eng.Record()
+	now := tk.Now()
+	below := time.Duration(tk.Cfg.Bao.RenewBelow) * time.Second
+	if rec.Token.ExpiresAt.IsZero() || !rec.Token.Present || tk.tokenRecovered {
+		info, err := tk.Fx.Bao.LookupSelf(ctx, tk.token)
 		if err != nil {
-			return a.tokenUnusable(ctx, err)
+			return tk.tokenUnusable(ctx, err)
 		}
 		// A kill between the bootstrap login's token write and the grant's consumption leaves
 		// the grant on disk: the token's grant_jti says it was used.
 		fromGrant := false
-		if g, _ := readSecretFile(a.Cfg.BootstrapPath); g != "" && info.GrantJTI != "" && grantJTI(g) == info.GrantJTI {
-			consumeGrant(a.fs(), a.Cfg.BootstrapPath)
+		if g, _ := readSecretFile(tk.Cfg.BootstrapPath); g != "" && info.GrantJTI != "" && grantJTI(g) == info.GrantJTI {
+			consumeGrant(tk.fs(), tk.Cfg.BootstrapPath)
 			fromGrant = true
 		}
-		if err := a.eng.Save(func(r *store.Record, _ store.Tx) error {
+		if err := tk.eng.Save(func(r *store.Record, _ store.Tx) error {
 			r.Token.Present = true
 			if r.Token.Source == "" || fromGrant {
 				r.Token.Source = SourceBootstrap
@@ -208,19 +208,19 @@ func (a *Agent) upkeep(ctx context.Context) error {
 		}); err != nil {
 			return err
 		}
-		rec = a.eng.Record()
+		rec = tk.eng.Record()
 	}
 	if rec.Token.ExpiresAt.Sub(now) >= below {
 		return nil
 	}
 	started := now
-	ttl, err := a.Fx.Bao.RenewSelf(ctx, a.token, 24*time.Hour)
+	ttl, err := tk.Fx.Bao.RenewSelf(ctx, tk.token, 24*time.Hour)
 	if err != nil {
-		return a.tokenUnusable(ctx, err)
+		return tk.tokenUnusable(ctx, err)
 	}
-	if err := a.eng.Note(machine.NoteRenew, "", fmt.Sprintf("token renewed: ttl %s", ttl.Round(time.Second)), started, func(r *store.Record, _ store.Tx) error {
-		r.Token.ExpiresAt = a.Now().Add(ttl)
-		r.Token.CheckedAt = a.Now()
+	if err := tk.eng.Note(machine.NoteRenew, "", fmt.Sprintf("token renewed: ttl %s", ttl.Round(time.Second)), started, func(r *store.Record, _ store.Tx) error {
+		r.Token.ExpiresAt = tk.Now().Add(ttl)
+		r.Token.CheckedAt = tk.Now()
 		return nil
 	}); err != nil {
 		return err
@@ -230,7 +230,7 @@ func (a *Agent) upkeep(ctx context.Context) error {
 	}
 	// The token is near its max ttl: only a new lease gives a new one. Without budget, the
 	// next tick tries again; the token still works until it expires.
-	if err := a.leaseLogin(ctx, "renew"); err != nil && !effects.IsTemporary(err) {
+	if err := tk.leaseLogin(ctx, "renew"); err != nil && !effects.IsTemporary(err) {
 		return err
 	}
 	return nil
@@ -238,21 +238,21 @@ func (a *Agent) upkeep(ctx context.Context) error {
 
 // tokenUnusable handles a lookup or renew error: temporary errors pass through; a token
 // OpenBao refuses is dropped like a refused bearer.
-func (a *Agent) tokenUnusable(ctx context.Context, err error) error {
+func (tk *tick) tokenUnusable(ctx context.Context, err error) error {
 	if effects.IsTemporary(err) {
 		return err
 	}
-	return a.reauthenticate(ctx, err)
+	return tk.reauthenticate(ctx, err)
 }
 
 // reauthenticate drops a refused token; a fresh bootstrap grant on disk logs in again in the
 // same tick, else the machine blocks until one arrives.
-func (a *Agent) reauthenticate(ctx context.Context, cause error) error {
-	started := a.Now()
-	if err := files.RemoveFS(a.fs(), a.Cfg.TokenPath()); err != nil {
+func (tk *tick) reauthenticate(ctx context.Context, cause error) error {
+	started := tk.Now()
+	if err := files.RemoveFS(tk.fs(), tk.Cfg.TokenPath()); err != nil {
 		return err
 	}
-	a.token = ""
+	tk.token = ""
 	code, detail := codeUnauthenticated, "bearer refused by tenancy ("+answerWords(cause)+"): token deleted"
 	why := "the grant was superseded (kit re-revealed or env retired) or the token revoked, and no fresh bootstrap grant is on disk — re-run the install kit"
 	if c := effects.CodeOf(cause); strings.HasPrefix(c, "BAO_") {
@@ -260,20 +260,20 @@ func (a *Agent) reauthenticate(ctx context.Context, cause error) error {
 		code, detail = c, "OpenBao refused the token ("+answerWords(cause)+"): token deleted"
 		why = "OpenBao refused the token (" + c + "), and no fresh bootstrap grant is on disk — re-run the install kit"
 	}
-	if err := a.eng.Note(machine.NoteUnauthenticated, code, detail, started, func(r *store.Record, _ store.Tx) error {
+	if err := tk.eng.Note(machine.NoteUnauthenticated, code, detail, started, func(r *store.Record, _ store.Tx) error {
 		r.Token = store.TokenMeta{}
 		return nil
 	}); err != nil {
 		return err
 	}
-	grant, err := readSecretFile(a.Cfg.BootstrapPath)
+	grant, err := readSecretFile(tk.Cfg.BootstrapPath)
 	if untrusted(err) {
 		return err
 	}
 	if err != nil || grant == "" {
-		return a.blockUnauthenticated(cause, why)
+		return tk.blockUnauthenticated(cause, why)
 	}
-	return a.Bootstrap(ctx, grant)
+	return tk.bootstrap(ctx, grant)
 }
 
 // answerWords is what the far side answered, once: the call, the HTTP status and its message,

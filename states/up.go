@@ -9,10 +9,10 @@ import (
 // stepUp: Pulled → Up | Failed.
 //
 // Idempotent: `up -d --remove-orphans` of a running project changes nothing.
-func (a *Agent) stepUp(ctx context.Context) error {
-	started := a.Now()
-	if err := a.Fx.Compose.Up(ctx, a.currentDir()); err != nil {
-		return a.composeFailed(ctx, machine.Pulled, "COMPOSE_UP_FAILED", "compose up", err)
+func (tk *tick) stepUp(ctx context.Context) error {
+	started := tk.Now()
+	if err := tk.Fx.Compose.Up(ctx, tk.currentDir()); err != nil {
+		return tk.composeFailed(ctx, machine.Pulled, "COMPOSE_UP_FAILED", "compose up", err)
 	}
-	return a.eng.Fire(machine.Outcome{Event: machine.EvUp, Detail: "compose up -d --remove-orphans"}, started)
+	return tk.eng.Fire(machine.Outcome{Event: machine.EvUp, Detail: "compose up -d --remove-orphans"}, started)
 }
