@@ -67,6 +67,9 @@ type Agent struct {
 // sees another's. The steps are its methods.
 type tick struct {
 	*Agent
+	// Log is the Agent's logger with the tick's number, once it has one: it stands in for
+	// Agent.Log in every method of the tick (loop mode runs many ticks on one Agent).
+	Log zerolog.Logger
 	// eng is the machine over the state file, as this tick loaded it.
 	eng *machine.Engine
 	// token is the bearer the tick holds ("" before ensureToken, or once it was dropped).
@@ -86,6 +89,11 @@ type tick struct {
 	outboxEmpty bool
 	// tail is the heartbeat's writes, committed with the tick's end in one transaction.
 	tail func() error
+}
+
+// newTick is a tick over eng, logging as the Agent does until it has a number.
+func (a *Agent) newTick(eng *machine.Engine) *tick {
+	return &tick{Agent: a, Log: a.Log, eng: eng}
 }
 
 // fs is the agent's file seam: FS, or the real filesystem.

@@ -127,24 +127,24 @@ func codeOr(err error, fallback string) string {
 
 // diskEnough measures every filesystem a pull can fill — docker's data-root and containerd's
 // root where it exists — against need × factor + headroom (headroom alone when need is 0).
-func (a *Agent) diskEnough(ctx context.Context, need int64) (bool, string, error) {
-	root, err := a.Fx.Compose.DataRoot(ctx)
+func (tk *tick) diskEnough(ctx context.Context, need int64) (bool, string, error) {
+	root, err := tk.Fx.Compose.DataRoot(ctx)
 	if err != nil {
 		if effects.IsTemporary(err) {
 			return false, "", err
 		}
-		a.Log.Warn().Msg("docker info: " + redact.String(err.Error()) + "; measuring /var/lib/docker")
+		tk.Log.Warn().Msg("docker info: " + redact.String(err.Error()) + "; measuring /var/lib/docker")
 		root = "/var/lib/docker"
 	}
 	paths := []string{root}
-	for _, p := range a.ContainerdRoots {
+	for _, p := range tk.ContainerdRoots {
 		if st, err := os.Stat(p); err == nil && st.IsDir() && p != root {
 			paths = append(paths, p)
 		}
 	}
 	var free uint64
 	for i, p := range paths {
-		f, err := a.Fx.Disk.Free(p)
+		f, err := tk.Fx.Disk.Free(p)
 		if err != nil {
 			return false, "", fmt.Errorf("measure free space on %s: %w", p, err)
 		}
@@ -152,12 +152,12 @@ func (a *Agent) diskEnough(ctx context.Context, need int64) (bool, string, error
 			free = f
 		}
 	}
-	headroom := a.Cfg.Disk.HeadroomBytes
+	headroom := tk.Cfg.Disk.HeadroomBytes
 	required := headroom
 	var sized string
 	if need > 0 {
-		required = int64(float64(need)*a.Cfg.Disk.Factor) + headroom
-		sized = fmt.Sprintf("bundle needs %s (its disk_need_bytes %s × %g + %s headroom)", machine.Size(required), machine.Size(need), a.Cfg.Disk.Factor, machine.Size(headroom))
+		required = int64(float64(need)*tk.Cfg.Disk.Factor) + headroom
+		sized = fmt.Sprintf("bundle needs %s (its disk_need_bytes %s × %g + %s headroom)", machine.Size(required), machine.Size(need), tk.Cfg.Disk.Factor, machine.Size(headroom))
 	} else {
 		sized = fmt.Sprintf("a pull needs at least %s headroom (the bundle declares no size)", machine.Size(required))
 	}

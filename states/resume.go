@@ -138,5 +138,5 @@ func (a *Agent) BootstrapCommand(ctx context.Context, force bool) error {
 			return err
 		}
 	}
-	return (&tick{Agent: a, eng: eng}).bootstrap(ctx, grant)
+	return a.newTick(eng).bootstrap(ctx, grant)
 }

@@ -92,10 +92,10 @@ func (tk *tick) stepStage(ctx context.Context) error {
 // promote writes the bundle and its .env into a staging directory under deploy_dir, renames
 // it to releases/<sha> and points `current` at it. Every file and directory is fsynced
 // before the renames that publish them.
-func (a *Agent) promote(b *bundle.Bundle, env []byte) error {
-	deploy := a.Cfg.DeployDir
+func (tk *tick) promote(b *bundle.Bundle, env []byte) error {
+	deploy := tk.Cfg.DeployDir
 	releases := filepath.Join(deploy, "releases")
-	fsys := a.fs()
+	fsys := tk.fs()
 	if err := files.MkdirAllFS(fsys, releases, 0o700); err != nil {
 		return fmt.Errorf("stage: %w", err)
 	}
@@ -138,7 +138,7 @@ func (a *Agent) promote(b *bundle.Bundle, env []byte) error {
 	failpoint.Hit("file:stage-written")
 	rel := filepath.Join(releases, b.Sha)
 	if _, err := fsys.Lstat(rel); err == nil {
-		if a.currentResolvesTo(rel) {
+		if tk.currentResolvesTo(rel) {
 			// `current` resolves to the release being staged again (a tick resumed after the
 			// swap): it is never moved aside. Its files are replaced one by one, each by a
 			// rename, so `current` shows a complete release at every instant.
@@ -148,7 +148,7 @@ func (a *Agent) promote(b *bundle.Bundle, env []byte) error {
 			ok = true
 			failpoint.Hit("file:release-refreshed")
 			_ = fsys.RemoveAll(staging)
-			return a.swapCurrent(b.Sha)
+			return tk.swapCurrent(b.Sha)
 		}
 		// another release is current: this one is moved aside whole and replaced
 		trash := filepath.Join(deploy, ".trash-"+files.RandomSuffix())
@@ -168,12 +168,12 @@ func (a *Agent) promote(b *bundle.Bundle, env []byte) error {
 		if err := files.SyncDirFS(fsys, deploy); err != nil {
 			return err
 		}
-		if err := a.swapCurrent(b.Sha); err != nil {
+		if err := tk.swapCurrent(b.Sha); err != nil {
 			return err
 		}
 		// removed only after the swap is durable, and only when `current` does not resolve
 		// to it; a kill part-way leaves a .trash-* the next tick sweeps the same way
-		return a.removeUnlessCurrent(trash)
+		return tk.removeUnlessCurrent(trash)
 	}
 	if err := fsys.Rename(staging, rel); err != nil {
 		return fmt.Errorf("promote: %w", err)
@@ -184,7 +184,7 @@ func (a *Agent) promote(b *bundle.Bundle, env []byte) error {
 		return err
 	}
 	failpoint.Hit("file:releases-synced")
-	return a.swapCurrent(b.Sha)
+	return tk.swapCurrent(b.Sha)
 }
 
 // swapCurrent points `current` at releases/<sha>, durably.
@@ -212,15 +212,15 @@ func (a *Agent) currentResolvesTo(dir string) bool {
 
 // removeUnlessCurrent removes a directory of deploy_dir (a trashed or old release) unless
 // `current`, read at this moment, resolves to it. Idempotent: an absent directory is done.
-func (a *Agent) removeUnlessCurrent(dir string) error {
-	if a.currentResolvesTo(dir) {
-		a.Log.Warn().Msgf("%s is what `current` points at: kept", dir)
+func (tk *tick) removeUnlessCurrent(dir string) error {
+	if tk.currentResolvesTo(dir) {
+		tk.Log.Warn().Msgf("%s is what `current` points at: kept", dir)
 		return nil
 	}
-	if err := a.fs().RemoveAll(dir); err != nil {
+	if err := tk.fs().RemoveAll(dir); err != nil {
 		return fmt.Errorf("remove %s: %w", dir, err)
 	}
-	return files.SyncDirFS(a.fs(), filepath.Dir(dir))
+	return files.SyncDirFS(tk.fs(), filepath.Dir(dir))
 }
 
 // refreshRelease brings the release directory rel to the staged tree: every staged file that

@@ -55,7 +55,8 @@ func (a *Agent) Tick(ctx context.Context) Result {
 	if err != nil {
 		return Result{Exit: ExitFail, Err: err}
 	}
-	tk := &tick{Agent: a, eng: eng, outboxEmpty: outboxEmpty}
+	tk := a.newTick(eng)
+	tk.outboxEmpty = outboxEmpty
 	eng.OnTransition = tk.logTransition
 	eng.OnNote = tk.logNote
 	fresh := tk.fresh()
@@ -64,9 +65,7 @@ func (a *Agent) Tick(ctx context.Context) Result {
 		return Result{Exit: ExitFail, Err: fmt.Errorf("begin tick: %w", err)}
 	}
 	// every line of this tick carries its number (loop mode runs many ticks on one logger)
-	base := a.Log
-	a.Log = base.With().Uint64(logging.FieldTick, n).Logger()
-	defer func() { a.Log = base }()
+	tk.Log = a.Log.With().Uint64(logging.FieldTick, n).Logger()
 	began := tk.Now()
 	if fresh {
 		// a box upgraded in place from 0.1.x: its token, applied sha and releases
@@ -205,14 +204,14 @@ func fromStore(cs []store.Container) []effects.Container {
 
 // ps lists the project's containers when a release is current; an error is logged and
 // the check-in goes without them.
-func (a *Agent) ps(ctx context.Context) []effects.Container {
-	dir := a.currentDir()
+func (tk *tick) ps(ctx context.Context) []effects.Container {
+	dir := tk.currentDir()
 	if _, err := os.Stat(dir); err != nil {
 		return []effects.Container{}
 	}
-	cs, err := a.Fx.Compose.PS(ctx, dir)
+	cs, err := tk.Fx.Compose.PS(ctx, dir)
 	if err != nil {
-		a.Log.Warn().Msg("compose ps: " + redact.String(err.Error()))
+		tk.Log.Warn().Msg("compose ps: " + redact.String(err.Error()))
 		return []effects.Container{}
 	}
 	return cs
@@ -226,15 +225,15 @@ type compacter interface {
 }
 
 // compact rewrites the state file when half of it is free pages, as often as retention runs.
-func (a *Agent) compact(tick uint64) {
-	c, ok := a.Store.(compacter)
-	if !ok || tick%machine.PruneEvery != 0 {
+func (tk *tick) compact(n uint64) {
+	c, ok := tk.Store.(compacter)
+	if !ok || n%machine.PruneEvery != 0 {
 		return
 	}
 	if done, err := c.CompactIfNeeded(0.5); err != nil {
-		a.Log.Warn().Msg("compact state file: " + err.Error())
+		tk.Log.Warn().Msg("compact state file: " + err.Error())
 	} else if done {
-		a.Log.Info().Msg("state file compacted")
+		tk.Log.Info().Msg("state file compacted")
 	}
 }
 
