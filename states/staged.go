@@ -137,6 +137,7 @@ func (tk *tick) promote(b *bundle.Bundle, env []byte) error {
 	}
 	failpoint.Hit("file:stage-written")
 	rel := filepath.Join(releases, b.Sha)
+	trash := "" // where a release of the same sha that is not current was moved aside
 	if _, err := fsys.Lstat(rel); err == nil {
 		if tk.currentResolvesTo(rel) {
 			// `current` resolves to the release being staged again (a tick resumed after the
@@ -151,29 +152,11 @@ func (tk *tick) promote(b *bundle.Bundle, env []byte) error {
 			return tk.swapCurrent(b.Sha)
 		}
 		// another release is current: this one is moved aside whole and replaced
-		trash := filepath.Join(deploy, ".trash-"+files.RandomSuffix())
+		trash = filepath.Join(deploy, ".trash-"+files.RandomSuffix())
 		if err := fsys.Rename(rel, trash); err != nil {
 			return fmt.Errorf("stage: %w", err)
 		}
 		failpoint.Hit("file:release-trashed")
-		if err := fsys.Rename(staging, rel); err != nil {
-			return fmt.Errorf("promote: %w", err)
-		}
-		ok = true
-		failpoint.Hit("file:release-renamed")
-		if err := files.SyncDirFS(fsys, releases); err != nil {
-			return err
-		}
-		failpoint.Hit("file:releases-synced")
-		if err := files.SyncDirFS(fsys, deploy); err != nil {
-			return err
-		}
-		if err := tk.swapCurrent(b.Sha); err != nil {
-			return err
-		}
-		// removed only after the swap is durable, and only when `current` does not resolve
-		// to it; a kill part-way leaves a .trash-* the next tick sweeps the same way
-		return tk.removeUnlessCurrent(trash)
 	}
 	if err := fsys.Rename(staging, rel); err != nil {
 		return fmt.Errorf("promote: %w", err)
@@ -184,7 +167,19 @@ func (tk *tick) promote(b *bundle.Bundle, env []byte) error {
 		return err
 	}
 	failpoint.Hit("file:releases-synced")
-	return tk.swapCurrent(b.Sha)
+	if trash == "" {
+		return tk.swapCurrent(b.Sha)
+	}
+	// the trashed release's new name is in deploy_dir
+	if err := files.SyncDirFS(fsys, deploy); err != nil {
+		return err
+	}
+	if err := tk.swapCurrent(b.Sha); err != nil {
+		return err
+	}
+	// removed only after the swap is durable, and only when `current` does not resolve
+	// to it; a kill part-way leaves a .trash-* the next tick sweeps the same way
+	return tk.removeUnlessCurrent(trash)
 }
 
 // swapCurrent points `current` at releases/<sha>, durably.
