@@ -118,9 +118,9 @@ func unhealthy(cs []effects.Container) []string {
 }
 
 // logTail is the redacted tail of the project's logs for a failed report.
-func (a *Agent) logTail(ctx context.Context) string {
-	dir := a.currentDir()
-	out, err := a.Fx.Compose.Logs(ctx, dir, 50)
+func (tk *tick) logTail(ctx context.Context) string {
+	dir := tk.currentDir()
+	out, err := tk.Fx.Compose.Logs(ctx, dir, 50)
 	if err != nil {
 		return "compose logs: " + redact.String(err.Error())
 	}

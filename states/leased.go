@@ -175,12 +175,12 @@ func (tk *tick) tokenWorks(ctx context.Context) bool {
 }
 
 // leaseBudget is the leases asked in the window and when the oldest of them leaves it.
-func (a *Agent) leaseBudget() (int, time.Time) {
+func (tk *tick) leaseBudget() (int, time.Time) {
 	var used int
 	var frees time.Time
-	_ = a.Store.View(func(tx store.Tx) error {
+	_ = tk.Store.View(func(tx store.Tx) error {
 		var err error
-		used, frees, err = machine.LeaseBudget(tx, a.Now())
+		used, frees, err = machine.LeaseBudget(tx, tk.Now())
 		return err
 	})
 	return used, frees

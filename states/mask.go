@@ -17,15 +17,15 @@ import (
 // tick that did not read them from OpenBao itself. Called at the start of every tick. A file
 // that is absent or unreadable masks nothing and is not an error here: the step that needs it
 // says so.
-func (a *Agent) maskBoxSecrets() {
-	cur := a.currentDir()
-	if env, err := a.readOwnFile(filepath.Join(cur, ".env")); err == nil {
-		tpl, _ := a.readOwnFile(filepath.Join(cur, bundle.TemplateFile))
+func (tk *tick) maskBoxSecrets() {
+	cur := tk.currentDir()
+	if env, err := tk.readOwnFile(filepath.Join(cur, ".env")); err == nil {
+		tpl, _ := tk.readOwnFile(filepath.Join(cur, bundle.TemplateFile))
 		for _, v := range bundle.RenderedValues(tpl, env) {
 			redact.Add(v)
 		}
 	}
-	raw, err := a.readOwnFile(filepath.Join(a.Cfg.DockerConfigDir(), "config.json"))
+	raw, err := tk.readOwnFile(filepath.Join(tk.Cfg.DockerConfigDir(), "config.json"))
 	if err != nil {
 		return
 	}
@@ -51,9 +51,9 @@ func (a *Agent) maskBoxSecrets() {
 
 // readOwnFile reads one of the agent's own files: a trusted file on the real filesystem
 // (files.ReadTrusted), through the seam when a test set one.
-func (a *Agent) readOwnFile(path string) ([]byte, error) {
-	if a.FS == nil {
+func (tk *tick) readOwnFile(path string) ([]byte, error) {
+	if tk.FS == nil {
 		return files.ReadTrusted(path, 1<<20)
 	}
-	return a.FS.ReadFile(path)
+	return tk.FS.ReadFile(path)
 }

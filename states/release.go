@@ -132,8 +132,8 @@ func (tk *tick) prune(ctx context.Context) {
 // Images of other repositories (anything else the host runs) are never touched. A release
 // whose compose file cannot be read, or names an image through a variable, stops the
 // removal: an image it may use is not removed on a guess.
-func (a *Agent) pruneImages(ctx context.Context, keptDirs []string) string {
-	ir, ok := a.Fx.Compose.(imageRemover)
+func (tk *tick) pruneImages(ctx context.Context, keptDirs []string) string {
+	ir, ok := tk.Fx.Compose.(imageRemover)
 	if !ok {
 		return "images: this docker cannot list images; none removed"
 	}
@@ -171,7 +171,7 @@ func (a *Agent) pruneImages(ctx context.Context, keptDirs []string) string {
 	if len(left) > 0 {
 		msg += fmt.Sprintf("; %d still in use or not removable: %s", len(left), strings.Join(left, ", "))
 	}
-	if err := a.Fx.Compose.ImagePrune(ctx); err != nil {
+	if err := tk.Fx.Compose.ImagePrune(ctx); err != nil {
 		msg += "; docker image prune: " + redact.String(err.Error())
 	} else {
 		msg += "; dangling images pruned"

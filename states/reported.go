@@ -36,9 +36,9 @@ func (tk *tick) enqueue(r *store.Record, tx store.Tx, state machine.State, rep e
 }
 
 // outgoing is rep as it is sent: the agent's env and version, detail and log tail redacted.
-func (a *Agent) outgoing(rep effects.Report) effects.Report {
-	rep.EnvID = a.Cfg.EnvID
-	rep.AgentVersion = a.Version
+func (tk *tick) outgoing(rep effects.Report) effects.Report {
+	rep.EnvID = tk.Cfg.EnvID
+	rep.AgentVersion = tk.Version
 	rep.Detail = truncate(redact.String(rep.Detail), maxDetail)
 	rep.LogTail = tail(redact.String(rep.LogTail), maxLogTail)
 	if rep.Containers == nil {

@@ -183,8 +183,8 @@ func (tk *tick) promote(b *bundle.Bundle, env []byte) error {
 }
 
 // swapCurrent points `current` at releases/<sha>, durably.
-func (a *Agent) swapCurrent(sha string) error {
-	if err := files.ReplaceSymlinkFS(a.fs(), filepath.Join("releases", sha), a.currentDir()); err != nil {
+func (tk *tick) swapCurrent(sha string) error {
+	if err := files.ReplaceSymlinkFS(tk.fs(), filepath.Join("releases", sha), tk.currentDir()); err != nil {
 		return err
 	}
 	failpoint.Hit("file:current-swapped")
@@ -193,13 +193,13 @@ func (a *Agent) swapCurrent(sha string) error {
 
 // currentResolvesTo reports whether `current`, read now, resolves to dir (or a path inside
 // it). An unreadable link resolves to nothing.
-func (a *Agent) currentResolvesTo(dir string) bool {
-	target, err := a.fs().Readlink(a.currentDir())
+func (tk *tick) currentResolvesTo(dir string) bool {
+	target, err := tk.fs().Readlink(tk.currentDir())
 	if err != nil {
 		return false
 	}
 	if !filepath.IsAbs(target) {
-		target = filepath.Join(a.Cfg.DeployDir, target)
+		target = filepath.Join(tk.Cfg.DeployDir, target)
 	}
 	target, dir = filepath.Clean(target), filepath.Clean(dir)
 	return target == dir || strings.HasPrefix(target, dir+string(filepath.Separator))
@@ -373,7 +373,7 @@ func removeCurrent(fsys files.FS, link string) error {
 }
 
 // exists reports whether path is there (not following a last symlink), through the file seam.
-func (a *Agent) exists(path string) bool {
-	_, err := a.fs().Lstat(path)
+func (tk *tick) exists(path string) bool {
+	_, err := tk.fs().Lstat(path)
 	return err == nil
 }

@@ -119,14 +119,14 @@ func (tk *tick) takeover() error {
 }
 
 // scanLegacy reads bao.token, state.json, releases/ and `current` without changing any of them.
-func (a *Agent) scanLegacy() *imported {
+func (tk *tick) scanLegacy() *imported {
 	im := &imported{}
-	st, problem := readLegacyState(filepath.Join(a.Cfg.StateDir, LegacyStateFile))
+	st, problem := readLegacyState(filepath.Join(tk.Cfg.StateDir, LegacyStateFile))
 	if problem != "" {
 		im.problems = append(im.problems, problem)
 	}
 
-	if tok, err := readSecretFile(a.Cfg.TokenPath()); err != nil {
+	if tok, err := readSecretFile(tk.Cfg.TokenPath()); err != nil {
 		im.problems = append(im.problems, redact.String(err.Error()))
 	} else if tok != "" {
 		if st != nil && st.Token != nil && st.Token.Source != nil {
@@ -144,7 +144,7 @@ func (a *Agent) scanLegacy() *imported {
 		}
 	}
 
-	releases := filepath.Join(a.Cfg.DeployDir, "releases")
+	releases := filepath.Join(tk.Cfg.DeployDir, "releases")
 	entries, err := os.ReadDir(releases)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		im.problems = append(im.problems, fmt.Sprintf("releases: %v", err))
@@ -161,7 +161,7 @@ func (a *Agent) scanLegacy() *imported {
 	}
 
 	var current string
-	if target, err := os.Readlink(a.currentDir()); err == nil {
+	if target, err := os.Readlink(tk.currentDir()); err == nil {
 		base := filepath.Base(target)
 		if isSha(base) && filepath.Base(filepath.Dir(target)) == "releases" {
 			if _, err := os.Stat(filepath.Join(releases, base)); err == nil {
