@@ -30,12 +30,13 @@ const (
 	NotePrune           = "prune"            // releases beyond keep_releases removed after an apply
 	NoteTakeover        = "takeover"         // a 0.1.x box's token, applied sha and releases imported
 	NoteClockCorrected  = "clock-corrected"  // times recorded in the future (a clock stepped back) taken as now
+	NoteHandOver        = "hand-over"        // the heartbeat build ended its tick and handed the next to the complete agent
 )
 
 // Notes lists every note event, in the order docs/JOURNAL.md gives them.
 var Notes = []string{NoteCheckin, NoteCheckinFailed, NoteFetchFailed, NoteLeaseDeferred, NoteLoginFailed,
 	NoteBootstrap, NoteBootstrapFailed, NoteRenew, NoteTokenSwap, NoteUnauthenticated, NoteBlocked,
-	NoteReportDropped, NoteRollbackAllowed, NoteTickEnd, NotePrune, NoteTakeover, NoteClockCorrected}
+	NoteReportDropped, NoteRollbackAllowed, NoteTickEnd, NotePrune, NoteTakeover, NoteClockCorrected, NoteHandOver}
 
 // Codes the agent decides itself (tenancy's and OpenBao's come with their answers).
 const (

@@ -8,11 +8,16 @@ import (
 )
 
 // lockFile takes the tick lock without waiting. held is false when another tick has it.
-func lockFile(path string) (unlock func(), held bool, err error) {
+func lockFile(path string) (lk *tickLock, held bool, err error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, false, fmt.Errorf("tick lock: %w", err)
 	}
+	return flockFile(f)
+}
+
+// flockFile takes the lock on f without waiting; f is closed unless the lock is held.
+func flockFile(f *os.File) (lk *tickLock, held bool, err error) {
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		f.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
@@ -20,20 +25,41 @@ func lockFile(path string) (unlock func(), held bool, err error) {
 		}
 		return nil, false, fmt.Errorf("tick lock: %w", err)
 	}
-	return func() {
-		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+	return &tickLock{f}, true, nil
+}
+
+// takeLock takes the tick lock, or keeps the one the heartbeat build passed across its exec:
+// the same file as the lock's path, on which flock succeeds again at once while it is held.
+// A passed file that is not the lock file is closed and the lock taken as usual.
+func (a *Agent) takeLock() (*tickLock, bool, error) {
+	if f := a.heldLock(); f != nil {
+		a.Handed.Lock = nil
+		if isFile(f, a.Cfg.LockPath()) {
+			return flockFile(f)
+		}
 		f.Close()
-	}, true, nil
+		a.Handed = nil
+	}
+	return lockFile(a.Cfg.LockPath())
+}
+
+func isFile(f *os.File, path string) bool {
+	fi, err := f.Stat()
+	if err != nil {
+		return false
+	}
+	pi, err := os.Stat(path)
+	return err == nil && os.SameFile(fi, pi)
 }
 
 // TickRunning reports whether a tick holds the lock now (for status and explain).
 func TickRunning(path string) bool {
-	unlock, held, err := lockFile(path)
+	lk, held, err := lockFile(path)
 	if err != nil {
 		return false
 	}
 	if held {
-		unlock()
+		lk.release()
 		return false
 	}
 	return true

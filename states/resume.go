@@ -17,14 +17,14 @@ import (
 // changes nothing. It takes the tick lock: it never races a tick.
 func (a *Agent) Resume(dryRun bool) ([]string, error) {
 	a.defaults()
-	unlock, held, err := lockFile(a.Cfg.LockPath())
+	lk, held, err := lockFile(a.Cfg.LockPath())
 	if err != nil {
 		return nil, err
 	}
 	if !held {
 		return nil, fmt.Errorf("a tick is running now; run resume again when it ends")
 	}
-	defer unlock()
+	defer lk.release()
 	eng, err := machine.Load(a.Store, a.Now)
 	if err != nil {
 		return nil, err
@@ -108,14 +108,14 @@ func parkedWord(p bool) string {
 // token is kept unless force; a block on a refused bearer is cleared by the new token.
 func (a *Agent) BootstrapCommand(ctx context.Context, force bool) error {
 	a.defaults()
-	unlock, held, err := lockFile(a.Cfg.LockPath())
+	lk, held, err := lockFile(a.Cfg.LockPath())
 	if err != nil {
 		return err
 	}
 	if !held {
 		return fmt.Errorf("a tick is running now; run bootstrap again when it ends")
 	}
-	defer unlock()
+	defer lk.release()
 	eng, err := machine.Load(a.Store, a.Now)
 	if err != nil {
 		return err

@@ -14,11 +14,11 @@ import (
 func (a *Agent) RecordStartFailure(cause error) Result {
 	a.defaults()
 	res := Result{Exit: ExitCode(cause), Err: cause}
-	unlock, held, err := lockFile(a.Cfg.LockPath())
+	lk, held, err := lockFile(a.Cfg.LockPath())
 	if err != nil || !held {
 		return res
 	}
-	defer unlock()
+	defer lk.release()
 	eng, err := machine.Load(a.Store, a.Now)
 	if err != nil {
 		return res

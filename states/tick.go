@@ -28,7 +28,7 @@ func (a *Agent) Tick(ctx context.Context) Result {
 	if err := CheckTrust(a.Cfg); err != nil {
 		return Result{Exit: ExitFail, Err: err}
 	}
-	unlock, held, err := lockFile(a.Cfg.LockPath())
+	lk, held, err := a.takeLock()
 	if err != nil {
 		// the lock file is unusable: the tick still leaves its trace
 		a.traceEarly(err)
@@ -38,7 +38,11 @@ func (a *Agent) Tick(ctx context.Context) Result {
 		a.Log.Debug().Msg("another tick holds the lock; nothing to do")
 		return Result{Exit: ExitOK}
 	}
-	defer unlock()
+	defer func() {
+		if lk != nil {
+			lk.release()
+		}
+	}()
 	phase.Mark("lock")
 
 	// the tick's reads before its check-in, in one open of the state file
@@ -67,6 +71,11 @@ func (a *Agent) Tick(ctx context.Context) Result {
 	// every line of this tick carries its number (loop mode runs many ticks on one logger)
 	tk.Log = a.Log.With().Uint64(logging.FieldTick, n).Logger()
 	began := tk.Now()
+	if a.HandOver != nil {
+		if why := tk.alone(fresh); why != "" {
+			return tk.finishHandOver(Handover{Why: why}, lk, n, began)
+		}
+	}
 	if fresh {
 		// a box upgraded in place from 0.1.x: its token, applied sha and releases
 		if err := tk.takeover(); err != nil {
@@ -88,6 +97,9 @@ func (a *Agent) Tick(ctx context.Context) Result {
 	phase.Mark("state-read")
 	if err = leftovers; err == nil {
 		err = tk.run(ctx)
+	}
+	if ho := (*handOverError)(nil); errors.As(err, &ho) {
+		return tk.finishHandOver(ho.h, lk, n, began)
 	}
 	if pastDeadline(ctx) && parent.Err() == nil && err != nil && (effects.IsTemporary(err) || local(err)) && !tk.isBlocked() {
 		cause := err
@@ -140,21 +152,31 @@ func (tk *tick) run(ctx context.Context) error {
 			return err
 		}
 	}
+	if tk.HandOver != nil && !tk.tokenAtHand() {
+		return handOver("the token needs a word with OpenBao")
+	}
 	if err := tk.ensureToken(ctx); err != nil {
 		return err
 	}
 	phase.Mark("token")
-	containers := tk.ps(ctx)
-	phase.Mark("compose-ps")
-	resp, err := tk.checkin(ctx, containers)
-	if err != nil {
-		return err
+	resp, containers, handed := tk.handed()
+	if !handed {
+		containers = tk.ps(ctx)
+		phase.Mark("compose-ps")
+		var err error
+		if resp, err = tk.checkin(ctx, containers); err != nil {
+			return err
+		}
+		phase.Mark("check-in")
 	}
-	phase.Mark("check-in")
+	if tk.HandOver != nil && resp.Action != effects.ActionNone {
+		return &handOverError{Handover{Why: "tenancy asks for " + resp.Action, Checkin: &resp, Containers: containers}}
+	}
 	tk.action = resp.Action
 	if err := tk.flushOutbox(ctx); err != nil && !effects.IsTemporary(err) {
 		return err
 	}
+	var err error
 	switch resp.Action {
 	case effects.ActionNone:
 		err = tk.heartbeat(ctx, resp, containers)

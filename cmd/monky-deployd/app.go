@@ -20,7 +20,6 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/tikali/monky-deployd/effects"
-	"github.com/tikali/monky-deployd/effects/bao"
 	"github.com/tikali/monky-deployd/effects/disk"
 	"github.com/tikali/monky-deployd/effects/docker"
 	"github.com/tikali/monky-deployd/effects/tenancy"
@@ -56,6 +55,7 @@ func fail(code int, format string, args ...any) error {
 func run(args []string, stdout, stderr io.Writer) int {
 	app := newApp(stdout, stderr)
 	app.Metadata = map[string]any{"args": args}
+	handOverOthers(app)
 	if words, ok := completionRequest(args); ok {
 		// answered from the definitions: no command's action is reachable from here
 		for _, w := range completions(app, words) {
@@ -266,7 +266,7 @@ func newAgent(cfg *config.Config, log zerolog.Logger, st store.Store) (*states.A
 	}
 	tc := tenancy.New(cfg.TenancyBaseURL(), thc, d.Name(), time.Now)
 	tc.Version = version.Version
-	bc, err := bao.New(cfg.Bao.Addr, bhc, cfg.BaoTimeout())
+	bc, err := newBao(cfg, bhc)
 	if err != nil {
 		return nil, fail(1, "OpenBao client: %v", err)
 	}
@@ -340,6 +340,11 @@ func cmdRun(c *cli.Context, stderr io.Writer) error {
 		return err
 	}
 	a.Prune = c.Bool("prune")
+	if heartbeatBuild {
+		handOverTo(a)
+	} else {
+		a.Handed = takeHandover(log)
+	}
 	phase.Mark("wire")
 	if c.Bool("once") {
 		started := time.Now()

@@ -1,3 +1,5 @@
+//go:build !heartbeat
+
 package bundle
 
 import (
