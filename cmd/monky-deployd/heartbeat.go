@@ -62,6 +62,9 @@ func handOverOthers(app *cli.App) {
 		if c.Name == "run" {
 			run := c.Action
 			c.Action = func(c *cli.Context) error {
+				if err := handedBack(); err != nil {
+					return err
+				}
 				if c.Bool("once") && !c.Bool("prune") {
 					return run(c)
 				}
@@ -74,8 +77,20 @@ func handOverOthers(app *cli.App) {
 }
 
 func passOn(*cli.Context) error {
-	err := execComplete(states.Handover{})
-	return fail(1, "%v", err)
+	if err := handedBack(); err != nil {
+		return err
+	}
+	return fail(1, "%v", execComplete(states.Handover{}))
+}
+
+// handedBack refuses to run when a heartbeat build handed this process a tick: the path it
+// took for the complete agent holds a heartbeat build too.
+func handedBack() error {
+	if _, ok := os.LookupEnv(envHandover); !ok {
+		return nil
+	}
+	self, _ := os.Executable()
+	return fail(1, "%s is the heartbeat build, reached as the complete agent: install the complete monky-deployd there", self)
 }
 
 // execComplete execs the complete agent with this process's arguments. With a check-in or a
@@ -129,9 +144,6 @@ func completePath() (string, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return "", fmt.Errorf("find the complete agent: %w", err)
-	}
-	if _, passed := os.LookupEnv(envHandover); passed {
-		return "", fmt.Errorf("the complete agent handed a tick back to the heartbeat build %s: %s must be the complete monky-deployd", self, completeAgent)
 	}
 	path := completeAgent
 	if path == "" {
