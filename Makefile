@@ -10,7 +10,9 @@ LDFLAGS := -s -w -X github.com/tikali/monky-deployd/internal/version.Version=$(V
 STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 BIN := bin
 # the agent is built without urfave/cli's docs generator (and its markdown libraries and their
-# package inits); the man page comes from a build that keeps them: `make man`
+# package inits); the man page comes from a build that keeps them: `make man`. `make build` also
+# makes the heartbeat build (-tags heartbeat: what the timer runs; it execs monky-deployd beside
+# it for all but a converged box's tick; docs/PERFORMANCE.md)
 AGENT_TAGS := urfave_cli_no_docs
 
 .PHONY: all build test vet lint unit demo sdk clean
@@ -20,6 +22,7 @@ all: build
 build:
 	@mkdir -p $(BIN)
 	CGO_ENABLED=0 $(GO) build -tags $(AGENT_TAGS) -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/monky-deployd ./cmd/monky-deployd
+	CGO_ENABLED=0 $(GO) build -tags $(AGENT_TAGS),heartbeat -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/monky-deployd-heartbeat ./cmd/monky-deployd
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/monky-sim ./cmd/monky-sim
 
 test: vet lint unit
@@ -27,9 +30,11 @@ test: vet lint unit
 vet:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt would change:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) vet ./...
+	$(GO) vet -tags heartbeat ./cmd/monky-deployd
 
 lint:
 	$(STATICCHECK) ./...
+	$(STATICCHECK) -tags heartbeat ./cmd/monky-deployd
 
 unit:
 	$(GO) test -count=1 ./...

@@ -52,18 +52,6 @@ import (
 // source climbing out of it by up to this many `..` is still shown relative to the release.
 const scratchDepth = 4
 
-// ComposeEnv is what the compose file is interpolated with before the lease.
-type ComposeEnv struct {
-	// Project is the compose project name (`-p`); "" means "monky-<env>".
-	Project string
-	// AgentEnv lists the names (never the values) of the agent's environment that docker
-	// will see; COMPOSE_* names are dropped (the agent strips them from docker's environment).
-	AgentEnv []string
-	// ScratchDir is where the private copy of the bundle is written for the loader and
-	// removed afterwards; "" means the system's temporary directory.
-	ScratchDir string
-}
-
 // model is a loaded compose project and what loading it found.
 type model struct {
 	project *types.Project
