@@ -41,6 +41,7 @@ func TestServiceUnitContract(t *testing.T) {
 		"ReadWritePaths":          "/var/lib/monky-deployd /etc/monky-deployd -/run/docker.sock -/var/lib/prometheus/node-exporter",
 		"RestrictAddressFamilies": "AF_UNIX AF_INET AF_INET6",
 		"SupplementaryGroups":     "docker",
+		"SyslogIdentifier":        "monky-deployd",
 		"TimeoutStartSec":         "15min",
 	}
 	for key, v := range want {
