@@ -206,18 +206,6 @@ func (a *Agent) stopping() bool {
 	}
 }
 
-// stamp is a time as human output prints it: date, time and Z.
-func stamp(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05Z") }
-
-func short(sha string) string {
-	if len(sha) > 12 {
-		return sha[:12]
-	}
-	if sha == "" {
-		return "(none)"
-	}
-	return sha
-}
 
 // local reports whether err is the agent's own fault — the state file or a file it writes —
 // rather than an answer from tenancy, OpenBao or docker. A local error ends the tick as it is

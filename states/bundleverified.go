@@ -45,7 +45,7 @@ func (tk *tick) fetchBundle(ctx context.Context) (*bundle.Bundle, error) {
 		return nil, err
 	}
 	if blob.HeaderSha != "" && blob.HeaderSha != b.Sha {
-		tk.Log.Warn().Msgf("bundle header sha %s disagrees with the content's %s; enforcing the desired sha", sanitize.Line(short(blob.HeaderSha)), short(b.Sha))
+		tk.Log.Warn().Msgf("bundle header sha %s disagrees with the content's %s; enforcing the desired sha", sanitize.Line(machine.ShortSha(blob.HeaderSha)), machine.ShortSha(b.Sha))
 	}
 	in := bundle.CheckInput{DesiredSha: rec.Sha, EnvID: tk.Cfg.EnvID, KVMount: tk.kvMount(),
 		Compose: bundle.ComposeEnv{Project: tk.Cfg.ComposeProject, AgentEnv: environNames()}}
@@ -89,7 +89,7 @@ func (tk *tick) stepVerify(ctx context.Context) error {
 		return tk.fail(ctx, machine.CheckedIn, codeOr(err, "BUNDLE_FETCH_FAILED"), redact.String(err.Error()), false)
 	}
 	tk.bundle = b
-	detail := fmt.Sprintf("bundle %s verified: %d files, sha matches", short(b.Sha), len(b.Files))
+	detail := fmt.Sprintf("bundle %s verified: %d files, sha matches", machine.ShortSha(b.Sha), len(b.Files))
 	return tk.eng.Fire(machine.Outcome{Event: machine.EvVerify, Detail: detail}, started)
 }
 

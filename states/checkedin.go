@@ -47,6 +47,6 @@ func (tk *tick) checkin(ctx context.Context, containers []effects.Container) (ef
 	if resp.Action == effects.ActionNone {
 		ev = tk.Log.Debug() // a heartbeat's one line is its closing line
 	}
-	ev.Msgf("checkin: action=%s desired=%s applied=%s", resp.Action, short(resp.DesiredSha), short(rec.AppliedSha))
+	ev.Msgf("checkin: action=%s desired=%s applied=%s", resp.Action, machine.ShortSha(resp.DesiredSha), machine.ShortSha(rec.AppliedSha))
 	return resp, nil
 }

@@ -47,8 +47,8 @@ func (tk *tick) apply(ctx context.Context, resp effects.CheckinResponse) error {
 			return parked(effects.Permanent, rec.Failure.Code, "failed %d times: %s: %s — parked until `monky-deployd resume` or a new desired sha", n, rec.Failure.Code, rec.Failure.Detail)
 		}
 		if now.Before(rec.NextRetryAt) {
-			_ = tk.eng.Note(machine.NoteCheckin, rec.Failure.Code, fmt.Sprintf("retry %d of %d at %s", n+1, tk.MaxAttempts, stamp(rec.NextRetryAt)), now, nil)
-			return parked(effects.Permanent, rec.Failure.Code, "failed: %s: %s — retry %d of %d at %s", rec.Failure.Code, rec.Failure.Detail, n+1, tk.MaxAttempts, stamp(rec.NextRetryAt))
+			_ = tk.eng.Note(machine.NoteCheckin, rec.Failure.Code, fmt.Sprintf("retry %d of %d at %s", n+1, tk.MaxAttempts, machine.Stamp(rec.NextRetryAt)), now, nil)
+			return parked(effects.Permanent, rec.Failure.Code, "failed: %s: %s — retry %d of %d at %s", rec.Failure.Code, rec.Failure.Detail, n+1, tk.MaxAttempts, machine.Stamp(rec.NextRetryAt))
 		}
 		if err := tk.startFlight(resp, machine.EvRetry, fmt.Sprintf("retry %d of %d", n+1, tk.MaxAttempts)); err != nil {
 			return err
@@ -129,7 +129,7 @@ func (tk *tick) startFlight(resp effects.CheckinResponse, event, detail string) 
 		event = machine.EvCheckin
 		if st.InFlight() {
 			event = machine.EvSupersede
-			detail = fmt.Sprintf("superseded: %s %s → %s %s; %s", rec.Action, short(rec.Sha), resp.Action, short(resp.DesiredSha), detail)
+			detail = fmt.Sprintf("superseded: %s %s → %s %s; %s", rec.Action, machine.ShortSha(rec.Sha), resp.Action, machine.ShortSha(resp.DesiredSha), detail)
 		}
 	}
 	return tk.eng.Fire(machine.Outcome{Event: event, Detail: detail, Update: func(r *store.Record, _ store.Tx) error {
@@ -148,5 +148,5 @@ func (tk *tick) startFlight(resp effects.CheckinResponse, event, detail string) 
 }
 
 func checkinDetail(resp effects.CheckinResponse, applied string) string {
-	return fmt.Sprintf("action=%s desired=%s applied=%s", resp.Action, short(resp.DesiredSha), short(applied))
+	return fmt.Sprintf("action=%s desired=%s applied=%s", resp.Action, machine.ShortSha(resp.DesiredSha), machine.ShortSha(applied))
 }

@@ -90,7 +90,7 @@ func (tk *tick) heartbeatAtOnce(ctx context.Context, resp effects.CheckinRespons
 		}
 		detail := "report " + rep.Result
 		if rep.Sha != "" {
-			detail += " for " + short(rep.Sha)
+			detail += " for " + machine.ShortSha(rep.Sha)
 		}
 		return tk.eng.Fire(machine.Outcome{Event: machine.EvReport, Detail: detail + " acknowledged"}, started)
 	}
@@ -170,7 +170,7 @@ func (tk *tick) healthy(ctx context.Context, cs []effects.Container, started tim
 	rec := tk.eng.Record()
 	now := tk.Now()
 	rep := effects.Report{Sha: rec.Sha, Result: effects.ResultApplied, Containers: cs}
-	detail := fmt.Sprintf("applied %s: %d/%d services healthy", short(rec.Sha), len(cs), len(cs))
+	detail := fmt.Sprintf("applied %s: %d/%d services healthy", machine.ShortSha(rec.Sha), len(cs), len(cs))
 	if err := tk.eng.Fire(machine.Outcome{Event: machine.EvHealthy, Detail: detail, Update: func(r *store.Record, tx store.Tx) error {
 		r.AppliedSha = r.Sha
 		r.Attempts, r.NextRetryAt, r.Parked, r.Failure, r.Refusal = nil, timeZero, false, nil, nil
@@ -182,6 +182,6 @@ func (tk *tick) healthy(ctx context.Context, cs []effects.Container, started tim
 	}}, started); err != nil {
 		return err
 	}
-	tk.Log.Info().Msg("applied " + short(rec.Sha))
+	tk.Log.Info().Msg("applied " + machine.ShortSha(rec.Sha))
 	return tk.flushOutbox(ctx)
 }

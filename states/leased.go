@@ -42,10 +42,10 @@ func (tk *tick) stepPreflight(ctx context.Context) error {
 		if at, ok := tk.appliedBefore(rec.Sha); ok {
 			if !b.Meta.Agent.AllowRollback {
 				return tk.refuse(ctx, codeRollback, fmt.Sprintf("%s was applied on this box before (%s) and is not the one applied now (%s); bundle.json agent.allow_rollback is not set",
-					short(rec.Sha), stamp(at), short(rec.AppliedSha)), 0)
+					machine.ShortSha(rec.Sha), machine.Stamp(at), machine.ShortSha(rec.AppliedSha)), 0)
 			}
 			if err := tk.eng.Note(machine.NoteRollbackAllowed, "", fmt.Sprintf("rollback to %s (applied on this box before, %s; applied now %s): allowed by bundle.json agent.allow_rollback",
-				short(rec.Sha), stamp(at), short(rec.AppliedSha)), started, nil); err != nil {
+				machine.ShortSha(rec.Sha), machine.Stamp(at), machine.ShortSha(rec.AppliedSha)), started, nil); err != nil {
 				return err
 			}
 		}
@@ -193,11 +193,11 @@ func (tk *tick) askLease(ctx context.Context, reason string) (effects.Lease, err
 	rec := tk.eng.Record()
 	if now.Before(rec.LeaseRetryAfter) {
 		return effects.Lease{}, &effects.Error{Op: "lease", Kind: effects.RateLimited, Code: "LEASE_RATE_LIMITED",
-			Msg: "tenancy asked to wait: no lease before " + stamp(rec.LeaseRetryAfter)}
+			Msg: "tenancy asked to wait: no lease before " + machine.Stamp(rec.LeaseRetryAfter)}
 	}
 	if used, frees := tk.leaseBudget(); used >= LeaseLimit {
 		return effects.Lease{}, &effects.Error{Op: "lease", Kind: effects.RateLimited, Code: "LEASE_BUDGET",
-			Msg: fmt.Sprintf("lease budget %d/%d until %s", used, LeaseLimit, stamp(frees))}
+			Msg: fmt.Sprintf("lease budget %d/%d until %s", used, LeaseLimit, machine.Stamp(frees))}
 	}
 	var lease effects.Lease
 	asked := 0
@@ -206,7 +206,7 @@ func (tk *tick) askLease(ctx context.Context, reason string) (effects.Lease, err
 			// asked again with a fresh token: only when the budget still affords it
 			if used, frees := tk.leaseBudget(); used >= LeaseLimit {
 				return &effects.Error{Op: "lease", Kind: effects.RateLimited, Code: "LEASE_BUDGET",
-					Msg: fmt.Sprintf("lease budget %d/%d until %s", used, LeaseLimit, stamp(frees))}
+					Msg: fmt.Sprintf("lease budget %d/%d until %s", used, LeaseLimit, machine.Stamp(frees))}
 			}
 		}
 		asked++

@@ -91,7 +91,7 @@ func (tk *tick) logEnd(res Result, took time.Duration) {
 		rec := tk.eng.Record()
 		if tk.action == effects.ActionNone && rec.AppliedSha != "" {
 			ev = tk.Log.Info()
-			msg = fmt.Sprintf("heartbeat: %s runs, %s", short(rec.AppliedSha), healthWords(rec.Containers))
+			msg = fmt.Sprintf("heartbeat: %s runs, %s", machine.ShortSha(rec.AppliedSha), healthWords(rec.Containers))
 		} else {
 			ev = tk.Log.Debug()
 			msg = "tick done: " + string(tk.eng.State())

@@ -98,10 +98,10 @@ func (tk *tick) prune(ctx context.Context) {
 		}
 		dir := filepath.Join(releases, r.name)
 		if err := tk.fs().RemoveAll(dir); err != nil {
-			failed = append(failed, short(r.name)+": "+redact.String(err.Error()))
+			failed = append(failed, machine.ShortSha(r.name)+": "+redact.String(err.Error()))
 			continue
 		}
-		removed = append(removed, short(r.name))
+		removed = append(removed, machine.ShortSha(r.name))
 	}
 	var words []string
 	if len(removed) > 0 {
@@ -194,7 +194,7 @@ func releaseImages(dir string) ([]string, error) {
 	}
 	b, err := os.ReadFile(filepath.Join(dir, filepath.Clean("/" + composeFile)[1:]))
 	if err != nil {
-		return nil, fmt.Errorf("release %s: %w", short(filepath.Base(dir)), err)
+		return nil, fmt.Errorf("release %s: %w", machine.ShortSha(filepath.Base(dir)), err)
 	}
 	var doc struct {
 		Services map[string]struct {
@@ -202,12 +202,12 @@ func releaseImages(dir string) ([]string, error) {
 		} `yaml:"services"`
 	}
 	if err := yaml.Unmarshal(b, &doc); err != nil {
-		return nil, fmt.Errorf("release %s: %s: %w", short(filepath.Base(dir)), composeFile, err)
+		return nil, fmt.Errorf("release %s: %s: %w", machine.ShortSha(filepath.Base(dir)), composeFile, err)
 	}
 	var out []string
 	for name, s := range doc.Services {
 		if strings.Contains(s.Image, "$") {
-			return nil, fmt.Errorf("release %s: service %s names its image through a variable", short(filepath.Base(dir)), name)
+			return nil, fmt.Errorf("release %s: service %s names its image through a variable", machine.ShortSha(filepath.Base(dir)), name)
 		}
 		if s.Image != "" {
 			out = append(out, normalImage(s.Image))

@@ -113,13 +113,13 @@ func (tk *tick) acknowledged(q store.QueuedReport, started time.Time, how string
 	if waits {
 		detail := "report " + q.Meta.Result
 		if q.Meta.Sha != "" {
-			detail += " for " + short(q.Meta.Sha)
+			detail += " for " + machine.ShortSha(q.Meta.Sha)
 		}
 		detail += " " + how
 		return tk.eng.Fire(machine.Outcome{Event: machine.EvReport, Detail: detail, Update: ack}, started)
 	}
 	if how != "acknowledged" {
-		return tk.eng.Note(machine.NoteReportDropped, "", "report "+q.Meta.Result+" for "+short(q.Meta.Sha)+" "+how, started, ack)
+		return tk.eng.Note(machine.NoteReportDropped, "", "report "+q.Meta.Result+" for "+machine.ShortSha(q.Meta.Sha)+" "+how, started, ack)
 	}
 	return tk.eng.Save(ack)
 }

@@ -36,12 +36,12 @@ func (a *Agent) Resume(dryRun bool) ([]string, error) {
 	case machine.Refused:
 		ev = machine.EvResume
 		if rec.Refusal != nil {
-			cleared = append(cleared, fmt.Sprintf("refusal %s of %s (%s)", rec.Refusal.Code, short(rec.Refusal.Sha), rec.Refusal.Detail))
+			cleared = append(cleared, fmt.Sprintf("refusal %s of %s (%s)", rec.Refusal.Code, machine.ShortSha(rec.Refusal.Sha), rec.Refusal.Detail))
 		}
 	case machine.Failed:
 		ev = machine.EvResume
 		if rec.Failure != nil {
-			cleared = append(cleared, fmt.Sprintf("failure %s of %s after %d attempt(s)%s", rec.Failure.Code, short(rec.Failure.Sha), rec.TotalAttempts(), parkedWord(rec.Parked)))
+			cleared = append(cleared, fmt.Sprintf("failure %s of %s after %d attempt(s)%s", rec.Failure.Code, machine.ShortSha(rec.Failure.Sha), rec.TotalAttempts(), parkedWord(rec.Parked)))
 		}
 	case machine.Blocked:
 		ev = machine.EvUnblock
@@ -50,7 +50,7 @@ func (a *Agent) Resume(dryRun bool) ([]string, error) {
 		}
 	}
 	if !rec.LeaseRetryAfter.IsZero() && rec.LeaseRetryAfter.After(a.Now()) {
-		cleared = append(cleared, "nothing about the lease budget: tenancy's Retry-After still holds until "+stamp(rec.LeaseRetryAfter))
+		cleared = append(cleared, "nothing about the lease budget: tenancy's Retry-After still holds until "+machine.Stamp(rec.LeaseRetryAfter))
 	}
 	if ev == "" || dryRun {
 		return cleared, nil

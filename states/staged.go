@@ -85,7 +85,7 @@ func (tk *tick) stepStage(ctx context.Context) error {
 	case tk.exists(tk.Cfg.DockerConfigDir() + "/config.json"):
 		detail += "; no registry-auth entry: the registry credential already in " + tk.Cfg.DockerConfigDir() + "/config.json is kept"
 	}
-	detail += fmt.Sprintf("; release %s promoted, current → releases/%s", short(b.Sha), short(b.Sha))
+	detail += fmt.Sprintf("; release %s promoted, current → releases/%s", machine.ShortSha(b.Sha), machine.ShortSha(b.Sha))
 	return tk.eng.Fire(machine.Outcome{Event: machine.EvStage, Detail: detail}, started)
 }
 
@@ -99,7 +99,7 @@ func (tk *tick) promote(b *bundle.Bundle, env []byte) error {
 	if err := files.MkdirAllFS(fsys, releases, 0o700); err != nil {
 		return fmt.Errorf("stage: %w", err)
 	}
-	staging := filepath.Join(deploy, ".staging-"+short(b.Sha)+"-"+files.RandomSuffix())
+	staging := filepath.Join(deploy, ".staging-"+machine.ShortSha(b.Sha)+"-"+files.RandomSuffix())
 	if err := fsys.Mkdir(staging, 0o700); err != nil {
 		return fmt.Errorf("stage: %w", err)
 	}

@@ -85,12 +85,12 @@ func (tk *tick) takeover() error {
 		}
 	}
 	if im.applied != "" {
-		words = append(words, fmt.Sprintf("applied sha %s from %s", short(im.applied), im.appliedFrom))
+		words = append(words, fmt.Sprintf("applied sha %s from %s", machine.ShortSha(im.applied), im.appliedFrom))
 	}
 	if len(im.releases) > 0 {
 		shas := make([]string, len(im.releases))
 		for i, r := range im.releases {
-			shas[i] = short(r.Sha)
+			shas[i] = machine.ShortSha(r.Sha)
 		}
 		words = append(words, fmt.Sprintf("%d release(s) as applied before: %s", len(im.releases), strings.Join(shas, ", ")))
 	}
@@ -185,7 +185,7 @@ func (tk *tick) scanLegacy() *imported {
 		im.applied, im.appliedFrom = current, "current"
 	}
 	if im.applied != "" && current != "" && im.applied != current {
-		im.problems = append(im.problems, fmt.Sprintf("current → releases/%s disagrees with %s (kept)", short(current), LegacyStateFile))
+		im.problems = append(im.problems, fmt.Sprintf("current → releases/%s disagrees with %s (kept)", machine.ShortSha(current), LegacyStateFile))
 	}
 
 	// oldest first by when each release was promoted; the applied sha last, as it is the newest

@@ -81,26 +81,12 @@ func FuzzEnvTemplate(f *testing.F) {
 		out, err := Render([]byte(tpl), values)
 		// compose's own reading of the template, each reference a token of letters
 		tokens := map[string]string{}
-		var src strings.Builder
-		for li, line := range strings.Split(tpl, "\n") {
-			if li > 0 {
-				src.WriteByte('\n')
-			}
-			if isComment([]byte(line)) {
-				src.WriteString(line)
-				continue
-			}
-			last := 0
-			scanLine([]byte(line), func(start, end int, name string) {
-				tok := fmt.Sprintf("QZXTOKEN%dQZX", len(tokens))
-				tokens[tok] = values[name]
-				src.WriteString(line[last:start])
-				src.WriteString(tok)
-				last = end
-			})
-			src.WriteString(line[last:])
-		}
-		want, perr := dotenv.UnmarshalWithLookup(src.String(), func(string) (string, bool) { return "", false })
+		src := replaceRefs(tpl, func(name string) string {
+			tok := fmt.Sprintf("QZXTOKEN%dQZX", len(tokens))
+			tokens[tok] = values[name]
+			return tok
+		})
+		want, perr := dotenv.UnmarshalWithLookup(src, func(string) (string, bool) { return "", false })
 		if err != nil {
 			if perr == nil && strings.IndexByte(a+b, 0) < 0 && utf8.ValidString(a) && utf8.ValidString(b) && !strings.Contains(tpl, "QZXTOKEN") {
 				if _, terr := parseEnvTemplate([]byte(tpl)); terr == nil {
