@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 	"syscall"
 
 	"github.com/rs/zerolog"
@@ -18,16 +17,6 @@ import (
 // "<memfd>,<lock fd>" (a check-in and the held tick lock), or "-" (nothing: the command is
 // simply the complete agent's).
 const envHandover = "MONKY_DEPLOYD_HANDOVER"
-
-func withoutHandover(env []string) []string {
-	out := env[:0:0]
-	for _, kv := range env {
-		if !strings.HasPrefix(kv, envHandover+"=") {
-			out = append(out, kv)
-		}
-	}
-	return out
-}
 
 // takeHandover reads what the heartbeat build handed this process, once, and removes the
 // variable so that nothing this process starts sees it. A handover from another version keeps

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -124,6 +125,16 @@ func execComplete(h states.Handover) error {
 	env = append(env, envHandover+"="+mark)
 	err = syscall.Exec(path, append([]string{path}, os.Args[1:]...), env)
 	return fmt.Errorf("exec the complete agent %s: %w", path, err)
+}
+
+func withoutHandover(env []string) []string {
+	out := env[:0:0]
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, envHandover+"=") {
+			out = append(out, kv)
+		}
+	}
+	return out
 }
 
 func writeAll(fd int, b []byte) error {
