@@ -206,7 +206,6 @@ func (a *Agent) stopping() bool {
 	}
 }
 
-
 // local reports whether err is the agent's own fault — the state file or a file it writes —
 // rather than an answer from tenancy, OpenBao or docker. A local error ends the tick as it is
 // (exit 1, nothing committed past it); it is never counted as the apply's failure.
