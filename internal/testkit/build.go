@@ -1,0 +1,114 @@
+package testkit
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// builds holds the binaries built by this process, in one temp directory.
+var builds struct {
+	mu   sync.Mutex
+	dir  string
+	done map[string]string // name → the go build arguments it was built with
+}
+
+// Root is the module's root directory (where go.mod is).
+func Root() string {
+	_, self, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(self), "..", "..")
+}
+
+// BinDir is the directory Build writes to; "" before the first Build. Run removes it.
+func BinDir() string {
+	builds.mu.Lock()
+	defer builds.mu.Unlock()
+	return builds.dir
+}
+
+// Bin is the path of the binary Build built as name.
+func Bin(name string) string { return filepath.Join(BinDir(), name) }
+
+func binDirLocked() (string, error) {
+	if builds.dir == "" {
+		dir, err := os.MkdirTemp("", "monky-testkit-")
+		if err != nil {
+			return "", err
+		}
+		builds.dir, builds.done = dir, map[string]string{}
+	}
+	return builds.dir, nil
+}
+
+// Build builds the main package pkg (a path below the module root, such as "./cmd/monky-sim")
+// with the go build flags given, as BinDir/name with CGO_ENABLED=0, and returns its path. A
+// name is built once per process: asking again with the same flags returns the path at once,
+// with other flags is an error.
+func Build(name, pkg string, flags ...string) (string, error) {
+	builds.mu.Lock()
+	defer builds.mu.Unlock()
+	dir, err := binDirLocked()
+	if err != nil {
+		return "", err
+	}
+	out := filepath.Join(dir, name)
+	args := append(append([]string{"build"}, flags...), "-o", out, pkg)
+	key := strings.Join(args, " ")
+	if prev, ok := builds.done[name]; ok {
+		if prev != key {
+			return "", fmt.Errorf("testkit: %s is built already, as go %s", name, prev)
+		}
+		return out, nil
+	}
+	cmd := exec.Command("go", args...)
+	cmd.Dir = Root()
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if raw, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go %s: %v\n%s", key, err, raw)
+	}
+	builds.done[name] = key
+	return out, nil
+}
+
+const fakeDockerPkg = "./internal/fakedocker"
+
+// FakeDocker is the path of the recording docker stub (internal/fakedocker), built as
+// "docker" on first use.
+func FakeDocker(tb testing.TB) string {
+	tb.Helper()
+	p, err := Build("docker", fakeDockerPkg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return p
+}
+
+// Run runs setup (when not nil), then the tests of m, removes what Build built and returns
+// the exit code for os.Exit. A setup error is printed and ends the run before any test.
+func Run(m *testing.M, setup func() error) int {
+	defer removeBuilds()
+	if setup != nil {
+		if err := setup(); err != nil {
+			fmt.Fprintln(os.Stderr, "setup:", err)
+			return 1
+		}
+	}
+	return m.Run()
+}
+
+// Main runs the tests of m as Run does, without a setup, and exits.
+func Main(m *testing.M) { os.Exit(Run(m, nil)) }
+
+func removeBuilds() {
+	builds.mu.Lock()
+	defer builds.mu.Unlock()
+	if builds.dir != "" {
+		os.RemoveAll(builds.dir)
+		builds.dir, builds.done = "", nil
+	}
+}

@@ -1,0 +1,60 @@
+package testkit
+
+import (
+	"io/fs"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// WriteFile writes content to path with mode (whatever the umask), making its directory.
+func WriteFile(tb testing.TB, path, content string, mode os.FileMode) {
+	tb.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		tb.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), mode); err != nil {
+		tb.Fatal(err)
+	}
+	if err := os.Chmod(path, mode); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// Mode is the permission bits of path.
+func Mode(tb testing.TB, path string) os.FileMode {
+	tb.Helper()
+	fi, err := os.Stat(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return fi.Mode().Perm()
+}
+
+// CopyTree copies the directories (0755) and regular files (0644) under src to dst, passing
+// each file's bytes through edit, when not nil, with the file's path relative to src.
+func CopyTree(dst, src string, edit func(rel string, data []byte) ([]byte, error)) error {
+	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, p)
+		if err != nil {
+			return err
+		}
+		out := filepath.Join(dst, rel)
+		if d.IsDir() {
+			return os.MkdirAll(out, 0o755)
+		}
+		raw, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		if edit != nil {
+			if raw, err = edit(rel, raw); err != nil {
+				return err
+			}
+		}
+		return os.WriteFile(out, raw, 0o644)
+	})
+}
