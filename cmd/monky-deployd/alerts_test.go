@@ -115,16 +115,7 @@ func TestAlertRules(t *testing.T) {
 	}
 
 	b := startBox(t, "--releases", releasesWithPrivileged(t))
-	prom := filepath.Join(b.dir, "textfile", "monky_deployd.prom")
-	if err := os.MkdirAll(filepath.Dir(prom), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.OpenFile(b.config(), os.O_APPEND|os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, _ = f.WriteString("metrics_path: " + prom + "\n")
-	f.Close()
+	prom := b.metricsFile()
 	files := map[string]scrape{}
 	keep := func(cond string) {
 		t.Helper()
@@ -135,23 +126,23 @@ func TestAlertRules(t *testing.T) {
 		files[cond] = scrape{file: raw, at: time.Now()}
 	}
 
-	b.sim("desire", "--release", "v1")
+	b.Sim("desire", "--release", "v1")
 	b.tick(0)
 	b.tick(0)
 	keep("converged")
-	b.dockerKnob("unhealthy", "api\n")
+	b.DockerKnob("unhealthy", "api\n")
 	b.tick(1)
 	keep("unhealthy")
-	b.dockerKnob("unhealthy", "")
+	b.DockerKnob("unhealthy", "")
 	b.fail(`{"path": "/v1/agent/report", "status": 503}`)
 	b.tick(75)
 	keep("outbox not draining")
 	b.clearFails()
 	b.tick(0)
-	b.sim("desire", "--release", "v3")
+	b.Sim("desire", "--release", "v3")
 	b.tick(1)
 	keep("refused")
-	b.sim("desire", "--release", "v2")
+	b.Sim("desire", "--release", "v2")
 	b.tick(0)
 	b.fail(`{"path": "/v1/agent/checkin", "status": 403, "code": "AGENT_ENV_MISMATCH", "message": "token is for env-demo-02"}`)
 	b.tick(78)
@@ -161,7 +152,7 @@ func TestAlertRules(t *testing.T) {
 		t.Fatalf("resume: exit %d: %s", c, e)
 	}
 	b.tick(0)
-	b.sim("reveal", "--kit", filepath.Join(b.dir, "other-kit"))
+	b.Sim("reveal", "--kit", filepath.Join(b.Dir, "other-kit"))
 	b.tick(1)
 	keep("blocked")
 

@@ -14,19 +14,21 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tikali/monky-deployd/internal/testkit"
 )
 
 // snapshot is what a command that acts would change: every file of the box (agent state,
 // kit, grant, docker stub state and call log) with its mode and content, and the simulator's
 // request counts.
-func (b *box) snapshot() (map[string]string, simCounts) {
-	b.t.Helper()
+func (b *box) snapshot() (map[string]string, testkit.SimCounts) {
+	b.T.Helper()
 	files := map[string]string{}
-	err := filepath.WalkDir(b.dir, func(p string, d fs.DirEntry, err error) error {
+	err := filepath.WalkDir(b.Dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		if p == filepath.Join(b.dir, "sim.log") {
+		if p == filepath.Join(b.Dir, "sim.log") {
 			return nil
 		}
 		fi, err := d.Info()
@@ -46,9 +48,9 @@ func (b *box) snapshot() (map[string]string, simCounts) {
 		return nil
 	})
 	if err != nil {
-		b.t.Fatal(err)
+		b.T.Fatal(err)
 	}
-	return files, b.counts()
+	return files, b.Counts()
 }
 
 func diffFiles(before, after map[string]string) []string {
@@ -75,33 +77,34 @@ func diffFiles(before, after map[string]string) []string {
 // box's files, and the grant stays.
 func TestCompletionNeverActs(t *testing.T) {
 	b := startBox(t)
-	b.sim("desire", "--release", "v1")
+	b.Sim("desire", "--release", "v1")
 	b.tick(0)
-	b.sim("desire", "--release", "v2")
+	b.Sim("desire", "--release", "v2")
 	b.tick(0)
-	b.sim("desire", "--release", "v1")
+	b.Sim("desire", "--release", "v1")
 	b.tick(1) // ROLLBACK_REFUSED: `resume` would clear it
-	grant := filepath.Join(b.kit, "bootstrap.jwt")
-	writeFile(t, grant, b.grant+"\n")  // `bootstrap` would spend it
-	b.sim("desire", "--release", "v2") // `run` would check in and converge
+	grant := filepath.Join(b.Kit, "bootstrap.jwt")
+	testkit.WriteFile(t, grant, b.Grant+"\n", 0o600) // `bootstrap` would spend it
+	b.Sim("desire", "--release", "v2")               // `run` would check in and converge
 
-	bin := filepath.Join(binDir, "monky-deployd")
+	bin := testkit.Bin("monky-deployd")
 	scripts := map[string]string{}
 	for _, sh := range []string{"bash", "zsh", "fish"} {
-		o, e, c, _ := b.runBin("monky-deployd", nil, "completion", sh)
-		if c != 0 {
-			t.Fatalf("completion %s: exit %d: %s", sh, c, e)
+		r := b.Run("monky-deployd", nil, "completion", sh)
+		o := r.Stdout
+		if r.Code != 0 {
+			t.Fatalf("completion %s: exit %d: %s", sh, r.Code, r.Stderr)
 		}
 		if !strings.Contains(o, "__complete --") || strings.Contains(o, legacyCompletionFlag) {
 			t.Fatalf("the %s script does not ask `__complete --`:\n%s", sh, o)
 		}
 		p := filepath.Join(t.TempDir(), "completion."+sh)
-		writeFile(t, p, o)
+		testkit.WriteFile(t, p, o, 0o600)
 		scripts[sh] = p
 	}
 	// a command that acted would act on this box
-	env := append(os.Environ(), "MONKY_DEPLOYD_CONFIG="+b.config(), "NO_COLOR=1",
-		"FAKE_DOCKER_LOG="+b.dockerLg, "FAKE_DOCKER_STATE="+b.dockerSt, "PATH="+binDir+":"+os.Getenv("PATH"))
+	env := append(os.Environ(), "MONKY_DEPLOYD_CONFIG="+b.Config(), "NO_COLOR=1",
+		"FAKE_DOCKER_LOG="+b.DockerLog, "FAKE_DOCKER_STATE="+b.DockerState, "PATH="+testkit.BinDir()+":"+os.Getenv("PATH"))
 	exe := func(name string, args ...string) string {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -158,7 +161,7 @@ source "$1"; words=("$2" "$3" "$4"); CURRENT=3; _monky-deployd`, "zsh", scripts[
 			exe(bin, c, cur, legacyCompletionFlag)
 		}
 		exe(bin, c, "--", legacyCompletionFlag)
-		exe(bin, "--config", b.config(), c, "--", legacyCompletionFlag)
+		exe(bin, "--config", b.Config(), c, "--", legacyCompletionFlag)
 	}
 	if got := exe(bin, "run", "--", legacyCompletionFlag); got != "" {
 		t.Errorf("run -- %s printed %q", legacyCompletionFlag, got)
@@ -171,7 +174,7 @@ source "$1"; words=("$2" "$3" "$4"); CURRENT=3; _monky-deployd`, "zsh", scripts[
 	if d := diffFiles(files, after); len(d) > 0 {
 		t.Errorf("completion changed the box:\n%s", strings.Join(d, "\n"))
 	}
-	if raw, err := os.ReadFile(grant); err != nil || strings.TrimSpace(string(raw)) != b.grant {
+	if raw, err := os.ReadFile(grant); err != nil || strings.TrimSpace(string(raw)) != b.Grant {
 		t.Errorf("the grant was consumed: %v", err)
 	}
 	if d := b.explainJSON(); d.State != "Refused" {

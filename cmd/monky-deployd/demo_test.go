@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tikali/monky-deployd/internal/testkit"
 )
 
 // TestDemo runs `make demo`'s script (scripts/demo.sh) with the binaries TestMain built and the
@@ -16,7 +18,7 @@ func TestDemo(t *testing.T) {
 		t.Skip("-short: the demo builds the docker stub and runs the simulator and five ticks (a few seconds)")
 	}
 	cmd := exec.Command("bash", "../../test/demo.sh")
-	env := []string{"MONKY_DEMO_BIN=" + binDir}
+	env := []string{"MONKY_DEMO_BIN=" + testkit.BinDir()}
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "MONKY_DEMO_") && !strings.HasPrefix(kv, "FAKE_DOCKER_") && !strings.HasPrefix(kv, "MONKY_DEPLOYD_") {
 			env = append(env, kv)

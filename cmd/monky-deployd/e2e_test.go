@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -20,217 +19,70 @@ import (
 	"time"
 
 	"github.com/tikali/monky-deployd/internal/config"
+	"github.com/tikali/monky-deployd/internal/testkit"
 )
 
 const demoEnv = "env-demo-01"
 
-// binDir holds the binaries TestMain builds: monky-deployd, monky-deployd-fp (failpoints),
-// monky-sim and docker (the recording stub).
-var binDir string
-
 // wantVersion is what the built agent's `version` prints.
 const wantVersion = "0.0.0-e2e"
 
+// TestMain builds the agent as shipped (monky-deployd) and with failpoints (monky-deployd-fp),
+// and what a box runs beside them: monky-sim and the docker stub.
 func TestMain(m *testing.M) {
-	os.Exit(testMain(m))
-}
-
-func testMain(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "monky-e2e-bin-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "e2e:", err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	binDir = dir
-	ld := "-X github.com/tikali/monky-deployd/internal/version.Version=" + wantVersion
-	builds := [][]string{
+	os.Exit(testkit.Run(m, func() error {
+		if err := testkit.BuildBox(); err != nil {
+			return err
+		}
+		ld := "-X github.com/tikali/monky-deployd/internal/version.Version=" + wantVersion
 		// as shipped: without urfave/cli's docs (the man page comes from `make man`)
-		{"build", "-tags", "urfave_cli_no_docs", "-ldflags", ld, "-o", filepath.Join(dir, "monky-deployd"), "."},
-		{"build", "-tags", "failpoints", "-ldflags", ld, "-o", filepath.Join(dir, "monky-deployd-fp"), "."},
-		{"build", "-o", filepath.Join(dir, "monky-sim"), "../monky-sim"},
-		{"build", "-o", filepath.Join(dir, "docker"), "../../internal/fakedocker"},
-	}
-	for _, args := range builds {
-		cmd := exec.Command("go", args...)
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			fmt.Fprintf(os.Stderr, "e2e: go %s: %v\n%s", strings.Join(args, " "), err, out)
-			return 1
+		if _, err := testkit.Build("monky-deployd", "./cmd/monky-deployd", "-tags", "urfave_cli_no_docs", "-ldflags", ld); err != nil {
+			return err
 		}
-	}
-	return m.Run()
+		_, err := testkit.Build("monky-deployd-fp", "./cmd/monky-deployd", "-tags", "failpoints", "-ldflags", ld)
+		return err
+	}))
 }
 
-// box is one simulated install: a running monky-sim, its kit, the agent's state_dir and the
-// docker stub's state. Every agent run's output is kept for the secret scan.
-type box struct {
-	t        *testing.T
-	dir      string
-	kit      string
-	stateDir string
-	addrFile string
-	dockerSt string
-	dockerLg string
-	grant    string // bootstrap.jwt as written by the kit, read before any run
-	outputs  []string
-}
+// box is one simulated install (testkit.Box) serving the demo backend.
+type box struct{ *testkit.Box }
 
-func startBox(t *testing.T, serveArgs ...string) *box {
+// startBox starts a box; args are more `monky-sim serve` flags.
+func startBox(t *testing.T, args ...string) *box {
 	t.Helper()
-	dir := t.TempDir()
-	b := &box{t: t, dir: dir, kit: filepath.Join(dir, "kit"), stateDir: filepath.Join(dir, "state"),
-		addrFile: filepath.Join(dir, "addr.json"), dockerSt: filepath.Join(dir, "docker-state"),
-		dockerLg: filepath.Join(dir, "docker-calls.jsonl")}
-	if err := os.MkdirAll(b.dockerSt, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	simLog, err := os.Create(filepath.Join(dir, "sim.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(filepath.Join(binDir, "monky-sim"), "serve", "--releases", "../../testdata/demo",
-		"--env", demoEnv, "--kit", b.kit, "--addr-file", b.addrFile, "--state-dir", b.stateDir,
-		"--docker-bin", filepath.Join(binDir, "docker"), "--quiet")
-	cmd.Args = append(cmd.Args, serveArgs...)
-	cmd.Stdout, cmd.Stderr = simLog, simLog
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-		simLog.Close()
-	})
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if fi, err := os.Stat(b.addrFile); err == nil && fi.Size() > 0 {
-			break
-		}
-		select {
-		case <-done:
-			raw, _ := os.ReadFile(simLog.Name())
-			t.Fatalf("monky-sim stopped at start:\n%s", raw)
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("monky-sim wrote no addr file within 10 s")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	g, err := os.ReadFile(filepath.Join(b.kit, "bootstrap.jwt"))
-	if err != nil {
-		t.Fatalf("kit: %v", err)
-	}
-	b.grant = strings.TrimSpace(string(g))
-	if b.grant == "" {
-		t.Fatal("kit: empty bootstrap.jwt")
-	}
-	return b
-}
-
-func (b *box) config() string { return filepath.Join(b.kit, "config.yaml") }
-
-// runBin runs bin with args and extra environment and returns stdout, stderr and the exit
-// code (-1 with the signal when the process was killed by one).
-func (b *box) runBin(bin string, env []string, args ...string) (string, string, int, syscall.Signal) {
-	b.t.Helper()
-	cmd := exec.Command(filepath.Join(binDir, bin), args...)
-	cmd.Env = append(os.Environ(), "NO_COLOR=1", "FAKE_DOCKER_LOG="+b.dockerLg, "FAKE_DOCKER_STATE="+b.dockerSt,
-		"MONKY_DEPLOYD_CONFIG=", "MONKY_DEPLOYD_FAILPOINT=")
-	cmd.Env = append(cmd.Env, env...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	b.outputs = append(b.outputs, out.String(), errb.String())
-	code, sig := 0, syscall.Signal(0)
-	if err != nil {
-		var ee *exec.ExitError
-		if !errors.As(err, &ee) {
-			b.t.Fatalf("%s %v: %v", bin, args, err)
-		}
-		code = ee.ExitCode()
-		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			sig = ws.Signal()
-		}
-	}
-	return out.String(), errb.String(), code, sig
+	return &box{testkit.StartBox(t, testkit.BoxOptions{Env: demoEnv, Releases: "../../testdata/demo", Args: args})}
 }
 
 // agent runs the plain agent with the box's config.
 func (b *box) agent(args ...string) (string, string, int) {
-	b.t.Helper()
-	o, e, c, _ := b.runBin("monky-deployd", nil, append([]string{"--config", b.config()}, args...)...)
-	return o, e, c
+	b.T.Helper()
+	r := b.Run("monky-deployd", nil, append([]string{"--config", b.Config()}, args...)...)
+	return r.Stdout, r.Stderr, r.Code
 }
 
 // tick runs `run --once` and fails the test unless it exits with want.
 func (b *box) tick(want int) string {
-	b.t.Helper()
+	b.T.Helper()
 	_, e, c := b.agent("run", "--once")
 	if c != want {
-		b.t.Fatalf("run --once exit %d, want %d; stderr:\n%s", c, want, e)
+		b.T.Fatalf("run --once exit %d, want %d; stderr:\n%s", c, want, e)
 	}
 	return e
 }
 
-// sim runs a monky-sim client command against the box's simulator.
-func (b *box) sim(cmd string, args ...string) string {
-	b.t.Helper()
-	o, e, c, _ := b.runBin("monky-sim", nil, append([]string{cmd, "--addr-file", b.addrFile, "--env", demoEnv}, args...)...)
-	if c != 0 {
-		b.t.Fatalf("monky-sim %s %v: exit %d: %s", cmd, args, c, e)
+// metricsFile sets the box's metrics_path to a file in a textfile directory of its own and
+// returns the file's path.
+func (b *box) metricsFile() string {
+	b.T.Helper()
+	prom := filepath.Join(b.Dir, "textfile", "monky_deployd.prom")
+	if err := os.MkdirAll(filepath.Dir(prom), 0o755); err != nil {
+		b.T.Fatal(err)
 	}
-	return o
+	b.AppendConfig("metrics_path: " + prom + "\n")
+	return prom
 }
 
-type simCounts struct {
-	Checkins      int `json:"checkins"`
-	BundleFetches int `json:"bundle_fetches"`
-	Leases        int `json:"leases"`
-	Logins        int `json:"logins"`
-	Reports       int `json:"reports"`
-}
-
-func (b *box) counts() simCounts {
-	b.t.Helper()
-	var c simCounts
-	if err := json.Unmarshal([]byte(b.sim("counts")), &c); err != nil {
-		b.t.Fatalf("counts: %v", err)
-	}
-	return c
-}
-
-type simReport struct {
-	Sha    string `json:"sha"`
-	Result string `json:"result"`
-	Detail string `json:"detail"`
-}
-
-func (b *box) reports() []simReport {
-	b.t.Helper()
-	var out []simReport
-	for _, l := range strings.Split(strings.TrimSpace(b.sim("reports")), "\n") {
-		if l == "" {
-			continue
-		}
-		var r simReport
-		if err := json.Unmarshal([]byte(l), &r); err != nil {
-			b.t.Fatalf("report %q: %v", l, err)
-		}
-		out = append(out, r)
-	}
-	return out
-}
-
-func countResult(rs []simReport, result string) int {
+func countResult(rs []testkit.SimReport, result string) int {
 	n := 0
 	for _, r := range rs {
 		if r.Result == result {
@@ -251,51 +103,30 @@ type explainDoc struct {
 }
 
 func (b *box) explainJSON() explainDoc {
-	b.t.Helper()
+	b.T.Helper()
 	o, e, c := b.agent("explain", "--json", "-n", "1")
 	if c != 0 {
-		b.t.Fatalf("explain --json: exit %d: %s", c, e)
+		b.T.Fatalf("explain --json: exit %d: %s", c, e)
 	}
 	var d explainDoc
 	if err := json.Unmarshal([]byte(o), &d); err != nil {
-		b.t.Fatalf("explain --json is not one JSON document: %v\n%s", err, o)
+		b.T.Fatalf("explain --json is not one JSON document: %v\n%s", err, o)
 	}
 	return d
 }
 
-// dockerCalls counts recorded docker calls whose argv contains every word of sub in order.
-func (b *box) dockerCalls(sub ...string) int {
-	b.t.Helper()
-	raw, err := os.ReadFile(b.dockerLg)
-	if err != nil {
-		return 0
-	}
-	n := 0
-	for _, l := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
-		var rec struct{ Argv []string }
-		if json.Unmarshal([]byte(l), &rec) != nil {
-			continue
-		}
-		i := 0
-		for _, a := range rec.Argv {
-			if i < len(sub) && a == sub[i] {
-				i++
-			}
-		}
-		if i == len(sub) {
-			n++
-		}
-	}
-	return n
-}
-
 func TestVersionAndConfigErrors(t *testing.T) {
-	b := &box{t: t, dir: t.TempDir()}
-	o, e, c, _ := b.runBin("monky-deployd", nil, "version")
+	b := &testkit.Box{T: t, Dir: t.TempDir()} // no simulator: the agent alone
+	run := func(args ...string) (string, string, int) {
+		t.Helper()
+		r := b.Run("monky-deployd", nil, args...)
+		return r.Stdout, r.Stderr, r.Code
+	}
+	o, e, c := run("version")
 	if first, _, _ := strings.Cut(o, "\n"); c != 0 || first != "monky-deployd "+wantVersion || !strings.Contains(o, "transports: ") || !strings.Contains(o, "go:         go1.") {
 		t.Errorf("version: exit %d, stdout %q, stderr %q; want monky-deployd %s, the Go version and the transports", c, o, e, wantVersion)
 	}
-	o, e, c, _ = b.runBin("monky-deployd", nil, "version", "--json")
+	o, e, c = run("version", "--json")
 	var vi struct {
 		Version          string   `json:"version"`
 		Commit           string   `json:"commit"`
@@ -320,42 +151,35 @@ func TestVersionAndConfigErrors(t *testing.T) {
 		}
 	}
 
-	missing := filepath.Join(b.dir, "nonexistent", "config.yaml")
-	_, e, c, _ = b.runBin("monky-deployd", nil, "--config", missing, "run", "--once")
+	missing := filepath.Join(b.Dir, "nonexistent", "config.yaml")
+	_, e, c = run("--config", missing, "run", "--once")
 	if c != 1 {
 		t.Errorf("missing config: exit %d, want 1", c)
 	}
 	oneLine("missing config", e, missing)
 
-	bad := filepath.Join(b.dir, "bad.yaml")
-	writeFile(t, bad, "env_id: env-qa-02\nsite: cbs\nbogus_key: 1\nstate_dir: "+filepath.Join(b.dir, "s1")+"\n")
-	_, e, c, _ = b.runBin("monky-deployd", nil, "--config", bad, "run", "--once")
+	bad := filepath.Join(b.Dir, "bad.yaml")
+	testkit.WriteFile(t, bad, "env_id: env-qa-02\nsite: cbs\nbogus_key: 1\nstate_dir: "+filepath.Join(b.Dir, "s1")+"\n", 0o600)
+	_, e, c = run("--config", bad, "run", "--once")
 	if c != 1 {
 		t.Errorf("unknown key: exit %d, want 1", c)
 	}
 	oneLine("unknown key", e, "bogus_key", "line 3")
 
-	sdk := filepath.Join(b.dir, "sdk.yaml")
-	writeFile(t, sdk, "env_id: env-qa-02\nsite: cbs\ntransport: sdk\nidentity: "+filepath.Join(b.dir, "no-such-identity.json")+
-		"\nstate_dir: "+filepath.Join(b.dir, "s2")+"\n")
-	_, e, c, _ = b.runBin("monky-deployd", nil, "--config", sdk, "run", "--once")
+	sdk := filepath.Join(b.Dir, "sdk.yaml")
+	testkit.WriteFile(t, sdk, "env_id: env-qa-02\nsite: cbs\ntransport: sdk\nidentity: "+filepath.Join(b.Dir, "no-such-identity.json")+
+		"\nstate_dir: "+filepath.Join(b.Dir, "s2")+"\n", 0o600)
+	_, e, c = run("--config", sdk, "run", "--once")
 	if c != 1 {
 		t.Errorf("transport sdk: exit %d, want 1", c)
 	}
 	oneLine("transport sdk", e, "no OpenZiti SDK", "transport: proxy", "transport: system")
 	if !config.SDKBuiltIn {
 		// the refused start is a tick explain names, with the same hint
-		o, e, c, _ = b.runBin("monky-deployd", nil, "--config", sdk, "explain")
+		o, e, c = run("--config", sdk, "explain")
 		if c != 0 || !strings.Contains(o, "SDK_UNAVAILABLE") || !strings.Contains(o, "transport: system") {
 			t.Errorf("explain after a refused transport: exit %d\n%s%s", c, o, e)
 		}
-	}
-}
-
-func writeFile(t *testing.T, path, content string) {
-	t.Helper()
-	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
-		t.Fatal(err)
 	}
 }
 
@@ -363,7 +187,7 @@ func writeFile(t *testing.T, path, content string) {
 // remembered: the next tick exits 1 again without fetching the bundle), retire 0.
 func TestExitCodes(t *testing.T) {
 	b := startBox(t)
-	b.sim("desire", "--release", "v1")
+	b.Sim("desire", "--release", "v1")
 	b.tick(0)
 	if d := b.explainJSON(); d.State != "Reported" || d.Next != "converged" || d.Ticks[0].Action != "apply" {
 		t.Errorf("after apply: %+v", d)
@@ -372,27 +196,27 @@ func TestExitCodes(t *testing.T) {
 	if d := b.explainJSON(); d.Next != "converged" || d.Ticks[0].Action != "none" {
 		t.Errorf("after heartbeat: %+v", d)
 	}
-	b.sim("desire", "--release", "v2")
+	b.Sim("desire", "--release", "v2")
 	b.tick(0)
-	b.sim("desire", "--release", "v1")
+	b.Sim("desire", "--release", "v1")
 	e := b.tick(1)
 	if !strings.Contains(e, "ROLLBACK_REFUSED") {
 		t.Errorf("refused tick's stderr does not name the refusal:\n%s", e)
 	}
-	fetches := b.counts().BundleFetches
+	fetches := b.Counts().BundleFetches
 	e = b.tick(1)
 	if !strings.Contains(e, "ROLLBACK_REFUSED") {
 		t.Errorf("second refused tick's stderr does not name the refusal:\n%s", e)
 	}
-	if got := b.counts().BundleFetches; got != fetches {
+	if got := b.Counts().BundleFetches; got != fetches {
 		t.Errorf("a remembered refusal fetched the bundle again: fetches %d → %d", fetches, got)
 	}
 	if d := b.explainJSON(); d.State != "Refused" || !strings.Contains(d.Next, "ROLLBACK_REFUSED") {
 		t.Errorf("after refusal: %+v", d)
 	}
-	b.sim("retire", "--purge")
+	b.Sim("retire", "--purge")
 	b.tick(0)
-	if got := b.dockerCalls("compose", "down"); got != 1 {
+	if got := b.DockerCalls("compose", "down"); got != 1 {
 		t.Errorf("compose down calls = %d, want 1", got)
 	}
 }
@@ -418,22 +242,22 @@ func TestKillBetweenTransitions(t *testing.T) {
 	} {
 		t.Run(tc.point, func(t *testing.T) {
 			b := startBox(t)
-			b.sim("desire", "--release", "v1")
-			_, e, c, sig := b.runBin("monky-deployd-fp", []string{"MONKY_DEPLOYD_FAILPOINT=" + tc.point},
-				"--config", b.config(), "run", "--once")
-			if sig != syscall.SIGKILL {
-				t.Fatalf("failpoint %s: exit %d, signal %v; want death by SIGKILL; stderr:\n%s", tc.point, c, sig, e)
+			b.Sim("desire", "--release", "v1")
+			r := b.Run("monky-deployd-fp", []string{"MONKY_DEPLOYD_FAILPOINT=" + tc.point},
+				"--config", b.Config(), "run", "--once")
+			if r.Sig != syscall.SIGKILL {
+				t.Fatalf("failpoint %s: exit %d, signal %v; want death by SIGKILL; stderr:\n%s", tc.point, r.Code, r.Sig, r.Stderr)
 			}
 			b.tick(0)
-			cn := b.counts()
+			cn := b.Counts()
 			if cn.Leases != 1 || cn.Logins != 2 {
 				t.Errorf("leases %d, logins %d; want 1 and 2", cn.Leases, cn.Logins)
 			}
-			rs := b.reports()
+			rs := b.Reports()
 			if n := countResult(rs, "applied"); n != tc.applied || len(rs) != tc.applied {
 				t.Errorf("applied reports = %d, want %d: %+v", n, tc.applied, rs)
 			}
-			if got := b.dockerCalls("compose", "up"); got != tc.ups {
+			if got := b.DockerCalls("compose", "up"); got != tc.ups {
 				t.Errorf("compose up calls = %d, want %d", got, tc.ups)
 			}
 			if d := b.explainJSON(); d.State != "Reported" || d.Next != "converged" {
@@ -441,7 +265,7 @@ func TestKillBetweenTransitions(t *testing.T) {
 			}
 			// and the box is steady: a heartbeat asks for nothing more
 			b.tick(0)
-			if cn2 := b.counts(); cn2.Leases != 1 || cn2.Logins != 2 {
+			if cn2 := b.Counts(); cn2.Leases != 1 || cn2.Logins != 2 {
 				t.Errorf("after a heartbeat: leases %d, logins %d", cn2.Leases, cn2.Logins)
 			}
 		})
@@ -452,11 +276,11 @@ func TestKillBetweenTransitions(t *testing.T) {
 // once without checking in, and status/explain answer within a second.
 func TestTwoTicksAtOnce(t *testing.T) {
 	b := startBox(t)
-	b.sim("desire", "--release", "v1")
+	b.Sim("desire", "--release", "v1")
 	b.tick(0)
-	before := b.counts().Checkins
+	before := b.Counts().Checkins
 
-	f, err := os.OpenFile(filepath.Join(b.stateDir, "lock"), os.O_RDWR|os.O_CREATE, 0o600)
+	f, err := os.OpenFile(filepath.Join(b.StateDir, "lock"), os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -471,7 +295,7 @@ func TestTwoTicksAtOnce(t *testing.T) {
 	if d := time.Since(start); d > 3*time.Second {
 		t.Errorf("a locked-out tick took %v", d)
 	}
-	if got := b.counts().Checkins; got != before {
+	if got := b.Counts().Checkins; got != before {
 		t.Errorf("a locked-out tick checked in: %d → %d", before, got)
 	}
 	for _, args := range [][]string{{"status", "--json"}, {"explain", "--json"}} {
@@ -498,12 +322,12 @@ func TestTwoTicksAtOnce(t *testing.T) {
 // TestCorruptStateFile: garbage in state.db is moved aside and the tick goes on.
 func TestCorruptStateFile(t *testing.T) {
 	b := startBox(t)
-	b.sim("desire", "--release", "v1")
+	b.Sim("desire", "--release", "v1")
 	b.tick(0)
 	garbage := bytes.Repeat([]byte("not a bbolt file \x00\xff"), 512)
-	writeFile(t, filepath.Join(b.stateDir, "state.db"), string(garbage))
+	testkit.WriteFile(t, filepath.Join(b.StateDir, "state.db"), string(garbage), 0o600)
 	b.tick(0)
-	aside, _ := filepath.Glob(filepath.Join(b.stateDir, "state.db.corrupt-*"))
+	aside, _ := filepath.Glob(filepath.Join(b.StateDir, "state.db.corrupt-*"))
 	if len(aside) != 1 {
 		t.Fatalf("state.db.corrupt-* files: %v, want 1", aside)
 	}
@@ -520,21 +344,21 @@ func TestCorruptStateFile(t *testing.T) {
 // afresh; status and explain then name the copy.
 func TestTruncatedStateFile(t *testing.T) {
 	b := startBox(t)
-	b.sim("desire", "--release", "v1")
+	b.Sim("desire", "--release", "v1")
 	b.tick(0)
 	for i := 0; i < 5; i++ {
 		b.tick(0)
 	}
-	path := filepath.Join(b.stateDir, "state.db")
+	path := filepath.Join(b.StateDir, "state.db")
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	writeFile(t, path, string(raw[:len(raw)/2]))
+	testkit.WriteFile(t, path, string(raw[:len(raw)/2]), 0o600)
 	for _, args := range [][]string{{"status"}, {"explain"}, {"explain", "--state-file", path}} {
-		_, e, code, sig := b.runBin("monky-deployd", nil, append([]string{"--config", b.config()}, args...)...)
-		if sig != 0 || code != 1 || !strings.Contains(e, "corrupt") || !strings.Contains(e, "moves it aside") {
-			t.Errorf("%v on a truncated file: exit %d, signal %v, stderr %q", args, code, sig, e)
+		r := b.Run("monky-deployd", nil, append([]string{"--config", b.Config()}, args...)...)
+		if r.Sig != 0 || r.Code != 1 || !strings.Contains(r.Stderr, "corrupt") || !strings.Contains(r.Stderr, "moves it aside") {
+			t.Errorf("%v on a truncated file: exit %d, signal %v, stderr %q", args, r.Code, r.Sig, r.Stderr)
 		}
 	}
 	b.tick(0)
@@ -557,25 +381,25 @@ func TestSecretCanary(t *testing.T) {
 	const dbCanary = "CANARY-db-7f3a9c21e4"
 	// gemini is pinned to version 2 by the demo manifest: its value is the one the agent reads.
 	const geminiPinned = "demo-gemini-key-2"
-	b.sim("secret", "--name", "db", "--key", "password", "--value", dbCanary)
-	b.sim("desire", "--release", "v1")
+	b.Sim("secret", "--name", "db", "--key", "password", "--value", dbCanary)
+	b.Sim("desire", "--release", "v1")
 	b.tick(0)
-	tokenRaw, err := os.ReadFile(filepath.Join(b.stateDir, "bao.token"))
+	tokenRaw, err := os.ReadFile(filepath.Join(b.StateDir, "bao.token"))
 	if err != nil {
 		t.Fatalf("token file: %v", err)
 	}
 	token := strings.TrimSpace(string(tokenRaw))
 	b.tick(0) // heartbeat
-	b.sim("desire", "--release", "v2")
+	b.Sim("desire", "--release", "v2")
 	b.tick(0)
 	for _, args := range [][]string{{"status"}, {"status", "--json"}, {"explain"}, {"explain", "--json"}} {
 		if _, e, c := b.agent(args...); c != 0 {
 			t.Errorf("%v: exit %d: %s", args, c, e)
 		}
 	}
-	b.sim("reports") // kept in b.outputs
+	b.Sim("reports") // kept in b.Outputs
 
-	needles := map[string]string{"db secret": dbCanary, "gemini secret": geminiPinned, "token": token, "grant": b.grant}
+	needles := map[string]string{"db secret": dbCanary, "gemini secret": geminiPinned, "token": token, "grant": b.Grant}
 	for name, n := range needles {
 		if len(n) < 8 {
 			t.Fatalf("%s is too short to scan for: %q", name, n)
@@ -594,7 +418,7 @@ func TestSecretCanary(t *testing.T) {
 
 	// Positive control: the rendered .env of the applied release holds the secrets (that is its
 	// job), and the scanner finds them there.
-	envs, _ := filepath.Glob(filepath.Join(b.stateDir, demoEnv, "releases", "*", ".env"))
+	envs, _ := filepath.Glob(filepath.Join(b.StateDir, demoEnv, "releases", "*", ".env"))
 	if len(envs) == 0 {
 		t.Fatal("no rendered .env under the deploy dir")
 	}
@@ -608,16 +432,16 @@ func TestSecretCanary(t *testing.T) {
 	}
 
 	hits := 0
-	for i, o := range b.outputs {
+	for i, o := range b.Outputs {
 		hits += scan(fmt.Sprintf("output %d", i), []byte(o))
 	}
-	db, err := os.ReadFile(filepath.Join(b.stateDir, "state.db"))
+	db, err := os.ReadFile(filepath.Join(b.StateDir, "state.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	hits += scan("state.db", db)
 	if hits != 0 {
-		t.Errorf("%d secret hits in %d outputs and state.db", hits, len(b.outputs))
+		t.Errorf("%d secret hits in %d outputs and state.db", hits, len(b.Outputs))
 	}
 }
 
@@ -637,32 +461,32 @@ func TestExplainReadsInPlainWords(t *testing.T) {
 			}
 		}
 	}
-	b.sim("desire", "--release", "v1")
+	b.Sim("desire", "--release", "v1")
 	b.tick(0)
 	b.tick(0)
 	explainHas("after a heartbeat", "action none", "CheckedIn", "services healthy", "next:  converged")
 
-	b.sim("retire")
+	b.Sim("retire")
 	b.tick(0)
 	explainHas("after a retire", "action down", "compose down", "retired")
 
 	b2 := startBox(t)
-	b2.sim("desire", "--release", "v1")
+	b2.Sim("desire", "--release", "v1")
 	b2.tick(0)
-	b2.sim("reveal", "--kit", filepath.Join(b2.dir, "other-kit"))
+	b2.Sim("reveal", "--kit", filepath.Join(b2.Dir, "other-kit"))
 	e := b2.tick(1)
 	if !strings.Contains(e, "AGENT_UNAUTHENTICATED") {
 		t.Errorf("unauthenticated tick's stderr:\n%s", e)
 	}
-	if _, err := os.Stat(filepath.Join(b2.stateDir, "bao.token")); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(filepath.Join(b2.StateDir, "bao.token")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the refused token is still on disk: %v", err)
 	}
-	checkins := b2.counts().Checkins
+	checkins := b2.Counts().Checkins
 	b = b2
 	explainHas("after an unauthenticated tick", "AGENT_UNAUTHENTICATED", "re-run the install kit", "Blocked")
 	// Blocked: the next tick exits 1 at once without touching the network.
 	b2.tick(1)
-	if got := b2.counts().Checkins; got != checkins {
+	if got := b2.Counts().Checkins; got != checkins {
 		t.Errorf("check-ins %d → %d: a blocked tick went to the network", checkins, got)
 	}
 }

@@ -67,19 +67,19 @@ func TestDocumentedLogLines(t *testing.T) {
 		all = append(all, lines...)
 		return lines
 	}
-	b.sim("desire", "--release", "v1")
+	b.Sim("desire", "--release", "v1")
 	step("apply", 0, "run", "--once")
 	if hb := step("heartbeat", 0, "run", "--once"); len(hb) != 1 {
 		t.Errorf("a heartbeat wrote %d lines, want 1:\n%s", len(hb), strings.Join(hb, "\n"))
 	}
-	b.sim("desire", "--release", "v3")
+	b.Sim("desire", "--release", "v3")
 	step("privileged", 1, "run", "--once")
 	step("still refused", 1, "run", "--once")
-	b.sim("desire", "--release", "v2")
+	b.Sim("desire", "--release", "v2")
 	step("apply v2", 0, "run", "--once")
-	b.dockerKnob("unhealthy", "api\n")
+	b.DockerKnob("unhealthy", "api\n")
 	step("unhealthy", 1, "run", "--once")
-	b.dockerKnob("unhealthy", "")
+	b.DockerKnob("unhealthy", "")
 	b.fail(`{"path": "/v1/agent/checkin", "status": 503}`)
 	step("tenancy down", 75, "run", "--once")
 	b.clearFails()
@@ -87,7 +87,7 @@ func TestDocumentedLogLines(t *testing.T) {
 	step("report not acknowledged", 75, "run", "--once")
 	b.clearFails()
 	step("outbox drained", 0, "run", "--once")
-	b.sim("reveal", "--kit", b.dir+"/other-kit")
+	b.Sim("reveal", "--kit", b.Dir+"/other-kit")
 	step("bearer refused", 1, "run", "--once")
 	step("blocked", 1, "run", "--once")
 	step("usage error", 1, "nosuch")

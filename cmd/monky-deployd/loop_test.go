@@ -3,9 +3,6 @@ package main
 import (
 	"bytes"
 	"math/rand/v2"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
@@ -17,9 +14,8 @@ import (
 // step in flight is committed.
 func TestLoopFollowsTheIntervalAndStopsOnSIGTERM(t *testing.T) {
 	b := startBox(t, "--interval", "1", "--kit-interval", "1")
-	b.sim("desire", "--release", "v1")
-	cmd := exec.Command(filepath.Join(binDir, "monky-deployd"), "--config", b.config(), "run")
-	cmd.Env = append(os.Environ(), "NO_COLOR=1", "FAKE_DOCKER_LOG="+b.dockerLg, "FAKE_DOCKER_STATE="+b.dockerSt, "MONKY_DEPLOYD_CONFIG=")
+	b.Sim("desire", "--release", "v1")
+	cmd := b.Command("monky-deployd", "--config", b.Config(), "run")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
@@ -28,7 +24,7 @@ func TestLoopFollowsTheIntervalAndStopsOnSIGTERM(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	deadline := time.Now().Add(20 * time.Second)
-	for b.counts().Checkins < 4 {
+	for b.Counts().Checkins < 4 {
 		if time.Now().After(deadline) {
 			cmd.Process.Kill()
 			t.Fatalf("fewer than 4 check-ins in 20 s with a 1 s interval:\n%s", stderr.String())

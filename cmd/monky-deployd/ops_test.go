@@ -117,17 +117,8 @@ func TestHelpHasExamples(t *testing.T) {
 // explain --ndjson.
 func TestRunWritesMetricsAndExplainExports(t *testing.T) {
 	b := startBox(t)
-	prom := filepath.Join(b.dir, "textfile", "monky_deployd.prom")
-	if err := os.MkdirAll(filepath.Dir(prom), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.OpenFile(b.config(), os.O_APPEND|os.O_WRONLY, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, _ = f.WriteString("metrics_path: " + prom + "\n")
-	f.Close()
-	b.sim("desire", "--release", "v1")
+	prom := b.metricsFile()
+	b.Sim("desire", "--release", "v1")
 	b.tick(0)
 	b.tick(0)
 

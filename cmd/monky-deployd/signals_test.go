@@ -6,8 +6,8 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"io/fs"
 	"net/http"
 	"os"
 	"os/exec"
@@ -15,24 +15,25 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/tikali/monky-deployd/internal/testkit"
 )
 
 // journal runs the agent with stderr on a file that JOURNAL_STREAM names, as under systemd,
 // and returns the exit code and the stderr lines.
 func (b *box) journal(args ...string) (int, []string) {
-	b.t.Helper()
-	f, err := os.CreateTemp(b.dir, "journal-*")
+	b.T.Helper()
+	f, err := os.CreateTemp(b.Dir, "journal-*")
 	if err != nil {
-		b.t.Fatal(err)
+		b.T.Fatal(err)
 	}
 	defer f.Close()
 	var st syscall.Stat_t
 	if err := syscall.Fstat(int(f.Fd()), &st); err != nil {
-		b.t.Fatal(err)
+		b.T.Fatal(err)
 	}
-	cmd := exec.Command(filepath.Join(binDir, "monky-deployd"), append([]string{"--config", b.config()}, args...)...)
-	cmd.Env = append(os.Environ(), "NO_COLOR=1", "FAKE_DOCKER_LOG="+b.dockerLg, "FAKE_DOCKER_STATE="+b.dockerSt,
-		"MONKY_DEPLOYD_CONFIG=", "MONKY_DEPLOYD_FAILPOINT=", fmt.Sprintf("JOURNAL_STREAM=%d:%d", st.Dev, st.Ino))
+	cmd := b.Command("monky-deployd", append([]string{"--config", b.Config()}, args...)...)
+	cmd.Env = append(cmd.Env, fmt.Sprintf("JOURNAL_STREAM=%d:%d", st.Dev, st.Ino))
 	cmd.Stderr = f
 	var out bytes.Buffer
 	cmd.Stdout = &out
@@ -40,15 +41,15 @@ func (b *box) journal(args ...string) (int, []string) {
 	if err := cmd.Run(); err != nil {
 		ee, ok := err.(*exec.ExitError)
 		if !ok {
-			b.t.Fatalf("%v: %v", args, err)
+			b.T.Fatalf("%v: %v", args, err)
 		}
 		code = ee.ExitCode()
 	}
 	raw, err := os.ReadFile(f.Name())
 	if err != nil {
-		b.t.Fatal(err)
+		b.T.Fatal(err)
 	}
-	b.outputs = append(b.outputs, out.String(), string(raw))
+	b.Outputs = append(b.Outputs, out.String(), string(raw))
 	s := strings.TrimRight(string(raw), "\n")
 	if s == "" {
 		return code, nil
@@ -62,14 +63,14 @@ func (b *box) fail(rule string) { b.admin("/admin/fail", rule) }
 func (b *box) clearFails() { b.admin("/admin/clear-fails", "{}") }
 
 func (b *box) admin(path, body string) {
-	b.t.Helper()
-	raw, err := os.ReadFile(b.addrFile)
+	b.T.Helper()
+	raw, err := os.ReadFile(b.AddrFile)
 	if err != nil {
-		b.t.Fatal(err)
+		b.T.Fatal(err)
 	}
 	var addrs struct{ Admin string }
 	if err := json.Unmarshal(raw, &addrs); err != nil {
-		b.t.Fatal(err)
+		b.T.Fatal(err)
 	}
 	base := addrs.Admin
 	if !strings.HasPrefix(base, "http") {
@@ -77,52 +78,34 @@ func (b *box) admin(path, body string) {
 	}
 	resp, err := http.Post(strings.TrimRight(base, "/")+path, "application/json", strings.NewReader(body))
 	if err != nil {
-		b.t.Fatal(err)
+		b.T.Fatal(err)
 	}
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		b.t.Fatalf("%s %s: %s", path, body, resp.Status)
+		b.T.Fatalf("%s %s: %s", path, body, resp.Status)
 	}
-}
-
-// dockerKnob writes (content) or removes ("" ) a knob file of the docker stub.
-func (b *box) dockerKnob(name, content string) {
-	b.t.Helper()
-	p := filepath.Join(b.dockerSt, name)
-	if content == "" {
-		_ = os.Remove(p)
-		return
-	}
-	writeFile(b.t, p, content)
 }
 
 // releasesWithPrivileged copies the demo releases and adds v3: v2 with a privileged api.
 func releasesWithPrivileged(t *testing.T) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "releases")
-	if err := os.CopyFS(dir, os.DirFS("../../testdata/demo")); err != nil {
+	demo := filepath.Join(testkit.Root(), "testdata", "demo")
+	if err := testkit.CopyTree(dir, demo, nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.CopyFS(filepath.Join(dir, "v3"), os.DirFS(filepath.Join(dir, "v2"))); err != nil {
-		t.Fatal(err)
-	}
-	compose := filepath.Join(dir, "v3", "compose.yaml")
-	raw, err := os.ReadFile(compose)
+	err := testkit.CopyTree(filepath.Join(dir, "v3"), filepath.Join(demo, "v2"), func(rel string, raw []byte) ([]byte, error) {
+		if rel != "compose.yaml" {
+			return raw, nil
+		}
+		s := strings.Replace(string(raw), "  api:\n", "  api:\n    privileged: true\n", 1)
+		if s == string(raw) {
+			return nil, errors.New("v2's compose.yaml has no api service")
+		}
+		return []byte(s), nil
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := strings.Replace(string(raw), "  api:\n", "  api:\n    privileged: true\n", 1)
-	if s == string(raw) {
-		t.Fatal("v2's compose.yaml has no api service")
-	}
-	if err := os.WriteFile(compose, []byte(s), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err == nil {
-			_ = os.Chmod(p, map[bool]os.FileMode{true: 0o755, false: 0o644}[d.IsDir()])
-		}
-		return nil
-	})
 	return dir
 }

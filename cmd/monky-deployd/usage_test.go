@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tikali/monky-deployd/internal/testkit"
 	"github.com/tikali/monky-deployd/store"
 )
 
@@ -93,7 +94,7 @@ func TestStatusExitCodes(t *testing.T) {
 				t.Fatal(err)
 			}
 			cfg := filepath.Join(dir, "config.yaml")
-			writeFile(t, cfg, "env_id: env-qa-02\nsite: cbs\ntransport: system\nstate_dir: "+stateDir+"\n")
+			testkit.WriteFile(t, cfg, "env_id: env-qa-02\nsite: cbs\ntransport: system\nstate_dir: "+stateDir+"\n", 0o600)
 			if c.rec != nil {
 				st, err := store.OpenBolt(filepath.Join(stateDir, "state.db"), store.BoltOptions{})
 				if err != nil {
@@ -105,7 +106,7 @@ func TestStatusExitCodes(t *testing.T) {
 				}
 			}
 			if c.raw != "" {
-				writeFile(t, filepath.Join(stateDir, "state.db"), c.raw)
+				testkit.WriteFile(t, filepath.Join(stateDir, "state.db"), c.raw, 0o600)
 			}
 			var out, errb bytes.Buffer
 			if code := run([]string{"monky-deployd", "--config", cfg, "status"}, &out, &errb); code != c.want {

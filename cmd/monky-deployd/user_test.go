@@ -10,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/tikali/monky-deployd/internal/testkit"
 )
 
 // rootOwned lists the files under dir owned by root.
@@ -39,26 +41,26 @@ func TestRootIsRefusedWhereStateDirIsTheAgents(t *testing.T) {
 		t.Skip("needs root; TestWrongUserRefusedInProcess covers the refusal without it")
 	}
 	b := startBox(t)
-	if err := os.MkdirAll(b.stateDir, 0o700); err != nil {
+	if err := os.MkdirAll(b.StateDir, 0o700); err != nil {
 		t.Fatal(err)
 	}
 	const agentUID = 65534
-	_ = filepath.WalkDir(b.stateDir, func(p string, _ fs.DirEntry, _ error) error { return os.Lchown(p, agentUID, agentUID) })
+	_ = filepath.WalkDir(b.StateDir, func(p string, _ fs.DirEntry, _ error) error { return os.Lchown(p, agentUID, agentUID) })
 	name := strconv.Itoa(agentUID)
 	if u, err := user.LookupId(name); err == nil {
 		name = u.Username
 	}
 	for _, args := range [][]string{{"bootstrap", "--force"}, {"run", "--once"}, {"resume"}} {
 		_, e, code := b.agent(args...)
-		want := "run it as the agent's user: sudo -u " + name + " monky-deployd --config " + b.config() + " " + strings.Join(args, " ")
+		want := "run it as the agent's user: sudo -u " + name + " monky-deployd --config " + b.Config() + " " + strings.Join(args, " ")
 		if code != 1 || !strings.Contains(e, want) {
 			t.Errorf("%v as root: exit %d, stderr %q; want exit 1 and %q", args, code, e, want)
 		}
 	}
-	if files := rootOwned(t, b.stateDir); len(files) != 0 {
+	if files := rootOwned(t, b.StateDir); len(files) != 0 {
 		t.Errorf("root-owned files left in state_dir: %v", files)
 	}
-	if c := b.counts(); c.Logins != 0 || c.Checkins != 0 {
+	if c := b.Counts(); c.Logins != 0 || c.Checkins != 0 {
 		t.Errorf("a refused command went on the network: %+v", c)
 	}
 }
@@ -82,7 +84,7 @@ func TestWrongUserRefusedInProcess(t *testing.T) {
 		}
 	}
 	cfgPath := filepath.Join(dir, "config.yaml")
-	writeFile(t, cfgPath, "env_id: env-qa-02\nsite: cbs\ntransport: system\nstate_dir: "+state+"\ntenancy:\n  base_url: http://127.0.0.1:9\n")
+	testkit.WriteFile(t, cfgPath, "env_id: env-qa-02\nsite: cbs\ntransport: system\nstate_dir: "+state+"\ntenancy:\n  base_url: http://127.0.0.1:9\n", 0o600)
 	for _, args := range [][]string{{"run", "--once"}, {"bootstrap", "--force"}, {"resume", "--now"}} {
 		var out, errb bytes.Buffer
 		code := run(append([]string{"monky-deployd", "--config", cfgPath}, args...), &out, &errb)
