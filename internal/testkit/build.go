@@ -24,7 +24,8 @@ func Root() string {
 	return filepath.Join(filepath.Dir(self), "..", "..")
 }
 
-// BinDir is the directory Build writes to; "" before the first Build. Run removes it.
+// BinDir is the directory Build writes to; "" before the first Build. A TestMain may keep
+// there what its tests share (test/robust keeps its releases); Run removes it all.
 func BinDir() string {
 	builds.mu.Lock()
 	defer builds.mu.Unlock()

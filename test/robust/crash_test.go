@@ -21,6 +21,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/tikali/monky-deployd/internal/testkit"
 	"github.com/tikali/monky-deployd/store"
 )
 
@@ -76,18 +77,18 @@ var fullMatrix = os.Getenv("MONKY_CRASH_FULL") != ""
 
 // prepare brings a fresh box to the start of the scenario's crashed tick and returns the
 // counts before it.
-func prepare(t testing.TB, sc string) (*box, simCounts) {
+func prepare(t testing.TB, sc string) (*box, testkit.SimCounts) {
 	b := startBox(t)
 	if sc == "upgrade" {
-		b.sim("desire", "--release", "v1")
-		if r := b.tick(); r.code != 0 {
-			t.Fatalf("setup tick: exit %d: %s", r.code, r.err)
+		b.Sim("desire", "--release", "v1")
+		if r := b.tick(); r.Code != 0 {
+			t.Fatalf("setup tick: exit %d: %s", r.Code, r.Stderr)
 		}
-		b.sim("desire", "--release", "v2")
+		b.Sim("desire", "--release", "v2")
 	} else {
-		b.sim("desire", "--release", "v1")
+		b.Sim("desire", "--release", "v1")
 	}
-	return b, b.counts()
+	return b, b.Counts()
 }
 
 func target(sc string) string {
@@ -99,12 +100,12 @@ func target(sc string) string {
 
 func runReference(t *testing.T, sc string) reference {
 	b, before := prepare(t, sc)
-	if r := b.tick(); r.code != 0 {
-		t.Fatalf("reference %s: exit %d: %s", sc, r.code, r.err)
+	if r := b.tick(); r.Code != 0 {
+		t.Fatalf("reference %s: exit %d: %s", sc, r.Code, r.Stderr)
 	}
 	st := b.status()
-	after := b.counts()
-	ref := reference{state: st.State, next: st.Next, applied: st.AppliedSha, env: map[string][]byte{}, files: map[string]map[string][]byte{}, shas: b.releaseShas(),
+	after := b.Counts()
+	ref := reference{state: st.State, next: st.Next, applied: st.AppliedSha, env: map[string][]byte{}, files: map[string]map[string][]byte{}, shas: b.ReleaseShas(),
 		leases: after.Leases - before.Leases, logins: after.Logins - before.Logins}
 	if sc == "first" {
 		ref.logins-- // the bootstrap login
@@ -132,7 +133,7 @@ func runReference(t *testing.T, sc string) reference {
 	return ref
 }
 
-func (b *box) deployDir() string { return filepath.Join(b.stateDir, envID) }
+func (b *box) deployDir() string { return filepath.Join(b.StateDir, envID) }
 
 // matrixStats are the figures the matrix reports.
 type matrixStats struct {
@@ -333,18 +334,18 @@ func samplePairs(all [][2]string, n int) [][2]string {
 func crashRun(t *testing.T, stats *matrixStats, sc string, ref reference, points []string, mustReach bool) {
 	run := sc + " " + strings.Join(points, " → ")
 	b, before := prepare(t, sc)
-	defer b.stop()
+	defer b.Stop()
 	stats.runs++
 	for i, p := range points {
 		r := b.tick("MONKY_DEPLOYD_FAILPOINT=" + p)
-		if r.sig != syscall.SIGKILL {
+		if r.Sig != syscall.SIGKILL {
 			if mustReach || i == 0 {
-				stats.violate(run, "tick at %s: exit %d, signal %v; want death by SIGKILL; stderr:\n%s", p, r.code, r.sig, r.err)
+				stats.violate(run, "tick at %s: exit %d, signal %v; want death by SIGKILL; stderr:\n%s", p, r.Code, r.Sig, r.Stderr)
 				return
 			}
 			stats.notReached++
-			if r.code != 0 {
-				stats.violate(run, "recovery tick (second point %s not reached): exit %d: %s", p, r.code, r.err)
+			if r.Code != 0 {
+				stats.violate(run, "recovery tick (second point %s not reached): exit %d: %s", p, r.Code, r.Stderr)
 			}
 			break
 		}
@@ -360,8 +361,8 @@ func crashRun(t *testing.T, stats *matrixStats, sc string, ref reference, points
 	converged := false
 	for i := 0; i < 5 && !converged; i++ {
 		r := b.tick()
-		if r.code != 0 {
-			stats.violate(run, "recovery tick %d: exit %d: %s", i+1, r.code, r.err)
+		if r.Code != 0 {
+			stats.violate(run, "recovery tick %d: exit %d: %s", i+1, r.Code, r.Stderr)
 		}
 		st := b.status()
 		converged = st.State == ref.state && st.Next == ref.next && st.AppliedSha == ref.applied
@@ -431,7 +432,7 @@ func checkRelease(b *box, ref reference, sc string) []string {
 	return bad
 }
 
-func checkEnd(b *box, ref reference, sc string, before simCounts, stats *matrixStats) []string {
+func checkEnd(b *box, ref reference, sc string, before testkit.SimCounts, stats *matrixStats) []string {
 	bad := checkRelease(b, ref, sc)
 	cur, _ := os.Readlink(filepath.Join(b.deployDir(), "current"))
 	if filepath.Base(cur) != ref.applied {
@@ -439,18 +440,18 @@ func checkEnd(b *box, ref reference, sc string, before simCounts, stats *matrixS
 	} else if raw, _ := os.ReadFile(filepath.Join(b.deployDir(), "current", ".env")); !bytes.Equal(raw, ref.env[target(sc)]) {
 		bad = append(bad, "current/.env is not the applied release's")
 	}
-	db, err := store.OpenBolt(filepath.Join(b.stateDir, "state.db"), store.BoltOptions{ReadOnly: true})
+	db, err := store.OpenBolt(filepath.Join(b.StateDir, "state.db"), store.BoltOptions{ReadOnly: true})
 	if err != nil {
 		bad = append(bad, "state.db: "+err.Error())
 	} else if err := db.Check(); err != nil {
 		bad = append(bad, "bbolt check: "+err.Error())
 	}
-	if aside, _ := filepath.Glob(filepath.Join(b.stateDir, "state.db.corrupt-*")); len(aside) > 0 {
+	if aside, _ := filepath.Glob(filepath.Join(b.StateDir, "state.db.corrupt-*")); len(aside) > 0 {
 		bad = append(bad, fmt.Sprintf("state.db was moved aside as corrupt: %v", aside))
 	}
 	// exactly the uncrashed run's leases and logins: no kill may cost a second of either
 	// (AGENT.md), the bootstrap login included
-	after := b.counts()
+	after := b.Counts()
 	leases, logins := after.Leases-before.Leases, after.Logins-before.Logins
 	if sc == "first" {
 		if logins > ref.logins+1 {
@@ -464,14 +465,14 @@ func checkEnd(b *box, ref reference, sc string, before simCounts, stats *matrixS
 	if leases != ref.leases || logins != ref.logins {
 		bad = append(bad, fmt.Sprintf("leases %d, logins %d for one apply; the uncrashed run: %d, %d", leases, logins, ref.leases, ref.logins))
 	}
-	if g, err := os.ReadFile(filepath.Join(b.kit, "bootstrap.jwt")); err == nil && len(bytes.TrimSpace(g)) > 0 {
+	if g, err := os.ReadFile(filepath.Join(b.Kit, "bootstrap.jwt")); err == nil && len(bytes.TrimSpace(g)) > 0 {
 		bad = append(bad, "the bootstrap grant was used but not consumed")
 	}
 	// exactly one acknowledged outcome for the apply: reports of the applied sha may repeat
 	// (a kill between tenancy's acknowledgement and the commit of Reported resends the queued
 	// report), but they all say `applied`.
 	outcomes := map[string]int{}
-	for _, r := range b.reports() {
+	for _, r := range b.Reports() {
 		if r.Sha == ref.applied {
 			outcomes[r.Result]++
 		}
@@ -482,7 +483,7 @@ func checkEnd(b *box, ref reference, sc string, before simCounts, stats *matrixS
 	if left := leftovers(b); len(left) > 0 {
 		bad = append(bad, fmt.Sprintf("temp files left: %v", left))
 	}
-	if _, err := os.Stat(filepath.Join(b.stateDir, "lease.grant")); err == nil {
+	if _, err := os.Stat(filepath.Join(b.StateDir, "lease.grant")); err == nil {
 		bad = append(bad, "a leased grant is still kept after the apply")
 	}
 	return bad
@@ -491,7 +492,7 @@ func checkEnd(b *box, ref reference, sc string, before simCounts, stats *matrixS
 // leftovers lists temp names anywhere under the box's state and kit dirs.
 func leftovers(b *box) []string {
 	var out []string
-	for _, root := range []string{b.stateDir, b.kit} {
+	for _, root := range []string{b.StateDir, b.Kit} {
 		_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 			if err != nil {
 				return nil
@@ -499,7 +500,7 @@ func leftovers(b *box) []string {
 			n := d.Name()
 			if strings.Contains(n, ".tmp-") || strings.HasPrefix(n, ".staging-") || strings.HasPrefix(n, ".trash-") ||
 				strings.HasPrefix(n, ".config.json.") || strings.HasSuffix(n, ".compact") {
-				rel, _ := filepath.Rel(b.dir, p)
+				rel, _ := filepath.Rel(b.Dir, p)
 				out = append(out, rel)
 			}
 			return nil

@@ -64,14 +64,14 @@ func TestSecretLeaks(t *testing.T) {
 	for k, v := range canaries {
 		needles[k] = v
 	}
-	needles["bootstrap grant"] = b.grant
+	needles["bootstrap grant"] = b.Grant
 
-	b.sim("desire", "--release", "v1")
+	b.Sim("desire", "--release", "v1")
 	// stop the tick with the leased grant on disk, to learn its value
-	if r := b.tick("MONKY_DEPLOYD_FAILPOINT=after:Leased"); r.sig != syscall.SIGKILL {
-		t.Fatalf("after:Leased: exit %d signal %v", r.code, r.sig)
+	if r := b.tick("MONKY_DEPLOYD_FAILPOINT=after:Leased"); r.Sig != syscall.SIGKILL {
+		t.Fatalf("after:Leased: exit %d signal %v", r.Code, r.Sig)
 	}
-	g, err := os.ReadFile(filepath.Join(b.stateDir, "lease.grant"))
+	g, err := os.ReadFile(filepath.Join(b.StateDir, "lease.grant"))
 	if err != nil {
 		t.Fatalf("leased grant: %v", err)
 	}
@@ -79,24 +79,24 @@ func TestSecretLeaks(t *testing.T) {
 	for _, step := range []func(){
 		func() {},
 		func() {}, // heartbeat
-		func() { b.sim("desire", "--release", "v2") },
+		func() { b.Sim("desire", "--release", "v2") },
 	} {
 		step()
-		if r := b.tick(); r.code != 0 {
-			t.Fatalf("tick: exit %d: %s", r.code, r.err)
+		if r := b.tick(); r.Code != 0 {
+			t.Fatalf("tick: exit %d: %s", r.Code, r.Stderr)
 		}
 	}
-	tok, err := os.ReadFile(filepath.Join(b.stateDir, "bao.token"))
+	tok, err := os.ReadFile(filepath.Join(b.StateDir, "bao.token"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	needles["token"] = strings.TrimSpace(string(tok))
 	for _, args := range [][]string{{"status"}, {"status", "--json"}, {"explain"}, {"explain", "--json"}, {"explain", "-n", "50"}} {
-		if r := b.agent(nil, args...); r.code != 0 {
-			t.Errorf("%v: exit %d: %s", args, r.code, r.err)
+		if r := b.agent(nil, args...); r.Code != 0 {
+			t.Errorf("%v: exit %d: %s", args, r.Code, r.Stderr)
 		}
 	}
-	b.sim("reports") // kept in b.outputs
+	b.Sim("reports") // kept in b.Outputs
 	for name, v := range needles {
 		if len(v) < 12 {
 			t.Fatalf("%s is too short to scan for", name)
@@ -111,11 +111,11 @@ func TestSecretLeaks(t *testing.T) {
 	}
 	var hits, controls []hit
 	files := 0
-	_ = filepath.WalkDir(b.dir, func(p string, d fs.DirEntry, err error) error {
+	_ = filepath.WalkDir(b.Dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() || !d.Type().IsRegular() {
 			return nil
 		}
-		rel, _ := filepath.Rel(b.dir, p)
+		rel, _ := filepath.Rel(b.Dir, p)
 		raw, err := os.ReadFile(p)
 		if err != nil {
 			return nil
@@ -129,7 +129,7 @@ func TestSecretLeaks(t *testing.T) {
 		}
 		return nil
 	})
-	for i, o := range b.outputs {
+	for i, o := range b.Outputs {
 		hits = append(hits, scan(fmt.Sprintf("output #%d", i), []byte(o), needles)...)
 	}
 	// positive controls: the scanner finds the secrets where they belong, in their forms
@@ -158,5 +158,5 @@ func TestSecretLeaks(t *testing.T) {
 	for _, h := range hits {
 		t.Errorf("LEAK: %s in form %s in %s", h.secret, h.form, h.where)
 	}
-	t.Logf("canary scan: %d secrets × %d forms, %d files and %d outputs scanned, %d leaks", len(needles), len(forms(needles["token"])), files, len(b.outputs), len(hits))
+	t.Logf("canary scan: %d secrets × %d forms, %d files and %d outputs scanned, %d leaks", len(needles), len(forms(needles["token"])), files, len(b.Outputs), len(hits))
 }

@@ -198,7 +198,7 @@ func (p *faultProxy) forward(req *http.Request, body []byte) ([]byte, error) {
 
 // proxied points the box's tenancy at a fault proxy with a 2 s call timeout.
 func proxied(t *testing.T, b *box) *faultProxy {
-	raw, err := os.ReadFile(b.config())
+	raw, err := os.ReadFile(b.Config())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,7 +211,7 @@ func proxied(t *testing.T, b *box) *faultProxy {
 	cfg := re.ReplaceAll(raw, []byte(`  base_url: "http://`+p.ln.Addr().String()+`"`+"\n  timeout_s: 2"))
 	cfg = append(cfg, []byte("\n")...)
 	cfg = regexp.MustCompile(`(?m)^bao:$`).ReplaceAll(cfg, []byte("bao:\n  timeout_s: 2"))
-	if err := os.WriteFile(b.config(), cfg, 0o640); err != nil {
+	if err := os.WriteFile(b.Config(), cfg, 0o640); err != nil {
 		t.Fatal(err)
 	}
 	return p
@@ -230,14 +230,14 @@ func (b *box) snap() snapshot {
 		rels[i] = filepath.Base(rels[i])
 	}
 	s := snapshot{current: cur, releases: rels}
-	if _, err := os.Stat(filepath.Join(b.stateDir, "state.db")); err == nil {
+	if _, err := os.Stat(filepath.Join(b.StateDir, "state.db")); err == nil {
 		s.applied = b.status().AppliedSha
 	}
 	return s
 }
 
 func (b *box) leaseRetryAfter(t *testing.T) time.Time {
-	db, err := store.OpenBolt(filepath.Join(b.stateDir, "state.db"), store.BoltOptions{ReadOnly: true})
+	db, err := store.OpenBolt(filepath.Join(b.StateDir, "state.db"), store.BoltOptions{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -278,15 +278,15 @@ func TestNetworkFaults(t *testing.T) {
 		t.Run(strings.ReplaceAll(string(tc.fault)+" on "+tc.match, "/", "_"), func(t *testing.T) {
 			b := startBox(t)
 			p := proxied(t, b)
-			b.sim("desire", "--release", "v1")
+			b.Sim("desire", "--release", "v1")
 			if !tc.first {
-				if r := b.tick(); r.code != 0 {
-					t.Fatalf("setup tick: exit %d: %s", r.code, r.err)
+				if r := b.tick(); r.Code != 0 {
+					t.Fatalf("setup tick: exit %d: %s", r.Code, r.Stderr)
 				}
-				b.sim("desire", "--release", "v2")
+				b.Sim("desire", "--release", "v2")
 			}
 			before := b.snap()
-			leasesBefore := b.counts().Leases
+			leasesBefore := b.Counts().Leases
 			p.set(tc.match, tc.fault)
 			start := time.Now()
 			r := b.tick()
@@ -299,8 +299,8 @@ func TestNetworkFaults(t *testing.T) {
 			if took > bound {
 				t.Errorf("tick took %v, bound %v", took, bound)
 			}
-			if r.code != tc.exit {
-				t.Errorf("exit %d, want %d; stderr:\n%s", r.code, tc.exit, r.err)
+			if r.Code != tc.exit {
+				t.Errorf("exit %d, want %d; stderr:\n%s", r.Code, tc.exit, r.Stderr)
 			}
 			if tc.exit != 0 {
 				if after := b.snap(); fmt.Sprint(after) != fmt.Sprint(before) {
@@ -324,19 +324,19 @@ func TestNetworkFaults(t *testing.T) {
 					t.Errorf("lease retry-after %v from now, want within %v", wait.Round(time.Second), want)
 				}
 				// honoured: the next apply, inside Retry-After, asks tenancy for no lease
-				b.sim("desire", "--release", "v2")
+				b.Sim("desire", "--release", "v2")
 				r := b.tick()
-				if got := b.counts().Leases; got != leasesBefore {
+				if got := b.Counts().Leases; got != leasesBefore {
 					t.Errorf("leases %d → %d: a lease was asked inside Retry-After", leasesBefore, got)
 				}
-				if r.code != 0 {
-					t.Errorf("the apply inside Retry-After: exit %d, want 0 (the current token serves): %s", r.code, r.err)
+				if r.Code != 0 {
+					t.Errorf("the apply inside Retry-After: exit %d, want 0 (the current token serves): %s", r.Code, r.Stderr)
 				}
 			}
 			// and once the network heals the apply completes
 			if tc.exit != 0 && !strings.HasPrefix(string(tc.fault), "429") {
-				if r := b.tick(); r.code != 0 {
-					t.Errorf("healed tick: exit %d: %s", r.code, r.err)
+				if r := b.tick(); r.Code != 0 {
+					t.Errorf("healed tick: exit %d: %s", r.Code, r.Stderr)
 				}
 				if st := b.status(); st.State != "Reported" || st.AppliedSha == before.applied {
 					t.Errorf("after healing: state %q applied %.12s", st.State, st.AppliedSha)

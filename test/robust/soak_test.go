@@ -32,7 +32,6 @@ import (
 	"io/fs"
 	"math/rand"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -42,6 +41,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/tikali/monky-deployd/internal/testkit"
 )
 
 func envInt(name string, def int64) int64 {
@@ -77,7 +78,7 @@ type soakRig struct {
 func soakBox(t *testing.T, releases int) *soakRig {
 	b := startBoxWith(t, soakReleases(t, releases))
 	r := &soakRig{box: b, proxies: map[string]*faultProxy{}}
-	raw, err := os.ReadFile(b.config())
+	raw, err := os.ReadFile(b.Config())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +101,7 @@ func soakBox(t *testing.T, releases int) *soakRig {
 		raw = re.ReplaceAll(raw, []byte(fmt.Sprintf(x.repl, p.ln.Addr().String())))
 	}
 	raw = append(raw, []byte("\nhealthy_timeout_s: 2\n")...)
-	if err := os.WriteFile(b.config(), raw, 0o640); err != nil {
+	if err := os.WriteFile(b.Config(), raw, 0o640); err != nil {
 		t.Fatal(err)
 	}
 	return r
@@ -111,29 +112,15 @@ func soakBox(t *testing.T, releases int) *soakRig {
 // releases.
 func soakReleases(t *testing.T, n int) string {
 	dir := t.TempDir()
-	src := filepath.Join(releasesDir, "v2")
 	for i := 1; i <= n; i++ {
-		dst := filepath.Join(dir, fmt.Sprintf("r%04d", i))
-		err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			rel, _ := filepath.Rel(src, p)
-			out := filepath.Join(dst, rel)
-			if d.IsDir() {
-				return os.MkdirAll(out, 0o755)
-			}
-			raw, err := os.ReadFile(p)
-			if err != nil {
-				return err
-			}
+		err := testkit.CopyTree(filepath.Join(dir, fmt.Sprintf("r%04d", i)), filepath.Join(releasesDir, "v2"), func(rel string, raw []byte) ([]byte, error) {
 			if rel == filepath.Join("config", "app.toml") {
 				raw = append(raw, []byte(fmt.Sprintf("# soak release %d\n", i))...)
 			}
 			if rel == "bundle.json" && i%2 == 1 { // odd releases refuse a rollback to them
 				raw = bytes.Replace(raw, []byte(`"allow_rollback": true`), []byte(`"allow_rollback": false`), 1)
 			}
-			return os.WriteFile(out, raw, 0o644)
+			return raw, nil
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -150,32 +137,9 @@ func soakReleases(t *testing.T, n int) string {
 }
 
 // killedTick runs a tick and SIGKILLs it after delay (no kill when delay < 0).
-func (b *box) killedTick(delay time.Duration) runResult {
-	b.t.Helper()
-	cmd := exec.Command(filepath.Join(binDir, "monky-deployd"), "--config", b.config(), "run", "--once")
-	cmd.Env = append(os.Environ(), "NO_COLOR=1", "FAKE_DOCKER_LOG="+b.dockerLg, "FAKE_DOCKER_STATE="+b.dockerSt,
-		"MONKY_DEPLOYD_CONFIG=", "MONKY_DEPLOYD_FAILPOINT=")
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Start(); err != nil {
-		b.t.Fatal(err)
-	}
-	if delay >= 0 {
-		timer := time.AfterFunc(delay, func() { _ = cmd.Process.Signal(syscall.SIGKILL) })
-		defer timer.Stop()
-	}
-	err := cmd.Wait()
-	r := runResult{out: out.String(), err: errb.String()}
-	if err != nil {
-		if ee, ok := err.(*exec.ExitError); ok {
-			r.code = ee.ExitCode()
-			if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-				r.sig = ws.Signal()
-			}
-		}
-	}
-	b.outputs = append(b.outputs, r.out, r.err)
-	return r
+func (b *box) killedTick(delay time.Duration) testkit.Result {
+	b.T.Helper()
+	return b.RunKilled(delay, "monky-deployd", nil, "--config", b.Config(), "run", "--once")
 }
 
 // soakStats are the soak's figures.
@@ -194,11 +158,11 @@ func TestSoak(t *testing.T) {
 	nrel := ticks/every + 2
 	r := soakBox(t, nrel)
 	b := r.box
-	needles := map[string]string{"bootstrap grant": b.grant}
+	needles := map[string]string{"bootstrap grant": b.Grant}
 	for k, v := range canaries {
 		needles[k] = v
 	}
-	shas := b.releaseShas()
+	shas := b.ReleaseShas()
 	st := soakStats{faults: map[string]int{}, exits: map[int]int{}}
 	var asks []time.Time // when each lease ask reached tenancy (as seen after the tick)
 	lastAsks := 0
@@ -208,11 +172,10 @@ func TestSoak(t *testing.T) {
 		violations = append(violations, v)
 		t.Logf("VIOLATION %s", v) // at once: a long soak shows it while it runs
 	}
-	dockerFile := func(name string) string { return filepath.Join(b.dockerSt, name) }
 	desired, rel := "", ""
 	prevNext, prevState, prevApplied := "", "", ""
 	desire := func(name string) {
-		b.sim("desire", "--release", name)
+		b.Sim("desire", "--release", name)
 		desired, rel = shas[name], name
 		prevNext = "" // a new desired sha: the last `next` no longer holds
 	}
@@ -223,14 +186,14 @@ func TestSoak(t *testing.T) {
 	var history []string
 	appliedNow := ""
 
-	afterTick := func(i int, res runResult) {
-		st.exits[res.code]++
-		for _, o := range []string{res.out, res.err} {
+	afterTick := func(i int, res testkit.Result) {
+		st.exits[res.Code]++
+		for _, o := range []string{res.Stdout, res.Stderr} {
 			for _, h := range scan(fmt.Sprintf("tick %d output", i), []byte(o), needles) {
 				violate(i, "secret %s (%s) in the agent's output", h.secret, h.form)
 			}
 		}
-		c := b.counts()
+		c := b.Counts()
 		now := time.Now()
 		for ; lastAsks < c.LeaseAsks; lastAsks++ {
 			asks = append(asks, now)
@@ -249,9 +212,9 @@ func TestSoak(t *testing.T) {
 		sr := b.agent(nil, "status", "--json")
 		var d statusDoc
 		switch {
-		case (sr.code != 0 && sr.code != 1) || json.Unmarshal([]byte(sr.out), &d) != nil:
-			violate(i, "status --json: exit %d: %s", sr.code, sr.err)
-		case sr.code == 1 && d.State != "Refused" && d.State != "Blocked" && d.State != "Failed":
+		case (sr.Code != 0 && sr.Code != 1) || json.Unmarshal([]byte(sr.Stdout), &d) != nil:
+			violate(i, "status --json: exit %d: %s", sr.Code, sr.Stderr)
+		case sr.Code == 1 && d.State != "Refused" && d.State != "Blocked" && d.State != "Failed":
 			// exit 1 means the box needs a person (AGENT.md, exit codes outside run)
 			violate(i, "status --json: exit 1 with the box %s", d.State)
 		case d.Next == "":
@@ -267,7 +230,7 @@ func TestSoak(t *testing.T) {
 			p.set("", "")
 		}
 		for _, k := range []string{"pull-error", "up-error", "up-sleep", "unhealthy"} {
-			_ = os.Remove(dockerFile(k))
+			b.DockerKnob(k, "")
 		}
 		var d statusDoc
 		for try := 0; try < 8; try++ {
@@ -280,7 +243,7 @@ func TestSoak(t *testing.T) {
 				st.resumes++
 				continue
 			}
-			if d.Outbox == 0 && (d.State == "Reported" && d.AppliedSha == desired || d.State == "Refused") && res.code == 0 {
+			if d.Outbox == 0 && (d.State == "Reported" && d.AppliedSha == desired || d.State == "Refused") && res.Code == 0 {
 				break
 			}
 		}
@@ -310,7 +273,7 @@ func TestSoak(t *testing.T) {
 			violate(i, "checkpoint: %d report(s) still in the outbox", d.Outbox)
 		}
 		found := false
-		for _, rep := range b.reports() {
+		for _, rep := range b.Reports() {
 			found = found || rep.Sha == desired && rep.Result == want
 		}
 		if !found {
@@ -352,7 +315,7 @@ func TestSoak(t *testing.T) {
 		}
 		if corrupt && i == ticks/2+1 {
 			// the state file corrupted once: both meta pages overwritten
-			db := filepath.Join(b.stateDir, "state.db")
+			db := filepath.Join(b.StateDir, "state.db")
 			if f, err := os.OpenFile(db, os.O_WRONLY, 0); err == nil {
 				_, _ = f.WriteAt(bytes.Repeat([]byte{0xA5}, 2*os.Getpagesize()), 0)
 				f.Close()
@@ -370,22 +333,19 @@ func TestSoak(t *testing.T) {
 			fault = string(f) + " on " + ep.match
 			st.faults[string(f)]++
 		}
-		compose := ""
+		compose, knob := "", "" // the docker stub's knob file set for this tick, and its content
 		switch x := rng.Intn(100); {
 		case x < 3:
-			compose = "pull-error"
-			_ = os.WriteFile(dockerFile(compose), []byte("Error response from daemon: injected pull failure\n"), 0o644)
+			compose, knob = "pull-error", "Error response from daemon: injected pull failure\n"
 		case x < 6:
-			compose = "up-error"
-			_ = os.WriteFile(dockerFile(compose), []byte("Error response from daemon: injected up failure\n"), 0o644)
+			compose, knob = "up-error", "Error response from daemon: injected up failure\n"
 		case x < 7:
-			compose = "up-sleep"
-			_ = os.WriteFile(dockerFile(compose), []byte("3\n"), 0o644)
+			compose, knob = "up-sleep", "3\n"
 		case x < 9:
-			compose = "unhealthy"
-			_ = os.WriteFile(dockerFile(compose), []byte("web\n"), 0o644)
+			compose, knob = "unhealthy", "web\n"
 		}
 		if compose != "" {
+			b.DockerKnob(compose, knob)
 			st.faults["compose "+compose]++
 		}
 		kill := time.Duration(-1)
@@ -399,20 +359,20 @@ func TestSoak(t *testing.T) {
 		clean := fault == "" && compose == "" && kill < 0 && corrupted != i
 		res := b.killedTick(kill)
 		st.ticks++
-		if res.sig == syscall.SIGKILL {
+		if res.Sig == syscall.SIGKILL {
 			st.kills++
 		}
 		for _, p := range r.proxies {
 			p.set("", "")
 		}
 		if compose != "" {
-			_ = os.Remove(dockerFile(compose))
+			b.DockerKnob(compose, "")
 		}
 		afterTick(i, res)
 		if corrupted == i {
-			aside, _ := filepath.Glob(filepath.Join(b.stateDir, "state.db.corrupt-*"))
-			if res.sig != 0 || len(aside) == 0 {
-				violate(i, "the tick after the state file was corrupted: exit %d signal %v, moved aside: %v", res.code, res.sig, aside)
+			aside, _ := filepath.Glob(filepath.Join(b.StateDir, "state.db.corrupt-*"))
+			if res.Sig != 0 || len(aside) == 0 {
+				violate(i, "the tick after the state file was corrupted: exit %d signal %v, moved aside: %v", res.Code, res.Sig, aside)
 			}
 		}
 		d := status(i)
@@ -420,8 +380,8 @@ func TestSoak(t *testing.T) {
 			st.clean++
 			// `next` said what this tick would do
 			switch {
-			case prevNext == "converged" && prevApplied == desired && (d.State != "Reported" || d.AppliedSha != prevApplied || res.code != 0):
-				violate(i, "next said %q; the clean tick after it: exit %d, state %s, applied %.12s", prevNext, res.code, d.State, d.AppliedSha)
+			case prevNext == "converged" && prevApplied == desired && (d.State != "Reported" || d.AppliedSha != prevApplied || res.Code != 0):
+				violate(i, "next said %q; the clean tick after it: exit %d, state %s, applied %.12s", prevNext, res.Code, d.State, d.AppliedSha)
 			case strings.HasPrefix(prevNext, "refused: ") && strings.Contains(prevNext, "waiting for a new desired sha") && d.State != "Refused":
 				violate(i, "next said %q; the clean tick after it left the box %s", prevNext, d.State)
 			}
@@ -447,11 +407,11 @@ func TestSoak(t *testing.T) {
 		base := filepath.Base(rel)
 		return base == ".env" || rel == "state/docker/config.json" || rel == "sim.log" || rel == "kit/bootstrap.jwt"
 	}
-	_ = filepath.WalkDir(b.dir, func(p string, d fs.DirEntry, err error) error {
+	_ = filepath.WalkDir(b.Dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() || !d.Type().IsRegular() {
 			return nil
 		}
-		rel, _ := filepath.Rel(b.dir, p)
+		rel, _ := filepath.Rel(b.Dir, p)
 		if legit(rel) {
 			return nil
 		}
