@@ -9,16 +9,8 @@ import (
 	"time"
 
 	"github.com/tikali/monky-deployd/internal/explain"
+	"github.com/tikali/monky-deployd/internal/testkit"
 )
-
-func mode(t *testing.T, path string) os.FileMode {
-	t.Helper()
-	st, err := os.Stat(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return st.Mode().Perm()
-}
 
 func TestFreshBoxAppliesThenHeartbeats(t *testing.T) {
 	h := newHarness(t)
@@ -26,18 +18,16 @@ func TestFreshBoxAppliesThenHeartbeats(t *testing.T) {
 
 	h.wantExit(h.tick(), 0)
 
-	if _, err := os.Stat(filepath.Join(h.kit, "bootstrap.jwt")); !os.IsNotExist(err) {
-		t.Errorf("bootstrap grant not consumed: %v", err)
-	}
-	if m := mode(t, h.cfg.TokenPath()); m != 0o600 {
+	h.wantGone(filepath.Join(h.kit, "bootstrap.jwt"), "bootstrap grant not consumed")
+	if m := testkit.Mode(t, h.cfg.TokenPath()); m != 0o600 {
 		t.Errorf("token mode %o", m)
 	}
 	rel := filepath.Join(h.cfg.DeployDir, "releases", sha)
-	if m := mode(t, rel); m != 0o700 {
+	if m := testkit.Mode(t, rel); m != 0o700 {
 		t.Errorf("release dir mode %o", m)
 	}
 	envFile := filepath.Join(rel, ".env")
-	if m := mode(t, envFile); m != 0o600 {
+	if m := testkit.Mode(t, envFile); m != 0o600 {
 		t.Errorf(".env mode %o", m)
 	}
 	envText, _ := os.ReadFile(envFile)
@@ -95,8 +85,7 @@ func TestFreshBoxAppliesThenHeartbeats(t *testing.T) {
 
 func TestHeartbeatsFoldInTheJournal(t *testing.T) {
 	h := newHarness(t)
-	h.release("v1", nil)
-	h.wantExit(h.tick(), 0)
+	h.apply("v1")
 	for i := 0; i < 50; i++ {
 		h.wantExit(h.tick(), 0)
 	}
@@ -114,10 +103,8 @@ func TestHeartbeatsFoldInTheJournal(t *testing.T) {
 
 func TestSecondApplyReusesTheLeaseToken(t *testing.T) {
 	h := newHarness(t)
-	h.release("v1", nil)
-	h.wantExit(h.tick(), 0)
-	sha2 := h.release("v2", nil)
-	h.wantExit(h.tick(), 0)
+	h.apply("v1")
+	sha2 := h.apply("v2")
 	if c := h.sim.Counts(env); c.Leases != 1 {
 		t.Errorf("leases %d, want 1: the lease-derived token is reused", c.Leases)
 	}
@@ -129,8 +116,7 @@ func TestSecondApplyReusesTheLeaseToken(t *testing.T) {
 func TestRateLimitedLeaseAppliesWithTheWorkingToken(t *testing.T) {
 	h := newHarness(t)
 	h.sim.Fail(simFail("/v1/agent/lease", 429, "LEASE_RATE_LIMITED", "600"))
-	h.release("v1", nil)
-	h.wantExit(h.tick(), 0)
+	h.apply("v1")
 	rec := h.record()
 	if rec.Token.Source != "bootstrap" {
 		t.Errorf("token source %q, want bootstrap (swap deferred)", rec.Token.Source)
@@ -167,7 +153,7 @@ func TestLeaseBudgetIsNeverExceeded(t *testing.T) {
 	if c.LeaseAsks > 5 {
 		t.Errorf("%d leases asked in one hour, budget is 5", c.LeaseAsks)
 	}
-	if h.clock.Now().Sub(time.Date(2026, 11, 29, 14, 0, 0, 0, time.UTC)) > time.Hour {
+	if h.clock.Now().Sub(testkit.Epoch) > time.Hour {
 		t.Fatalf("the test took more than a simulated hour")
 	}
 }
@@ -181,7 +167,7 @@ func TestExit75AtLoginKeepsTheGrant(t *testing.T) {
 	if rec := h.record(); rec.State != "Leased" {
 		t.Fatalf("state %s, want Leased", rec.State)
 	}
-	if m := mode(t, h.cfg.GrantPath()); m != 0o600 {
+	if m := testkit.Mode(t, h.cfg.GrantPath()); m != 0o600 {
 		t.Errorf("kept grant mode %o", m)
 	}
 	h.wantExit(h.tick(), 0)
@@ -198,19 +184,13 @@ func TestRegistryCredentialGoesToTheAgentsDockerConfig(t *testing.T) {
 		t.Run(shape[:1], func(t *testing.T) {
 			h := newHarness(t)
 			h.sim.PutSecret(env, "registry", map[string]string{"value": shape})
-			h.release("v1", func(f map[string][]byte) {
-				f["secrets.manifest.json"] = []byte(`{"entries": [
-  {"var": "GEMINI_API_KEY", "path": "monky/data/env-qa-02/see/gemini"},
-  {"var": "DB_PASSWORD", "path": "monky/data/env-qa-02/see/db", "key": "password"},
-  {"use": "registry-auth", "path": "monky/data/env-qa-02/see/registry", "version": 1}
-]}`)
-			})
+			h.release("v1", withRegistryAuth)
 			h.wantExit(h.tick(), 0)
 			cfgFile := filepath.Join(h.cfg.DockerConfigDir(), "config.json")
-			if m := mode(t, cfgFile); m != 0o600 {
+			if m := testkit.Mode(t, cfgFile); m != 0o600 {
 				t.Errorf("docker config mode %o", m)
 			}
-			if m := mode(t, h.cfg.DockerConfigDir()); m != 0o700 {
+			if m := testkit.Mode(t, h.cfg.DockerConfigDir()); m != 0o700 {
 				t.Errorf("docker config dir mode %o", m)
 			}
 			envText, _ := os.ReadFile(filepath.Join(h.cfg.DeployDir, "current", ".env"))
@@ -230,7 +210,7 @@ func TestRegistryCredentialGoesToTheAgentsDockerConfig(t *testing.T) {
 func TestPullFailureCarriesTheRegistrysWords(t *testing.T) {
 	h := newHarness(t)
 	h.release("v1", nil)
-	os.WriteFile(filepath.Join(h.dockerState, "pull-error"), []byte("Error response from daemon: no basic auth credentials"), 0o600)
+	h.dockerKnob("pull-error", "Error response from daemon: no basic auth credentials")
 	h.wantExit(h.tick(), 1)
 	res, detail := h.lastReport()
 	if res != "failed" || !strings.Contains(detail, "COMPOSE_PULL_FAILED") || !strings.Contains(detail, "no basic auth credentials") {
@@ -246,7 +226,7 @@ func TestPullFailureCarriesTheRegistrysWords(t *testing.T) {
 	if h.sim.Counts(env).BundleFetches != fetches {
 		t.Errorf("a failed apply was retried before its backoff")
 	}
-	os.Remove(filepath.Join(h.dockerState, "pull-error"))
+	h.dockerKnob("pull-error", "")
 	h.clock.Advance(3 * time.Minute)
 	h.wantExit(h.tick(), 0)
 	if c := h.sim.Counts(env); c.Leases != 1 {
@@ -257,8 +237,8 @@ func TestPullFailureCarriesTheRegistrysWords(t *testing.T) {
 func TestUnhealthyAfterUpReportsFailedWithARedactedLogTail(t *testing.T) {
 	h := newHarness(t)
 	h.release("v1", nil)
-	os.WriteFile(filepath.Join(h.dockerState, "unhealthy"), []byte("api\n"), 0o600)
-	os.WriteFile(filepath.Join(h.dockerState, "log-line"), []byte("api | using key canary-gemini-v1-Qx7"), 0o600)
+	h.dockerKnob("unhealthy", "api\n")
+	h.dockerKnob("log-line", "api | using key canary-gemini-v1-Qx7")
 	h.wantExit(h.tick(), 1)
 	reps := h.sim.Reports(env)
 	r := reps[len(reps)-1]
@@ -308,8 +288,7 @@ func TestPruneKeepsTheCurrentReleaseAndKeepReleases(t *testing.T) {
 
 func TestLeftoverStagingIsRemovedOnTheNextTick(t *testing.T) {
 	h := newHarness(t)
-	h.release("v1", nil)
-	h.wantExit(h.tick(), 0)
+	h.apply("v1")
 	left := filepath.Join(h.cfg.DeployDir, ".staging-deadbeef-0001")
 	os.MkdirAll(left, 0o700)
 	os.WriteFile(filepath.Join(left, ".env"), []byte("X=1"), 0o600)

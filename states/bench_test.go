@@ -73,8 +73,7 @@ func (c *countingStore) View(fn func(store.Tx) error) error {
 // into the one before it as ever.
 func TestAHeartbeatTickCommitsOnce(t *testing.T) {
 	h := newHarness(t)
-	h.release("v1", nil)
-	h.wantExit(h.tick(), 0)
+	h.apply("v1")
 	h.wantExit(h.tick(), 0)
 	var before []store.TickSummary
 	if err := h.st.View(func(tx store.Tx) error { var err error; before, err = tx.Ticks(0); return err }); err != nil {

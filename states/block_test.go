@@ -11,27 +11,13 @@ import (
 	"github.com/tikali/monky-deployd/internal/explain"
 )
 
-func (h *harness) rewriteConfig(from, to string) {
-	h.t.Helper()
-	p := filepath.Join(h.kit, "config.yaml")
-	b, _ := os.ReadFile(p)
-	if !strings.Contains(string(b), from) {
-		h.t.Fatalf("config lacks %q", from)
-	}
-	os.WriteFile(p, []byte(strings.Replace(string(b), from, to, 1)), 0o640)
-	h.reload()
-}
-
 func TestEnvMismatchBlocksWithoutAStorm(t *testing.T) {
 	h := newHarness(t)
-	h.release("v1", nil)
-	h.wantExit(h.tick(), 0)
+	h.apply("v1")
 	// the config now names another env than the token is pinned to
 	h.rewriteConfig(`env_id: "env-qa-02"`, `env_id: "env-qa-03"`)
 	h.wantExit(h.tick(), 78)
-	if rec := h.record(); rec.State != "Blocked" || rec.Block == nil || rec.Block.Code != "AGENT_ENV_MISMATCH" {
-		t.Fatalf("state %s block %+v", rec.State, rec.Block)
-	}
+	h.wantBlocked("AGENT_ENV_MISMATCH")
 	checkins := h.sim.Counts(env).Checkins
 	for i := 0; i < 3; i++ {
 		h.wantExit(h.tick(), 78)
@@ -45,28 +31,19 @@ func TestEnvMismatchBlocksWithoutAStorm(t *testing.T) {
 	}
 	// fixing the config unblocks by itself
 	h.rewriteConfig(`env_id: "env-qa-03"`, `env_id: "env-qa-02"`)
-	h.wantExit(h.tick(), 0)
-	if rec := h.record(); rec.State != "Reported" {
-		t.Errorf("after the fix: state %s", rec.State)
-	}
+	h.wantConverged("after the fix")
 }
 
 func TestUnauthenticatedWithoutAGrantBlocksUntilANewKit(t *testing.T) {
 	h := newHarness(t)
-	h.release("v1", nil)
-	h.wantExit(h.tick(), 0)
+	h.apply("v1")
 	// a kit re-reveal supersedes the grant the token came from; the new grant is not on this box
 	if _, err := h.sim.RevealKit(env); err != nil {
 		t.Fatal(err)
 	}
 	h.wantExit(h.tick(), 1)
-	rec := h.record()
-	if rec.State != "Blocked" || rec.Block == nil || rec.Block.Code != "AGENT_UNAUTHENTICATED" {
-		t.Fatalf("state %s block %+v", rec.State, rec.Block)
-	}
-	if _, err := os.Stat(h.cfg.TokenPath()); !os.IsNotExist(err) {
-		t.Errorf("refused token kept: %v", err)
-	}
+	h.wantBlocked("AGENT_UNAUTHENTICATED")
+	h.wantGone(h.cfg.TokenPath(), "refused token kept")
 	checkins := h.sim.Counts(env).Checkins
 	h.wantExit(h.tick(), 1)
 	if h.sim.Counts(env).Checkins != checkins {
@@ -78,7 +55,7 @@ func TestUnauthenticatedWithoutAGrantBlocksUntilANewKit(t *testing.T) {
 	}
 	// a fresh kit's grant on disk unblocks, logs in and converges in one tick
 	grant, _ := h.sim.RevealKit(env)
-	os.WriteFile(filepath.Join(h.kit, "bootstrap.jwt"), []byte(grant+"\n"), 0o600)
+	h.putGrant(grant)
 	h.wantExit(h.tick(), 0)
 	if rec := h.record(); rec.State != "Reported" || rec.Token.Source != "bootstrap" {
 		t.Errorf("state %s token %s", rec.State, rec.Token.Source)
@@ -87,10 +64,9 @@ func TestUnauthenticatedWithoutAGrantBlocksUntilANewKit(t *testing.T) {
 
 func TestUnauthenticatedWithAFreshGrantBootstrapsInTheSameTick(t *testing.T) {
 	h := newHarness(t)
-	h.release("v1", nil)
-	h.wantExit(h.tick(), 0)
+	h.apply("v1")
 	grant, _ := h.sim.RevealKit(env)
-	os.WriteFile(filepath.Join(h.kit, "bootstrap.jwt"), []byte(grant+"\n"), 0o600)
+	h.putGrant(grant)
 	h.wantExit(h.tick(), 0)
 	if _, err := os.Stat(filepath.Join(h.kit, "bootstrap.jwt")); !os.IsNotExist(err) {
 		t.Errorf("grant not consumed")
@@ -99,10 +75,9 @@ func TestUnauthenticatedWithAFreshGrantBootstrapsInTheSameTick(t *testing.T) {
 
 func TestAFreshGrantBesideAWorkingTokenIsLeftAlone(t *testing.T) {
 	h := newHarness(t)
-	h.release("v1", nil)
-	h.wantExit(h.tick(), 0)
+	h.apply("v1")
 	grant, _ := h.sim.MintGrant(env, 3600e9)
-	os.WriteFile(filepath.Join(h.kit, "bootstrap.jwt"), []byte(grant+"\n"), 0o600)
+	h.putGrant(grant)
 	logins := h.sim.Counts(env).Logins
 	h.wantExit(h.tick(), 0)
 	if h.sim.Counts(env).Logins != logins {
@@ -131,8 +106,7 @@ func TestAppRoleLeaseShapeIsRefusedLoudly(t *testing.T) {
 
 func TestTemporaryCheckinFailureKeepsTheStateAndExits75(t *testing.T) {
 	h := newHarness(t)
-	h.release("v1", nil)
-	h.wantExit(h.tick(), 0)
+	h.apply("v1")
 	h.sim.Fail(simFail("/v1/agent/checkin", 503, "", ""))
 	h.wantExit(h.tick(), 75)
 	if rec := h.record(); rec.State != "Reported" {
@@ -144,12 +118,8 @@ func TestTemporaryCheckinFailureKeepsTheStateAndExits75(t *testing.T) {
 
 func TestLaptopModeOfflineExitsZero(t *testing.T) {
 	h := newHarness(t)
-	p := filepath.Join(h.kit, "config.yaml")
-	b, _ := os.ReadFile(p)
-	os.WriteFile(p, append(b, "laptop_mode: true\n"...), 0o640)
-	h.reload()
-	h.release("v1", nil)
-	h.wantExit(h.tick(), 0)
+	h.appendConfig("laptop_mode: true\n")
+	h.apply("v1")
 	h.sim.Fail(simFail("/v1/agent/checkin", 0, "", ""))
 	h.wantExit(h.tick(), 0)
 }

@@ -166,10 +166,8 @@ func withCheckinSha(h *harness, rewrite func(string) string) {
 // CHECKIN_SHAPE, exit 1, nothing fetched.
 func TestBypassUppercaseShaIsCheckinShape(t *testing.T) {
 	h := newHarness(t)
-	v1 := h.release("v1", nil)
-	h.wantExit(h.tick(), 0)
-	h.release("v2", nil)
-	h.wantExit(h.tick(), 0)
+	v1 := h.apply("v1")
+	h.apply("v2")
 	if err := h.sim.SetDesired(env, v1); err != nil {
 		t.Fatal(err)
 	}

@@ -37,13 +37,12 @@ func TestNoSecretLeavesTheSecretFiles(t *testing.T) {
 	if got := leaks([]byte("x "+secrets[0]+" y"), secrets); len(got) != 1 {
 		t.Fatalf("the scanner misses a planted canary: %v", got)
 	}
-	h.release("v1", nil)
-	h.wantExit(h.tick(), 0)
+	h.apply("v1")
 	tok, _ := os.ReadFile(h.cfg.TokenPath())
 	secrets = append(secrets, strings.TrimSpace(string(tok)))
 	// an unhealthy heartbeat whose logs print a secret
-	os.WriteFile(filepath.Join(h.dockerState, "unhealthy"), []byte("api\n"), 0o600)
-	os.WriteFile(filepath.Join(h.dockerState, "log-line"), []byte("api | DB_PASSWORD=canary-db-pw-Kw3"), 0o600)
+	h.dockerKnob("unhealthy", "api\n")
+	h.dockerKnob("log-line", "api | DB_PASSWORD=canary-db-pw-Kw3")
 	h.wantExit(h.tick(), 1)
 	// a refusal naming variables
 	h.release("v2", func(f map[string][]byte) { f[".env.template"] = append(f[".env.template"], "X=${UNSUPPLIED}\n"...) })

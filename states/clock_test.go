@@ -56,8 +56,7 @@ func TestClockSteppedBackFreesTheBudgetWithinAnHour(t *testing.T) {
 		t.Errorf("an hour after the correction the budget still counts %d leases", used)
 	}
 	// and an apply leases again
-	h.release("v1", nil)
-	h.wantExit(h.tick(), 0)
+	h.apply("v1")
 	if rec := h.record(); rec.State != "Reported" || rec.Token.Source != "lease" {
 		t.Errorf("state %s token source %q", rec.State, rec.Token.Source)
 	}
@@ -83,8 +82,5 @@ func TestClockSteppedBackDoesNotPostponeTheRetry(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	h.wantExit(h.tick(), 0)
-	if rec := h.record(); rec.State != "Reported" {
-		t.Errorf("state %s: the retry waited for the clock", rec.State)
-	}
+	h.wantConverged("the retry waited for the clock")
 }

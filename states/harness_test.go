@@ -1,16 +1,12 @@
 package states_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -22,6 +18,7 @@ import (
 	"github.com/tikali/monky-deployd/internal/config"
 	"github.com/tikali/monky-deployd/internal/redact"
 	"github.com/tikali/monky-deployd/internal/sim"
+	"github.com/tikali/monky-deployd/internal/testkit"
 	"github.com/tikali/monky-deployd/states"
 	"github.com/tikali/monky-deployd/store"
 	"github.com/tikali/monky-deployd/transport"
@@ -29,35 +26,7 @@ import (
 
 const env = "env-qa-02"
 
-var fakeDocker string
-
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "monky-fakedocker-")
-	if err != nil {
-		panic(err)
-	}
-	fakeDocker = filepath.Join(dir, "docker")
-	out, err := exec.Command("go", "build", "-o", fakeDocker, "../internal/fakedocker").CombinedOutput()
-	if err != nil {
-		panic("build fake docker: " + err.Error() + "\n" + string(out))
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
-
-// clock is a fake clock shared by the agent and the simulator.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
+func TestMain(m *testing.M) { testkit.Main(m) }
 
 // disk reports a settable amount of free space.
 type disk struct{ free uint64 }
@@ -71,7 +40,8 @@ type harness struct {
 	dir, kit    string
 	cfg         *config.Config
 	st          *store.Bolt
-	clock       *clock
+	clock       *testkit.Clock
+	docker      string // the docker stub
 	disk        *disk
 	dockerLog   string
 	dockerState string
@@ -82,7 +52,7 @@ type harness struct {
 // releases given as name → files (bundle.json partial allowed).
 func newHarness(t testing.TB, simOpts ...func(*sim.Options)) *harness {
 	t.Helper()
-	h := &harness{t: t, clock: &clock{t: time.Date(2026, 11, 29, 14, 0, 0, 0, time.UTC)}, disk: &disk{free: 500 << 30}, logs: &bytes.Buffer{}}
+	h := &harness{t: t, clock: testkit.NewClock(testkit.Epoch), docker: testkit.FakeDocker(t), disk: &disk{free: 500 << 30}, logs: &bytes.Buffer{}}
 	so := sim.Options{Now: h.clock.Now}
 	for _, o := range simOpts {
 		o(&so)
@@ -100,7 +70,7 @@ func newHarness(t testing.TB, simOpts ...func(*sim.Options)) *harness {
 	h.dir = t.TempDir()
 	h.kit = filepath.Join(h.dir, "kit")
 	if err := s.WriteKit(h.kit, sim.Kit{EnvID: env, TenancyURL: h.ten.URL, BaoURL: h.bao.URL,
-		StateDir: filepath.Join(h.dir, "state"), DeployDir: filepath.Join(h.dir, "state", env), DockerBin: fakeDocker}); err != nil {
+		StateDir: filepath.Join(h.dir, "state"), DeployDir: filepath.Join(h.dir, "state", env), DockerBin: h.docker}); err != nil {
 		t.Fatal(err)
 	}
 	h.reload()
@@ -115,6 +85,46 @@ func newHarness(t testing.TB, simOpts ...func(*sim.Options)) *harness {
 	s.PutSecret(env, "gemini", map[string]string{"value": "canary-gemini-v2-Zp9"})
 	s.PutSecret(env, "db", map[string]string{"password": "canary-db-pw-Kw3"})
 	return h
+}
+
+// rewriteConfig replaces from with to in the kit's config and reads it again.
+func (h *harness) rewriteConfig(from, to string) {
+	h.t.Helper()
+	p := filepath.Join(h.kit, "config.yaml")
+	b, _ := os.ReadFile(p)
+	if !strings.Contains(string(b), from) {
+		h.t.Fatalf("config lacks %q", from)
+	}
+	os.WriteFile(p, []byte(strings.Replace(string(b), from, to, 1)), 0o640)
+	h.reload()
+}
+
+// appendConfig adds lines to the kit's config and reads it again.
+func (h *harness) appendConfig(lines string) {
+	h.t.Helper()
+	p := filepath.Join(h.kit, "config.yaml")
+	b, _ := os.ReadFile(p)
+	os.WriteFile(p, append(b, lines...), 0o640)
+	h.reload()
+}
+
+// putGrant writes grant where the kit puts the bootstrap grant.
+func (h *harness) putGrant(grant string) {
+	h.t.Helper()
+	if err := os.WriteFile(h.cfg.BootstrapPath, []byte(grant+"\n"), 0o600); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// freshGrant puts a freshly minted bootstrap grant on disk (beside a working token it is left
+// alone).
+func (h *harness) freshGrant() {
+	h.t.Helper()
+	grant, err := h.sim.MintGrant(env, time.Hour)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.putGrant(grant)
 }
 
 // reload reads the kit's config again (as a new process would).
@@ -152,11 +162,11 @@ func (h *harness) agent() *states.Agent {
 	return &states.Agent{
 		Cfg: h.cfg, Store: h.st, Now: h.clock.Now, Host: "box-1", Version: "1.0.0-test",
 		Log:   zerolog.New(redact.Default.Writer(h.logs)),
-		Sleep: func(ctx context.Context, d time.Duration) error { h.clock.Advance(d); return nil },
+		Sleep: h.clock.Sleep,
 		Fx: states.Effects{
 			Tenancy: tenancy.New(h.cfg.TenancyBaseURL(), hc, "system", h.clock.Now),
 			Bao:     bc,
-			Compose: docker.New(fakeDocker, h.cfg.ComposeProject, h.cfg.DockerConfigDir()),
+			Compose: docker.New(h.docker, h.cfg.ComposeProject, h.cfg.DockerConfigDir()),
 			Disk:    h.disk,
 		},
 		ContainerdRoots: []string{},
@@ -188,6 +198,15 @@ func (h *harness) release(name string, mutate func(files map[string][]byte)) str
 	return sha
 }
 
+// apply adds release name of the standard test backend, makes it desired and runs a tick that
+// must exit 0 (an apply, when the release is new); it returns the release's sha.
+func (h *harness) apply(name string) string {
+	h.t.Helper()
+	sha := h.release(name, nil)
+	h.wantExit(h.tick(), 0)
+	return sha
+}
+
 func backend(name string) map[string][]byte {
 	return map[string][]byte{
 		"compose.yaml": []byte(`services:
@@ -209,24 +228,31 @@ func backend(name string) map[string][]byte {
 	}
 }
 
+// withRegistryAuth is a release's mutation whose manifest also reads the registry credential
+// (use: registry-auth, secret registry version 1).
+func withRegistryAuth(f map[string][]byte) {
+	f["secrets.manifest.json"] = []byte(`{"entries": [
+  {"var": "GEMINI_API_KEY", "path": "monky/data/env-qa-02/see/gemini"},
+  {"var": "DB_PASSWORD", "path": "monky/data/env-qa-02/see/db", "key": "password"},
+  {"use": "registry-auth", "path": "monky/data/env-qa-02/see/registry", "version": 1}
+]}`)
+}
+
 // dockerCalls returns the fake docker's recorded argv lines (joined by spaces).
 func (h *harness) dockerCalls() []string {
-	b, err := os.ReadFile(h.dockerLog)
-	if err != nil {
-		return nil
-	}
+	h.t.Helper()
 	var out []string
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		var c struct {
-			Argv         []string `json:"argv"`
-			DockerConfig string   `json:"docker_config"`
-		}
-		if json.Unmarshal(sc.Bytes(), &c) == nil {
-			out = append(out, strings.Join(c.Argv, " "))
-		}
+	for _, c := range testkit.DockerCalls(h.t, h.dockerLog) {
+		out = append(out, c.Line())
 	}
 	return out
+}
+
+// dockerKnob writes a knob file of the docker stub (see internal/fakedocker), or removes it
+// when content is "".
+func (h *harness) dockerKnob(name, content string) {
+	h.t.Helper()
+	testkit.SetDockerKnob(h.t, h.dockerState, name, content)
 }
 
 // composeCalls are the docker calls other than ps/info/version (what changes the box).
@@ -261,6 +287,32 @@ func (h *harness) lastReport() (result, detail string) {
 	}
 	r := reps[len(reps)-1]
 	return r.Result, r.Detail
+}
+
+// wantConverged runs a tick that must exit 0 and leave the machine Reported; when names the
+// moment in the failure.
+func (h *harness) wantConverged(when string) {
+	h.t.Helper()
+	h.wantExit(h.tick(), 0)
+	if rec := h.record(); rec.State != "Reported" {
+		h.t.Errorf("%s: state %s, want Reported", when, rec.State)
+	}
+}
+
+// wantBlocked fails the test unless the machine is Blocked with code.
+func (h *harness) wantBlocked(code string) {
+	h.t.Helper()
+	if rec := h.record(); rec.State != "Blocked" || rec.Block == nil || rec.Block.Code != code {
+		h.t.Fatalf("state %s block %+v, want Blocked %s", rec.State, rec.Block, code)
+	}
+}
+
+// wantGone fails the test, naming what, when path is there.
+func (h *harness) wantGone(path, what string) {
+	h.t.Helper()
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		h.t.Errorf("%s: %v", what, err)
+	}
 }
 
 func (h *harness) wantExit(got, want int) {

@@ -129,10 +129,10 @@ func TestJournalDocMatchesTheFile(t *testing.T) {
 
 	// a file written by real ticks
 	h := newHarness(t)
-	h.applied()
+	h.apply("v1")
 	h.release("v2", func(f map[string][]byte) { f["compose.yaml"] = append(f["compose.yaml"], "    privileged: true\n"...) })
 	h.wantExit(h.tick(), 1)
-	h.dockerFile("up-error", "port is already allocated")
+	h.dockerKnob("up-error", "port is already allocated")
 	h.release("v3", nil)
 	h.wantExit(h.tick(), 1)
 	a := h.agent()
@@ -140,7 +140,7 @@ func TestJournalDocMatchesTheFile(t *testing.T) {
 	if _, err := a.Resume(false); err != nil {
 		t.Fatal(err)
 	}
-	os.Remove(h.dockerState + "/up-error")
+	h.dockerKnob("up-error", "")
 	h.sim.Fail(sim.FailRule{Path: "/v1/agent/report", Status: 503, Times: 1})
 	h.wantExit(h.tick(), 75)
 	h.wantExit(h.tick(), 0)

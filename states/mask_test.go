@@ -1,8 +1,6 @@
 package states_test
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -30,13 +28,8 @@ func TestHeartbeatFailedReportMasksTheBoxSecrets(t *testing.T) {
 	redact.Default = redact.New()
 	t.Cleanup(func() { redact.Default = old })
 	secrets := []string{"canary-gemini-v1-Qx7", "canary-db-pw-Kw3", "canary-registry-pw-Hh4"}
-	write := func(name, body string) {
-		if err := os.WriteFile(filepath.Join(h.dockerState, name), []byte(body), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	write("unhealthy", "api\n")
-	write("log-line", "booting with key="+secrets[0]+" db="+secrets[1]+" pull as robot:"+secrets[2])
+	h.dockerKnob("unhealthy", "api\n")
+	h.dockerKnob("log-line", "booting with key="+secrets[0]+" db="+secrets[1]+" pull as robot:"+secrets[2])
 
 	h.wantExit(h.tick(), 1)
 	reps := h.sim.Reports(env)

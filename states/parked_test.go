@@ -19,11 +19,8 @@ var recordTrace = flag.Bool("record-trace", false, "write testdata/traces/failed
 func TestAFailingApplyParksAfterFiveAttempts(t *testing.T) {
 	h := newHarness(t)
 	h.release("v1", nil)
-	os.WriteFile(filepath.Join(h.dockerState, "pull-error"), []byte("Error response from daemon: manifest for harbor.example/monky/api:v1 not found: manifest unknown"), 0o600)
-	for i := 0; i < 5; i++ {
-		h.wantExit(h.tick(), 1)
-		h.clock.Advance(16 * time.Minute)
-	}
+	h.dockerKnob("pull-error", "Error response from daemon: manifest for harbor.example/monky/api:v1 not found: manifest unknown")
+	h.failedTicks(5, 16*time.Minute)
 	rec := h.record()
 	if rec.State != "Failed" || !rec.Parked || rec.TotalAttempts() != 5 {
 		t.Fatalf("state %s parked %v attempts %d", rec.State, rec.Parked, rec.TotalAttempts())

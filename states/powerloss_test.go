@@ -225,6 +225,13 @@ func plRun(t *testing.T, sc plScenario, ref reference, k int, mutant func(b *plB
 		v = append(v, "after the power loss: "+s)
 	}
 	b.cfs.IgnoreDirSync, b.cfs.SkipDirSync = false, nil
+	return append(v, b.recover(ref, want, old)...)
+}
+
+// recover runs plain ticks until the box has converged on want, five at most, and returns
+// what does not hold then.
+func (b *plBox) recover(ref reference, want, old string) []string {
+	var v []string
 	converged := false
 	for i := 0; i < 5 && !converged; i++ {
 		b.tick()
@@ -339,19 +346,7 @@ func TestPowerLossDoubleFault(t *testing.T) {
 				for _, s := range boxViolations(b.h, ref, want, old, false) {
 					v = append(v, "after the second power loss: "+s)
 				}
-				converged := false
-				for i := 0; i < 5 && !converged; i++ {
-					b.tick()
-					rec := b.h.record()
-					converged = rec.State == "Reported" && rec.AppliedSha == want
-				}
-				if !converged {
-					rec := b.h.record()
-					v = append(v, fmt.Sprintf("not converged after 5 ticks: state %s applied %.7s", rec.State, rec.AppliedSha))
-				}
-				for _, s := range boxViolations(b.h, ref, want, old, true) {
-					v = append(v, "after recovery: "+s)
-				}
+				v = append(v, b.recover(ref, want, old)...)
 				if len(v) > 0 {
 					t.Errorf("power lost at operation %d, then at operation %d of the recovery tick: %s", k, j, strings.Join(v, "; "))
 				}

@@ -3,8 +3,6 @@ package states_test
 import (
 	"archive/tar"
 	"bytes"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -139,10 +137,8 @@ func TestRefusalsCostNoLease(t *testing.T) {
 
 func TestRollbackRefusedUnlessAllowed(t *testing.T) {
 	h := newHarness(t)
-	v1 := h.release("v1", nil)
-	h.wantExit(h.tick(), 0)
-	h.release("v2", nil)
-	h.wantExit(h.tick(), 0)
+	v1 := h.apply("v1")
+	h.apply("v2")
 	h.sim.SetDesired(env, v1)
 	h.wantExit(h.tick(), 1)
 	if res, detail := h.lastReport(); res != "failed" || !strings.HasPrefix(detail, "ROLLBACK_REFUSED") {
@@ -183,13 +179,9 @@ func TestRetire(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			h := newHarness(t)
 			if c.prodOK {
-				p := filepath.Join(h.kit, "config.yaml")
-				b, _ := os.ReadFile(p)
-				os.WriteFile(p, append(b, "prod: true\n"...), 0o640)
-				h.reload()
+				h.appendConfig("prod: true\n")
 			}
-			h.release("v1", nil)
-			h.wantExit(h.tick(), 0)
+			h.apply("v1")
 			h.sim.Retire(env, true)
 			h.wantExit(h.tick(), 0)
 			calls := strings.Join(h.composeCalls(), "\n")
@@ -214,13 +206,12 @@ func TestRetire(t *testing.T) {
 
 func TestAnEnvRecreatedAfterARetireMayRunItsLastShaAgain(t *testing.T) {
 	h := newHarness(t)
-	v1 := h.release("v1", nil)
-	h.wantExit(h.tick(), 0)
+	v1 := h.apply("v1")
 	h.sim.Retire(env, false)
 	h.wantExit(h.tick(), 0)
 	// re-creating a retired env takes a new kit: the retire superseded the old grant
 	grant, _ := h.sim.RevealKit(env)
-	os.WriteFile(filepath.Join(h.kit, "bootstrap.jwt"), []byte(grant+"\n"), 0o600)
+	h.putGrant(grant)
 	if err := h.sim.SetDesired(env, v1); err != nil {
 		t.Fatal(err)
 	}

@@ -30,36 +30,20 @@ type supportCase struct {
 	next func(h *harness)
 }
 
-// writeGrant puts a fresh bootstrap grant where the kit puts it.
-func (h *harness) writeGrant() {
-	h.t.Helper()
-	g, err := h.sim.MintGrant(env, time.Hour)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	if err := os.WriteFile(h.cfg.BootstrapPath, []byte(g+"\n"), 0o600); err != nil {
-		h.t.Fatal(err)
-	}
-}
-
-func (h *harness) dockerFile(name, content string) {
-	h.t.Helper()
-	if err := os.WriteFile(filepath.Join(h.dockerState, name), []byte(content), 0o600); err != nil {
-		h.t.Fatal(err)
-	}
-}
-
-// applied brings the box to a converged v1.
-func (h *harness) applied() {
-	h.t.Helper()
-	h.release("v1", nil)
-	h.wantExit(h.tick(), 0)
-}
-
 func (h *harness) wantTicks(n, exit int) {
 	h.t.Helper()
 	for i := 0; i < n; i++ {
 		h.wantExit(h.tick(), exit)
+	}
+}
+
+// failedTicks runs n ticks that must each exit 1, moving the clock on by gap after each (past
+// the backoff, so each is an attempt).
+func (h *harness) failedTicks(n int, gap time.Duration) {
+	h.t.Helper()
+	for i := 0; i < n; i++ {
+		h.wantExit(h.tick(), 1)
+		h.clock.Advance(gap)
 	}
 }
 
@@ -105,16 +89,15 @@ func supportCases(t *testing.T) []supportCase {
 	compose := "services:\n  api:\n    image: x\n"
 	return []supportCase{
 		{name: "refused-privileged", code: "PRIVILEGED_REFUSED", run: func(h *harness) {
-			h.applied()
+			h.apply("v1")
 			h.release("v2", func(f map[string][]byte) {
 				f["compose.yaml"] = bytes.Replace(f["compose.yaml"], []byte("    env_file: .env\n"), []byte("    env_file: .env\n    privileged: true\n"), 1)
 			})
 			h.wantExit(h.tick(), 1)
 		}, next: (*harness).sameRefusal},
 		{name: "refused-rollback", code: "ROLLBACK_REFUSED", run: func(h *harness) {
-			h.applied()
-			h.release("v2", nil)
-			h.wantExit(h.tick(), 0)
+			h.apply("v1")
+			h.apply("v2")
 			if _, err := h.sim.SetDesiredRelease(env, "v1"); err != nil {
 				h.t.Fatal(err)
 			}
@@ -168,7 +151,7 @@ func supportCases(t *testing.T) []supportCase {
 			h.wantExit(h.tick(), 1)
 		}, next: func(h *harness) { h.wantExit(h.tick(), 1) }},
 		{name: "failed-pull", code: "COMPOSE_PULL_FAILED", run: func(h *harness) {
-			h.dockerFile("pull-error", `Error response from daemon: Head "https://harbor.example/v2/monky/api/manifests/v1": no basic auth credentials`)
+			h.dockerKnob("pull-error", `Error response from daemon: Head "https://harbor.example/v2/monky/api/manifests/v1": no basic auth credentials`)
 			h.release("v1", nil)
 			h.wantExit(h.tick(), 1)
 		}, next: func(h *harness) {
@@ -184,12 +167,9 @@ func supportCases(t *testing.T) []supportCase {
 			}
 		}},
 		{name: "failed-parked", code: "COMPOSE_UP_FAILED", run: func(h *harness) {
-			h.dockerFile("up-error", "Error response from daemon: driver failed programming external connectivity on endpoint monky-env-qa-02-api-1: Bind for 0.0.0.0:8080 failed: port is already allocated")
+			h.dockerKnob("up-error", "Error response from daemon: driver failed programming external connectivity on endpoint monky-env-qa-02-api-1: Bind for 0.0.0.0:8080 failed: port is already allocated")
 			h.release("v1", nil)
-			for i := 0; i < 5; i++ {
-				h.wantExit(h.tick(), 1)
-				h.clock.Advance(31 * time.Minute)
-			}
+			h.failedTicks(5, 31*time.Minute)
 			if rec := h.record(); !rec.Parked {
 				h.t.Fatalf("not parked after 5 attempts: %+v", rec)
 			}
@@ -202,12 +182,9 @@ func supportCases(t *testing.T) []supportCase {
 			}
 		}},
 		{name: "resume-then-failed", code: "COMPOSE_UP_FAILED", run: func(h *harness) {
-			h.dockerFile("up-error", "Error response from daemon: Bind for 0.0.0.0:8080 failed: port is already allocated")
+			h.dockerKnob("up-error", "Error response from daemon: Bind for 0.0.0.0:8080 failed: port is already allocated")
 			h.release("v1", nil)
-			for i := 0; i < 5; i++ {
-				h.wantExit(h.tick(), 1)
-				h.clock.Advance(31 * time.Minute)
-			}
+			h.failedTicks(5, 31*time.Minute)
 			a := h.agent()
 			a.Operator = "uid 1000 (alice)"
 			if _, err := a.Resume(false); err != nil {
@@ -224,7 +201,7 @@ func supportCases(t *testing.T) []supportCase {
 			h.wantExit(h.tick(), 1)
 		}, next: func(h *harness) { h.wantExit(h.tick(), 1) }},
 		{name: "failed-unhealthy-apply", code: "UNHEALTHY", run: func(h *harness) {
-			h.dockerFile("unhealthy", "api\n")
+			h.dockerKnob("unhealthy", "api\n")
 			h.release("v1", nil)
 			h.wantExit(h.tick(), 1)
 			// the step's duration is its whole wall time, the health wait included
@@ -233,9 +210,9 @@ func supportCases(t *testing.T) []supportCase {
 			}
 		}, next: func(h *harness) { h.wantExit(h.tick(), 1) }},
 		{name: "unhealthy-heartbeat", code: "UNHEALTHY", run: func(h *harness) {
-			h.applied()
+			h.apply("v1")
 			h.wantTicks(2, 0)
-			h.dockerFile("unhealthy", "api\n")
+			h.dockerKnob("unhealthy", "api\n")
 			h.wantExit(h.tick(), 1)
 		}, next: func(h *harness) {
 			h.wantExit(h.tick(), 1)
@@ -244,21 +221,21 @@ func supportCases(t *testing.T) []supportCase {
 			}
 		}},
 		{name: "blocked-env-mismatch", code: "AGENT_ENV_MISMATCH", run: func(h *harness) {
-			h.applied()
+			h.apply("v1")
 			h.rewriteConfig(`env_id: "env-qa-02"`, `env_id: "env-qa-03"`)
 			h.wantExit(h.tick(), 78)
 		}, next: func(h *harness) { h.noCheckin(78) }},
 		{name: "blocked-unauthenticated", code: "AGENT_UNAUTHENTICATED", run: func(h *harness) {
-			h.applied()
+			h.apply("v1")
 			h.sim.RevokeTokens(env)
 			h.wantExit(h.tick(), 1)
 		}, next: func(h *harness) {
 			h.noCheckin(1)
-			h.writeGrant()
+			h.freshGrant()
 			h.wantExit(h.tick(), 0)
 		}},
 		{name: "token-renew-refused-blocked", code: "BAO_PERMISSION_DENIED", run: func(h *harness) {
-			h.applied()
+			h.apply("v1")
 			h.sim.Fail(sim.FailRule{Path: "/v1/auth/token/renew-self", Status: 403, Message: "permission denied"})
 			h.clock.Advance(23 * time.Hour)
 			h.wantExit(h.tick(), 1)
@@ -267,9 +244,9 @@ func supportCases(t *testing.T) []supportCase {
 			sim: func(o *sim.Options) { o.TokenTTL = time.Minute },
 			run: func(h *harness) {
 				h.sim.Fail(sim.FailRule{Path: "/v1/auth/token/renew-self", Status: 403, Message: "permission denied"})
-				h.applied()
+				h.apply("v1")
 				for i := 0; i < 3; i++ {
-					h.writeGrant() // a grant the install kit puts back, every tick
+					h.freshGrant() // a grant the install kit puts back, every tick
 					h.wantExit(h.tick(), 0)
 				}
 				// OpenBao's refusal is named as OpenBao's, not as tenancy's 401
@@ -278,7 +255,7 @@ func supportCases(t *testing.T) []supportCase {
 				}
 			}, next: func(h *harness) {
 				// the same refusal at the next tick: the token is deleted and made again
-				h.writeGrant()
+				h.freshGrant()
 				before := h.sim.Counts(env).Logins
 				h.wantExit(h.tick(), 0)
 				if h.sim.Counts(env).Logins == before {
@@ -290,7 +267,7 @@ func supportCases(t *testing.T) []supportCase {
 			run: func(h *harness) {
 				// no lease to be had: the token can only be renewed, up to its max ttl
 				h.sim.Fail(sim.FailRule{Path: "/v1/agent/lease", Status: 503, Message: "lease backend unavailable"})
-				h.applied()
+				h.apply("v1")
 				h.clock.Advance(50 * time.Minute)
 				h.wantExit(h.tick(), 0)
 				h.clock.Advance(58 * time.Minute)
@@ -306,7 +283,7 @@ func supportCases(t *testing.T) []supportCase {
 		{name: "lease-every-tick", code: "LEASE_EVERY_TICK",
 			sim: func(o *sim.Options) { o.TokenMaxTTL = 2 * time.Hour; o.TokenTTL = 2 * time.Hour },
 			run: func(h *harness) {
-				h.applied()
+				h.apply("v1")
 				h.wantTicks(3, 0)
 			}, next: func(h *harness) {
 				before := h.sim.Counts(env).Leases
@@ -332,7 +309,7 @@ func supportCases(t *testing.T) []supportCase {
 			}
 		}},
 		{name: "unacked-report", code: "REPORT_PENDING", run: func(h *harness) {
-			h.applied()
+			h.apply("v1")
 			h.sim.Fail(sim.FailRule{Path: "/v1/agent/report", Status: 503, Message: "report store unavailable"})
 			h.release("v2", nil)
 			h.wantExit(h.tick(), 75)
@@ -344,13 +321,13 @@ func supportCases(t *testing.T) []supportCase {
 			}
 		}},
 		{name: "outbox-stuck", code: "OUTBOX_STUCK", run: func(h *harness) {
-			h.applied()
+			h.apply("v1")
 			h.sim.Fail(sim.FailRule{Path: "/v1/agent/report", Status: 503, Message: "report store unavailable"})
 			h.release("v2", nil)
 			h.wantTicks(4, 75)
 		}, next: func(h *harness) { h.wantExit(h.tick(), 75) }},
 		{name: "repeated-75", code: "CHECKIN_FAILED", run: func(h *harness) {
-			h.applied()
+			h.apply("v1")
 			h.sim.Fail(sim.FailRule{Path: "/v1/agent/checkin", Status: 503, Message: "upstream connect error"})
 			h.wantTicks(4, 75)
 		}, next: func(h *harness) { h.wantExit(h.tick(), 75) }},
@@ -369,13 +346,12 @@ func supportCases(t *testing.T) []supportCase {
 		{name: "rollback-allowed-pull-failed", code: "COMPOSE_PULL_FAILED", run: func(h *harness) {
 			h.release("v1", func(f map[string][]byte) { f["bundle.json"] = []byte(`{"agent": {"allow_rollback": true}}`) })
 			h.wantExit(h.tick(), 0)
-			h.release("v2", nil)
-			h.wantExit(h.tick(), 0)
+			h.apply("v2")
 			if _, err := h.sim.SetDesiredRelease(env, "v1"); err != nil {
 				h.t.Fatal(err)
 			}
 			// the old image is gone from the registry
-			h.dockerFile("pull-error", "Error response from daemon: manifest for harbor.example/monky/api:v1 not found: manifest unknown")
+			h.dockerKnob("pull-error", "Error response from daemon: manifest for harbor.example/monky/api:v1 not found: manifest unknown")
 			h.wantExit(h.tick(), 1)
 			if e, ok := h.entry(func(e store.Entry) bool { return e.Event == "rollback-allowed" }); !ok || !strings.Contains(e.Detail, "allowed by bundle.json agent.allow_rollback") {
 				h.t.Errorf("the allowed rollback is not journaled as such: %+v", e)
@@ -385,7 +361,7 @@ func supportCases(t *testing.T) []supportCase {
 			h.wantExit(h.tick(), 1)
 		}},
 		{name: "token-file-unusable", code: "LOCAL_FAILURE", run: func(h *harness) {
-			h.applied()
+			h.apply("v1")
 			tok := h.cfg.TokenPath()
 			if err := os.Remove(tok); err != nil {
 				h.t.Fatal(err)
@@ -396,7 +372,7 @@ func supportCases(t *testing.T) []supportCase {
 			h.wantExit(h.tick(), 1)
 		}, next: func(h *harness) { h.noCheckin(1) }},
 		{name: "lock-file-unusable", code: "LOCAL_FAILURE", run: func(h *harness) {
-			h.applied()
+			h.apply("v1")
 			if err := os.Remove(h.cfg.LockPath()); err != nil {
 				h.t.Fatal(err)
 			}

@@ -44,7 +44,7 @@ func takeoverHarness(t *testing.T, mutate func(stateDir string)) *harness {
 	h.kit = filepath.Join(h.dir, "kit-demo")
 	stateDir := filepath.Join(h.dir, "box")
 	if err := h.sim.WriteKit(h.kit, sim.Kit{EnvID: demoEnv, TenancyURL: h.ten.URL, BaoURL: h.bao.URL,
-		StateDir: stateDir, DockerBin: fakeDocker}); err != nil {
+		StateDir: stateDir, DockerBin: h.docker}); err != nil {
 		t.Fatal(err)
 	}
 	copyBox(t, filepath.Join(fixture, fxTokens), stateDir)
@@ -92,7 +92,7 @@ func takeoverHarness(t *testing.T, mutate func(stateDir string)) *harness {
 		t.Fatalf("kit state_dir %s deploy_dir %s", h.cfg.StateDir, h.cfg.DeployDir)
 	}
 	// 0.1.9 started v2's services: the fake docker knows them as running
-	up := exec.Command(fakeDocker, "compose", "-p", h.cfg.ComposeProject, "-f", "compose.yaml", "up", "-d", "--remove-orphans")
+	up := exec.Command(h.docker, "compose", "-p", h.cfg.ComposeProject, "-f", "compose.yaml", "up", "-d", "--remove-orphans")
 	up.Dir = filepath.Join(stateDir, demoEnv, "current")
 	if out, err := up.CombinedOutput(); err != nil {
 		t.Fatalf("seed the running services: %v %s", err, out)
@@ -278,8 +278,7 @@ func TestTakeoverIgnoresAMalformedStateJSON(t *testing.T) {
 // A new box (no 0.1.x files) has nothing to take over: no takeover entry.
 func TestNoTakeoverOnANewBox(t *testing.T) {
 	h := newHarness(t)
-	h.release("r1", nil)
-	h.wantExit(h.tick(), 0)
+	h.apply("r1")
 	for _, e := range journal(t, h.st) {
 		if e.Event == "takeover" {
 			t.Fatalf("a new box journaled a takeover: %+v", e)

@@ -24,8 +24,7 @@ func (h *harness) tickErr() (int, string) {
 // touches no network.
 func TestSymlinkedTokenIsNeverSent(t *testing.T) {
 	h := newHarness(t)
-	h.release("v1", nil)
-	h.wantExit(h.tick(), 0)
+	h.apply("v1")
 	other := filepath.Join(h.dir, "root-only")
 	if err := os.WriteFile(other, []byte("s.root-only-canary-Zq8\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -51,8 +50,7 @@ func TestSymlinkedTokenIsNeverSent(t *testing.T) {
 // Token and grant files with mode 0644 (or group-writable) were used without a word.
 func TestLooseTokenModeIsRefusedWithTheFix(t *testing.T) {
 	h := newHarness(t)
-	h.release("v1", nil)
-	h.wantExit(h.tick(), 0)
+	h.apply("v1")
 	tok := h.cfg.TokenPath()
 	if err := os.Chmod(tok, 0o666); err != nil {
 		t.Fatal(err)

@@ -67,20 +67,13 @@ func TestGrantConsumedOnlyWhenItIs(t *testing.T) {
 func TestStageSaysWhetherTheRegistryCredentialWasWrittenOrKept(t *testing.T) {
 	h := newHarness(t)
 	h.sim.PutSecret(env, "registry", map[string]string{"value": "robot$pull:canary-reg-pw"})
-	h.release("v1", func(f map[string][]byte) {
-		f["secrets.manifest.json"] = []byte(`{"entries": [
-  {"var": "GEMINI_API_KEY", "path": "monky/data/env-qa-02/see/gemini"},
-  {"var": "DB_PASSWORD", "path": "monky/data/env-qa-02/see/db", "key": "password"},
-  {"use": "registry-auth", "path": "monky/data/env-qa-02/see/registry", "version": 1}
-]}`)
-	})
+	h.release("v1", withRegistryAuth)
 	h.wantExit(h.tick(), 0)
 	e, _ := h.entry(func(e store.Entry) bool { return e.Event == "stage" })
 	if !strings.Contains(e.Detail, "registry credential written to "+h.cfg.DockerConfigDir()+"/config.json") {
 		t.Errorf("stage after a registry-auth entry: %q", e.Detail)
 	}
-	h.release("v2", nil)
-	h.wantExit(h.tick(), 0)
+	h.apply("v2")
 	e, _ = h.entry(func(e store.Entry) bool { return e.Event == "stage" })
 	if !strings.Contains(e.Detail, "no registry-auth entry: the registry credential already in") || !strings.Contains(e.Detail, "is kept") {
 		t.Errorf("stage without a registry-auth entry: %q", e.Detail)
