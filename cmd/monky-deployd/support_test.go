@@ -12,6 +12,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/tikali/monky-deployd/internal/testkit"
 )
 
 var updateSupport = flag.Bool("update", false, "rewrite testdata/support/*.{explain,status}.txt from the corpus")
@@ -151,20 +153,7 @@ func TestSupportCorpusGoldens(t *testing.T) {
 
 func supportGolden(t *testing.T, name, got string) {
 	t.Helper()
-	path := filepath.Join(supportDir, name)
-	if *updateSupport {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (go test ./cmd/monky-deployd -run SupportCorpus -update)", err)
-	}
-	if got != string(want) {
-		t.Errorf("%s differs (go test ./cmd/monky-deployd -run SupportCorpus -update rewrites it):\n--- got\n%s\n--- want\n%s", path, got, want)
-	}
+	testkit.Golden(t, filepath.Join(supportDir, name), got, *updateSupport, "go test ./cmd/monky-deployd -run SupportCorpus -update")
 }
 
 // TestSinceOnACopyCountsFromItsNewestTick: --since on an old copy is measured back from the

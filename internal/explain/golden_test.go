@@ -11,13 +11,24 @@ import (
 	"time"
 
 	"github.com/tikali/monky-deployd/internal/explain"
+	"github.com/tikali/monky-deployd/internal/testkit"
+	"github.com/tikali/monky-deployd/store"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/explain/*.txt from the traces")
 
-// loadTrace reads testdata/traces/<name>.ndjson into a store and returns it with the export's
-// time, which the test uses as "now" so the output is stable.
-func loadTrace(t *testing.T, name string) (*explain.Doc, []byte, time.Time) {
+// trace is a recorded history loaded: the store read from its export, explain's document of
+// it, the export's bytes, and the export's time, which the tests use as "now" so the output is
+// stable.
+type trace struct {
+	doc *explain.Doc
+	st  *store.Memory
+	raw []byte
+	now time.Time
+}
+
+// loadTrace reads testdata/traces/<name>.ndjson into a store and explains it.
+func loadTrace(t *testing.T, name string) trace {
 	t.Helper()
 	raw, err := os.ReadFile(filepath.Join("..", "..", "testdata", "traces", name+".ndjson"))
 	if err != nil {
@@ -38,28 +49,12 @@ func loadTrace(t *testing.T, name string) (*explain.Doc, []byte, time.Time) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &d, raw, hdr.ExportedAt
+	return trace{doc: &d, st: st, raw: raw, now: hdr.ExportedAt}
 }
 
 func golden(t *testing.T, name, got string) {
 	t.Helper()
-	path := filepath.Join("..", "..", "testdata", "explain", name+".txt")
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./explain -update)", err)
-	}
-	if got != string(want) {
-		t.Errorf("explain output for %s differs from %s (go test ./explain -update rewrites it):\n--- got\n%s\n--- want\n%s", name, path, got, want)
-	}
+	testkit.Golden(t, filepath.Join("..", "..", "testdata", "explain", name+".txt"), got, *update, "go test ./internal/explain -update")
 }
 
 // traces are real histories recorded by testdata/traces/record.sh.
@@ -72,7 +67,7 @@ var traces = []string{"full-apply", "rollback-refused", "privileged-refused", "p
 func TestExplainGoldenFromTraces(t *testing.T) {
 	for _, name := range traces {
 		t.Run(name, func(t *testing.T) {
-			d, _, _ := loadTrace(t, name)
+			d := loadTrace(t, name).doc
 			var b bytes.Buffer
 			explain.WriteText(&b, *d)
 			golden(t, name, b.String())
@@ -109,7 +104,7 @@ func TestWhyNamesTheFault(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.trace, func(t *testing.T) {
-			d, _, _ := loadTrace(t, c.trace)
+			d := loadTrace(t, c.trace).doc
 			if d.State != c.state {
 				t.Errorf("state %q, want %q", d.State, c.state)
 			}
@@ -145,13 +140,10 @@ func TestWhyNamesTheFault(t *testing.T) {
 func TestNDJSONRoundTrip(t *testing.T) {
 	for _, name := range traces {
 		t.Run(name, func(t *testing.T) {
-			d1, raw, now := loadTrace(t, name)
-			st, err := explain.ReadNDJSON(bytes.NewReader(raw))
-			if err != nil {
-				t.Fatal(err)
-			}
+			tr := loadTrace(t, name)
+			d1, raw, now := tr.doc, tr.raw, tr.now
 			var out bytes.Buffer
-			if err := explain.WriteNDJSON(&out, st, now); err != nil {
+			if err := explain.WriteNDJSON(&out, tr.st, now); err != nil {
 				t.Fatal(err)
 			}
 			exported := out.String()
@@ -201,7 +193,7 @@ func TestHistoryShowsSupersedeAndRetire(t *testing.T) {
 		"superseded": "BundleVerified → CheckedIn",
 		"retired":    "CheckedIn → Down",
 	} {
-		d, _, _ := loadTrace(t, trace)
+		d := loadTrace(t, trace).doc
 		var b bytes.Buffer
 		explain.WriteText(&b, *d)
 		if !strings.Contains(b.String(), want) {

@@ -1,11 +1,9 @@
 package explain_test
 
 import (
-	"bytes"
 	"testing"
 	"time"
 
-	"github.com/tikali/monky-deployd/internal/explain"
 	"github.com/tikali/monky-deployd/machine"
 	"github.com/tikali/monky-deployd/store"
 )
@@ -17,15 +15,12 @@ import (
 func TestReplayTracesThroughEngine(t *testing.T) {
 	for _, name := range traces {
 		t.Run(name, func(t *testing.T) {
-			_, raw, _ := loadTrace(t, name)
-			src, err := explain.ReadNDJSON(bytes.NewReader(raw))
-			if err != nil {
-				t.Fatal(err)
-			}
+			src := loadTrace(t, name).st
 			var rec store.Record
 			var ticks []store.TickSummary
 			entries := map[uint64][]store.Entry{}
 			if err := src.View(func(tx store.Tx) error {
+				var err error
 				if rec, err = tx.Record(); err != nil {
 					return err
 				}
@@ -36,7 +31,7 @@ func TestReplayTracesThroughEngine(t *testing.T) {
 			}); err != nil {
 				t.Fatal(err)
 			}
-			if err := src.View(func(tx store.Tx) error { ticks, err = tx.Ticks(0); return err }); err != nil {
+			if err := src.View(func(tx store.Tx) (err error) { ticks, err = tx.Ticks(0); return err }); err != nil {
 				t.Fatal(err)
 			}
 			var now time.Time
@@ -80,7 +75,7 @@ func TestReplayTracesThroughEngine(t *testing.T) {
 
 // TestFullApplyDecisions pins the decisions of a full apply, step by step.
 func TestFullApplyDecisions(t *testing.T) {
-	d, _, _ := loadTrace(t, "full-apply")
+	d := loadTrace(t, "full-apply").doc
 	var got []string
 	for _, tr := range d.Ticks[0].Transitions {
 		if tr.From != tr.To {

@@ -58,3 +58,26 @@ func CopyTree(dst, src string, edit func(rel string, data []byte) ([]byte, error
 		return os.WriteFile(out, raw, 0o644)
 	})
 }
+
+// Golden checks got against the golden file at path. With update it writes got there instead
+// (making its directory); rewrite is the command that does so, named when the file is missing
+// or differs.
+func Golden(tb testing.TB, path, got string, update bool, rewrite string) {
+	tb.Helper()
+	if update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			tb.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			tb.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		tb.Fatalf("%v (%s writes it)", err, rewrite)
+	}
+	if got != string(want) {
+		tb.Errorf("%s differs (%s rewrites it):\n--- got\n%s\n--- want\n%s", path, rewrite, got, want)
+	}
+}
