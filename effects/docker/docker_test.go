@@ -1,53 +1,20 @@
 package docker
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/tikali/monky-deployd/effects"
+	"github.com/tikali/monky-deployd/internal/testkit"
 )
 
-var fakeBin string // the fake docker, built once
-
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "fakedocker-bin-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	fakeBin = filepath.Join(dir, "docker")
-	_, self, _, _ := runtime.Caller(0)
-	root := filepath.Join(filepath.Dir(self), "..", "..")
-	cmd := exec.Command("go", "build", "-o", fakeBin, "./internal/fakedocker")
-	cmd.Dir = root
-	if out, err := cmd.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "build fakedocker: %v\n%s", err, out)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
-
-type call struct {
-	Argv             []string `json:"argv"`
-	Dir              string   `json:"dir"`
-	DockerConfig     string   `json:"docker_config"`
-	InteractiveNoCLI string   `json:"interactive_no_cli"`
-	ComposeEnv       []string `json:"compose_env"`
-	APIKeySet        bool     `json:"api_key_set"`
-}
+func TestMain(m *testing.M) { testkit.Main(m) }
 
 type fixture struct {
 	cli      *CLI
@@ -87,7 +54,7 @@ func newFixture(t *testing.T) *fixture {
 	// A human's settings in the agent's environment must not leak into docker's.
 	t.Setenv("DOCKER_CONFIG", "/home/someone/.docker")
 	t.Setenv("COMPOSE_INTERACTIVE_NO_CLI", "0")
-	f.cli = New(fakeBin, "monky-env-qa-02", f.dockerCf)
+	f.cli = New(testkit.FakeDocker(t), "monky-env-qa-02", f.dockerCf)
 	return f
 }
 
@@ -98,23 +65,14 @@ func (f *fixture) knob(t *testing.T, name, content string) {
 	}
 }
 
-func (f *fixture) calls(t *testing.T) []call {
+// calls are the calls the stub recorded; none fails the test.
+func (f *fixture) calls(t *testing.T) []testkit.DockerCall {
 	t.Helper()
-	fh, err := os.Open(f.log)
-	if err != nil {
-		t.Fatal(err)
+	c := testkit.DockerCalls(t, f.log)
+	if len(c) == 0 {
+		t.Fatal("the docker stub recorded no call")
 	}
-	defer fh.Close()
-	var out []call
-	sc := bufio.NewScanner(fh)
-	for sc.Scan() {
-		var c call
-		if err := json.Unmarshal(sc.Bytes(), &c); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, c)
-	}
-	return out
+	return c
 }
 
 func TestCommandsArgvDirEnv(t *testing.T) {
