@@ -7,13 +7,15 @@ import (
 	"testing"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/tikali/monky-deployd/internal/testkit"
 )
 
 // Every YAML file of the role parses; the tenancy port is 443 (DD-0523: the role still said 8081
 // after install.sh moved to 443); every task that touches the download token or the grant is no_log.
 func TestAnsibleRole(t *testing.T) {
 	t.Parallel()
-	role := filepath.Join(repoRoot(t), "packaging", "ansible", "roles", "monky_deployd")
+	role := filepath.Join(testkit.Root(), "packaging", "ansible", "roles", "monky_deployd")
 	files, _ := filepath.Glob(filepath.Join(role, "*", "*.yml"))
 	if len(files) < 3 {
 		t.Fatalf("role YAML files: %v", files)
@@ -71,7 +73,7 @@ func TestAnsibleRole(t *testing.T) {
 // transport, metrics_path and log_level come from role variables.
 func TestAnsibleRoleMetaAndVariables(t *testing.T) {
 	t.Parallel()
-	role := filepath.Join(repoRoot(t), "packaging", "ansible", "roles", "monky_deployd")
+	role := filepath.Join(testkit.Root(), "packaging", "ansible", "roles", "monky_deployd")
 	var meta struct {
 		GalaxyInfo map[string]any `yaml:"galaxy_info"`
 		Deps       []any          `yaml:"dependencies"`

@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/tikali/monky-deployd/internal/testkit"
 )
 
 // realTools are linked into the sandbox's PATH as themselves; everything else a script calls is a
@@ -200,13 +202,20 @@ func (s *sandbox) enabled() []string {
 
 func (s *sandbox) path(rel string) string { return filepath.Join(s.Root, rel) }
 
-func mode(t *testing.T, p string) os.FileMode {
+// wantModes fails the test for each path (relative to the sandbox's root) whose mode is not
+// the one given.
+func (s *sandbox) wantModes(t *testing.T, modes map[string]os.FileMode) {
 	t.Helper()
-	fi, err := os.Stat(p)
-	if err != nil {
-		t.Fatal(err)
+	paths := make([]string, 0, len(modes))
+	for p := range modes {
+		paths = append(paths, p)
 	}
-	return fi.Mode().Perm()
+	sort.Strings(paths)
+	for _, p := range paths {
+		if m := testkit.Mode(t, s.path(p)); m != modes[p] {
+			t.Errorf("/%s mode %o, want %o", p, m, modes[p])
+		}
+	}
 }
 
 // needTool returns the tool's path; without it the test is skipped, except under CI, where the

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/tikali/monky-deployd/internal/testkit"
 )
 
 const secretToken = "glpat-SECRET-deploy-token-7f3a"
@@ -18,20 +20,20 @@ var fakeDebSha = func() string { h := sha256.Sum256([]byte("FAKEDEB")); return h
 // once leaked into the download name.
 func installBox(t *testing.T, without ...string) *sandbox {
 	s := newSandbox(t, without...)
-	writeFile(t, s.path("etc/os-release"), "PRETTY_NAME=\"Ubuntu Resolute\"\nNAME=\"Ubuntu\"\nVERSION_ID=\"26.04\"\n"+
+	testkit.WriteFile(t, s.path("etc/os-release"), "PRETTY_NAME=\"Ubuntu Resolute\"\nNAME=\"Ubuntu\"\nVERSION_ID=\"26.04\"\n"+
 		"VERSION=\"26.04 LTS (Resolute Raccoon)\"\nID=ubuntu\nVERSION_CODENAME=resolute\n", 0o644)
 	if err := os.MkdirAll(s.path("opt/openziti/etc/identities"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	writeFile(t, filepath.Join(s.dir, "kit", "bootstrap.jwt"), "eyJhbGciOiJFUzI1NiJ9.grant.sig", 0o600)
-	writeFile(t, filepath.Join(s.dir, "kit", "monky-host.env-qa-02.jwt"), "eyJhbGciOiJSUzI1NiJ9.enrol.sig", 0o600)
+	testkit.WriteFile(t, filepath.Join(s.dir, "kit", "bootstrap.jwt"), "eyJhbGciOiJFUzI1NiJ9.grant.sig", 0o600)
+	testkit.WriteFile(t, filepath.Join(s.dir, "kit", "monky-host.env-qa-02.jwt"), "eyJhbGciOiJSUzI1NiJ9.enrol.sig", 0o600)
 	s.known("group:docker", "group:ziti", "group:monky-deployd", "passwd:monky-deployd")
 	return s
 }
 
 func (s *sandbox) install(stdinScript bool, env []string, args ...string) (int, string) {
 	s.t.Helper()
-	script := filepath.Join(repoRoot(s.t), "packaging", "install.sh")
+	script := filepath.Join(testkit.Root(), "packaging", "install.sh")
 	env = append([]string{"MONKY_ROOT=" + s.Root, "SHIM_DEB_SHA=" + fakeDebSha}, env...)
 	if stdinScript { // curl … | sudo bash -s -- …: stdin IS the script
 		b, err := os.ReadFile(script)
@@ -142,25 +144,17 @@ func TestInstallFreshBoxFromThePipedKit(t *testing.T) {
 			if strings.Contains(string(conf), "8081") {
 				t.Errorf("config.yaml names the in-pod port 8081:\n%s", conf)
 			}
-			if m := mode(t, s.path("etc/monky-deployd/config.yaml")); m != 0o640 {
-				t.Errorf("config.yaml mode %o, want 640", m)
-			}
 			grant := s.path("etc/monky-deployd/bootstrap.jwt")
 			if b, _ := os.ReadFile(grant); string(b) != "eyJhbGciOiJFUzI1NiJ9.grant.sig" {
 				t.Errorf("bootstrap grant content %q", b)
 			}
-			if m := mode(t, grant); m != 0o600 {
-				t.Errorf("bootstrap.jwt mode %o, want 600", m)
-			}
-			if m := mode(t, s.path("etc/monky-deployd")); m != 0o750 {
-				t.Errorf("/etc/monky-deployd mode %o, want 750", m)
-			}
-			if m := mode(t, s.path("var/lib/monky-deployd")); m != 0o700 {
-				t.Errorf("state dir mode %o, want 700", m)
-			}
-			if m := mode(t, s.path("opt/openziti/etc/identities/monky-host.env-qa-02.json")); m != 0o640 {
-				t.Errorf("identity mode %o, want 640", m)
-			}
+			s.wantModes(t, map[string]os.FileMode{
+				"etc/monky-deployd/config.yaml":                         0o640,
+				"etc/monky-deployd/bootstrap.jwt":                       0o600,
+				"etc/monky-deployd":                                     0o750,
+				"var/lib/monky-deployd":                                 0o700,
+				"opt/openziti/etc/identities/monky-host.env-qa-02.json": 0o640,
+			})
 			if _, err := os.Stat(filepath.Join(s.dir, "kit", "monky-host.env-qa-02.jwt")); !os.IsNotExist(err) {
 				t.Errorf("the spent enrolment JWT was not deleted")
 			}
@@ -346,7 +340,7 @@ func TestInstallRefusesBadArguments(t *testing.T) {
 
 func TestInstallScriptIsShellClean(t *testing.T) {
 	t.Parallel()
-	script := filepath.Join(repoRoot(t), "packaging", "install.sh")
+	script := filepath.Join(testkit.Root(), "packaging", "install.sh")
 	s := newSandbox(t)
 	if code, out := s.run(nil, nil, "bash", "-n", script); code != 0 {
 		t.Fatalf("bash -n: %s", out)
@@ -361,7 +355,7 @@ func TestInstallScriptIsShellClean(t *testing.T) {
 // role's pin must follow it.
 func TestDefaultVersionsFollowTheVersionFile(t *testing.T) {
 	t.Parallel()
-	root := repoRoot(t)
+	root := testkit.Root()
 	v, err := os.ReadFile(filepath.Join(root, "VERSION"))
 	if err != nil {
 		t.Fatal(err)

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/tikali/monky-deployd/internal/testkit"
 )
 
 const (
@@ -51,7 +53,7 @@ func runScriptCases(t *testing.T, cases []scriptCase) {
 				}
 			}
 			env := []string{"MONKY_ROOT=" + s.Root, "MONKY_SYSTEMD_RUN_DIR=" + runDir}
-			script := filepath.Join(repoRoot(t), "packaging", "scripts", c.script+".sh")
+			script := filepath.Join(testkit.Root(), "packaging", "scripts", c.script+".sh")
 			for i, want := range [][]string{c.first, c.second} {
 				if i == 1 && want == nil {
 					want = c.first
@@ -116,20 +118,16 @@ func TestPostinstDirectoryModes(t *testing.T) {
 	t.Parallel()
 	s := newSandbox(t)
 	env := []string{"MONKY_ROOT=" + s.Root, "MONKY_SYSTEMD_RUN_DIR=" + filepath.Join(s.dir, "absent")}
-	script := filepath.Join(repoRoot(t), "packaging", "scripts", "postinstall.sh")
+	script := filepath.Join(testkit.Root(), "packaging", "scripts", "postinstall.sh")
 	if code, out := s.run(nil, env, "sh", script, "configure"); code != 0 {
 		t.Fatalf("exit %d: %s", code, out)
 	}
-	if m := mode(t, s.path("var/lib/monky-deployd")); m != 0o700 {
-		t.Errorf("state dir mode %o, want 700", m)
-	}
-	if m := mode(t, s.path("etc/monky-deployd")); m != 0o750 {
-		t.Errorf("/etc/monky-deployd mode %o, want 750", m)
-	}
-	// the documented metrics_path directory: the agent (group monky-deployd) writes, node_exporter reads
-	if m := mode(t, s.path("var/lib/prometheus/node-exporter")); m != 0o775 {
-		t.Errorf("metrics textfile dir mode %o, want 775", m)
-	}
+	s.wantModes(t, map[string]os.FileMode{
+		"var/lib/monky-deployd": 0o700,
+		"etc/monky-deployd":     0o750,
+		// the documented metrics_path directory: the agent (group monky-deployd) writes, node_exporter reads
+		"var/lib/prometheus/node-exporter": 0o775,
+	})
 }
 
 // The 0.1.9 incident: dpkg runs the OLD prerm on an upgrade; disabling there took agents offline.
@@ -180,16 +178,16 @@ func TestPostrmPurgesOnlyOnPurge(t *testing.T) {
 	} {
 		s := newSandbox(t)
 		stateFile := s.path("var/lib/monky-deployd/bao.token")
-		writeFile(t, stateFile, "tok", 0o600)
+		testkit.WriteFile(t, stateFile, "tok", 0o600)
 		etc := s.path("etc/monky-deployd")
 		if err := os.MkdirAll(etc, 0o750); err != nil {
 			t.Fatal(err)
 		}
 		if c.etcPresent {
-			writeFile(t, filepath.Join(etc, "config.yaml"), "env_id: env-qa-02\n", 0o640)
+			testkit.WriteFile(t, filepath.Join(etc, "config.yaml"), "env_id: env-qa-02\n", 0o640)
 		}
 		env := []string{"MONKY_ROOT=" + s.Root, "MONKY_SYSTEMD_RUN_DIR=" + filepath.Join(s.dir, "absent")}
-		script := filepath.Join(repoRoot(t), "packaging", "scripts", "postremove.sh")
+		script := filepath.Join(testkit.Root(), "packaging", "scripts", "postremove.sh")
 		for run := 0; run < 2; run++ {
 			if code, out := s.run(nil, env, "sh", append([]string{script}, c.args...)...); code != 0 {
 				t.Fatalf("%v: exit %d: %s", c.args, code, out)
@@ -222,18 +220,18 @@ func TestPostrmPurgeLeavesTheDeployDirAndSaysHowToTakeItDown(t *testing.T) {
 		}
 		for _, f := range []string{"bao.token", "lease.grant", "state.db", "state.db.corrupt-20261130T101010Z", "lock", "docker/config.json",
 			"metrics.json", "state.json", ".bao.token.tmp-abc"} {
-			writeFile(t, s.path(stateDir+"/"+f), "x", 0o600)
+			testkit.WriteFile(t, s.path(stateDir+"/"+f), "x", 0o600)
 		}
-		writeFile(t, s.path(deploy+"/releases/"+strings.Repeat("a", 64)+"/.env"), "SECRET=v", 0o600)
-		writeFile(t, s.path(deploy+"/releases/"+strings.Repeat("a", 64)+"/compose.yaml"), "services: {}\n", 0o644)
+		testkit.WriteFile(t, s.path(deploy+"/releases/"+strings.Repeat("a", 64)+"/.env"), "SECRET=v", 0o600)
+		testkit.WriteFile(t, s.path(deploy+"/releases/"+strings.Repeat("a", 64)+"/compose.yaml"), "services: {}\n", 0o644)
 		if err := os.Symlink("releases/"+strings.Repeat("a", 64), s.path(deploy+"/current")); err != nil {
 			t.Fatal(err)
 		}
-		writeFile(t, s.path("var/lib/node_exporter/textfile/monky-deployd.prom"), "m 1\n", 0o644)
-		writeFile(t, s.path("etc/monky-deployd/config.yaml"), cfg, 0o640)
-		writeFile(t, s.path("etc/monky-deployd/bootstrap.jwt"), "g", 0o600)
+		testkit.WriteFile(t, s.path("var/lib/node_exporter/textfile/monky-deployd.prom"), "m 1\n", 0o644)
+		testkit.WriteFile(t, s.path("etc/monky-deployd/config.yaml"), cfg, 0o640)
+		testkit.WriteFile(t, s.path("etc/monky-deployd/bootstrap.jwt"), "g", 0o600)
 		env := []string{"MONKY_ROOT=" + s.Root, "MONKY_SYSTEMD_RUN_DIR=" + filepath.Join(s.dir, "absent")}
-		script := filepath.Join(repoRoot(t), "packaging", "scripts", "postremove.sh")
+		script := filepath.Join(testkit.Root(), "packaging", "scripts", "postremove.sh")
 
 		code, out := s.run(nil, env, "sh", script, "remove")
 		if code != 0 || !strings.Contains(out, "Nothing converges the backend now") || !strings.Contains(out, "sudo docker compose -p ") {
@@ -282,7 +280,7 @@ func TestPostrmPurgeLeavesTheDeployDirAndSaysHowToTakeItDown(t *testing.T) {
 
 func TestMaintainerScriptsArePOSIXAndShellcheckClean(t *testing.T) {
 	t.Parallel()
-	scripts, _ := filepath.Glob(filepath.Join(repoRoot(t), "packaging", "scripts", "*.sh"))
+	scripts, _ := filepath.Glob(filepath.Join(testkit.Root(), "packaging", "scripts", "*.sh"))
 	if len(scripts) != 4 {
 		t.Fatalf("want 4 maintainer scripts, found %v", scripts)
 	}
@@ -303,26 +301,4 @@ func TestMaintainerScriptsArePOSIXAndShellcheckClean(t *testing.T) {
 	if code, out := s.run(nil, []string{"PATH=/usr/bin:/bin"}, sc, append([]string{"-s", "sh", "-S", "warning"}, scripts...)...); code != 0 {
 		t.Errorf("shellcheck: %s", out)
 	}
-}
-
-func writeFile(t *testing.T, p, content string, m os.FileMode) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(p, []byte(content), m); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(p, m); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func repoRoot(t *testing.T) string {
-	t.Helper()
-	wd, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return filepath.Dir(wd)
 }

@@ -7,12 +7,14 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/tikali/monky-deployd/internal/testkit"
 )
 
 // unitKeys parses a unit file into key → values (a key may repeat).
 func unitKeys(t *testing.T, name string) map[string][]string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(repoRoot(t), "packaging", "systemd", name))
+	b, err := os.ReadFile(filepath.Join(testkit.Root(), "packaging", "systemd", name))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,16 +90,16 @@ func TestUnitsVerify(t *testing.T) {
 	sa := needTool(t, "systemd-analyze")
 	dir := t.TempDir()
 	stand := filepath.Join(dir, "standin")
-	writeFile(t, stand, "#!/bin/sh\nexit 0\n", 0o755)
+	testkit.WriteFile(t, stand, "#!/bin/sh\nexit 0\n", 0o755)
 	var units []string
 	for _, name := range []string{"monky-deployd.service", "monky-deployd.timer", "monky-deployd-proxy.service"} {
-		b, err := os.ReadFile(filepath.Join(repoRoot(t), "packaging", "systemd", name))
+		b, err := os.ReadFile(filepath.Join(testkit.Root(), "packaging", "systemd", name))
 		if err != nil {
 			t.Fatal(err)
 		}
 		s := strings.NewReplacer("/usr/libexec/monky-deployd/heartbeat ", stand+" ", "/usr/bin/ziti ", stand+" ").Replace(string(b))
 		p := filepath.Join(dir, name)
-		writeFile(t, p, s, 0o644)
+		testkit.WriteFile(t, p, s, 0o644)
 		units = append(units, p)
 	}
 	sb := newSandbox(t)
@@ -114,7 +116,7 @@ func TestUnitsExposureAtMostThree(t *testing.T) {
 	sa := needTool(t, "systemd-analyze")
 	sb := newSandbox(t)
 	for _, name := range []string{"monky-deployd.service", "monky-deployd-proxy.service"} {
-		p := filepath.Join(repoRoot(t), "packaging", "systemd", name)
+		p := filepath.Join(testkit.Root(), "packaging", "systemd", name)
 		_, out := sb.run(nil, []string{"PATH=/usr/bin:/bin"}, sa, "security", "--offline=true", "--no-pager", p)
 		m := exposureRE.FindStringSubmatch(out)
 		if m == nil {
