@@ -33,20 +33,22 @@ func mustOpen(t *testing.T, path string, opts store.BoltOptions) *store.Bolt {
 	return b
 }
 
+// record reads the store's record; an error fails the test.
+func record(t *testing.T, s store.Store) store.Record {
+	t.Helper()
+	var r store.Record
+	view(t, s, func(tx store.Tx) (err error) { r, err = tx.Record(); return err })
+	return r
+}
+
 // assertWorks writes and reads back a record.
 func assertWorks(t *testing.T, b *store.Bolt) {
 	t.Helper()
 	if err := b.Update(func(tx store.Tx) error { return tx.PutRecord(store.Record{State: "Idle", Tick: 9}) }); err != nil {
 		t.Fatalf("Update: %v", err)
 	}
-	if err := b.View(func(tx store.Tx) error {
-		r, err := tx.Record()
-		if err == nil && (r.State != "Idle" || r.Tick != 9) {
-			t.Errorf("record = %+v", r)
-		}
-		return err
-	}); err != nil {
-		t.Fatalf("View: %v", err)
+	if r := record(t, b); r.State != "Idle" || r.Tick != 9 {
+		t.Errorf("record = %+v", r)
 	}
 }
 
@@ -141,14 +143,8 @@ func TestBoltWrongSchemaMovedAside(t *testing.T) {
 			if len(log.lines) != 1 || !strings.Contains(log.lines[0], "moved it aside") {
 				t.Errorf("log = %q", log.lines)
 			}
-			if err := b.View(func(tx store.Tx) error {
-				r, err := tx.Record()
-				if r.State != "" {
-					t.Errorf("fresh store has record %+v", r)
-				}
-				return err
-			}); err != nil {
-				t.Fatal(err)
+			if r := record(t, b); r.State != "" {
+				t.Errorf("fresh store has record %+v", r)
 			}
 			assertWorks(t, b)
 		})
@@ -166,14 +162,8 @@ func TestBoltGoodFileKept(t *testing.T) {
 	if matches, _ := filepath.Glob(path + ".corrupt-*"); len(matches) != 0 {
 		t.Errorf("good file moved aside: %v", matches)
 	}
-	if err := b.View(func(tx store.Tx) error {
-		r, err := tx.Record()
-		if r.Tick != 9 {
-			t.Errorf("record lost: %+v", r)
-		}
-		return err
-	}); err != nil {
-		t.Fatal(err)
+	if r := record(t, b); r.Tick != 9 {
+		t.Errorf("record lost: %+v", r)
 	}
 }
 
@@ -232,14 +222,8 @@ func TestBoltReadOnly(t *testing.T) {
 	if _, err := ro.CompactIfNeeded(0); !errors.Is(err, store.ErrReadOnly) {
 		t.Errorf("CompactIfNeeded on read-only = %v, want ErrReadOnly", err)
 	}
-	if err := ro.View(func(tx store.Tx) error {
-		r, err := tx.Record()
-		if r.Tick != 9 {
-			t.Errorf("read-only record = %+v", r)
-		}
-		return err
-	}); err != nil {
-		t.Fatal(err)
+	if r := record(t, ro); r.Tick != 9 {
+		t.Errorf("read-only record = %+v", r)
 	}
 	if after, _ := os.ReadFile(path); !bytes.Equal(before, after) {
 		t.Errorf("read-only open changed the file")
