@@ -9,43 +9,45 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rs/zerolog"
+
 	"github.com/tikali/monky-deployd/internal/redact"
 )
 
-func TestJournaldPriorityPrefixes(t *testing.T) {
-	var buf bytes.Buffer
-	l := Setup(&buf, "debug", Options{Journald: true})
-	l.Debug().Msg("d")
-	l.Info().Str(FieldState, "Pulled").Int(FieldMs, 41).Msg("checkin: action=apply")
-	l.Warn().Str(FieldDetail, "two words").Msg("w")
-	l.Error().Err(errors.New("compose up: rc=1")).Str(FieldCode, "ENV_INCOMPLETE").Msg("refused")
-	want := "<7>d\n" +
-		"<6>checkin: action=apply state=Pulled ms=41\n" +
-		"<4>w detail=\"two words\"\n" +
-		"<3>refused error=\"compose up: rc=1\" code=ENV_INCOMPLETE\n"
-	if buf.String() != want {
-		t.Fatalf("journald output:\n%s\nwant:\n%s", buf.String(), want)
+// In journald mode every line carries its syslog priority: each line of a multi-line message
+// too, and nothing below the level is written.
+func TestJournaldOutput(t *testing.T) {
+	for _, c := range []struct {
+		name, level string
+		log         func(l zerolog.Logger)
+		want        string
+	}{
+		{"priority prefixes", "debug", func(l zerolog.Logger) {
+			l.Debug().Msg("d")
+			l.Info().Str(FieldState, "Pulled").Int(FieldMs, 41).Msg("checkin: action=apply")
+			l.Warn().Str(FieldDetail, "two words").Msg("w")
+			l.Error().Err(errors.New("compose up: rc=1")).Str(FieldCode, "ENV_INCOMPLETE").Msg("refused")
+		}, "<7>d\n" +
+			"<6>checkin: action=apply state=Pulled ms=41\n" +
+			"<4>w detail=\"two words\"\n" +
+			"<3>refused error=\"compose up: rc=1\" code=ENV_INCOMPLETE\n"},
+		{"multi-line message keeps its priority", "INFO", func(l zerolog.Logger) {
+			l.Error().Msg("compose pull failed:\nline one\nline two")
+		}, "<3>compose pull failed:\n<3>line one\n<3>line two\n"},
+		{"level filter", "warn", func(l zerolog.Logger) {
+			l.Info().Msg("hidden")
+			l.Warn().Msg("shown")
+		}, "<4>shown\n"},
+	} {
+		var buf bytes.Buffer
+		c.log(Setup(&buf, c.level, Options{Journald: true}))
+		if buf.String() != c.want {
+			t.Errorf("%s: journald output:\n%s\nwant:\n%s", c.name, buf.String(), c.want)
+		}
 	}
 }
 
-func TestJournaldMultiLineMessageKeepsPriority(t *testing.T) {
-	var buf bytes.Buffer
-	l := Setup(&buf, "INFO", Options{Journald: true})
-	l.Error().Msg("compose pull failed:\nline one\nline two")
-	want := "<3>compose pull failed:\n<3>line one\n<3>line two\n"
-	if buf.String() != want {
-		t.Fatalf("got %q want %q", buf.String(), want)
-	}
-}
-
-func TestLevelFilter(t *testing.T) {
-	var buf bytes.Buffer
-	l := Setup(&buf, "warn", Options{Journald: true})
-	l.Info().Msg("hidden")
-	l.Warn().Msg("shown")
-	if buf.String() != "<4>shown\n" {
-		t.Fatalf("got %q", buf.String())
-	}
+func TestParseLevel(t *testing.T) {
 	if ParseLevel("nonsense").String() != "info" || ParseLevel("Error").String() != "error" {
 		t.Error("ParseLevel")
 	}
