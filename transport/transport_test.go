@@ -122,6 +122,14 @@ func get(t *testing.T, hc *http.Client, url string) (string, error) {
 	return string(b), err
 }
 
+// answering is a plain HTTP server, closed when the test ends, that answers every request
+// with body.
+func answering(t *testing.T, body string) *httptest.Server {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, body) }))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
 func TestProxyTLSValidatesInterceptName(t *testing.T) {
 	ca := newTestCA(t, baoName)
 	srv := tlsServer(t, ca)
@@ -194,8 +202,7 @@ func TestTLSFailures(t *testing.T) {
 }
 
 func TestPlainHTTPNeverReadsCAFile(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "plain") }))
-	defer srv.Close()
+	srv := answering(t, "plain")
 	garbage := writeFile(t, "garbage.pem", []byte("garbage"))
 	hc, err := HTTPClient(systemDialer{}, "", garbage, 5*time.Second)
 	if err != nil {
@@ -208,8 +215,7 @@ func TestPlainHTTPNeverReadsCAFile(t *testing.T) {
 }
 
 func TestHTTPClientIgnoresProxyEnvironment(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "direct") }))
-	defer srv.Close()
+	srv := answering(t, "direct")
 	t.Setenv("HTTP_PROXY", "http://127.0.0.1:1")
 	t.Setenv("http_proxy", "http://127.0.0.1:1")
 	t.Setenv("HTTPS_PROXY", "http://127.0.0.1:1")
@@ -228,8 +234,7 @@ func TestHTTPClientIgnoresProxyEnvironment(t *testing.T) {
 }
 
 func TestSystemTransport(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "system") }))
-	defer srv.Close()
+	srv := answering(t, "system")
 	d, err := New(&config.Config{Transport: config.TransportSystem, Identity: "/nonexistent"})
 	if err != nil {
 		t.Fatalf("system must not read the identity: %v", err)
