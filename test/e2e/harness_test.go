@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/tikali/monky-deployd/effects"
 	"github.com/tikali/monky-deployd/internal/sim"
+	"github.com/tikali/monky-deployd/internal/testkit"
 	"github.com/tikali/monky-deployd/test/e2e/registry"
 	"github.com/tikali/monky-deployd/test/e2e/vault"
 )
@@ -394,7 +394,7 @@ func (w *world) newBox(t *testing.T, envID string) *box {
 		t.Fatal(err)
 	}
 	b.grant = grant
-	writeFile(t, filepath.Join(dir, "bootstrap.jwt"), grant+"\n", 0o600)
+	testkit.WriteFile(t, filepath.Join(dir, "bootstrap.jwt"), grant+"\n", 0o600)
 	cfg := fmt.Sprintf(`env_id: %q
 site: e2e
 transport: system
@@ -416,16 +416,9 @@ keep_releases: 2
 log_level: INFO
 `, envID, w.tenancy, w.vault.Addr, vault.AuthMount, vault.Role, vault.KVMount, w.vault.CAFile,
 		filepath.Join(dir, "bootstrap.jwt"), b.stateDir, b.deployDir, dockerBin, b.project)
-	writeFile(t, b.cfg, cfg, 0o640)
+	testkit.WriteFile(t, b.cfg, cfg, 0o640)
 	b.usePlugin(pluginNew)
 	return b
-}
-
-func writeFile(t *testing.T, path, content string, mode os.FileMode) {
-	t.Helper()
-	if err := os.WriteFile(path, []byte(content), mode); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // usePlugin points the agent's DOCKER_CONFIG/cli-plugins/docker-compose at plugin.
@@ -442,21 +435,12 @@ func (b *box) runAgent(bin string, env []string, args ...string) (stdout, stderr
 	cmd := exec.Command(filepath.Join(binDir, bin), append([]string{"--config", b.cfg}, args...)...)
 	cmd.Env = append(os.Environ(), "NO_COLOR=1", "MONKY_DEPLOYD_CONFIG=", "MONKY_DEPLOYD_FAILPOINT=", "DOCKER_CONFIG=", "DOCKER_HOST=")
 	cmd.Env = append(cmd.Env, env...)
-	var o, e bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &o, &e
-	err := cmd.Run()
-	b.outputs = append(b.outputs, o.String(), e.String())
+	r, err := testkit.Exec(cmd, -1)
+	b.outputs = append(b.outputs, r.Stdout, r.Stderr)
 	if err != nil {
-		var ee *exec.ExitError
-		if !errors.As(err, &ee) {
-			b.t.Fatalf("%s %v: %v", bin, args, err)
-		}
-		code = ee.ExitCode()
-		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			sig = ws.Signal()
-		}
+		b.t.Fatalf("%s %v: %v", bin, args, err)
 	}
-	return o.String(), e.String(), code, sig
+	return r.Stdout, r.Stderr, r.Code, r.Sig
 }
 
 // tick runs `run --once` (plus extra args) and fails the test unless it exits with want.
@@ -480,6 +464,22 @@ func (b *box) lastReport() effects.Report {
 		b.t.Fatalf("%s: tenancy holds no report", b.env)
 	}
 	return rs[len(rs)-1]
+}
+
+// retire retires the box's env with its volumes purged and runs the tick that takes it down:
+// tenancy must hold a down report, and docker no container of the project.
+func (b *box) retire() {
+	b.t.Helper()
+	if err := b.w.sim.Retire(b.env, true); err != nil {
+		b.t.Fatal(err)
+	}
+	b.tick(0)
+	if r := b.lastReport(); r.Result != effects.ResultDown {
+		b.t.Errorf("report %s (%s), want down", r.Result, r.Detail)
+	}
+	if cs := b.containers(); len(cs) != 0 {
+		b.t.Errorf("containers left after a retire: %v", keys(cs))
+	}
 }
 
 // container is what `docker inspect` says of one container.
@@ -595,13 +595,4 @@ func (b *box) token() string {
 		b.t.Fatalf("bao.token: %v", err)
 	}
 	return strings.TrimSpace(string(raw))
-}
-
-func mode(t *testing.T, path string) os.FileMode {
-	t.Helper()
-	fi, err := os.Stat(path)
-	if err != nil {
-		t.Fatalf("stat: %v", err)
-	}
-	return fi.Mode().Perm()
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tikali/monky-deployd/effects"
 	"github.com/tikali/monky-deployd/effects/bao"
+	"github.com/tikali/monky-deployd/internal/testkit"
 	"github.com/tikali/monky-deployd/test/e2e/registry"
 )
 
@@ -47,7 +48,7 @@ func TestAgainstRealPrograms(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(a.dir, "bootstrap.jwt")); err == nil {
 			t.Errorf("bootstrap.jwt is still on disk after the login")
 		}
-		if m := mode(t, filepath.Join(a.stateDir, "bao.token")); m != 0o600 {
+		if m := testkit.Mode(t, filepath.Join(a.stateDir, "bao.token")); m != 0o600 {
 			t.Errorf("bao.token mode %o, want 600", m)
 		}
 		tok := a.token()
@@ -76,7 +77,7 @@ func TestAgainstRealPrograms(t *testing.T) {
 		if len(envs) != 1 {
 			t.Fatalf("rendered .env files: %v, want 1", envs)
 		}
-		if m := mode(t, envs[0]); m != 0o600 {
+		if m := testkit.Mode(t, envs[0]); m != 0o600 {
 			t.Errorf(".env mode %o, want 600", m)
 		}
 		raw, _ := os.ReadFile(envs[0])
@@ -89,7 +90,7 @@ func TestAgainstRealPrograms(t *testing.T) {
 		if strings.Contains(env, "-v3-") {
 			t.Errorf(".env holds gemini v3; the manifest pins v2")
 		}
-		if m := mode(t, filepath.Join(a.stateDir, "docker", "config.json")); m != 0o600 {
+		if m := testkit.Mode(t, filepath.Join(a.stateDir, "docker", "config.json")); m != 0o600 {
 			t.Errorf("DOCKER_CONFIG/config.json mode %o, want 600", m)
 		}
 		if c := w.sim.Counts(envA); c.Leases != 1 {
@@ -271,16 +272,7 @@ func TestAgainstRealPrograms(t *testing.T) {
 		if !a.volumeExists("worker-data") {
 			t.Fatalf("volume %s_worker-data missing before the retire", a.project)
 		}
-		if err := w.sim.Retire(envA, true); err != nil {
-			t.Fatal(err)
-		}
-		a.tick(0)
-		if r := a.lastReport(); r.Result != effects.ResultDown {
-			t.Errorf("report %s (%s), want down", r.Result, r.Detail)
-		}
-		if cs := a.containers(); len(cs) != 0 {
-			t.Errorf("containers left after a retire: %v", keys(cs))
-		}
+		a.retire()
 		if a.volumeExists("worker-data") {
 			t.Errorf("purge_volumes: volume %s_worker-data survived", a.project)
 		}
@@ -338,16 +330,7 @@ func TestAgainstRealPrograms(t *testing.T) {
 		w.desire(envProd, "v1", rel{tag: "1"})
 		p.tick(0)
 		p.assertHealthy("1")
-		if err := w.sim.Retire(envProd, true); err != nil {
-			t.Fatal(err)
-		}
-		p.tick(0)
-		if r := p.lastReport(); r.Result != effects.ResultDown {
-			t.Errorf("report %s (%s), want down", r.Result, r.Detail)
-		}
-		if cs := p.containers(); len(cs) != 0 {
-			t.Errorf("containers left after a retire: %v", keys(cs))
-		}
+		p.retire()
 		if !p.volumeExists("worker-data") {
 			t.Errorf("prod: purge_volumes removed %s_worker-data; volumes are never removed on prod", p.project)
 		}
