@@ -12,10 +12,7 @@ import (
 // carry their sha, two services with a healthcheck on api, a template header that mentions
 // ${VAR} literally, and a manifest with one pinned entry whose secrets exist.
 func TestDemoReleases(t *testing.T) {
-	s, err := New(Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := newSim(t, Options{})
 	shas, err := s.LoadReleasesDir("env-demo-01", "../../testdata/demo")
 	if err != nil {
 		t.Fatal(err)

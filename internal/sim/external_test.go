@@ -19,10 +19,7 @@ import (
 // (with the tenancy-side token) who a bearer is, pins it to its env, and refuses a token whose
 // grant it superseded.
 func TestExternalBao(t *testing.T) {
-	s, err := New(Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := newSim(t, Options{})
 	grant, err := s.MintGrant(envA, time.Hour)
 	if err != nil {
 		t.Fatal(err)

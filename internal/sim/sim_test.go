@@ -12,7 +12,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,41 +19,37 @@ import (
 
 	"github.com/tikali/monky-deployd/effects"
 	"github.com/tikali/monky-deployd/internal/bundle"
+	"github.com/tikali/monky-deployd/internal/testkit"
 )
 
 const envA, envB = "env-qa-02", "env-qa-03"
 
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
 type harness struct {
 	t       *testing.T
 	sim     *Sim
-	clock   *clock
+	clock   *testkit.Clock
 	tenancy *httptest.Server
 	bao     *httptest.Server
 }
 
-func newHarness(t *testing.T, opts Options) *harness {
+// newSim is New, failing the test on an error.
+func newSim(t *testing.T, opts Options) *Sim {
 	t.Helper()
-	c := &clock{t: time.Date(2026, 11, 29, 14, 0, 0, 0, time.UTC)}
-	if opts.Now == nil {
-		opts.Now = c.Now
-	}
-	opts.Logf = t.Logf
 	s, err := New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return s
+}
+
+func newHarness(t *testing.T, opts Options) *harness {
+	t.Helper()
+	c := testkit.NewClock(testkit.Epoch)
+	if opts.Now == nil {
+		opts.Now = c.Now
+	}
+	opts.Logf = t.Logf
+	s := newSim(t, opts)
 	h := &harness{t: t, sim: s, clock: c}
 	h.tenancy = httptest.NewServer(s.TenancyHandler())
 	h.bao = httptest.NewServer(s.BaoHandler())
@@ -277,7 +272,7 @@ func TestLeaseRateLimitSlidingWindow(t *testing.T) {
 				t.Fatal("lease grant gave the same token")
 			}
 		}
-		h.clock.Add(10 * time.Minute)
+		h.clock.Advance(10 * time.Minute)
 	}
 	// now = start + 50 min; the first lease leaves the window at start + 60 min.
 	a := lease()
@@ -287,11 +282,11 @@ func TestLeaseRateLimitSlidingWindow(t *testing.T) {
 	if got := a.header.Get("Retry-After"); got != "600" {
 		t.Errorf("Retry-After = %q, want 600", got)
 	}
-	h.clock.Add(9*time.Minute + 30*time.Second)
+	h.clock.Advance(9*time.Minute + 30*time.Second)
 	if a := lease(); a.status != 429 || a.header.Get("Retry-After") != "30" {
 		t.Errorf("at 59m30s: %d Retry-After %q, want 429 30", a.status, a.header.Get("Retry-After"))
 	}
-	h.clock.Add(30 * time.Second)
+	h.clock.Advance(30 * time.Second)
 	if a := lease(); a.status != 200 {
 		t.Errorf("after the first lease left the window: %d %s", a.status, a.body)
 	}
@@ -389,7 +384,7 @@ func TestSupersededGrant(t *testing.T) {
 		t.Errorf("token of the new kit: %d %s", a.status, a.body)
 	}
 	// A superseded grant expires like any other.
-	h.clock.Add(time.Hour)
+	h.clock.Advance(time.Hour)
 	if a := h.loginRaw(g1); a.status != 400 {
 		t.Errorf("superseded grant after exp: %d", a.status)
 	}
@@ -542,7 +537,7 @@ func TestKVVersions(t *testing.T) {
 	if a.status != 200 || d["data"].(map[string]any)["value"] != "one" {
 		t.Errorf("version 1: %d %s", a.status, a.body)
 	}
-	h.clock.Add(time.Minute)
+	h.clock.Advance(time.Minute)
 	h.sim.DeleteSecretVersion(envA, "gemini", 1)
 	a, d = read("?version=1")
 	if a.status != 404 || d == nil || d["data"] != nil {
@@ -571,18 +566,18 @@ func TestTokenRenewRevoke(t *testing.T) {
 	h := newHarness(t, Options{TokenTTL: 24 * time.Hour, TokenMaxTTL: 48 * time.Hour})
 	tok := h.tokenFor(envA)
 	hdr := map[string]string{"X-Vault-Token": tok}
-	h.clock.Add(30 * time.Hour)
+	h.clock.Advance(30 * time.Hour)
 	if a := do(t, "GET", h.bao.URL+"/v1/auth/token/lookup-self", hdr, nil); a.status != 403 {
 		t.Fatalf("expired token lookup: %d", a.status)
 	}
 	tok = h.tokenFor(envA)
 	hdr = map[string]string{"X-Vault-Token": tok}
-	h.clock.Add(20 * time.Hour)
+	h.clock.Advance(20 * time.Hour)
 	a := do(t, "POST", h.bao.URL+"/v1/auth/token/renew-self", hdr, map[string]string{"increment": "24h"})
 	if a.status != 200 || a.json(t)["auth"].(map[string]any)["lease_duration"].(float64) != 86400 {
 		t.Fatalf("renew: %d %s", a.status, a.body)
 	}
-	h.clock.Add(20 * time.Hour) // 40h after issue; max 48h
+	h.clock.Advance(20 * time.Hour) // 40h after issue; max 48h
 	// as vault/api sends it: PUT, the increment in seconds
 	a = do(t, "PUT", h.bao.URL+"/v1/auth/token/renew-self", hdr, map[string]any{"increment": 86400})
 	if got := a.json(t)["auth"].(map[string]any)["lease_duration"].(float64); got != 8*3600 {
