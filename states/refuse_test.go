@@ -2,46 +2,12 @@ package states_test
 
 import (
 	"archive/tar"
-	"bytes"
 	"strings"
 	"testing"
 
 	"github.com/tikali/monky-deployd/internal/bundle"
+	"github.com/tikali/monky-deployd/internal/testkit"
 )
-
-// rawTar builds an archive by hand, for bundles the simulator would not render.
-func rawTar(t *testing.T, files map[string]string, extra ...*tar.Header) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	for name, body := range files {
-		if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(body)), Typeflag: tar.TypeReg}); err != nil {
-			t.Fatal(err)
-		}
-		tw.Write([]byte(body))
-	}
-	for _, hdr := range extra {
-		if err := tw.WriteHeader(hdr); err != nil {
-			t.Fatal(err)
-		}
-	}
-	tw.Close()
-	return buf.Bytes()
-}
-
-func bundleFiles(envID string, files map[string]string) map[string]string {
-	names := `"compose.yaml"`
-	for n := range files {
-		if n != "compose.yaml" {
-			names += `, "` + n + `"`
-		}
-	}
-	out := map[string]string{"bundle.json": `{"env_id": "` + envID + `", "files": [` + names + `]}`}
-	for n, b := range files {
-		out[n] = b
-	}
-	return out
-}
 
 func shaOf(files map[string]string) string {
 	m := map[string][]byte{}
@@ -60,20 +26,20 @@ func TestRefusalsCostNoLease(t *testing.T) {
 		setup func(h *harness)
 	}{
 		{bundle.CodeInvalid, func(h *harness) {
-			files := bundleFiles(env, map[string]string{"compose.yaml": compose})
-			arch := rawTar(t, files, &tar.Header{Name: "evil", Linkname: "/etc/passwd", Typeflag: tar.TypeSymlink})
+			files := testkit.Bundle(env, map[string]string{"compose.yaml": compose})
+			arch := testkit.Tar(t, append(testkit.TarFiles(files), testkit.TarEntry{Header: tar.Header{Name: "evil", Linkname: "/etc/passwd", Typeflag: tar.TypeSymlink}})...)
 			h.sim.AddRawRelease(env, "bad", "aa"+shaOf(files)[2:], arch)
 			h.sim.SetDesired(env, "aa"+shaOf(files)[2:])
 		}},
 		{bundle.CodeShaMismatch, func(h *harness) {
-			files := bundleFiles(env, map[string]string{"compose.yaml": compose})
+			files := testkit.Bundle(env, map[string]string{"compose.yaml": compose})
 			sha := strings.Repeat("ab", 32)
-			h.sim.AddRawRelease(env, "bad", sha, rawTar(t, files))
+			h.sim.AddRawRelease(env, "bad", sha, testkit.Tar(t, testkit.TarFiles(files)...))
 			h.sim.SetDesired(env, sha)
 		}},
 		{bundle.CodeEnvMismatch, func(h *harness) {
-			files := bundleFiles("env-qa-03", map[string]string{"compose.yaml": compose})
-			h.sim.AddRawRelease(env, "bad", shaOf(files), rawTar(t, files))
+			files := testkit.Bundle("env-qa-03", map[string]string{"compose.yaml": compose})
+			h.sim.AddRawRelease(env, "bad", shaOf(files), testkit.Tar(t, testkit.TarFiles(files)...))
 			h.sim.SetDesired(env, shaOf(files))
 		}},
 		{bundle.CodeEnvIncomplete, func(h *harness) {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/tikali/monky-deployd/internal/explain"
 	"github.com/tikali/monky-deployd/internal/sim"
+	"github.com/tikali/monky-deployd/internal/testkit"
 	"github.com/tikali/monky-deployd/store"
 )
 
@@ -104,8 +105,8 @@ func supportCases(t *testing.T) []supportCase {
 			h.wantExit(h.tick(), 1)
 		}, next: (*harness).sameRefusal},
 		{name: "refused-bundle-invalid", code: "BUNDLE_INVALID", run: func(h *harness) {
-			files := bundleFiles(env, map[string]string{"compose.yaml": compose})
-			arch := rawTar(t, files, &tar.Header{Name: "evil", Linkname: "/etc/passwd", Typeflag: tar.TypeSymlink})
+			files := testkit.Bundle(env, map[string]string{"compose.yaml": compose})
+			arch := testkit.Tar(t, append(testkit.TarFiles(files), testkit.TarEntry{Header: tar.Header{Name: "evil", Linkname: "/etc/passwd", Typeflag: tar.TypeSymlink}})...)
 			sha := "aa" + shaOf(files)[2:]
 			h.sim.AddRawRelease(env, "bad", sha, arch)
 			if err := h.sim.SetDesired(env, sha); err != nil {
@@ -114,9 +115,9 @@ func supportCases(t *testing.T) []supportCase {
 			h.wantExit(h.tick(), 1)
 		}, next: (*harness).sameRefusal},
 		{name: "refused-sha-mismatch", code: "BUNDLE_SHA_MISMATCH", run: func(h *harness) {
-			files := bundleFiles(env, map[string]string{"compose.yaml": compose})
+			files := testkit.Bundle(env, map[string]string{"compose.yaml": compose})
 			sha := strings.Repeat("ab", 32)
-			h.sim.AddRawRelease(env, "bad", sha, rawTar(t, files))
+			h.sim.AddRawRelease(env, "bad", sha, testkit.Tar(t, testkit.TarFiles(files)...))
 			if err := h.sim.SetDesired(env, sha); err != nil {
 				h.t.Fatal(err)
 			}

@@ -3,13 +3,15 @@ package bundle
 import (
 	"strings"
 	"testing"
+
+	"github.com/tikali/monky-deployd/internal/testkit"
 )
 
 const env = "env-qa-02"
 
-func readBundle(t *testing.T, es ...entry) *Bundle {
+func readBundle(t *testing.T, es ...testkit.TarEntry) *Bundle {
 	t.Helper()
-	b, err := Read(mkTar(t, es...), 1<<20)
+	b, err := Read(testkit.Tar(t, es...), 1<<20)
 	if err != nil {
 		t.Fatalf("Read: %v", err)
 	}
@@ -20,16 +22,16 @@ func readBundle(t *testing.T, es ...entry) *Bundle {
 func build(t *testing.T, envID, compose, tpl, manifest string, extra map[string]any) *Bundle {
 	t.Helper()
 	names := []string{"compose.yaml"}
-	es := []entry{file("compose.yaml", compose)}
+	es := []testkit.TarEntry{testkit.TarFile("compose.yaml", compose)}
 	if tpl != "" {
 		names = append(names, TemplateFile)
-		es = append(es, file(TemplateFile, tpl))
+		es = append(es, testkit.TarFile(TemplateFile, tpl))
 	}
 	if manifest != "" {
 		names = append(names, ManifestFile)
-		es = append(es, file(ManifestFile, manifest))
+		es = append(es, testkit.TarFile(ManifestFile, manifest))
 	}
-	es = append([]entry{file("bundle.json", bundleMeta(envID, extra, names...))}, es...)
+	es = append([]testkit.TarEntry{testkit.TarFile("bundle.json", testkit.BundleMeta(envID, extra, names...))}, es...)
 	return readBundle(t, es...)
 }
 

@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/tikali/monky-deployd/internal/testkit"
 )
 
 // TestHostileCompose runs the hostile-compose corpus in testdata/compose/: every case is a
@@ -40,7 +42,7 @@ func TestHostileCompose(t *testing.T) {
 			}
 			delete(secs, "want")
 			delete(secs, "agent-env")
-			var entries []entry
+			var entries []testkit.TarEntry
 			var names []string
 			for n := range secs {
 				if n != MetaFile {
@@ -49,12 +51,12 @@ func TestHostileCompose(t *testing.T) {
 			}
 			sort.Strings(names)
 			if _, ok := secs[MetaFile]; !ok {
-				secs[MetaFile] = bundleMeta(env, nil, names...)
+				secs[MetaFile] = testkit.BundleMeta(env, nil, names...)
 			}
 			for n, body := range secs {
-				entries = append(entries, file(n, body))
+				entries = append(entries, testkit.TarFile(n, body))
 			}
-			b, err := Read(mkTar(t, entries...), 0)
+			b, err := Read(testkit.Tar(t, entries...), 0)
 			var r *Refusal
 			if err != nil {
 				r = err.(*Refusal)

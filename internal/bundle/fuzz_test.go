@@ -2,6 +2,7 @@ package bundle
 
 import (
 	"github.com/tikali/monky-deployd/internal/sanitize"
+	"github.com/tikali/monky-deployd/internal/testkit"
 
 	"reflect"
 	"sort"
@@ -12,8 +13,8 @@ import (
 const fuzzMax = 64 << 10
 
 func FuzzRead(f *testing.F) {
-	f.Add(mkTar(f, validEntries("env-qa-02", file("config/a.toml", "a=1\n"))...))
-	f.Add(gz(f, mkTar(f, validEntries("env-qa-02")...)))
+	f.Add(testkit.Tar(f, validEntries("env-qa-02", testkit.TarFile("config/a.toml", "a=1\n"))...))
+	f.Add(testkit.Gzip(f, testkit.Tar(f, validEntries("env-qa-02")...)))
 	f.Add([]byte{})
 	f.Add([]byte{0x1f, 0x8b})
 	f.Fuzz(func(t *testing.T, data []byte) {

@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/tikali/monky-deployd/internal/testkit"
 )
 
 func TestReadValidPlainAndGzip(t *testing.T) {
-	raw := mkTar(t, validEntries("env-qa-02", dir("config/"), file("config/app.toml", "port = 8080\n"))...)
-	for name, archive := range map[string][]byte{"plain": raw, "gzip": gz(t, raw)} {
+	raw := testkit.Tar(t, validEntries("env-qa-02", testkit.TarDir("config/"), testkit.TarFile("config/app.toml", "port = 8080\n"))...)
+	for name, archive := range map[string][]byte{"plain": raw, "gzip": testkit.Gzip(t, raw)} {
 		t.Run(name, func(t *testing.T) {
 			b, err := Read(archive, 1<<20)
 			if err != nil {
@@ -37,12 +39,12 @@ func TestReadValidPlainAndGzip(t *testing.T) {
 }
 
 func TestReadSameShaPlainAndGzip(t *testing.T) {
-	raw := mkTar(t, validEntries("env-qa-02")...)
+	raw := testkit.Tar(t, validEntries("env-qa-02")...)
 	a, err := Read(raw, 1<<20)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := Read(gz(t, raw), 1<<20)
+	b, err := Read(testkit.Gzip(t, raw), 1<<20)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,27 +54,27 @@ func TestReadSameShaPlainAndGzip(t *testing.T) {
 }
 
 func TestReadHostile(t *testing.T) {
-	reg := func(name string) entry { return file(name, "x") }
-	withType := func(name string, typ byte) entry {
-		return entry{hdr: tar.Header{Name: name, Typeflag: typ, Mode: 0o644, Linkname: "compose.yaml", Devmajor: 1, Devminor: 3}}
+	reg := func(name string) testkit.TarEntry { return testkit.TarFile(name, "x") }
+	withType := func(name string, typ byte) testkit.TarEntry {
+		return testkit.TarEntry{Header: tar.Header{Name: name, Typeflag: typ, Mode: 0o644, Linkname: "compose.yaml", Devmajor: 1, Devminor: 3}}
 	}
-	setuid := file("tool", "#!/bin/sh\n")
-	setuid.hdr.Mode = 0o4755
-	setgid := file("tool", "x")
-	setgid.hdr.Mode = 0o2755
-	sticky := dir("tmp/")
-	sticky.hdr.Mode = 0o1777
-	longPax := file(strings.Repeat("d/", 60)+"../x", "x") // > 100 bytes: a PAX path record
-	longPax.hdr.Format = tar.FormatPAX
+	setuid := testkit.TarFile("tool", "#!/bin/sh\n")
+	setuid.Header.Mode = 0o4755
+	setgid := testkit.TarFile("tool", "x")
+	setgid.Header.Mode = 0o2755
+	sticky := testkit.TarDir("tmp/")
+	sticky.Header.Mode = 0o1777
+	longPax := testkit.TarFile(strings.Repeat("d/", 60)+"../x", "x") // > 100 bytes: a PAX path record
+	longPax.Header.Format = tar.FormatPAX
 
-	cases := map[string][]entry{
+	cases := map[string][]testkit.TarEntry{
 		"dotdot":             validEntries("env-qa-02", reg("../x")),
 		"absolute":           validEntries("env-qa-02", reg("/abs")),
 		"inner dotdot":       validEntries("env-qa-02", reg("a/../../x")),
 		"inner dotdot clean": validEntries("env-qa-02", reg("a/../x")),
 		"dot slash":          validEntries("env-qa-02", reg("./x")),
 		"double slash":       validEntries("env-qa-02", reg("a//x")),
-		"dot dir":            validEntries("env-qa-02", dir("./")),
+		"dot dir":            validEntries("env-qa-02", testkit.TarDir("./")),
 		"symlink":            validEntries("env-qa-02", withType("link", tar.TypeSymlink)),
 		"hardlink":           validEntries("env-qa-02", withType("hard", tar.TypeLink)),
 		"char device":        validEntries("env-qa-02", withType("null", tar.TypeChar)),
@@ -84,31 +86,31 @@ func TestReadHostile(t *testing.T) {
 		"setuid":             validEntries("env-qa-02", setuid),
 		"setgid":             validEntries("env-qa-02", setgid),
 		"sticky dir":         validEntries("env-qa-02", sticky),
-		"duplicate":          append(validEntries("env-qa-02"), file("compose.yaml", okCompose)),
+		"duplicate":          append(validEntries("env-qa-02"), testkit.TarFile("compose.yaml", okCompose)),
 		"file then symlink":  append(validEntries("env-qa-02"), withType("compose.yaml", tar.TypeSymlink)),
-		"file then dir":      append(validEntries("env-qa-02"), dir("compose.yaml/")),
+		"file then dir":      append(validEntries("env-qa-02"), testkit.TarDir("compose.yaml/")),
 		"file as parent":     validEntries("env-qa-02", reg("compose.yaml/inner")),
 		"pax long dotdot":    validEntries("env-qa-02", longPax),
-		"no bundle.json":     {file("compose.yaml", okCompose)},
+		"no bundle.json":     {testkit.TarFile("compose.yaml", okCompose)},
 	}
 	for name, es := range cases {
 		t.Run(name, func(t *testing.T) {
-			raw := mkTar(t, es...)
+			raw := testkit.Tar(t, es...)
 			_, err := Read(raw, 1<<20)
 			r := wantRefusal(t, err, CodeInvalid)
 			if strings.Contains(r.Detail, "\n") {
 				t.Errorf("detail has a newline: %q", r.Detail)
 			}
-			_, err = Read(gz(t, raw), 1<<20)
+			_, err = Read(testkit.Gzip(t, raw), 1<<20)
 			wantRefusal(t, err, CodeInvalid)
 		})
 	}
 }
 
 func TestReadPAXGlobalHeaderAccepted(t *testing.T) {
-	g := entry{hdr: tar.Header{Name: "pax_global_header", Typeflag: tar.TypeXGlobalHeader,
+	g := testkit.TarEntry{Header: tar.Header{Name: "pax_global_header", Typeflag: tar.TypeXGlobalHeader,
 		PAXRecords: map[string]string{"comment": "0123456789abcdef0123456789abcdef01234567"}}}
-	b, err := Read(mkTar(t, append([]entry{g}, validEntries("env-qa-02")...)...), 1<<20)
+	b, err := Read(testkit.Tar(t, append([]testkit.TarEntry{g}, validEntries("env-qa-02")...)...), 1<<20)
 	if err != nil {
 		t.Fatalf("Read: %v", err)
 	}
@@ -119,9 +121,9 @@ func TestReadPAXGlobalHeaderAccepted(t *testing.T) {
 
 func TestReadPAXLongPathAccepted(t *testing.T) {
 	long := strings.Repeat("deep/", 40) + "file.txt"
-	e := file(long, "ok")
-	e.hdr.Format = tar.FormatPAX
-	b, err := Read(mkTar(t, validEntries("env-qa-02", e)...), 1<<20)
+	e := testkit.TarFile(long, "ok")
+	e.Header.Format = tar.FormatPAX
+	b, err := Read(testkit.Tar(t, validEntries("env-qa-02", e)...), 1<<20)
 	if err != nil {
 		t.Fatalf("Read: %v", err)
 	}
@@ -132,11 +134,11 @@ func TestReadPAXLongPathAccepted(t *testing.T) {
 
 func TestReadEntryCount(t *testing.T) {
 	build := func(n int) []byte {
-		extra := make([]entry, 0, n)
+		extra := make([]testkit.TarEntry, 0, n)
 		for i := 0; len(extra)+2 < n; i++ {
-			extra = append(extra, dir(fmt.Sprintf("d%05d/", i)))
+			extra = append(extra, testkit.TarDir(fmt.Sprintf("d%05d/", i)))
 		}
-		return mkTar(t, validEntries("env-qa-02", extra...)...)
+		return testkit.Tar(t, validEntries("env-qa-02", extra...)...)
 	}
 	if _, err := Read(build(MaxEntries), 1<<20); err != nil {
 		t.Fatalf("%d entries refused: %v", MaxEntries, err)
@@ -149,8 +151,8 @@ func TestReadEntryCount(t *testing.T) {
 }
 
 func TestReadSizeCap(t *testing.T) {
-	big := file("big.bin", strings.Repeat("a", 2000))
-	raw := mkTar(t, validEntries("env-qa-02", big)...)
+	big := testkit.TarFile("big.bin", strings.Repeat("a", 2000))
+	raw := testkit.Tar(t, validEntries("env-qa-02", big)...)
 	if _, err := Read(raw, 4096); err != nil {
 		t.Fatalf("under the cap: %v", err)
 	}
@@ -163,7 +165,7 @@ func TestReadSizeCap(t *testing.T) {
 
 // A header that lies about a huge size is refused from the header, with nothing allocated.
 func TestReadHeaderSizeLie(t *testing.T) {
-	raw := mkTar(t, validEntries("env-qa-02", file("small", "abc"))...)
+	raw := testkit.Tar(t, validEntries("env-qa-02", testkit.TarFile("small", "abc"))...)
 	// Rewrite the size field of the "small" header to 8 GiB (octal) and fix the checksum.
 	idx := bytes.Index(raw, []byte("small\x00"))
 	if idx < 0 || idx%512 != 0 {
@@ -187,7 +189,7 @@ func TestReadGzipBomb(t *testing.T) {
 	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression)
 	tw := tar.NewWriter(zw)
 	body := []byte(okCompose)
-	meta := bundleMeta("env-qa-02", nil, "compose.yaml", "bomb")
+	meta := testkit.BundleMeta("env-qa-02", nil, "compose.yaml", "bomb")
 	for _, f := range []struct {
 		name string
 		size int64
@@ -218,12 +220,12 @@ func TestReadGzipBomb(t *testing.T) {
 
 // A stream of empty-named zero blocks without an end is caught by the stream cap too.
 func TestReadTruncated(t *testing.T) {
-	raw := mkTar(t, validEntries("env-qa-02", file("data", strings.Repeat("z", 3000)))...)
+	raw := testkit.Tar(t, validEntries("env-qa-02", testkit.TarFile("data", strings.Repeat("z", 3000)))...)
 	for _, cut := range []int{100, 700, 1500, len(raw) / 2} {
 		_, err := Read(raw[:cut], 1<<20)
 		wantRefusal(t, err, CodeInvalid)
 	}
-	z := gz(t, raw)
+	z := testkit.Gzip(t, raw)
 	_, err := Read(z[:len(z)-6], 1<<20)
 	wantRefusal(t, err, CodeInvalid)
 	// A corrupt gzip checksum.
@@ -235,7 +237,7 @@ func TestReadTruncated(t *testing.T) {
 
 func TestReadFilesListBothWays(t *testing.T) {
 	t.Run("listed but absent", func(t *testing.T) {
-		raw := mkTar(t, file("bundle.json", bundleMeta("env-qa-02", nil, "compose.yaml", "config/gone.toml")), file("compose.yaml", okCompose))
+		raw := testkit.Tar(t, testkit.TarFile("bundle.json", testkit.BundleMeta("env-qa-02", nil, "compose.yaml", "config/gone.toml")), testkit.TarFile("compose.yaml", okCompose))
 		_, err := Read(raw, 1<<20)
 		r := wantRefusal(t, err, CodeInvalid)
 		if !strings.Contains(r.Detail, "config/gone.toml") {
@@ -243,7 +245,7 @@ func TestReadFilesListBothWays(t *testing.T) {
 		}
 	})
 	t.Run("present but unlisted", func(t *testing.T) {
-		raw := mkTar(t, file("bundle.json", bundleMeta("env-qa-02", nil, "compose.yaml")), file("compose.yaml", okCompose), file("extra.txt", "x"))
+		raw := testkit.Tar(t, testkit.TarFile("bundle.json", testkit.BundleMeta("env-qa-02", nil, "compose.yaml")), testkit.TarFile("compose.yaml", okCompose), testkit.TarFile("extra.txt", "x"))
 		_, err := Read(raw, 1<<20)
 		r := wantRefusal(t, err, CodeInvalid)
 		if !strings.Contains(r.Detail, "extra.txt") {
@@ -251,7 +253,7 @@ func TestReadFilesListBothWays(t *testing.T) {
 		}
 	})
 	t.Run("compose file missing", func(t *testing.T) {
-		raw := mkTar(t, file("bundle.json", bundleMeta("env-qa-02", map[string]any{"compose_file": "docker-compose.yml"}, "compose.yaml")), file("compose.yaml", okCompose))
+		raw := testkit.Tar(t, testkit.TarFile("bundle.json", testkit.BundleMeta("env-qa-02", map[string]any{"compose_file": "docker-compose.yml"}, "compose.yaml")), testkit.TarFile("compose.yaml", okCompose))
 		_, err := Read(raw, 1<<20)
 		r := wantRefusal(t, err, CodeInvalid)
 		if !strings.Contains(r.Detail, "docker-compose.yml") {
@@ -259,7 +261,7 @@ func TestReadFilesListBothWays(t *testing.T) {
 		}
 	})
 	t.Run("bad json", func(t *testing.T) {
-		_, err := Read(mkTar(t, file("bundle.json", "{"), file("compose.yaml", okCompose)), 1<<20)
+		_, err := Read(testkit.Tar(t, testkit.TarFile("bundle.json", "{"), testkit.TarFile("compose.yaml", okCompose)), 1<<20)
 		wantRefusal(t, err, CodeInvalid)
 	})
 }
@@ -267,7 +269,7 @@ func TestReadFilesListBothWays(t *testing.T) {
 func TestReadMetaDefaultsAndUnknownKeys(t *testing.T) {
 	meta := `{"env_id":"env-qa-02","disk_need_bytes":2147483648,"agent":{"allow_rollback":true},` +
 		`"address":{},"pull":{},"renderer":{"v":1},"images_policy":"","secrets_provider":"openbao","files":["compose.yaml"]}`
-	b, err := Read(mkTar(t, file("bundle.json", meta), file("compose.yaml", okCompose)), 1<<20)
+	b, err := Read(testkit.Tar(t, testkit.TarFile("bundle.json", meta), testkit.TarFile("compose.yaml", okCompose)), 1<<20)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -277,16 +279,16 @@ func TestReadMetaDefaultsAndUnknownKeys(t *testing.T) {
 }
 
 func BenchmarkRead(b *testing.B) {
-	es := make([]entry, 0, 100)
+	es := make([]testkit.TarEntry, 0, 100)
 	names := []string{"compose.yaml"}
 	chunk := bytes.Repeat([]byte("0123456789abcdef"), (8<<20)/100/16)
 	for i := 0; i < 98; i++ {
 		name := fmt.Sprintf("assets/f%03d.bin", i)
 		names = append(names, name)
-		es = append(es, entry{hdr: tar.Header{Name: name, Typeflag: tar.TypeReg, Mode: 0o644, Size: int64(len(chunk))}, body: chunk})
+		es = append(es, testkit.TarEntry{Header: tar.Header{Name: name, Typeflag: tar.TypeReg, Mode: 0o644, Size: int64(len(chunk))}, Body: chunk})
 	}
-	all := append([]entry{file("bundle.json", bundleMeta("env-qa-02", nil, names...)), file("compose.yaml", okCompose)}, es...)
-	raw := mkTar(b, all...)
+	all := append([]testkit.TarEntry{testkit.TarFile("bundle.json", testkit.BundleMeta("env-qa-02", nil, names...)), testkit.TarFile("compose.yaml", okCompose)}, es...)
+	raw := testkit.Tar(b, all...)
 	b.SetBytes(int64(len(raw)))
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
