@@ -26,6 +26,7 @@ import (
 
 	"github.com/tikali/monky-deployd/effects/fault"
 	"github.com/tikali/monky-deployd/internal/config"
+	"github.com/tikali/monky-deployd/internal/testkit"
 )
 
 const baoName = "bao.cbs.tikali.net"
@@ -361,10 +362,7 @@ func TestIdentityFaults(t *testing.T) {
 
 func checkIdentityError(t *testing.T, err error, want string) {
 	t.Helper()
-	var e *fault.Error
-	if !errors.As(err, &e) {
-		t.Fatalf("error %v (%T) is not an *fault.Error", err, err)
-	}
+	e := testkit.ErrorAs[*fault.Error](t, err)
 	if e.Kind != fault.Permanent || e.Code != "IDENTITY_UNUSABLE" {
 		t.Fatalf("kind %v code %q", e.Kind, e.Code)
 	}

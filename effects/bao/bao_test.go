@@ -3,7 +3,6 @@ package bao
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/tikali/monky-deployd/effects"
 	"github.com/tikali/monky-deployd/effects/fault"
+	"github.com/tikali/monky-deployd/internal/testkit"
 	"github.com/tikali/monky-deployd/transport"
 )
 
@@ -139,10 +139,7 @@ func (sysDialer) DialContext(ctx context.Context, network, addr string) (net.Con
 
 func wantErr(t *testing.T, err error, kind fault.Kind, code, msg string) {
 	t.Helper()
-	var e *fault.Error
-	if !errors.As(err, &e) {
-		t.Fatalf("error %v (%T) is not an *fault.Error", err, err)
-	}
+	e := testkit.ErrorAs[*fault.Error](t, err)
 	if e.Kind != kind || e.Code != code {
 		t.Fatalf("kind %v code %q, want %v %q: %v", e.Kind, e.Code, kind, code, err)
 	}

@@ -3,7 +3,6 @@ package tenancy
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/tikali/monky-deployd/effects"
 	"github.com/tikali/monky-deployd/effects/fault"
+	"github.com/tikali/monky-deployd/internal/testkit"
 	"github.com/tikali/monky-deployd/transport"
 )
 
@@ -95,10 +95,7 @@ func answer(status int, body string, hdr ...string) http.HandlerFunc {
 
 func asErr(t *testing.T, err error) *fault.Error {
 	t.Helper()
-	var e *fault.Error
-	if !errors.As(err, &e) {
-		t.Fatalf("error %v (%T) is not an *fault.Error", err, err)
-	}
+	e := testkit.ErrorAs[*fault.Error](t, err)
 	if strings.Contains(err.Error(), token) {
 		t.Fatalf("the bearer leaked into the error: %v", err)
 	}
