@@ -255,97 +255,91 @@ func (b *box) leaseRetryAfter(t *testing.T) time.Time {
 func TestNetworkFaults(t *testing.T) {
 	const bound = 12 * time.Second // 2 s call timeouts; a tick makes a handful of calls
 	cases := []struct {
-		fault faultKind
-		match string // the path the fault hits
-		first bool   // on a fresh box (the lease happens only there)
-		exit  int    // a refused lease is not fatal: the apply goes on with the bootstrap token
+		match  string // the path the faults hit
+		faults []faultKind
+		first  bool // on a fresh box (the lease happens only there)
+		exit   int  // a refused lease is not fatal: the apply goes on with the bootstrap token
 	}{
-		{fLatency, "/v1/agent/", false, 0},
-		{fReset, "/v1/agent/checkin", false, 75},
-		{fSilent, "/v1/agent/checkin", false, 75},
-		{f503, "/v1/agent/checkin", false, 75},
-		{fReset, "/bundle", false, 75},
-		{fTruncated, "/bundle", false, 75},
-		{fSlow, "/bundle", false, 75},
-		{fSilent, "/bundle", false, 75},
-		{f503, "/bundle", false, 75},
-		{f429Secs, "/v1/agent/lease", true, 0},
-		{f429Date, "/v1/agent/lease", true, 0},
-		{f429Huge, "/v1/agent/lease", true, 0},
+		{"/v1/agent/", []faultKind{fLatency}, false, 0},
+		{"/v1/agent/checkin", []faultKind{fReset, fSilent, f503}, false, 75},
+		{"/bundle", []faultKind{fReset, fTruncated, fSlow, fSilent, f503}, false, 75},
+		{"/v1/agent/lease", []faultKind{f429Secs, f429Date, f429Huge}, true, 0},
 	}
 	tried := 0
 	for _, tc := range cases {
-		t.Run(strings.ReplaceAll(string(tc.fault)+" on "+tc.match, "/", "_"), func(t *testing.T) {
-			b := startBox(t)
-			p := proxied(t, b)
-			b.Sim("desire", "--release", "v1")
-			if !tc.first {
-				if r := b.tick(); r.Code != 0 {
-					t.Fatalf("setup tick: exit %d: %s", r.Code, r.Stderr)
+		for _, fault := range tc.faults {
+			t.Run(strings.ReplaceAll(string(fault)+" on "+tc.match, "/", "_"), func(t *testing.T) {
+				b := startBox(t)
+				p := proxied(t, b)
+				b.Sim("desire", "--release", "v1")
+				if !tc.first {
+					if r := b.tick(); r.Code != 0 {
+						t.Fatalf("setup tick: exit %d: %s", r.Code, r.Stderr)
+					}
+					b.Sim("desire", "--release", "v2")
 				}
-				b.Sim("desire", "--release", "v2")
-			}
-			before := b.snap()
-			leasesBefore := b.Counts().Leases
-			p.set(tc.match, tc.fault)
-			start := time.Now()
-			r := b.tick()
-			took := time.Since(start)
-			p.mu.Lock()
-			hits := p.hits
-			p.mu.Unlock()
-			p.set("", "")
-			tried++
-			if took > bound {
-				t.Errorf("tick took %v, bound %v", took, bound)
-			}
-			if r.Code != tc.exit {
-				t.Errorf("exit %d, want %d; stderr:\n%s", r.Code, tc.exit, r.Stderr)
-			}
-			if tc.exit != 0 {
-				if after := b.snap(); fmt.Sprint(after) != fmt.Sprint(before) {
-					t.Errorf("a faulted tick changed the box: %+v → %+v", before, after)
+				before := b.snap()
+				leasesBefore := b.Counts().Leases
+				p.set(tc.match, fault)
+				start := time.Now()
+				r := b.tick()
+				took := time.Since(start)
+				p.mu.Lock()
+				hits := p.hits
+				p.mu.Unlock()
+				p.set("", "")
+				tried++
+				if took > bound {
+					t.Errorf("tick took %v, bound %v", took, bound)
 				}
-				if len(before.releases) == 1 && tc.match == "/bundle" {
-					if rels, _ := filepath.Glob(filepath.Join(b.deployDir(), "releases", "*")); len(rels) != 1 {
-						t.Errorf("a partial download was promoted: %v", rels)
+				if r.Code != tc.exit {
+					t.Errorf("exit %d, want %d; stderr:\n%s", r.Code, tc.exit, r.Stderr)
+				}
+				if tc.exit != 0 {
+					if after := b.snap(); fmt.Sprint(after) != fmt.Sprint(before) {
+						t.Errorf("a faulted tick changed the box: %+v → %+v", before, after)
+					}
+					if len(before.releases) == 1 && tc.match == "/bundle" {
+						if rels, _ := filepath.Glob(filepath.Join(b.deployDir(), "releases", "*")); len(rels) != 1 {
+							t.Errorf("a partial download was promoted: %v", rels)
+						}
 					}
 				}
-			}
-			if strings.HasPrefix(string(tc.fault), "429") {
-				ra := b.leaseRetryAfter(t)
-				wait := ra.Sub(start)
-				want := map[faultKind][2]time.Duration{
-					f429Secs: {110 * time.Second, 130 * time.Second},
-					f429Date: {130 * time.Second, 160 * time.Second},
-					f429Huge: {59 * time.Minute, 61 * time.Minute}, // the cap: one lease window
-				}[tc.fault]
-				if wait < want[0] || wait > want[1] {
-					t.Errorf("lease retry-after %v from now, want within %v", wait.Round(time.Second), want)
+				if strings.HasPrefix(string(fault), "429") {
+					ra := b.leaseRetryAfter(t)
+					wait := ra.Sub(start)
+					want := map[faultKind][2]time.Duration{
+						f429Secs: {110 * time.Second, 130 * time.Second},
+						f429Date: {130 * time.Second, 160 * time.Second},
+						f429Huge: {59 * time.Minute, 61 * time.Minute}, // the cap: one lease window
+					}[fault]
+					if wait < want[0] || wait > want[1] {
+						t.Errorf("lease retry-after %v from now, want within %v", wait.Round(time.Second), want)
+					}
+					// honoured: the next apply, inside Retry-After, asks tenancy for no lease
+					b.Sim("desire", "--release", "v2")
+					r := b.tick()
+					if got := b.Counts().Leases; got != leasesBefore {
+						t.Errorf("leases %d → %d: a lease was asked inside Retry-After", leasesBefore, got)
+					}
+					if r.Code != 0 {
+						t.Errorf("the apply inside Retry-After: exit %d, want 0 (the current token serves): %s", r.Code, r.Stderr)
+					}
 				}
-				// honoured: the next apply, inside Retry-After, asks tenancy for no lease
-				b.Sim("desire", "--release", "v2")
-				r := b.tick()
-				if got := b.Counts().Leases; got != leasesBefore {
-					t.Errorf("leases %d → %d: a lease was asked inside Retry-After", leasesBefore, got)
+				// and once the network heals the apply completes
+				if tc.exit != 0 && !strings.HasPrefix(string(fault), "429") {
+					if r := b.tick(); r.Code != 0 {
+						t.Errorf("healed tick: exit %d: %s", r.Code, r.Stderr)
+					}
+					if st := b.status(); st.State != "Reported" || st.AppliedSha == before.applied {
+						t.Errorf("after healing: state %q applied %.12s", st.State, st.AppliedSha)
+					}
 				}
-				if r.Code != 0 {
-					t.Errorf("the apply inside Retry-After: exit %d, want 0 (the current token serves): %s", r.Code, r.Stderr)
+				if hits == 0 {
+					t.Errorf("the fault never fired: no request matched %s", tc.match)
 				}
-			}
-			// and once the network heals the apply completes
-			if tc.exit != 0 && !strings.HasPrefix(string(tc.fault), "429") {
-				if r := b.tick(); r.Code != 0 {
-					t.Errorf("healed tick: exit %d: %s", r.Code, r.Stderr)
-				}
-				if st := b.status(); st.State != "Reported" || st.AppliedSha == before.applied {
-					t.Errorf("after healing: state %q applied %.12s", st.State, st.AppliedSha)
-				}
-			}
-			if hits == 0 {
-				t.Errorf("the fault never fired: no request matched %s", tc.match)
-			}
-		})
+			})
+		}
 	}
 	t.Logf("network faults tried: %d", tried)
 }
