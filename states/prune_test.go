@@ -41,8 +41,7 @@ func TestApplyPrunesOldReleasesWithoutThePruneFlag(t *testing.T) {
 	h := newHarness(t)
 	shas := map[string]string{}
 	for _, n := range []string{"r1", "r2", "r3"} {
-		shas[n] = h.release(n, nil)
-		h.wantExit(h.tick(), 0)
+		shas[n] = h.apply(n)
 	}
 	if got := releaseDirs(t, h); len(got) != 3 {
 		t.Fatalf("after 3 applies with keep_releases 3: %v", got)
@@ -55,8 +54,7 @@ func TestApplyPrunesOldReleasesWithoutThePruneFlag(t *testing.T) {
 	if err := os.Chtimes(filepath.Join(h.cfg.DeployDir, "releases", shas["r1"]), future, future); err != nil {
 		t.Fatal(err)
 	}
-	shas["r4"] = h.release("r4", nil)
-	h.wantExit(h.tick(), 0)
+	shas["r4"] = h.apply("r4")
 	got := releaseDirs(t, h)
 	want := []string{shas["r2"], shas["r3"], shas["r4"]}
 	slices.Sort(want)
@@ -74,8 +72,7 @@ func TestApplyPrunesOldReleasesWithoutThePruneFlag(t *testing.T) {
 
 	// keep_releases 1 keeps only the current release
 	h.cfg.KeepReleases = 1
-	shas["r5"] = h.release("r5", nil)
-	h.wantExit(h.tick(), 0)
+	shas["r5"] = h.apply("r5")
 	if got := releaseDirs(t, h); !slices.Equal(got, []string{shas["r5"]}) {
 		t.Fatalf("keep_releases 1: releases %v, want only r5", got)
 	}

@@ -296,8 +296,7 @@ func supportCases(t *testing.T) []supportCase {
 		{name: "lease-budget-spent", code: "LEASE_BUDGET", run: func(h *harness) {
 			h.sim.Fail(sim.FailRule{Path: "/v1/agent/lease", Status: 503, Message: "lease backend unavailable"})
 			for _, v := range []string{"v1", "v2", "v3", "v4", "v5"} {
-				h.release(v, nil)
-				h.wantExit(h.tick(), 0)
+				h.apply(v)
 				h.wantExit(h.tick(), 0)
 			}
 		}, next: func(h *harness) {
