@@ -19,7 +19,7 @@ import (
 // grant), the agent's state_dir, and the docker stub's state directory and call log. The
 // binaries are BinDir's: monky-sim and docker (the stub) for the box itself, and whatever
 // agent builds the test runs. Every output of every run is kept in Outputs, for the secret
-// scans.
+// scans. A Box made as a literal with T and Dir alone runs binaries without a simulator.
 type Box struct {
 	T           testing.TB
 	Env         string // the env_id the simulator serves
