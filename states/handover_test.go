@@ -74,7 +74,7 @@ func (h *harness) heartbeatTick(execErr error) (exit int, handed []states.Handov
 
 func TestHeartbeatBuildBeatsAlone(t *testing.T) {
 	h := newHarness(t)
-	h.applied()
+	h.apply("v1")
 	before := h.sim.Counts(env)
 	for i := 0; i < 3; i++ {
 		exit, handed := h.heartbeatTick(nil)
@@ -95,7 +95,7 @@ func TestHeartbeatBuildBeatsAlone(t *testing.T) {
 // An apply is the complete agent's, in the same tick, on the heartbeat build's check-in.
 func TestHeartbeatBuildHandsAnApplyOverWithItsCheckin(t *testing.T) {
 	h := newHarness(t)
-	h.applied()
+	h.apply("v1")
 	tickBefore := h.record().Tick
 	v2 := h.release("v2", nil)
 	before := h.sim.Counts(env)
@@ -130,7 +130,7 @@ func TestHeartbeatBuildHandsOverBeforeCheckingIn(t *testing.T) {
 	}{
 		{"fresh box", func(h *harness) { h.release("v1", nil) }, "no history"},
 		{"token due for renewal", func(h *harness) {
-			h.applied()
+			h.apply("v1")
 			// within renew_below_s of the token's 24h ttl, not past it
 			h.clock.Advance(24*time.Hour - time.Duration(h.cfg.Bao.RenewBelow)*time.Second/2)
 		}, "OpenBao"},
