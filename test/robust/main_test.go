@@ -23,14 +23,18 @@ var (
 	canaries    map[string]string
 )
 
-// TestMain builds the agent with failpoints compiled in (as monky-deployd) and what a box
-// runs beside it, and writes the releases the boxes serve.
+// TestMain builds the agent with failpoints compiled in (as monky-deployd, and its heartbeat
+// build as monky-deployd-heartbeat) and what a box runs beside it, and writes the releases the boxes serve.
 func TestMain(m *testing.M) {
 	os.Exit(testkit.Run(m, func() error {
 		if err := testkit.BuildBox(); err != nil {
 			return err
 		}
 		if _, err := testkit.Build("monky-deployd", "./cmd/monky-deployd", "-tags", "failpoints"); err != nil {
+			return err
+		}
+		// the timer's build beside it: its handovers exec the monky-deployd above
+		if _, err := testkit.Build("monky-deployd-heartbeat", "./cmd/monky-deployd", "-tags", "failpoints,heartbeat"); err != nil {
 			return err
 		}
 		releasesDir = filepath.Join(testkit.BinDir(), "releases")
