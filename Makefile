@@ -11,8 +11,9 @@ STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 BIN := bin
 # the agent is built without urfave/cli's docs generator (and its markdown libraries and their
 # package inits); the man page comes from a build that keeps them: `make man`. `make build` also
-# makes the heartbeat build (-tags heartbeat: what the timer runs; it execs monky-deployd beside
-# it for all but a converged box's tick; docs/PERFORMANCE.md)
+# makes the heartbeat build (-tags heartbeat: the package's /usr/bin/monky-deployd, which the
+# timer runs; it execs monky-deployd beside it, the complete agent, for all but a converged box's
+# tick, status and explain; docs/OPERATIONS.md)
 AGENT_TAGS := urfave_cli_no_docs
 
 .PHONY: all build test vet lint unit demo sdk clean

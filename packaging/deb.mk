@@ -6,7 +6,7 @@
 #   make packaging-test   go test ./packaging/ (hermetic) + packaging/test-install.sh (real dpkg)
 #
 # Overrides: VERSION (default: the VERSION file), CONFIG_EXAMPLE (default: config.example.yaml),
-# DEB_BINARY (a prebuilt binary to package instead of building cmd/monky-deployd).
+# DEB_BINARY (a prebuilt complete agent to package instead of building cmd/monky-deployd).
 
 VERSION ?= $(shell cat VERSION)
 COMMIT ?= $(shell git rev-parse --short=12 HEAD 2>/dev/null)
@@ -25,18 +25,19 @@ GO_LDFLAGS := -s -w -X github.com/tikali/monky-deployd/internal/version.Version=
 
 .PHONY: deb deb-binary deb-stage lintian packaging-test
 
-# the heartbeat build the timer runs (docs/PERFORMANCE.md): it execs /usr/bin/monky-deployd for
-# every tick that is not a converged box's heartbeat, and for every other command
+# /usr/bin/monky-deployd is the heartbeat build (docs/PERFORMANCE.md): it runs a converged box's
+# tick, status and explain itself and execs the complete agent, installed as
+# /usr/libexec/monky-deployd/monky-deployd (found relative to itself), for everything else
 deb-binary:
-	@mkdir -p $(DIST)
+	@mkdir -p $(DIST)/libexec
 	@if [ -n "$(DEB_BINARY)" ]; then \
-		install -m 0755 "$(DEB_BINARY)" $(DIST)/monky-deployd; \
+		install -m 0755 "$(DEB_BINARY)" $(DIST)/libexec/monky-deployd; \
 	else \
 		CGO_ENABLED=0 GOOS=linux GOARCH=$(DEB_ARCH) go build -tags urfave_cli_no_docs -trimpath -ldflags "$(GO_LDFLAGS)" \
-			-o $(DIST)/monky-deployd ./cmd/monky-deployd; \
+			-o $(DIST)/libexec/monky-deployd ./cmd/monky-deployd; \
 	fi
 	CGO_ENABLED=0 GOOS=linux GOARCH=$(DEB_ARCH) go build -tags urfave_cli_no_docs,heartbeat -trimpath \
-		-ldflags "$(GO_LDFLAGS) -X main.completeAgent=/usr/bin/monky-deployd" -o $(DIST)/heartbeat ./cmd/monky-deployd
+		-ldflags "$(GO_LDFLAGS) -X main.completeAgent=../libexec/monky-deployd/monky-deployd" -o $(DIST)/monky-deployd ./cmd/monky-deployd
 
 deb-stage: deb-binary
 	@test -f "$(CONFIG_EXAMPLE)" || { echo "deb: $(CONFIG_EXAMPLE) is missing" >&2; exit 1; }

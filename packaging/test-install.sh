@@ -12,7 +12,7 @@
 # on PATH, so nothing outside <dir> is touched and every call is asserted.
 #
 # Usage (from the repo root): bash packaging/test-install.sh
-#   DEB_BINARY=<file>      package this binary instead of building cmd/monky-deployd
+#   DEB_BINARY=<file>      package this complete agent instead of building cmd/monky-deployd
 #   CONFIG_EXAMPLE=<file>  default config.example.yaml; a placeholder is used when it is absent
 set -euo pipefail
 
@@ -110,16 +110,7 @@ expect_calls "install $V1" \
   "systemctl daemon-reload"
 [ "$(installed_version)" = "$V1 ii " ] || fail "dpkg status after install: $(installed_version)"
 mode_is "$ROOT/usr/bin/monky-deployd" 755
-mode_is "$ROOT/usr/libexec/monky-deployd/heartbeat" 755
-grep -qx 'ExecStart=/usr/libexec/monky-deployd/heartbeat run --once' "$ROOT/lib/systemd/system/monky-deployd.service" ||
-  fail "the unit does not run the heartbeat build"
-# the heartbeat build hands everything but a heartbeat to /usr/bin/monky-deployd, the path it was linked with
-# (on this host there is none at that path: its error names the path; where there is one, it answers)
-hb_out=$("$ROOT/usr/libexec/monky-deployd/heartbeat" version 2>&1 || true)
-case $hb_out in
-  *"/usr/bin/monky-deployd"* | "$("$ROOT/usr/bin/monky-deployd" version 2>&1)") ;;
-  *) fail "the heartbeat build does not hand over to /usr/bin/monky-deployd: $hb_out" ;;
-esac
+mode_is "$ROOT/usr/libexec/monky-deployd/monky-deployd" 755
 for u in monky-deployd.service monky-deployd.timer monky-deployd-proxy.service; do mode_is "$ROOT/lib/systemd/system/$u" 644; done
 mode_is "$ROOT/usr/share/doc/monky-deployd/copyright" 644
 mode_is "$ROOT/usr/share/doc/monky-deployd/config.example.yaml" 644
@@ -161,7 +152,7 @@ expect_calls "remove" \
   "systemctl disable --now monky-deployd-proxy.service" \
   "systemctl daemon-reload"
 [ ! -e "$ROOT/usr/bin/monky-deployd" ] || fail "remove left the binary"
-[ ! -e "$ROOT/usr/libexec/monky-deployd/heartbeat" ] || fail "remove left the heartbeat build"
+[ ! -e "$ROOT/usr/libexec/monky-deployd/monky-deployd" ] || fail "remove left the complete agent"
 [ ! -e "$ROOT/lib/systemd/system/monky-deployd.timer" ] || fail "remove left the timer unit"
 [ -f "$ROOT/var/lib/monky-deployd/bao.token" ] || fail "remove (not purge) deleted the state"
 ! grep -x -q monky-deployd.timer "$STATE/enabled" || fail "remove left the timer enabled"

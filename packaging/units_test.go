@@ -37,7 +37,7 @@ func TestServiceUnitContract(t *testing.T) {
 	t.Parallel()
 	k := unitKeys(t, "monky-deployd.service")
 	want := map[string]string{
-		"Type": "oneshot", "ExecStart": "/usr/libexec/monky-deployd/heartbeat run --once", "User": "monky-deployd",
+		"Type": "oneshot", "ExecStart": "/usr/bin/monky-deployd run --once", "User": "monky-deployd",
 		"SuccessExitStatus": "75", "RestartPreventExitStatus": "78", "UMask": "0077",
 		"NoNewPrivileges": "yes", "ProtectSystem": "strict", "CapabilityBoundingSet": "", "AmbientCapabilities": "",
 		"ReadWritePaths":          "/var/lib/monky-deployd /etc/monky-deployd -/run/docker.sock -/var/lib/prometheus/node-exporter",
@@ -97,7 +97,7 @@ func TestUnitsVerify(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s := strings.NewReplacer("/usr/libexec/monky-deployd/heartbeat ", stand+" ", "/usr/bin/ziti ", stand+" ").Replace(string(b))
+		s := strings.NewReplacer("/usr/bin/monky-deployd ", stand+" ", "/usr/bin/ziti ", stand+" ").Replace(string(b))
 		p := filepath.Join(dir, name)
 		testkit.WriteFile(t, p, s, 0o644)
 		units = append(units, p)

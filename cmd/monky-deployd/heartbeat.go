@@ -22,13 +22,17 @@ import (
 	"github.com/tikali/monky-deployd/states"
 )
 
-// The heartbeat build (-tags heartbeat): what the systemd timer runs every minute. It links
-// neither OpenBao's client nor compose's loader, runs a converged box's tick itself and execs
-// the complete agent for everything else (states/handover.go, docs/PERFORMANCE.md).
+// The heartbeat build (-tags heartbeat): the package's /usr/bin/monky-deployd, so what the
+// systemd timer runs every minute and what an operator types. It links neither OpenBao's client
+// nor compose's loader; it runs a converged box's tick, status, explain, version and completion
+// itself and execs the complete agent for everything else (states/handover.go,
+// docs/PERFORMANCE.md).
 const heartbeatBuild = true
 
 // completeAgent is the complete agent's path, set at link time by the package
-// (-X main.completeAgent=/usr/bin/monky-deployd); empty: monky-deployd beside this binary.
+// (-X main.completeAgent=../libexec/monky-deployd/monky-deployd); a relative path is taken from
+// this binary's directory, so a package unpacked under another root finds its own. Empty:
+// monky-deployd beside this binary (make build's bin/).
 var completeAgent string
 
 // errNoBao: any tick that would ask OpenBao is handed over before it asks.
@@ -56,10 +60,17 @@ func newBao(*config.Config, *http.Client) (effects.Bao, error) { return noBao{},
 // handOverTo makes a's ticks hand what is not a heartbeat to the complete agent.
 func handOverTo(a *states.Agent) { a.HandOver = execComplete }
 
-// handOverOthers makes every command but `run --once` (without --prune) the complete agent's.
+// ownCommands are those the heartbeat build runs itself: they read, and need neither OpenBao
+// nor compose's loader.
+var ownCommands = map[string]bool{"status": true, "explain": true, "version": true, "completion": true}
+
+// handOverOthers makes every command but those and `run --once` (without --prune) the complete
+// agent's.
 func handOverOthers(app *cli.App) {
-	app.Action = passOn
 	for _, c := range app.Commands {
+		if ownCommands[c.Name] {
+			continue
+		}
 		if c.Name == "run" {
 			run := c.Action
 			c.Action = func(c *cli.Context) error {
@@ -158,7 +169,10 @@ func completePath() (string, error) {
 	}
 	path := completeAgent
 	if path == "" {
-		path = filepath.Join(filepath.Dir(self), "monky-deployd")
+		path = "monky-deployd"
+	}
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(filepath.Dir(self), path)
 	}
 	si, err := os.Stat(self)
 	if err != nil {

@@ -71,8 +71,9 @@ func TestHeartbeatBuild(t *testing.T) {
 		t.Fatalf("explain after the handed-over apply: %+v", d)
 	}
 
-	// every other command is the complete agent's, word for word
-	for _, args := range [][]string{{"explain", "-n", "3"}, {"status"}, {"version", "--json"}} {
+	// the commands it runs itself or hands over answer as the complete agent's, word for word
+	readOnly := [][]string{{"explain", "-n", "3"}, {"status"}, {"version", "--json"}}
+	for _, args := range append(readOnly, []string{"resume", "--dry-run"}) {
 		full := append([]string{"--config", b.Config()}, args...)
 		r1 := b.Run("monky-deployd", nil, full...)
 		r2 := b.Run(hb, nil, full...)
@@ -97,6 +98,15 @@ func TestHeartbeatBuild(t *testing.T) {
 		}
 	}
 	defer restore()
+	// status, explain and version are its own: they answer without the complete agent
+	for _, args := range readOnly {
+		if r := b.Run(hb, nil, append([]string{"--config", b.Config()}, args...)...); r.Code != 0 || r.Stdout == "" {
+			t.Fatalf("%v without the complete agent: exit %d\n%s%s", args, r.Code, r.Stdout, r.Stderr)
+		}
+	}
+	if r := b.Run(hb, nil, "--config", b.Config(), "resume", "--dry-run"); r.Code != 1 || !strings.Contains(r.Stderr, complete) {
+		t.Fatalf("resume without the complete agent: exit %d, stderr %q", r.Code, r.Stderr)
+	}
 	b.Sim("retire")
 	if e := beat(1); !strings.Contains(e, complete) || !strings.Contains(e, "complete agent") {
 		t.Fatalf("a missing complete agent is not named:\n%s", e)

@@ -100,10 +100,13 @@ budget) and 1 when it needs a person (Refused, Blocked, a parked Failed) or the 
 missing or unreadable; with \fB\-\-quiet\fR it prints nothing and only sets the code.
 .SH FILES
 .TP
-.I /usr/libexec/monky\-deployd/heartbeat
-what monky\-deployd.service runs: the heartbeat build of monky\-deployd (same command line,
-journal and exit codes), which runs a converged box's tick itself and execs
-/usr/bin/monky\-deployd, with its lock and check\-in, for every other tick and command.
+.I /usr/bin/monky\-deployd
+the heartbeat build of monky\-deployd (same command line, journal and exit codes): it runs a
+converged box's tick, status, explain, version and completion itself and execs the complete
+agent, with its lock and check\-in, for every other tick and command.
+.TP
+.I /usr/libexec/monky\-deployd/monky\-deployd
+the complete agent.
 .TP
 .I /etc/monky\-deployd/config.yaml
 the configuration, read strictly.
