@@ -190,41 +190,28 @@ func (s *Sim) AddEnv(envID string) {
 	s.envLocked(envID)
 }
 
-// SetBaoAddr sets the OpenBao address the check-in's vault hint and the lease answer carry.
-func (s *Sim) SetBaoAddr(addr string) {
+// set stores v in the simulator's field f under its lock.
+func set[T any](s *Sim, f *T, v T) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.baoAddr = addr
+	*f = v
 }
+
+// SetBaoAddr sets the OpenBao address the check-in's vault hint and the lease answer carry.
+func (s *Sim) SetBaoAddr(addr string) { set(s, &s.baoAddr, addr) }
 
 // SetTenancyAddr sets the tenancy base URL written into kits by the admin API.
-func (s *Sim) SetTenancyAddr(addr string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.tenancyAddr = addr
-}
+func (s *Sim) SetTenancyAddr(addr string) { set(s, &s.tenancyAddr, addr) }
 
 // SetCheckinInterval sets the checkin_interval_s every check-in answers (default 60).
-func (s *Sim) SetCheckinInterval(seconds int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.interval = seconds
-}
+func (s *Sim) SetCheckinInterval(seconds int) { set(s, &s.interval, seconds) }
 
 // SetBundleGzip makes the bundle endpoint serve gzip-compressed archives.
-func (s *Sim) SetBundleGzip(on bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.gzip = on
-}
+func (s *Sim) SetBundleGzip(on bool) { set(s, &s.gzip, on) }
 
 // SetBundleShaHeader names the header carrying the sha of a served bundle: "X-Bundle-Sha"
 // (default), "X-Bundle-Sha256" as some tenancy builds send, or "" for none.
-func (s *Sim) SetBundleShaHeader(name string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.shaHeader = name
-}
+func (s *Sim) SetBundleShaHeader(name string) { set(s, &s.shaHeader, name) }
 
 // AddRelease builds a bundle for envID from files (path → bytes, slash-separated relative
 // paths). A bundle.json among them is taken as partial (agent flags, disk_need_bytes, …) and
