@@ -53,6 +53,9 @@ func fail(code int, format string, args ...any) error {
 
 // run is main without os.Exit: it returns the exit code.
 func run(args []string, stdout, stderr io.Writer) int {
+	if !heartbeatBuild {
+		handedOver = popHandover()
+	}
 	app := newApp(stdout, stderr)
 	app.Metadata = map[string]any{"args": args}
 	handOverOthers(app)
@@ -343,7 +346,7 @@ func cmdRun(c *cli.Context, stderr io.Writer) error {
 	if heartbeatBuild {
 		handOverTo(a)
 	} else {
-		a.Handed = takeHandover(log)
+		a.Handed = takeHandover(log, handedOver)
 	}
 	phase.Mark("wire")
 	if c.Bool("once") {

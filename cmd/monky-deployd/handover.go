@@ -18,17 +18,23 @@ import (
 // simply the complete agent's).
 const envHandover = "MONKY_DEPLOYD_HANDOVER"
 
-// takeHandover reads what the heartbeat build handed this process, once, and removes the
-// variable so that nothing this process starts sees it. A handover from another version keeps
-// the lock and drops the check-in (this tick checks in again); an unreadable one is dropped.
-func takeHandover(log zerolog.Logger) *states.Handover {
-	v, ok := os.LookupEnv(envHandover)
-	if !ok {
-		return nil
-	}
+// handedOver is what the complete agent was started with in MONKY_DEPLOYD_HANDOVER.
+var handedOver string
+
+// popHandover returns MONKY_DEPLOYD_HANDOVER as this process started with it ("" when unset) and
+// removes it at once, whatever the command, so that nothing this process starts sees it.
+func popHandover() string {
+	v := os.Getenv(envHandover)
 	_ = os.Unsetenv(envHandover)
+	return v
+}
+
+// takeHandover reads what the heartbeat build handed this process (v: popHandover's value). A
+// handover from another version keeps the lock and drops the check-in (this tick checks in
+// again); an unreadable one is dropped.
+func takeHandover(log zerolog.Logger, v string) *states.Handover {
 	var mfd, lfd int
-	if v == "-" {
+	if v == "" || v == "-" {
 		return nil
 	}
 	if _, err := fmt.Sscanf(v, "%d,%d", &mfd, &lfd); err != nil || mfd < 3 || lfd < 3 {
