@@ -178,3 +178,49 @@ func (h *harness) noNote(event string) {
 		h.t.Fatalf("unexpected %s entry: %+v", event, e)
 	}
 }
+
+// A heartbeat-build tick that wrote before it found the tick was not a heartbeat (here: a lease
+// recorded in the future, corrected) ends that tick with a hand-over note; the complete agent's
+// tick is the next one, on the same check-in.
+func TestHeartbeatBuildEndsATickItWroteBeforeHandingOver(t *testing.T) {
+	h := newHarness(t)
+	h.apply("v1")
+	tickBefore := h.record().Tick
+	if err := h.st.Update(func(tx store.Tx) error {
+		return tx.AddLease(store.LeaseEvent{At: h.clock.Now().Add(365 * 24 * time.Hour), Outcome: "asked"})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	v2 := h.release("v2", nil)
+	before := h.sim.Counts(env)
+	exit, handed := h.heartbeatTick(nil)
+	h.wantExit(exit, 0)
+	if len(handed) != 1 || handed[0].Checkin == nil {
+		t.Fatalf("handovers: %+v", handed)
+	}
+	if n := h.sim.Counts(env).Checkins - before.Checkins; n != 1 {
+		t.Fatalf("%d check-ins, want 1", n)
+	}
+	rec := h.record()
+	if rec.AppliedSha != v2 || rec.Tick != tickBefore+2 {
+		t.Fatalf("applied %.12s in tick %d; want %.12s in tick %d (the heartbeat build's, then the complete agent's)", rec.AppliedSha, rec.Tick, v2, tickBefore+2)
+	}
+	var sum store.TickSummary
+	if err := h.st.View(func(tx store.Tx) error {
+		var err error
+		sum, _, err = tx.GetTick(tickBefore + 1)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if sum.Exit == nil || *sum.Exit != 0 {
+		t.Fatalf("the heartbeat build's tick has no end: %+v", sum)
+	}
+	e, ok := h.entry(func(e store.Entry) bool { return e.Event == machine.NoteHandOver })
+	if !ok || e.Tick != tickBefore+1 || !strings.Contains(e.Detail, "apply") {
+		t.Fatalf("hand-over note: %+v (found %v)", e, ok)
+	}
+	if _, ok := h.entry(func(e store.Entry) bool { return e.Event == machine.NoteClockCorrected && e.Tick == tickBefore+1 }); !ok {
+		t.Fatal("the clock correction that wrote first is not in the heartbeat build's tick")
+	}
+}
