@@ -11,7 +11,7 @@ import (
 )
 
 // The heartbeat build (cmd/monky-deployd built with -tags heartbeat; docs/PERFORMANCE.md) is
-// the agent without OpenBao's client and without compose's loader, which are a third of the
+// the agent without OpenBao's client and without compose's loader, which are a quarter of the
 // binary and most of its start. It runs the tick a converged box runs every minute — check in,
 // `compose ps`, report — and hands any other tick to the complete agent with the tick lock
 // still held and, once it has checked in, tenancy's answer: the complete agent goes on where
@@ -41,8 +41,8 @@ func (e *handOverError) Error() string { return "handed to the complete agent: "
 func handOver(why string) error { return &handOverError{Handover{Why: why}} }
 
 // alone says why the heartbeat build cannot run this tick by itself ("" when it can): only a
-// box at rest, unblocked, with nothing in its outbox and a token it need not ask OpenBao about
-// checks in from the heartbeat build.
+// box at rest, unblocked, with a history and nothing in its outbox goes on in the heartbeat
+// build. Its token is the next check (run: tokenAtHand), after the tick's local steps.
 func (tk *tick) alone(fresh bool) string {
 	switch s := tk.eng.State(); {
 	case fresh:
