@@ -84,6 +84,9 @@ func testMain(m *testing.M) int {
 	for _, args := range [][]string{
 		// the agent is built in its own module, as a release is
 		{"../..", "build", "-ldflags", ld, "-o", filepath.Join(binDir, "monky-deployd"), "./cmd/monky-deployd"},
+		// and as the package installs it for the timer: the heartbeat build, which execs the
+		// complete agent beside it for every tick that is not a converged box's heartbeat
+		{"../..", "build", "-tags", "heartbeat", "-ldflags", ld, "-o", filepath.Join(binDir, "monky-deployd-heartbeat"), "./cmd/monky-deployd"},
 		{"../..", "build", "-tags", "failpoints", "-ldflags", ld, "-o", filepath.Join(binDir, "monky-deployd-fp"), "./cmd/monky-deployd"},
 		{"", "build", "-o", filepath.Join(binDir, "testapp"), "./testapp"},
 	} {
@@ -429,7 +432,8 @@ func (b *box) usePlugin(plugin string) {
 	}
 }
 
-// runAgent runs bin (monky-deployd or monky-deployd-fp) with the box's config.
+// runAgent runs bin (monky-deployd, monky-deployd-heartbeat or monky-deployd-fp) with the box's
+// config.
 func (b *box) runAgent(bin string, env []string, args ...string) (stdout, stderr string, code int, sig syscall.Signal) {
 	b.t.Helper()
 	cmd := exec.Command(filepath.Join(binDir, bin), append([]string{"--config", b.cfg}, args...)...)
@@ -443,11 +447,12 @@ func (b *box) runAgent(bin string, env []string, args ...string) (stdout, stderr
 	return r.Stdout, r.Stderr, r.Code, r.Sig
 }
 
-// tick runs `run --once` (plus extra args) and fails the test unless it exits with want.
+// tick runs `run --once` (plus extra args) as the timer does, through the heartbeat build, and
+// fails the test unless it exits with want.
 func (b *box) tick(want int, extra ...string) string {
 	b.t.Helper()
 	start := time.Now()
-	_, e, c, _ := b.runAgent("monky-deployd", nil, append([]string{"run", "--once"}, extra...)...)
+	_, e, c, _ := b.runAgent("monky-deployd-heartbeat", nil, append([]string{"run", "--once"}, extra...)...)
 	b.t.Logf("%s: run --once %v: exit %d in %v", b.env, extra, c, time.Since(start).Round(time.Millisecond))
 	if c != want {
 		b.t.Fatalf("%s: run --once exit %d, want %d; stderr:\n%s", b.env, c, want, e)
