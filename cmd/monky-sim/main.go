@@ -108,9 +108,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	adminAddr := fs.String("admin", "127.0.0.1:0", "admin API listen address")
 	interval := fs.Int("interval", 60, "checkin_interval_s the check-ins answer")
 	gz := fs.Bool("gzip", false, "serve bundles gzip-compressed")
-	stateDir := fs.String("state-dir", "", "kit: state_dir (default <kit>/state)")
-	deployDir := fs.String("deploy-dir", "", "kit: deploy_dir")
-	dockerBin := fs.String("docker-bin", "", "kit: docker_bin")
+	kf := addKitFlags(fs, "kit")
 	kitInterval := fs.Int("kit-interval", 0, "kit: interval_s")
 	quiet := fs.Bool("quiet", false, "do not log requests")
 	if err := fs.Parse(args); err != nil {
@@ -150,16 +148,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	addrs := servers.Addrs
 
 	if *kit != "" {
-		dir, err := filepath.Abs(*kit)
-		if err != nil {
-			return fmt.Errorf("kit: %w", err)
-		}
-		sd := *stateDir
-		if sd == "" {
-			sd = filepath.Join(dir, "state")
-		}
-		if err := s.WriteKit(dir, sim.Kit{EnvID: *envID, TenancyURL: addrs.Tenancy, BaoURL: addrs.Bao,
-			StateDir: sd, DeployDir: *deployDir, DockerBin: *dockerBin, IntervalS: *kitInterval}); err != nil {
+		if err := s.WriteKit(*kit, sim.Kit{EnvID: *envID, TenancyURL: addrs.Tenancy, BaoURL: addrs.Bao,
+			StateDir: *kf.stateDir, DeployDir: *kf.deployDir, DockerBin: *kf.dockerBin, IntervalS: *kitInterval}); err != nil {
 			return err
 		}
 	}
@@ -186,9 +176,7 @@ func client(ctx context.Context, cmd string, args []string, stdin io.Reader, std
 	release := fs.String("release", "", "desire: release name")
 	purge := fs.Bool("purge", false, "retire: purge volumes")
 	kit := fs.String("kit", "", "reveal: kit directory")
-	stateDir := fs.String("state-dir", "", "reveal: state_dir (default <kit>/state)")
-	deployDir := fs.String("deploy-dir", "", "reveal: deploy_dir")
-	dockerBin := fs.String("docker-bin", "", "reveal: docker_bin")
+	kf := addKitFlags(fs, "reveal")
 	name := fs.String("name", "", "secret: name under <env>/see/")
 	key := fs.String("key", "value", "secret: key")
 	value := fs.String("value", "", "secret: value (- reads one line from stdin)")
@@ -240,7 +228,7 @@ func client(ctx context.Context, cmd string, args []string, stdin io.Reader, std
 			return fmt.Errorf("kit: %w", err)
 		}
 		var out struct{ Config, Bootstrap string }
-		req := sim.RevealRequest{Env: *envID, Kit: dir, StateDir: *stateDir, DeployDir: *deployDir, DockerBin: *dockerBin}
+		req := sim.RevealRequest{Env: *envID, Kit: dir, StateDir: *kf.stateDir, DeployDir: *kf.deployDir, DockerBin: *kf.dockerBin}
 		if err := call(ctx, "POST", base+"/admin/reveal", req, &out); err != nil {
 			return err
 		}
@@ -287,6 +275,18 @@ func client(ctx context.Context, cmd string, args []string, stdin io.Reader, std
 		_, _ = fmt.Fprintln(stdout, b.String())
 	}
 	return nil
+}
+
+// kitFlags are the kit's fields that serve --kit and reveal both take.
+type kitFlags struct{ stateDir, deployDir, dockerBin *string }
+
+// addKitFlags defines them on fs; use names the command in their help ("kit", "reveal").
+func addKitFlags(fs *flag.FlagSet, use string) kitFlags {
+	return kitFlags{
+		stateDir:  fs.String("state-dir", "", use+": state_dir (default <kit>/state)"),
+		deployDir: fs.String("deploy-dir", "", use+": deploy_dir"),
+		dockerBin: fs.String("docker-bin", "", use+": docker_bin"),
+	}
 }
 
 // call sends body (when not nil) as JSON and decodes the answer into out (when not nil).

@@ -105,9 +105,6 @@ func (s *Sim) AdminHandler() http.Handler {
 		s.mu.Lock()
 		tenancyURL, baoURL := s.tenancyAddr, s.baoAddr
 		s.mu.Unlock()
-		if req.StateDir == "" {
-			req.StateDir = filepath.Join(req.Kit, "state")
-		}
 		k := Kit{EnvID: req.Env, Site: req.Site, TenancyURL: tenancyURL, BaoURL: baoURL,
 			StateDir: req.StateDir, DeployDir: req.DeployDir, DockerBin: req.DockerBin,
 			LogLevel: req.LogLevel, IntervalS: req.IntervalS}

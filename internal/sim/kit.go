@@ -9,9 +9,9 @@ import (
 )
 
 // WriteKit writes an install kit into dir: dir/config.yaml (transport system, tenancy.base_url,
-// the bao addr and mounts, bootstrap_path dir/bootstrap.jwt, state_dir, deploy_dir, docker_bin,
-// log_level) and dir/bootstrap.jwt (0600) holding a fresh RevealKit grant, which supersedes
-// every earlier grant of the env.
+// the bao addr and mounts, bootstrap_path dir/bootstrap.jwt, state_dir (dir/state unless k
+// names one), deploy_dir, docker_bin, log_level) and dir/bootstrap.jwt (0600) holding a fresh
+// RevealKit grant, which supersedes every earlier grant of the env.
 func (s *Sim) WriteKit(dir string, k Kit) error {
 	if k.EnvID == "" {
 		return fmt.Errorf("write kit: env_id is required")
@@ -29,6 +29,9 @@ func (s *Sim) WriteKit(dir string, k Kit) error {
 	if k.LogLevel == "" {
 		k.LogLevel = "INFO"
 	}
+	if k.StateDir == "" {
+		k.StateDir = filepath.Join(abs, "state")
+	}
 	q := func(v string) string { b, _ := json.Marshal(v); return string(b) }
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Install kit written by monky-sim for %s.\n", k.EnvID)
@@ -40,9 +43,7 @@ func (s *Sim) WriteKit(dir string, k Kit) error {
 		fmt.Fprintf(&b, "interval_s: %d\n", k.IntervalS)
 	}
 	fmt.Fprintf(&b, "bootstrap_path: %s\n", q(filepath.Join(abs, "bootstrap.jwt")))
-	if k.StateDir != "" {
-		fmt.Fprintf(&b, "state_dir: %s\n", q(k.StateDir))
-	}
+	fmt.Fprintf(&b, "state_dir: %s\n", q(k.StateDir))
 	if k.DeployDir != "" {
 		fmt.Fprintf(&b, "deploy_dir: %s\n", q(k.DeployDir))
 	}

@@ -6,6 +6,7 @@ import (
 	"compress/gzip"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -745,6 +746,25 @@ func TestWriteKit(t *testing.T) {
 	}
 	if a := h.checkin(oldTok, envA, ""); a.status != 401 {
 		t.Errorf("the kit did not supersede the earlier grant: %d", a.status)
+	}
+}
+
+// A kit that names no state_dir gets one inside it, by absolute path, whoever writes it (serve
+// --kit, reveal, the trace generator): never the agent's /var/lib default.
+func TestWriteKitStateDirDefaultsInsideTheKit(t *testing.T) {
+	h := newHarness(t, Options{})
+	t.Chdir(t.TempDir())
+	if err := h.sim.WriteKit("kit", Kit{EnvID: envA, TenancyURL: h.tenancy.URL, BaoURL: h.bao.URL}); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(filepath.Join("kit", "config.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	abs, _ := filepath.Abs("kit")
+	want := fmt.Sprintf("state_dir: %q\n", filepath.Join(abs, "state"))
+	if !strings.Contains(string(raw), want) {
+		t.Errorf("config.yaml lacks %q:\n%s", want, raw)
 	}
 }
 

@@ -105,12 +105,8 @@ func run() error {
 	}
 	defer servers.Close()
 	addrs := servers.Addrs
-	dir, err := filepath.Abs(*kit)
-	if err != nil {
-		return fmt.Errorf("kit: %w", err)
-	}
-	if err := s.WriteKit(dir, sim.Kit{EnvID: *envID, TenancyURL: addrs.Tenancy, BaoURL: addrs.Bao,
-		StateDir: filepath.Join(dir, "state"), DockerBin: *dockerBin}); err != nil {
+	if err := s.WriteKit(*kit, sim.Kit{EnvID: *envID, TenancyURL: addrs.Tenancy, BaoURL: addrs.Bao,
+		DockerBin: *dockerBin}); err != nil {
 		return err
 	}
 	if err := addrs.WriteFile(*addrFile); err != nil {
