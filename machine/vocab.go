@@ -17,7 +17,7 @@ const (
 	NoteCheckinFailed   = "checkin-failed"   // the check-in got no answer (exit 75, or 1 for a TLS or identity fault)
 	NoteFetchFailed     = "fetch-failed"     // the bundle could not be fetched now (exit 75)
 	NoteLeaseDeferred   = "lease-deferred"   // a lease was needed and none was granted this tick (exit 75)
-	NoteLoginFailed     = "login-failed"     // OpenBao was unreachable for the login after the lease (exit 75)
+	NoteLoginFailed     = "login-failed"     // OpenBao was unreachable for the login after the lease, or to ask whether a kept grant was used (exit 75)
 	NoteBootstrap       = "bootstrap"        // logged in with the bootstrap grant
 	NoteBootstrapFailed = "bootstrap-failed" // OpenBao was unreachable for the bootstrap login (exit 75)
 	NoteRenew           = "renew"            // the token was renewed

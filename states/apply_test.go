@@ -10,6 +10,8 @@ import (
 
 	"github.com/tikali/monky-deployd/internal/explain"
 	"github.com/tikali/monky-deployd/internal/testkit"
+	"github.com/tikali/monky-deployd/machine"
+	"github.com/tikali/monky-deployd/store"
 )
 
 func TestFreshBoxAppliesThenHeartbeats(t *testing.T) {
@@ -176,6 +178,40 @@ func TestExit75AtLoginKeepsTheGrant(t *testing.T) {
 	}
 	if _, err := os.Stat(h.cfg.GrantPath()); !os.IsNotExist(err) {
 		t.Errorf("grant file left after login")
+	}
+}
+
+// A tick that resumes in Leased asks OpenBao whether the kept grant already logged in; when
+// OpenBao does not answer, the tick ends 75 on a login-failed note that says why (a word of the
+// journal's vocabulary, logged as a warning, with no second entry for the tick's end), and the
+// next tick logs in with the kept grant: still one lease.
+func TestExit75AtLoginLookupKeepsTheGrant(t *testing.T) {
+	h := newHarness(t)
+	h.wantExit(h.tick(), 0) // bootstrap; nothing desired yet
+	h.sim.Fail(simFailTimes("/v1/auth/jwt-tenancy/login", 503, 1))
+	h.release("v1", nil)
+	h.wantExit(h.tick(), 75)
+	h.sim.Fail(simFailTimes("/v1/auth/token/lookup-self", 503, 1))
+	h.logs.Reset()
+	h.wantExit(h.tick(), 75)
+	e, ok := h.entry(func(e store.Entry) bool { return strings.Contains(e.Detail, "whether the kept grant was used") })
+	if !ok || e.Event != machine.NoteLoginFailed || e.From != "Leased" {
+		t.Fatalf("the unanswered lookup-self is journaled as %+v, want a %s note in Leased", e, machine.NoteLoginFailed)
+	}
+	h.noNote(machine.NoteTickEnd)
+	var warned bool
+	for _, line := range strings.Split(h.logs.String(), "\n") {
+		warned = warned || strings.Contains(line, `"event":"login-failed"`) && strings.Contains(line, `"level":"warn"`)
+	}
+	if !warned {
+		t.Errorf("no warning names login-failed:\n%s", h.logs.String())
+	}
+	if rec := h.record(); rec.State != "Leased" {
+		t.Fatalf("state %s, want Leased", rec.State)
+	}
+	h.wantExit(h.tick(), 0)
+	if c := h.sim.Counts(env); c.Leases != 1 {
+		t.Errorf("leases %d, want 1: the kept grant logs in", c.Leases)
 	}
 }
 

@@ -83,7 +83,7 @@ func (tk *tick) stepVerify(ctx context.Context) error {
 	case err != nil && effects.KindOf(err) == effects.NotFound:
 		return tk.fail(ctx, machine.CheckedIn, "BUNDLE_NOT_FOUND", redact.String(err.Error()), false)
 	case err != nil && effects.IsTemporary(err):
-		_ = tk.eng.Note(machine.NoteFetchFailed, effects.CodeOf(err), redact.String(err.Error()), started, nil)
+		tk.noteStop(machine.NoteFetchFailed, err, started, "")
 		return err
 	case err != nil:
 		return tk.fail(ctx, machine.CheckedIn, codeOr(err, "BUNDLE_FETCH_FAILED"), redact.String(err.Error()), false)

@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/tikali/monky-deployd/effects"
-	"github.com/tikali/monky-deployd/internal/redact"
 	"github.com/tikali/monky-deployd/machine"
 	"github.com/tikali/monky-deployd/store"
 )
@@ -26,7 +25,7 @@ func (tk *tick) checkin(ctx context.Context, containers []effects.Container) (ef
 	})
 	if err != nil {
 		if !tk.isBlocked() {
-			_ = tk.eng.Note(machine.NoteCheckinFailed, effects.CodeOf(err), redact.String(err.Error()), started, nil)
+			tk.noteStop(machine.NoteCheckinFailed, err, started, "")
 		}
 		return resp, err
 	}

@@ -67,7 +67,7 @@ func (tk *tick) stepPreflight(ctx context.Context) error {
 	why, ok, err := tk.reusableToken(ctx)
 	if err != nil {
 		// OpenBao could not say whether the token lives: no lease on a guess; the next tick asks again
-		_ = tk.eng.Note("lease-deferred", effects.CodeOf(err), redact.String(err.Error())+" (whether the token is reusable is asked again next tick)", started, nil)
+		tk.noteStop(machine.NoteLeaseDeferred, err, started, "whether the token is reusable is asked again next tick")
 		return err
 	}
 	if ok {
@@ -93,7 +93,7 @@ func (tk *tick) stepPreflight(ctx context.Context) error {
 				}
 				return tk.eng.Fire(machine.Outcome{Event: machine.EvReuse, Detail: redact.String(err.Error()) + ": applying with the " + src + " token; the swap waits for the next apply"}, started)
 			}
-			_ = tk.eng.Note(machine.NoteLeaseDeferred, effects.CodeOf(err), redact.String(err.Error()), started, nil)
+			tk.noteStop(machine.NoteLeaseDeferred, err, started, "")
 			return err
 		}
 		return tk.fail(ctx, machine.BundleVerified, codeOr(err, "LEASE_FAILED"), redact.String(err.Error()), false)

@@ -36,7 +36,7 @@ func (tk *tick) stepLogin(ctx context.Context) error {
 		info, err := tk.Fx.Bao.LookupSelf(ctx, tk.token)
 		switch {
 		case err != nil && effects.IsTemporary(err):
-			_ = tk.eng.Note("login-deferred", effects.CodeOf(err), redact.String(err.Error())+" (whether the kept grant was used is asked again next tick)", started, nil)
+			tk.noteStop(machine.NoteLoginFailed, err, started, "whether the kept grant was used is asked again next tick")
 			return err
 		case err == nil && jti != "" && info.GrantJTI == jti:
 			consumed := "grant consumed (deleted)"
@@ -72,7 +72,7 @@ func (tk *tick) stepLogin(ctx context.Context) error {
 	t, err := tk.Fx.Bao.Login(ctx, tk.Cfg.Bao.AuthMount, tk.Cfg.Bao.Role, grant)
 	if err != nil {
 		if effects.IsTemporary(err) {
-			_ = tk.eng.Note(machine.NoteLoginFailed, effects.CodeOf(err), redact.String(err.Error())+" (grant kept for the next tick)", started, nil)
+			tk.noteStop(machine.NoteLoginFailed, err, started, "grant kept for the next tick")
 			return err
 		}
 		return tk.fail(ctx, machine.Leased, codeOr(err, "BAO_LOGIN_REFUSED"), redact.String(err.Error()), false)
@@ -120,7 +120,7 @@ func (tk *tick) leaseLogin(ctx context.Context, reason string) error {
 		return err
 	}
 	if err != nil {
-		_ = tk.eng.Note(machine.NoteLeaseDeferred, effects.CodeOf(err), redact.String(err.Error()), started, nil)
+		tk.noteStop(machine.NoteLeaseDeferred, err, started, "")
 		return err
 	}
 	t, err := tk.Fx.Bao.Login(ctx, tk.Cfg.Bao.AuthMount, tk.Cfg.Bao.Role, lease.LoginJWT)

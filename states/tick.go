@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/tikali/monky-deployd/effects"
 	"github.com/tikali/monky-deployd/effects/files"
@@ -294,6 +295,18 @@ func endNote(ev string) bool {
 		return true
 	}
 	return false
+}
+
+// noteStop journals why the tick stops here for now (a temporary fault) as a note of event: the
+// fault's own code, or none when it has none (the event then names it, as explain reads it), and
+// its redacted words; then, when not empty, says what the next tick does. The note ends the
+// tick's story (endNote): journalEnd adds nothing after it.
+func (tk *tick) noteStop(event string, err error, started time.Time, then string) {
+	detail := redact.String(err.Error())
+	if then != "" {
+		detail += " (" + then + ")"
+	}
+	_ = tk.eng.Note(event, effects.CodeOf(err), detail, started, nil)
 }
 
 // endWords is the code and words a tick's ending is journaled with.

@@ -122,14 +122,14 @@ func (tk *tick) bootstrap(ctx context.Context, grant string) error {
 	t, err := tk.Fx.Bao.Login(ctx, tk.Cfg.Bao.AuthMount, tk.Cfg.Bao.Role, grant)
 	if err != nil {
 		if effects.IsTemporary(err) {
-			_ = tk.eng.Note(machine.NoteBootstrapFailed, effects.CodeOf(err), redact.String(err.Error()), started, nil)
+			tk.noteStop(machine.NoteBootstrapFailed, err, started, "")
 			return err
 		}
 		return tk.blockUnauthenticated(err, "the bootstrap grant was refused by OpenBao ("+redact.String(err.Error())+") — re-run the install kit for a fresh grant")
 	}
 	redact.Add(t.Value)
 	if err := checkCredential("bao login", "the token in OpenBao's answer", t.Value); err != nil {
-		_ = tk.eng.Note("bootstrap-failed", effects.CodeOf(err), err.Error()+"; the grant is kept for the next tick", started, nil)
+		_ = tk.eng.Note(machine.NoteBootstrapFailed, effects.CodeOf(err), err.Error()+"; the grant is kept for the next tick", started, nil)
 		return err
 	}
 	if err := files.WriteAtomicFS(tk.fs(), tk.Cfg.TokenPath(), []byte(t.Value+"\n"), 0o600); err != nil {

@@ -126,7 +126,7 @@ var causes = map[string]cause{
 var temporaryEvents = map[string]string{
 	machine.NoteCheckinFailed:   "the check-in did not get an answer",
 	machine.NoteLeaseDeferred:   "the apply needs a new lease (the token in hand no longer reads the secrets) and none was granted this tick",
-	machine.NoteLoginFailed:     "OpenBao was unreachable for the login after the lease",
+	machine.NoteLoginFailed:     "OpenBao was unreachable for the login after the lease, or to ask whether the kept grant was already used",
 	machine.NoteBootstrapFailed: "OpenBao was unreachable for the bootstrap login",
 	machine.NoteFetchFailed:     "the bundle could not be fetched",
 	machine.NoteTickEnd:         "the tick ended early",
