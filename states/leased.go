@@ -186,18 +186,24 @@ func (tk *tick) leaseBudget() (int, time.Time) {
 	return used, frees
 }
 
+// budgetSpent is the answer to a lease the budget does not afford: used of LeaseLimit in the
+// last hour, until frees.
+func budgetSpent(used int, frees time.Time) error {
+	return &effects.Error{Op: "lease", Kind: effects.RateLimited, Code: machine.CodeLeaseBudget,
+		Msg: fmt.Sprintf("lease budget %d/%d until %s", used, LeaseLimit, machine.Stamp(frees))}
+}
+
 // askLease asks tenancy for a lease unless the durable budget says it would be refused.
 // Every lease asked is recorded before it is asked, granted or not.
 func (tk *tick) askLease(ctx context.Context, reason string) (effects.Lease, error) {
 	now := tk.Now()
 	rec := tk.eng.Record()
 	if now.Before(rec.LeaseRetryAfter) {
-		return effects.Lease{}, &effects.Error{Op: "lease", Kind: effects.RateLimited, Code: "LEASE_RATE_LIMITED",
+		return effects.Lease{}, &effects.Error{Op: "lease", Kind: effects.RateLimited, Code: machine.CodeLeaseRateLimit,
 			Msg: "tenancy asked to wait: no lease before " + machine.Stamp(rec.LeaseRetryAfter)}
 	}
 	if used, frees := tk.leaseBudget(); used >= LeaseLimit {
-		return effects.Lease{}, &effects.Error{Op: "lease", Kind: effects.RateLimited, Code: "LEASE_BUDGET",
-			Msg: fmt.Sprintf("lease budget %d/%d until %s", used, LeaseLimit, machine.Stamp(frees))}
+		return effects.Lease{}, budgetSpent(used, frees)
 	}
 	var lease effects.Lease
 	asked := 0
@@ -205,8 +211,7 @@ func (tk *tick) askLease(ctx context.Context, reason string) (effects.Lease, err
 		if asked > 0 {
 			// asked again with a fresh token: only when the budget still affords it
 			if used, frees := tk.leaseBudget(); used >= LeaseLimit {
-				return &effects.Error{Op: "lease", Kind: effects.RateLimited, Code: "LEASE_BUDGET",
-					Msg: fmt.Sprintf("lease budget %d/%d until %s", used, LeaseLimit, machine.Stamp(frees))}
+				return budgetSpent(used, frees)
 			}
 		}
 		asked++

@@ -16,7 +16,7 @@ import (
 func (tk *tick) stepPull(ctx context.Context) error {
 	started := tk.Now()
 	if err := tk.Fx.Compose.Pull(ctx, tk.currentDir()); err != nil {
-		return tk.composeFailed(ctx, machine.Staged, "COMPOSE_PULL_FAILED", "compose pull", err)
+		return tk.composeFailed(ctx, machine.Staged, machine.CodePullFailed, "compose pull", err)
 	}
 	return tk.eng.Fire(machine.Outcome{Event: machine.EvPull, Detail: "compose pull: images present"}, started)
 }

@@ -647,10 +647,10 @@ func resumeChecks(cfg *config.Config, rec store.Record) []string {
 			out = append(out, "identity "+cfg.Identity+" is readable and a ziti identity")
 		}
 	}
-	if rec.Refusal != nil && rec.Refusal.Code == "DISK_INSUFFICIENT" {
+	if rec.Refusal != nil && rec.Refusal.Code == machine.CodeDisk {
 		out = append(out, "disk: not measured here (that needs docker's data-root); the next tick measures it before anything else")
 	}
-	if rec.Block != nil && rec.Block.Code == "AGENT_UNAUTHENTICATED" {
+	if rec.Block != nil && rec.Block.Code == machine.CodeUnauthenticated {
 		if fi, err := os.Stat(cfg.BootstrapPath); err == nil && fi.Size() > 0 {
 			out = append(out, "bootstrap grant present at "+cfg.BootstrapPath+": the next tick logs in with it")
 		} else {
