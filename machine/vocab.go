@@ -2,6 +2,7 @@ package machine
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/tikali/monky-deployd/store"
@@ -37,6 +38,14 @@ const (
 var Notes = []string{NoteCheckin, NoteCheckinFailed, NoteFetchFailed, NoteLeaseDeferred, NoteLoginFailed,
 	NoteBootstrap, NoteBootstrapFailed, NoteRenew, NoteTokenSwap, NoteUnauthenticated, NoteBlocked,
 	NoteReportDropped, NoteRollbackAllowed, NoteTickEnd, NotePrune, NoteTakeover, NoteClockCorrected, NoteHandOver}
+
+// StopNotes are the notes a step writes when a temporary fault stops the tick there (exit 75):
+// the step is kept and the next tick resumes it. Each tells why its tick ended (no tick-end note
+// follows it), is logged as a warning, and explain words every one.
+var StopNotes = []string{NoteCheckinFailed, NoteFetchFailed, NoteLeaseDeferred, NoteLoginFailed, NoteBootstrapFailed}
+
+// IsStopNote reports whether event is one of StopNotes.
+func IsStopNote(event string) bool { return slices.Contains(StopNotes, event) }
 
 // Codes the agent decides itself (tenancy's and OpenBao's come with their answers).
 const (

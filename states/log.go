@@ -54,23 +54,17 @@ func (tk *tick) logTransition(t machine.Transition) {
 func (tk *tick) logNote(e store.Entry) {
 	var ev *zerolog.Event
 	rec := tk.eng.Record()
-	switch e.Event {
-	case machine.NoteBlocked:
+	switch name := e.Event; {
+	case name == machine.NoteBlocked:
 		ev = tk.Log.Error()
-	case machine.NoteCheckin:
-		switch {
-		case e.Code != "" && (rec.Refusal != nil || rec.Parked):
-			ev = tk.Log.Error() // still refused, parked
-		case e.Code != "":
-			ev = tk.Log.Warn() // retry n of m at
-		default:
-			ev = tk.Log.Debug()
-		}
-	case machine.NoteCheckinFailed, machine.NoteFetchFailed, machine.NoteLeaseDeferred, machine.NoteLoginFailed,
-		machine.NoteBootstrapFailed, machine.NoteUnauthenticated, machine.NoteReportDropped:
+	case name == machine.NoteCheckin && e.Code != "" && (rec.Refusal != nil || rec.Parked):
+		ev = tk.Log.Error() // still refused, parked
+	case name == machine.NoteCheckin && e.Code != "":
+		ev = tk.Log.Warn() // retry n of m at
+	case name == machine.NoteCheckin, name == machine.NoteTickEnd:
+		ev = tk.Log.Debug() // a tick-end: the tick's closing line says it, at its priority
+	case machine.IsStopNote(name), name == machine.NoteUnauthenticated, name == machine.NoteReportDropped:
 		ev = tk.Log.Warn()
-	case machine.NoteTickEnd:
-		ev = tk.Log.Debug() // the tick's closing line says it, at its priority
 	default:
 		ev = tk.Log.Info()
 	}

@@ -289,12 +289,7 @@ func (tk *tick) journalEnd(err error) {
 
 // endNote reports whether a note event already tells why a tick ended.
 func endNote(ev string) bool {
-	switch ev {
-	case machine.NoteCheckinFailed, machine.NoteFetchFailed, machine.NoteLeaseDeferred, machine.NoteLoginFailed,
-		machine.NoteBootstrapFailed, machine.NoteBlocked, machine.NoteTickEnd:
-		return true
-	}
-	return false
+	return machine.IsStopNote(ev) || ev == machine.NoteBlocked || ev == machine.NoteTickEnd
 }
 
 // noteStop journals why the tick stops here for now (a temporary fault) as a note of event: the
