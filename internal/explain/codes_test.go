@@ -93,12 +93,14 @@ func agentCodes(t *testing.T) []string {
 }
 
 // TestEveryCodeIsExplained: whatever code the agent journals a failure with, explain says what
-// it means and what to do, never an empty fault or the fix "run explain again".
+// it means and what to do, never an empty fault or the fix "run explain again"; a code of
+// tenancy's that the agent does not know is said to be one.
 func TestEveryCodeIsExplained(t *testing.T) {
 	codes := agentCodes(t)
 	if len(codes) < 40 {
 		t.Fatalf("found %d codes in the agent's sources: the reader misses them", len(codes))
 	}
+	codes = append(codes, "TENANCYS_OWN_CODE") // a code of tenancy's that no release of the agent knows
 	at := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	exit := machine.ExitFail
 	for _, code := range codes {
@@ -110,7 +112,7 @@ func TestEveryCodeIsExplained(t *testing.T) {
 			Now:    at.Add(time.Minute),
 		}
 		w := explain.Decide(in).Why
-		if w == nil || w.Code != code || w.Fault == "" || w.Fix == "" || w.Fix == "monky-deployd explain --json | jq .why" {
+		if w == nil || w.Code != code || w.Fault == "" || w.Fix == "" || strings.Contains(w.Fix, "jq .why") {
 			t.Errorf("%s: why = %+v, want the fault in words and a fix", code, w)
 		}
 	}

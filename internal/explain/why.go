@@ -185,13 +185,15 @@ func explainWhy(in Input) *Why {
 	project := "monky-" + env
 	mk := func(code, fault, evidence, next string, at time.Time, tick uint64) *Why {
 		c, ok := causes[code]
+		if !ok {
+			// a code of tenancy's or OpenBao's own that this agent has no words for
+			c = cause{fault: "the step failed with " + code + ", a code this agent has no words for: the evidence holds the answer's own",
+				fix: "monky-deployd explain -n 5   # the entries before it name the step and who answered"}
+		}
 		if fault == "" {
 			fault = c.fault
 		}
 		fix := c.fix
-		if !ok || fix == "" {
-			fix = "monky-deployd explain --json | jq .why"
-		}
 		fix = strings.NewReplacer("{project}", project, "{env}", env).Replace(fix)
 		return &Why{Code: code, Fault: sentence(fault), Evidence: evidence, Next: sentence(next), Fix: fix, At: at.UTC(), Tick: tick, short: next}
 	}
