@@ -160,7 +160,9 @@ func TestLeaseBudgetIsNeverExceeded(t *testing.T) {
 	}
 }
 
-func TestExit75AtLoginKeepsTheGrant(t *testing.T) {
+// leasedWithKeptGrant leases for v1 and leaves the login unanswered once: the tick ends 75 in
+// Leased, the grant kept 0600 for the next tick.
+func leasedWithKeptGrant(t *testing.T) *harness {
 	h := newHarness(t)
 	h.wantExit(h.tick(), 0) // bootstrap; nothing desired yet
 	h.sim.Fail(simFailTimes("/v1/auth/jwt-tenancy/login", 503, 1))
@@ -172,13 +174,23 @@ func TestExit75AtLoginKeepsTheGrant(t *testing.T) {
 	if m := testkit.Mode(t, h.cfg.GrantPath()); m != 0o600 {
 		t.Errorf("kept grant mode %o", m)
 	}
+	return h
+}
+
+// keptGrantLogsIn runs the tick that logs in with the kept grant: one lease in all, no grant left.
+func (h *harness) keptGrantLogsIn() {
+	h.t.Helper()
 	h.wantExit(h.tick(), 0)
 	if c := h.sim.Counts(env); c.Leases != 1 {
-		t.Errorf("leases %d, want 1: the kept grant logs in", c.Leases)
+		h.t.Errorf("leases %d, want 1: the kept grant logs in", c.Leases)
 	}
 	if _, err := os.Stat(h.cfg.GrantPath()); !os.IsNotExist(err) {
-		t.Errorf("grant file left after login")
+		h.t.Errorf("grant file left after login")
 	}
+}
+
+func TestExit75AtLoginKeepsTheGrant(t *testing.T) {
+	leasedWithKeptGrant(t).keptGrantLogsIn()
 }
 
 // A tick that resumes in Leased asks OpenBao whether the kept grant already logged in; when
@@ -186,11 +198,7 @@ func TestExit75AtLoginKeepsTheGrant(t *testing.T) {
 // journal's vocabulary, logged as a warning, with no second entry for the tick's end), and the
 // next tick logs in with the kept grant: still one lease.
 func TestExit75AtLoginLookupKeepsTheGrant(t *testing.T) {
-	h := newHarness(t)
-	h.wantExit(h.tick(), 0) // bootstrap; nothing desired yet
-	h.sim.Fail(simFailTimes("/v1/auth/jwt-tenancy/login", 503, 1))
-	h.release("v1", nil)
-	h.wantExit(h.tick(), 75)
+	h := leasedWithKeptGrant(t)
 	h.sim.Fail(simFailTimes("/v1/auth/token/lookup-self", 503, 1))
 	h.logs.Reset()
 	h.wantExit(h.tick(), 75)
@@ -209,10 +217,7 @@ func TestExit75AtLoginLookupKeepsTheGrant(t *testing.T) {
 	if rec := h.record(); rec.State != "Leased" {
 		t.Fatalf("state %s, want Leased", rec.State)
 	}
-	h.wantExit(h.tick(), 0)
-	if c := h.sim.Counts(env); c.Leases != 1 {
-		t.Errorf("leases %d, want 1: the kept grant logs in", c.Leases)
-	}
+	h.keptGrantLogsIn()
 }
 
 func TestRegistryCredentialGoesToTheAgentsDockerConfig(t *testing.T) {
