@@ -15,7 +15,7 @@ import (
 	"github.com/tikali/monky-deployd/store"
 )
 
-var update = flag.Bool("update", false, "rewrite testdata/explain/*.txt from the traces")
+var update = flag.Bool("update", false, "rewrite testdata/explain/*.txt from the traces, and docs/OPERATIONS.md's codes table")
 
 // trace is a recorded history loaded: the store read from its export, explain's document of
 // it, the export's bytes, and the export's time, which the tests use as "now" so the output is

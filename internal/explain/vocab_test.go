@@ -1,10 +1,12 @@
 package explain_test
 
 import (
+	"bytes"
 	"go/ast"
 	"go/parser"
 	"go/token"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -140,4 +142,30 @@ func TestEveryStopNoteIsExplained(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestCodesMatchDocs: docs/OPERATIONS.md's table of every code is the one explain words them
+// from. With -update it rewrites the block between the marker lines.
+func TestCodesMatchDocs(t *testing.T) {
+	const doc, begin, end = "../../docs/OPERATIONS.md", "<!-- codes:begin -->\n", "<!-- codes:end -->"
+	raw, err := os.ReadFile(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, e := bytes.Index(raw, []byte(begin)), bytes.Index(raw, []byte(end))
+	if b < 0 || e < b || bytes.Count(raw, []byte(begin)) != 1 {
+		t.Fatalf("%s: the marker lines %q and %q are missing, repeated or out of order", doc, begin, end)
+	}
+	got, want := string(raw[b+len(begin):e]), explain.CodesMarkdown()
+	if got == want {
+		return
+	}
+	if *update {
+		out := append(append(append([]byte{}, raw[:b+len(begin)]...), want...), raw[e:]...)
+		if err := os.WriteFile(doc, out, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	t.Errorf("%s's codes table differs from explain's words; run: go test ./internal/explain -update", doc)
 }

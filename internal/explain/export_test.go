@@ -1,0 +1,4 @@
+package explain
+
+// CodesMarkdown exports codesMarkdown to the package's tests.
+var CodesMarkdown = codesMarkdown
