@@ -248,6 +248,31 @@ func TestRegistryCredentialGoesToTheAgentsDockerConfig(t *testing.T) {
 	}
 }
 
+// A secret the manifest names that OpenBao does not hold fails the apply with OpenBao's own
+// code, and explain names the path and what to check, not an empty fault.
+func TestAMissingSecretIsExplained(t *testing.T) {
+	h := newHarness(t)
+	h.release("v1", func(f map[string][]byte) {
+		f["secrets.manifest.json"] = []byte(`{"entries": [
+  {"var": "GEMINI_API_KEY", "path": "monky/data/env-qa-02/see/gemini", "key": "value", "version": 1},
+  {"var": "DB_PASSWORD", "path": "monky/data/env-qa-02/see/never-set", "key": "password"}
+]}`)
+	})
+	h.wantExit(h.tick(), 1)
+	rec := h.record()
+	if rec.State != "Failed" || rec.Failure == nil || rec.Failure.Code != "KV_NOT_FOUND" || !strings.Contains(rec.Failure.Detail, "see/never-set") {
+		t.Fatalf("state %s failure %+v, want Failed KV_NOT_FOUND naming the path", rec.State, rec.Failure)
+	}
+	doc, err := explain.Build(h.st, explain.Options{Now: h.clock.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := doc.Why; w == nil || w.Code != "KV_NOT_FOUND" || !strings.Contains(w.Fault, "has no data in OpenBao") ||
+		!strings.Contains(w.Evidence, "see/never-set") || !strings.Contains(w.Fix, "bao kv metadata get") {
+		t.Errorf("why = %+v", w)
+	}
+}
+
 func TestPullFailureCarriesTheRegistrysWords(t *testing.T) {
 	h := newHarness(t)
 	h.release("v1", nil)

@@ -313,6 +313,16 @@ func (c *Client) ReadKV(ctx context.Context, token, path, key string, version in
 		ee.Msg = where + " is deleted or destroyed"
 		return "", ee
 	}
+	if errors.As(err, &ee) && ee.Status == http.StatusNotFound {
+		// OpenBao answers a KV-v2 path that holds no secret with 404 (and no words): the
+		// manifest names a secret that was never set, or a wrong path
+		msg := where + " has no data"
+		if ee.Msg != "" {
+			msg += " (OpenBao: " + ee.Msg + ")"
+		}
+		ee.Code, ee.Msg = "KV_NOT_FOUND", msg
+		return "", ee
+	}
 	if err != nil {
 		return "", err
 	}

@@ -215,8 +215,9 @@ func TestErrors(t *testing.T) {
 	_, err = c.ReadKV(ctx, tok, "monky/data/env-qa-03/see/x", "value", 0)
 	wantErr(t, err, fault.Permanent, "BAO_PERMISSION_DENIED", "(HTTP 403)")
 
+	// a secret never set: OpenBao's 404 read as what it means for a KV read
 	_, err = c.ReadKV(ctx, tok, "monky/data/env-qa-02/see/nothing", "value", 0)
-	wantErr(t, err, fault.NotFound, "BAO_NOT_FOUND", "(HTTP 404)")
+	wantErr(t, err, fault.NotFound, "KV_NOT_FOUND", "(HTTP 404): monky/data/env-qa-02/see/nothing has no data")
 
 	_, err = c.ReadKV(ctx, tok, "monky/data/env-qa-02/see/sealed", "value", 0)
 	wantErr(t, err, fault.Temporary, "", "Vault is sealed")
