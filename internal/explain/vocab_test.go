@@ -102,6 +102,7 @@ func TestEveryCodeIsExplained(t *testing.T) {
 	if len(codes) < 40 {
 		t.Fatalf("found %d codes in the agent's sources: the reader misses them", len(codes))
 	}
+	t.Logf("%d codes in the agent's sources: %s", len(codes), strings.Join(codes, " "))
 	codes = append(codes, "TENANCYS_OWN_CODE") // a code of tenancy's that no release of the agent knows
 	at := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	exit := machine.ExitFail
