@@ -3,7 +3,7 @@
 #                pair of points as a double fault, 240 seeded triple faults, the crash
 #                families, file:token-written 200 times in a row, and 200 power-loss double
 #                faults through the CrashFS seam (CI runs it)
-#   make fuzz    every Fuzz* target of the tree for FUZZTIME each (default 30s)
+#   make fuzz    every Fuzz* target of the tree for FUZZTIME each (default 30s): test/fuzz.sh
 #   make soak    the chaos soak: SOAK_TICKS ticks (default 300) of the real agent against
 #                monky-sim and the docker stub under a schedule of faults seeded by SOAK_SEED
 #                (default 1); SOAK_ROUNDS rounds (default 1), round r with seed SOAK_SEED+r-1
@@ -26,13 +26,7 @@ crash:
 	@$(call filtered,MONKY_POWERLOSS_FULL=1 $(GO) test -count=1 -timeout 30m -run '^TestPowerLossDoubleFault$$' -v ./states/,power-loss|^(ok|FAIL|---))
 
 fuzz:
-	@set -e; for f in $$(grep -rl --include='*_test.go' '^func Fuzz' . | sort); do \
-		pkg=./$$(dirname $$f); \
-		for t in $$(grep -h '^func Fuzz' $$f | sed 's/^func \(Fuzz[A-Za-z0-9_]*\).*/\1/'); do \
-			echo "fuzz $$pkg $$t ($(FUZZTIME))"; \
-			$(GO) test $$pkg -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME); \
-		done; \
-	done
+	@FUZZTIME=$(FUZZTIME) GO=$(GO) bash test/fuzz.sh
 
 soak:
 	@for r in $$(seq 1 $(SOAK_ROUNDS)); do \
