@@ -39,8 +39,9 @@ var Notes = []string{NoteCheckin, NoteCheckinFailed, NoteFetchFailed, NoteLeaseD
 	NoteBootstrap, NoteBootstrapFailed, NoteRenew, NoteTokenSwap, NoteUnauthenticated, NoteBlocked,
 	NoteReportDropped, NoteRollbackAllowed, NoteTickEnd, NotePrune, NoteTakeover, NoteClockCorrected, NoteHandOver}
 
-// StopNotes are the notes a step writes when a temporary fault stops the tick there (exit 75):
-// the step is kept and the next tick resumes it. Each tells why its tick ended (no tick-end note
+// StopNotes are the notes a step writes when it cannot go on now and the tick stops there
+// (exit 75 for a temporary fault, the note says when 1): the step is kept and the next tick
+// resumes it. Each tells why its tick ended (no tick-end note
 // follows it), is logged as a warning, and explain words every one.
 var StopNotes = []string{NoteCheckinFailed, NoteFetchFailed, NoteLeaseDeferred, NoteLoginFailed, NoteBootstrapFailed}
 
