@@ -24,7 +24,7 @@ var codeShape = regexp.MustCompile(`^[A-Z][A-Z0-9]*(_[A-Z0-9]+)+$`)
 
 // agentCodes reads the agent's sources for every code it can journal: a `Code: "X"` field, an
 // assignment to a `.Code`, a `Code…` constant, and a code literal handed to the steps' failure
-// helpers (fail, composeFailed, codeOr).
+// helpers (fail, composeFailed, codeOr, refuse).
 func agentCodes(t *testing.T) []string {
 	t.Helper()
 	root := filepath.Join("..", "..")
