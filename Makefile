@@ -32,10 +32,12 @@ vet:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt would change:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) vet ./...
 	$(GO) vet -tags heartbeat ./cmd/monky-deployd
+	$(GO) vet -tags design ./test/bench/floor
 
 lint:
 	$(STATICCHECK) ./...
 	$(STATICCHECK) -tags heartbeat ./cmd/monky-deployd
+	$(STATICCHECK) -tags design ./test/bench/floor
 
 unit:
 	$(GO) test -count=1 ./...

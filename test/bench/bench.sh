@@ -7,8 +7,11 @@
 #   (b) the floor: test/bench/floor, the same check-in, stub `compose ps` and report, nothing else;
 #   (c) the predecessor's floor: python3 importing the modules its agent imported;
 #   (d) the same heartbeat by the complete agent (`monky-deployd run --once` typed by hand);
+#   (e) the design floor: the floor built with -tags design (test/bench/floor/design.go), which
+#       adds what the design card asks of every heartbeat: its libraries, config.yaml, the tick
+#       lock, one bbolt read and one fsync'd bbolt write — the least a tick of this design costs;
 # timed side by side with hyperfine (medians, ratios a/b and a/c) and with /usr/bin/time -v (peak
-# RSS, CPU); (a) and (b) once more, interleaved, with MONKY_DEPLOYD_TRACE set, so both print the
+# RSS, CPU); (a) and (b), then (e) and (b), once more, interleaved, with MONKY_DEPLOYD_TRACE set, so both print the
 # phases of their run (test/bench/phases: start and inits, config, store open, lock, state read,
 # compose ps, check-in, report, commit); then the Go benchmarks (bundle verification MB/s, the
 # agent-side time of a 100-file apply), `status` and `explain` on a state file holding a year of
@@ -76,6 +79,7 @@ CGO_ENABLED=0 go build -tags "$AGENT_TAGS" -trimpath -ldflags "$LD" -o "$BIN/mon
 # which execs monky-deployd beside it (the complete agent) for all but a heartbeat, status, explain
 CGO_ENABLED=0 go build -tags "$AGENT_TAGS,heartbeat" -trimpath -ldflags "$LD" -o "$BIN/monky-deployd-heartbeat" ./cmd/monky-deployd
 CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$BIN/floor" ./test/bench/floor
+CGO_ENABLED=0 go build -tags "$AGENT_TAGS,design" -trimpath -ldflags "-s -w" -o "$BIN/floor-design" ./test/bench/floor
 CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$BIN/monky-sim" ./cmd/monky-sim
 CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$BIN/docker" ./internal/fakedocker
 CGO_ENABLED=0 go build -trimpath -o "$BIN/year" ./test/bench/year
@@ -83,7 +87,8 @@ CGO_ENABLED=0 go build -trimpath -o "$BIN/phases" ./test/bench/phases
 AGENT_SIZE=$(stat -c %s "$BIN/monky-deployd-heartbeat")
 FULL_SIZE=$(stat -c %s "$BIN/monky-deployd")
 FLOOR_SIZE=$(stat -c %s "$BIN/floor")
-awk -v a="$AGENT_SIZE" -v c="$FULL_SIZE" -v f="$FLOOR_SIZE" 'BEGIN {printf "heartbeat build: %.1f MiB   monky-deployd: %.1f MiB   floor: %.1f MiB\n", a/1048576, c/1048576, f/1048576}'
+DESIGN_SIZE=$(stat -c %s "$BIN/floor-design")
+awk -v a="$AGENT_SIZE" -v c="$FULL_SIZE" -v f="$FLOOR_SIZE" -v e="$DESIGN_SIZE" 'BEGIN {printf "heartbeat build: %.1f MiB   monky-deployd: %.1f MiB   floor: %.1f MiB   design floor: %.1f MiB\n", a/1048576, c/1048576, f/1048576, e/1048576}'
 
 banner "converge one box against monky-sim (docker stub)"
 export FAKE_DOCKER_STATE=$WORK/docker-state
@@ -105,14 +110,19 @@ FULL_CMD="${FULL[*]}"
 FLOOR=("$BIN/floor" -tenancy "$TENANCY" -token "$STATE/bao.token" -env "$ENV_ID" -project "monky-$ENV_ID" -dir "$STATE/$ENV_ID/current" -docker "$BIN/docker")
 FLOOR_CMD="${FLOOR[*]}"
 "${FLOOR[@]}" || { echo "bench: the floor program failed" >&2; exit 1; }
-echo "applied v1; a heartbeat tick and the floor both exit 0"
+mkdir -p "$WORK/design-state"
+DESIGN=("$BIN/floor-design" "${FLOOR[@]:1}" -config "$KIT/config.yaml" -state "$WORK/design-state")
+DESIGN_CMD="${DESIGN[*]}"
+"${DESIGN[@]}" || { echo "bench: the design floor failed" >&2; exit 1; }
+echo "applied v1; a heartbeat tick, the floor and the design floor all exit 0"
 
 banner "(a) agent tick vs (b) floor vs (c) python3 imports — hyperfine, $RUNS runs each"
 hyperfine -N --warmup 3 --runs "$RUNS" --style basic --export-json "$WORK/hf.json" \
 	-n "a: heartbeat build run --once (the timer's heartbeat)" "$AGENT_CMD" \
 	-n "b: floor (check-in + ps + report)" "$FLOOR_CMD" \
 	-n "c: python3 -c 'import ...'" "python3 -c '$PY_IMPORTS'" \
-	-n "d: monky-deployd run --once (the same heartbeat, complete agent)" "$FULL_CMD"
+	-n "d: monky-deployd run --once (the same heartbeat, complete agent)" "$FULL_CMD" \
+	-n "e: design floor (the floor + the design's libraries, lock, two bbolt transactions)" "$DESIGN_CMD"
 
 banner "peak RSS and CPU — /usr/bin/time -v, $TRUNS runs each"
 timeit() { # name, command...
@@ -128,6 +138,7 @@ timeit a "${AGENT[@]}"
 timeit b "${FLOOR[@]}"
 timeit c python3 -c "$PY_IMPORTS"
 timeit d "${FULL[@]}"
+timeit e "${DESIGN[@]}"
 
 python3 - "$WORK" <<'PY'
 import json, statistics, sys
@@ -136,24 +147,27 @@ hf = json.load(open(w + "/hf.json"))["results"]
 med = {r["command"][0]: r["median"] for r in hf}
 cpu = {r["command"][0]: r["user"] + r["system"] for r in hf}
 rss, tcpu = {}, {}
-for k in "abcd":
+for k in "abcde":
     rows = [l.split() for l in open(f"{w}/time-{k}") if l.strip()]
     rss[k] = statistics.median(float(r[0]) for r in rows) / 1024
     tcpu[k] = statistics.median(float(r[1]) for r in rows)
 print(f"{'':34} {'median wall':>12} {'CPU (mean)':>11} {'peak RSS':>10}")
-names = {"a": "a: heartbeat build's tick", "b": "b: floor", "c": "c: python3 imports", "d": "d: complete agent's tick"}
-for k in "abcd":
+names = {"a": "a: heartbeat build's tick", "b": "b: floor", "c": "c: python3 imports", "d": "d: complete agent's tick", "e": "e: design floor"}
+for k in "abcde":
     print(f"{names[k]:34} {med[k]*1000:9.2f} ms {cpu[k]*1000:8.2f} ms {rss[k]:6.1f} MiB")
 ab, ac = med["a"] / med["b"], med["a"] / med["c"]
 print(f"ratio a/b: {ab:.2f}x  (target <= 1.2x: {'met' if ab <= 1.2 else 'MISSED'})")
 print(f"ratio a/c: {ac:.2f}x")
 print(f"peak RSS of the agent: {rss['a']:.1f} MiB (target <= 20 MiB: {'met' if rss['a'] <= 20 else 'MISSED'})")
-print(f"CPU per tick from /usr/bin/time (median user+sys): a {tcpu['a']*1000:.0f} ms, b {tcpu['b']*1000:.0f} ms, c {tcpu['c']*1000:.0f} ms, d {tcpu['d']*1000:.0f} ms (10 ms resolution)")
+print(f"ratio e/b: {med['e'] / med['b']:.2f}x wall, {rss['e'] / rss['b']:.2f}x peak RSS (the design's own price)")
+print(f"CPU per tick from /usr/bin/time (median user+sys): a {tcpu['a']*1000:.0f} ms, b {tcpu['b']*1000:.0f} ms, c {tcpu['c']*1000:.0f} ms, d {tcpu['d']*1000:.0f} ms, e {tcpu['e']*1000:.0f} ms (10 ms resolution)")
 json.dump({"med": med, "cpu": cpu, "rss": rss}, open(w + "/tick.json", "w"))
 PY
 
 banner "phases of (a) and (b), interleaved, MONKY_DEPLOYD_TRACE — $RUNS runs each"
 "$BIN/phases" -runs "$RUNS" -json "$WORK/phases.json" -a "$AGENT_CMD" -b "$FLOOR_CMD"
+banner "phases of (e) the design floor and (b), interleaved — $RUNS runs each"
+"$BIN/phases" -runs "$RUNS" -json "$WORK/phases-e.json" -a "$DESIGN_CMD" -b "$FLOOR_CMD"
 
 banner "Go benchmarks"
 echo "bundle verification (bundle.BenchmarkRead, 8 MiB tar of 100 files; target >= 500 MB/s):"
@@ -202,9 +216,9 @@ PY
 
 banner "every figure and its target"
 LOAD_AFTER=$(cut -d' ' -f1-3 /proc/loadavg)
-python3 - "$WORK" "$FLEET_RESULT" "$LOAD_BEFORE" "$LOAD_AFTER" "$AGENT_SIZE" "$FLOOR_SIZE" "$FULL_SIZE" <<'PY'
+python3 - "$WORK" "$FLEET_RESULT" "$LOAD_BEFORE" "$LOAD_AFTER" "$AGENT_SIZE" "$FLOOR_SIZE" "$FULL_SIZE" "$DESIGN_SIZE" <<'PY'
 import json, os, sys
-w, fleet_path, load_before, load_after, asize, fsize, csize = sys.argv[1:8]
+w, fleet_path, load_before, load_after, asize, fsize, csize, esize = sys.argv[1:9]
 def num(path):
     try:
         return float(open(path).read().split()[0])
@@ -212,6 +226,7 @@ def num(path):
         return None
 tick = json.load(open(w + "/tick.json"))
 ph = json.load(open(w + "/phases.json"))
+pe = json.load(open(w + "/phases-e.json"))
 se = {r["command"]: r["median"] * 1000 for r in json.load(open(w + "/se.json"))["results"]}
 rows = []
 def row(name, value, target, ok):
@@ -232,6 +247,13 @@ row("  of which the binary's pages (phases)", f"{ph['a']['file_mib']:.1f} / {ph[
 row("  of which heap and stacks (phases)", f"{ph['a']['anon_mib']:.1f} / {ph['b']['anon_mib']:.1f} MiB", "", None)
 row("peak RSS of a tick", f"{rss['a']:.1f} MiB", "<= 20 MiB", rss["a"] <= 20)
 row("binary size, heartbeat build / floor", f"{int(asize)/1048576:.1f} / {int(fsize)/1048576:.1f} MiB", "", None)
+r, q = med["e"] / med["b"], pe["a"]["wall"] / pe["b"]["wall"]
+row("design floor (e) / floor: tick, hyperfine; interleaved", f"{med['e']*1000:.1f} ms = {r:.2f}x; {q:.2f}x", "", None)
+r = rss["e"] / rss["b"]
+row("  its peak RSS / floor's: what the design's libraries cost", f"{rss['e']:.1f} MiB = {r:.2f}x", "", None)
+row("  its binary's pages / heap and stacks (phases)", f"{pe['a']['file_mib']:.1f} / {pe['a']['anon_mib']:.1f} MiB", "", None)
+row("  its binary size", f"{int(esize)/1048576:.1f} MiB", "", None)
+row("heartbeat tick / design floor: the agent's own code", f"{med['a']/med['e']:.2f}x wall, {rss['a']/rss['e']:.2f}x RSS", "", None)
 r = med["d"] / med["b"]
 row("complete agent's heartbeat (by hand) / floor", f"{med['d']*1000:.1f} ms = {r:.2f}x, {rss['d']:.1f} MiB = {rss['d']/rss['b']:.2f}x", "", None)
 row("  its binary size", f"{int(csize)/1048576:.1f} MiB", "", None)

@@ -5,6 +5,15 @@
 // MONKY_DEPLOYD_TRACE set it prints the same phases as the agent (internal/phase).
 //
 //	floor -tenancy URL -token FILE -env ENV -project P -dir DIR [-docker BIN]
+//
+// Built with -tags design it is the design floor (design.go): the same tick plus the least the
+// design card asks of every heartbeat — its libraries linked and initialised (urfave/cli,
+// go.yaml.in/yaml, zerolog, looplab/fsm, bbolt, compose-go's dotenv, Prometheus' expfmt over
+// client_model), config.yaml read, the tick lock taken, one bbolt read before the check-in and
+// one fsync'd bbolt write after the report. What the agent spends beyond it is what the agent's
+// own code costs; what it spends over the plain floor is the design's price.
+//
+//	floor … -config FILE -state DIR
 package main
 
 import (
@@ -46,8 +55,12 @@ func run() error {
 	project := flag.String("project", "", "compose project")
 	dir := flag.String("dir", ".", "the current release's directory")
 	docker := flag.String("docker", "docker", "docker CLI")
+	mandates := designFlags()
 	flag.Parse()
 	phase.Mark("cli")
+	if err := mandates.before(); err != nil {
+		return err
+	}
 
 	tok, err := os.ReadFile(*tokenFile)
 	if err != nil {
@@ -56,6 +69,7 @@ func run() error {
 	token := strings.TrimSpace(string(tok))
 	phase.Mark("token")
 
+	mandates.pin(*dir)
 	cmd := exec.Command(*docker, "compose", "-p", *project, "ps", "--format", "json")
 	cmd.Dir = *dir
 	out, err := cmd.Output()
@@ -88,7 +102,7 @@ func run() error {
 		return fmt.Errorf("report: %w", err)
 	}
 	phase.Mark("report")
-	return nil
+	return mandates.after()
 }
 
 func post(hc *http.Client, url, token string, body, into any) error {
