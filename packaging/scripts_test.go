@@ -218,7 +218,7 @@ func TestPostrmPurgeLeavesTheDeployDirAndSaysHowToTakeItDown(t *testing.T) {
 			stateDir, deploy = "srv/monky/state", "srv/monky/deploy"
 			cfg += "state_dir: \"/srv/monky/state\"\ndeploy_dir: /srv/monky/deploy\ncompose_project: shop\n"
 		}
-		for _, f := range []string{"bao.token", "lease.grant", "state.db", "state.db.corrupt-20261130T101010Z", "lock", "docker/config.json",
+		for _, f := range []string{"bao.token", "lease.grant", "state.db", "state.db.checked", "state.db.corrupt-20261130T101010Z", "lock", "docker/config.json",
 			"metrics.json", "state.json", ".bao.token.tmp-abc"} {
 			testkit.WriteFile(t, s.path(stateDir+"/"+f), "x", 0o600)
 		}

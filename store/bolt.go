@@ -35,6 +35,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"syscall"
 	"time"
 
@@ -76,6 +77,13 @@ type Bolt struct {
 	opts BoltOptions
 	// ready: the last check found the file whole and with its layout (nothing to initialise)
 	ready bool
+	// vouched: the file as this store last knew it sound (the check passed, the receipt
+	// matched, or its own commit on such a file); nil when it does not know (receipt.go).
+	// mu guards it: a Bolt may be shared by goroutines.
+	mu      sync.Mutex
+	vouched *receipt
+	// fullChecks counts the opens that checked the whole file (the tests read it)
+	fullChecks int
 }
 
 var _ Store = (*Bolt)(nil)
@@ -177,18 +185,29 @@ func (b *Bolt) run(writable bool, fn func(*bolt.Tx) error) (err error) {
 	defer restore()
 	db, err := b.open(!writable)
 	if err != nil {
+		if damaged(err) {
+			b.dropReceipt() // the next open checks the whole file and moves it aside
+		}
 		return err
 	}
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("state file %s is damaged: %v: %w", b.path, r, ErrCorrupt)
+			b.dropReceipt() // the next open checks the whole file and moves it aside
 		}
 		if cerr := db.Close(); cerr != nil && err == nil {
 			err = fmt.Errorf("close %s: %w", b.path, cerr)
 		}
 	}()
 	if writable {
-		return db.Update(fn)
+		// under the commit's lock: the receipt is renewed only for a commit on the bytes it
+		// vouched for
+		base := b.stillVouched()
+		if err := db.Update(fn); err != nil {
+			return err
+		}
+		b.vouchAfterCommit(base)
+		return nil
 	}
 	return db.View(fn)
 }
@@ -308,7 +327,7 @@ func firstCheckError(btx *bolt.Tx) error {
 // guard, so a damaged page is a problem, never a crash.
 func (b *Bolt) inspect(readOnly bool) (problem string, err error) {
 	b.ready = false
-	problem, exists, err := precheck(b.path, b.opts.Timeout)
+	problem, exists, err := precheck(b.path, b.opts.Timeout, true)
 	if err != nil || problem != "" {
 		return problem, err
 	}
@@ -349,6 +368,12 @@ func (b *Bolt) inspect(readOnly bool) (problem string, err error) {
 	if verr != nil && problem == "" {
 		problem = fmt.Sprintf("bbolt cannot read it (%v)", verr)
 	}
+	if problem == "" {
+		// the bytes the check passed, hashed under the same lock (receipt.go)
+		if size, crc, err := sumPath(b.path); err == nil {
+			b.setVouched(&receipt{Size: size, CRC32C: crc, CheckedAt: b.opts.Now().UTC()})
+		}
+	}
 	return problem, nil
 }
 
@@ -378,6 +403,16 @@ func unwrapAll(err error) error {
 }
 
 func (b *Bolt) validate() error {
+	r, err := b.matchReceipt()
+	if err != nil {
+		return err
+	}
+	if r != nil {
+		b.setVouched(r)
+		b.ready = true
+		return b.fixMode()
+	}
+	b.fullChecks++
 	_, statErr := os.Stat(b.path)
 	created := errors.Is(statErr, fs.ErrNotExist)
 	problem, err := b.inspect(false)
@@ -404,15 +439,24 @@ func (b *Bolt) validate() error {
 				return err
 			}
 			return btx.Bucket([]byte(bucketMeta)).Put([]byte(keyMovedAside), moved)
-		}); err != nil && !errors.Is(err, errUnchanged) {
+		}); errors.Is(err, errUnchanged) {
+			b.writeFirstReceipt() // nothing committed: the checked bytes are the file's
+		} else if err != nil {
 			return fmt.Errorf("initialise state file: %w", err)
 		}
+	} else {
+		b.writeFirstReceipt()
 	}
 	if created {
 		if err := syncDir(filepath.Dir(b.path)); err != nil {
 			return err
 		}
 	}
+	return b.fixMode()
+}
+
+// fixMode gives the state file its mode back (0600) when something changed it.
+func (b *Bolt) fixMode() error {
 	if fi, err := os.Stat(b.path); err == nil && fi.Mode().Perm() != fileMode {
 		if err := os.Chmod(b.path, fileMode); err != nil {
 			return fmt.Errorf("chmod state file: %w", err)
@@ -422,6 +466,15 @@ func (b *Bolt) validate() error {
 }
 
 func (b *Bolt) validateReadOnly() error {
+	r, err := b.matchReceipt()
+	if err != nil {
+		return err
+	}
+	if r != nil {
+		b.setVouched(r)
+		return nil
+	}
+	b.fullChecks++
 	problem, err := b.inspect(true)
 	if err != nil {
 		return err
@@ -491,6 +544,7 @@ func (b *Bolt) moveAside() (string, error) {
 	if err := os.Rename(b.path, aside); err != nil {
 		return "", fmt.Errorf("move aside: %w", err)
 	}
+	b.dropReceipt()
 	if err := syncDir(filepath.Dir(b.path)); err != nil {
 		return "", err
 	}
@@ -575,6 +629,7 @@ func (b *Bolt) CompactIfNeeded(threshold float64) (compacted bool, err error) {
 		_ = os.Remove(tmp)
 		return false, fmt.Errorf("compact: rename: %w", err)
 	}
+	b.dropReceipt() // new bytes: the next open checks them
 	if err := syncDir(filepath.Dir(b.path)); err != nil {
 		return true, fmt.Errorf("compact: %w", err)
 	}

@@ -78,8 +78,9 @@ func decodeMeta(b []byte) metaPage {
 // mark past the end of a truncated file is a SIGBUS on first touch, which no recover() catches.
 // Both meta pages' checksums are verified; bbolt uses the valid one with the higher txid, so
 // one torn meta page (a power loss in mid-commit) is what bbolt recovers from and is accepted.
-// err is a fault of the system (permission, I/O), not of the file's bytes.
-func precheck(path string, timeout time.Duration) (problem string, exists bool, err error) {
+// err is a fault of the system (permission, I/O), not of the file's bytes. Without tree, the
+// walk reads the freelist only (what bbolt's read-write open loads), not the B+tree.
+func precheck(path string, timeout time.Duration, tree bool) (problem string, exists bool, err error) {
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		switch {
@@ -185,11 +186,13 @@ func precheck(path string, timeout time.Duration) (problem string, exists bool, 
 			continue
 		}
 		w := walker{raw: raw, ps: uint64(m.pageSize), hwm: m.pgid, seen: map[uint64]bool{}}
-		if err := w.tree(m.root, 0); err != nil {
-			if w.ioErr != nil {
-				return "", true, w.ioErr
+		if tree {
+			if err := w.tree(m.root, 0); err != nil {
+				if w.ioErr != nil {
+					return "", true, w.ioErr
+				}
+				return fmt.Sprintf("meta %d's tree: %v", i, err), true, nil
 			}
-			return fmt.Sprintf("meta %d's tree: %v", i, err), true, nil
 		}
 		if m.freelist != pgidNoFreelist {
 			if err := w.freelist(m.freelist); err != nil {

@@ -59,7 +59,7 @@ func TestPrecheckIgnoresTheOlderMetasPages(t *testing.T) {
 	if err := os.WriteFile(path, raw, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	problem, exists, err := precheck(path, time.Second)
+	problem, exists, err := precheck(path, time.Second, true)
 	if err != nil || !exists || problem != "" {
 		t.Fatalf("precheck: problem %q, exists %v, err %v; want a whole file", problem, exists, err)
 	}

@@ -8,11 +8,11 @@
 # running, and their compose project (<deploy_dir>: releases/, current) stays on disk so that a
 # person can still `docker compose down` them. Each says how.
 #   remove: prerm stopped and disabled the timer; config and state are kept (a reinstall resumes).
-#   purge:  removes the agent's own state — token, leased grant, state file (and any corrupt copy),
-#           lock, docker config, metrics counters, 0.1.x's state.json — the metrics textfile
-#           (metrics_path) and /etc/monky-deployd (config, bootstrap grant, CA). It leaves every
-#           deploy directory (a directory holding releases/ or current) and the monky-deployd
-#           user, which owns them.
+#   purge:  removes the agent's own state — token, leased grant, state file (its receipt, any
+#           corrupt copy), lock, docker config, metrics counters, 0.1.x's state.json — the metrics
+#           textfile (metrics_path) and /etc/monky-deployd (config, bootstrap grant, CA). It
+#           leaves every deploy directory (a directory holding releases/ or current) and the
+#           monky-deployd user, which owns them.
 # MONKY_ROOT (tests only) or DPKG_ROOT (dpkg --root with --force-script-chrootless) prefixes the
 # filesystem paths.
 set -e

@@ -11,13 +11,15 @@
 #       adds what the design card asks of every heartbeat: its libraries, config.yaml, the tick
 #       lock, one bbolt read and one fsync'd bbolt write — the least a tick of this design costs;
 # timed side by side with hyperfine (medians, ratios a/b and a/c) and with /usr/bin/time -v (peak
-# RSS, CPU); (a) and (b), then (e) and (b), once more, interleaved, with MONKY_DEPLOYD_TRACE set, so both print the
-# phases of their run (test/bench/phases: start and inits, config, store open, lock, state read,
-# compose ps, check-in, report, commit); then the Go benchmarks (bundle verification MB/s, the
-# agent-side time of a 100-file apply), `status` and `explain` on a state file holding a year of
-# history, and the binary size. It ends with one table: every figure, its target, met or missed,
-# the fleet's figures from the last `make bench-fleet` run ($SHM/monky-bench-fleet.json) among
-# them, and the machine's load average before and after the run.
+# RSS, CPU); (a) and (b), then (e) and (b), once more, interleaved, with MONKY_DEPLOYD_TRACE set,
+# so both print the phases of their run (test/bench/phases: start and inits, config, store open,
+# lock, state read, compose ps, check-in, report, commit); then the Go benchmarks (bundle
+# verification MB/s, the agent-side time of a 100-file apply), `status` and `explain` on a state
+# file holding a year of history and a heartbeat's state-file work on it (with the check's
+# receipt, and checking the whole file), and the binary size. It ends with one table: every
+# figure, its target, met or missed, the fleet's figures from the last `make bench-fleet` run
+# ($SHM/monky-bench-fleet.json) among them, and the machine's load average before and after the
+# run.
 #
 # The year's state file comes from `make bench-year` (the full 525,600 ticks; ~25 min) when its
 # directory holds a finished run; otherwise a compressed year is made here (2,200 applies with 3
@@ -206,6 +208,17 @@ hyperfine -N -i --warmup 3 --runs "$RUNS" --style basic --export-json "$WORK/se.
 	-n status "$BIN/monky-deployd-heartbeat --config $YCFG status" \
 	-n explain "$BIN/monky-deployd-heartbeat --config $YCFG explain" \
 	-n "explain -n 2000" "$BIN/monky-deployd-heartbeat --config $YCFG explain -n 2000" >/dev/null
+echo
+echo "the state file's part of a heartbeat on that file, in process (store.BenchmarkHeartbeatStore):"
+YSTATE=$(dirname "$YCFG")/../state/state.db
+MONKY_BENCH_STATE=$YSTATE TMPDIR=$SHM go test ./store -run '^$' -bench '^BenchmarkHeartbeatStore$' -benchtime 30x -count 3 | grep -E '^Benchmark' | tee "$WORK/hbstore.txt"
+python3 - "$WORK/hbstore.txt" <<'PY'
+import json, statistics, sys
+rows = [l.split() for l in open(sys.argv[1]) if l.startswith("Benchmark")]
+m = {k: statistics.median(float(r[2]) / 1e6 for r in rows if r[0].startswith("BenchmarkHeartbeatStore/" + k)) for k in ("receipt", "check")}
+print(f"median: open + read + commit {m['receipt']:.2f} ms with the receipt, {m['check']:.2f} ms checking the whole file")
+json.dump(m, open(sys.argv[1] + ".json", "w"))
+PY
 python3 - "$WORK/se.json" <<'PY'
 import json, sys
 for r in json.load(open(sys.argv[1]))["results"]:
@@ -267,6 +280,11 @@ row(f"state file after the {kind} year", f"{y/1048576:.2f} MiB" if y else "-", "
 for cmd in ("status", "explain"):
     m = se.get(cmd)
     row(f"`{cmd}` on that file", f"{m:.1f} ms" if m else "-", "<= 15 ms", None if m is None else m <= 15)
+try:
+    hs = json.load(open(w + "/hbstore.txt.json"))
+    row("  a heartbeat's state file work on it, receipt / check", f"{hs['receipt']:.2f} / {hs['check']:.2f} ms", "", None)
+except (OSError, ValueError, KeyError):
+    pass
 try:
     f = json.load(open(fleet_path))
     n, mean = f["agents"], f["ideal_per_s"]
