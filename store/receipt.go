@@ -1,13 +1,15 @@
 package store
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
 	"io/fs"
 	"os"
+	"strconv"
+	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -35,21 +37,49 @@ const ReceiptSuffix = ".checked"
 // receiptMaxAge is how long a receipt stands in for the check after the check last ran.
 const receiptMaxAge = time.Hour
 
-// receipt is the file as the check, or a commit on a checked file, left it.
+// receipt is the file as the check, or a commit on a checked file, left it. On disk it is one
+// line of text (no reflection to decode on every tick's open):
+//
+//	monky-deployd-receipt 1 <size> <crc32c, 8 hex digits> <checked at, RFC 3339 UTC>
 type receipt struct {
-	Size      int64     `json:"size"`
-	CRC32C    uint32    `json:"crc32c"`
-	CheckedAt time.Time `json:"checked_at"` // when the check last ran on this file's lineage
+	Size      int64
+	CRC32C    uint32
+	CheckedAt time.Time // when the whole check last ran on this file's lineage
+}
+
+const receiptMagic = "monky-deployd-receipt 1"
+
+func (r receipt) encode() []byte {
+	return fmt.Appendf(nil, "%s %d %08x %s\n", receiptMagic, r.Size, r.CRC32C, r.CheckedAt.UTC().Format(time.RFC3339Nano))
+}
+
+func decodeReceipt(raw []byte) *receipt {
+	f := strings.Fields(string(raw))
+	if len(f) != 5 || strings.Join(f[:2], " ") != receiptMagic {
+		return nil
+	}
+	size, err1 := strconv.ParseInt(f[2], 10, 64)
+	crc, err2 := strconv.ParseUint(f[3], 16, 32)
+	at, err3 := time.Parse(time.RFC3339Nano, f[4])
+	if err1 != nil || err2 != nil || err3 != nil || size <= 0 || len(f[3]) != 8 {
+		return nil
+	}
+	return &receipt{Size: size, CRC32C: uint32(crc), CheckedAt: at}
 }
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// sumBuf is the read buffer of sumOf, kept across calls: a tick hashes the file up to three
+// times.
+var sumBuf = sync.Pool{New: func() any { b := make([]byte, 64<<10); return &b }}
 
 // sumOf hashes f from its start. It reads through a small buffer: the file is not mapped, so
 // its pages do not count in the process's memory.
 func sumOf(f *os.File) (size int64, crc uint32, err error) {
 	h := crc32.New(castagnoli)
-	buf := make([]byte, 64<<10)
-	n, err := io.CopyBuffer(h, io.NewSectionReader(f, 0, 1<<62), buf)
+	buf := sumBuf.Get().(*[]byte)
+	defer sumBuf.Put(buf)
+	n, err := io.CopyBuffer(h, io.NewSectionReader(f, 0, 1<<62), *buf)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -88,11 +118,7 @@ func (b *Bolt) readReceipt() *receipt {
 	if err != nil {
 		return nil
 	}
-	var r receipt
-	if json.Unmarshal(raw, &r) != nil || r.Size <= 0 || r.CheckedAt.IsZero() {
-		return nil
-	}
-	return &r
+	return decodeReceipt(raw)
 }
 
 // current reports whether r still stands in for the check at now.
@@ -133,8 +159,8 @@ func (b *Bolt) matchReceipt() (*receipt, error) {
 	// the meta pages and the freelist, which bbolt's read-write open reads, checked as before
 	// (two reads and a page or so): a fault there would leave bbolt's mapping, and its lock,
 	// behind when it panics
-	if problem, _, err := precheck(b.path, b.opts.Timeout, false); err != nil || problem != "" {
-		return nil, nil // the check says what is wrong
+	if problem, err := checkBytes(f, size, false); err != nil || problem != "" {
+		return nil, nil // the whole check says what is wrong
 	}
 	return r, nil
 }
@@ -142,13 +168,11 @@ func (b *Bolt) matchReceipt() (*receipt, error) {
 // writeReceipt replaces the receipt with r: a temp file renamed over it, no fsync. A failure
 // removes the old receipt, which no longer describes the file.
 func (b *Bolt) writeReceipt(r receipt) {
-	raw, err := json.Marshal(r)
+	tmp := b.receiptPath() + ".tmp"
+	err := os.WriteFile(tmp, r.encode(), fileMode)
 	if err == nil {
-		tmp := b.receiptPath() + ".tmp"
-		if err = os.WriteFile(tmp, raw, fileMode); err == nil {
-			if err = os.Rename(tmp, b.receiptPath()); err != nil {
-				_ = os.Remove(tmp)
-			}
+		if err = os.Rename(tmp, b.receiptPath()); err != nil {
+			_ = os.Remove(tmp)
 		}
 	}
 	if err != nil {
@@ -209,9 +233,4 @@ func (b *Bolt) stillVouched() bool {
 	}
 	size, crc, err := sumPath(b.path)
 	return err == nil && size == v.Size && crc == v.CRC32C
-}
-
-// String is for logs and tests.
-func (r receipt) String() string {
-	return fmt.Sprintf("%d bytes crc32c %08x checked %s", r.Size, r.CRC32C, r.CheckedAt.UTC().Format(time.RFC3339))
 }

@@ -130,7 +130,7 @@ func TestAnUntrustedReceiptIsIgnored(t *testing.T) {
 			}
 		},
 		"garbage": func(t *testing.T, p string) {
-			if err := os.WriteFile(p, []byte("{\"size\": \"x\""), 0o600); err != nil {
+			if err := os.WriteFile(p, []byte("monky-deployd-receipt 1 x 0 now\n"), 0o600); err != nil {
 				t.Fatal(err)
 			}
 		},
@@ -139,8 +139,12 @@ func TestAnUntrustedReceiptIsIgnored(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			s := strings.Replace(string(raw), `"crc32c":`, `"crc32c":1`, 1)
-			if err := os.WriteFile(p, []byte(s), 0o600); err != nil {
+			r := decodeReceipt(raw)
+			if r == nil {
+				t.Fatalf("the receipt does not decode: %q", raw)
+			}
+			r.CRC32C ^= 1
+			if err := os.WriteFile(p, r.encode(), 0o600); err != nil {
 				t.Fatal(err)
 			}
 		},

@@ -106,14 +106,20 @@ func precheck(path string, timeout time.Duration, tree bool) (problem string, ex
 	if !fi.Mode().IsRegular() {
 		return fmt.Sprintf("it is not a regular file (%s)", fi.Mode().Type()), true, nil
 	}
-	size := fi.Size()
+	problem, err = checkBytes(f, fi.Size(), tree)
+	return problem, true, err
+}
+
+// checkBytes is precheck's look at the bytes of f, a regular file of size bytes under a shared
+// lock.
+func checkBytes(f *os.File, size int64, tree bool) (problem string, err error) {
 	if size == 0 {
-		return "it is empty (zero bytes)", true, nil
+		return "it is empty (zero bytes)", nil
 	}
 	head := make([]byte, defaultPageSize)
 	n, err := f.ReadAt(head, 0)
 	if err != nil && !errors.Is(err, io.EOF) {
-		return "", true, err
+		return "", err
 	}
 	m0 := decodeMeta(head[:n])
 	var m1 metaPage
@@ -128,7 +134,7 @@ func precheck(path string, timeout time.Duration, tree bool) (problem string, ex
 		buf := make([]byte, pageHeaderSize+metaSize)
 		k, err := f.ReadAt(buf, int64(ps))
 		if err != nil && !errors.Is(err, io.EOF) {
-			return "", true, err
+			return "", err
 		}
 		if m := decodeMeta(buf[:k]); m.err == "" && m.pageSize == ps {
 			m1 = m
@@ -138,10 +144,10 @@ func precheck(path string, timeout time.Duration, tree bool) (problem string, ex
 		}
 	}
 	if m0.err != "" && m1.err != "" {
-		return fmt.Sprintf("both meta pages are invalid (meta 0: %s; meta 1: %s)", m0.err, m1.err), true, nil
+		return fmt.Sprintf("both meta pages are invalid (meta 0: %s; meta 1: %s)", m0.err, m1.err), nil
 	}
 	if m0.err == "" && m1.err == "" && m0.pageSize != m1.pageSize {
-		return fmt.Sprintf("the meta pages disagree on the page size (%d, %d)", m0.pageSize, m1.pageSize), true, nil
+		return fmt.Sprintf("the meta pages disagree on the page size (%d, %d)", m0.pageSize, m1.pageSize), nil
 	}
 	// bbolt opens the valid meta with the higher txid and reads nothing through the other:
 	// after a kill in mid-commit, the older meta's freelist or tree pages may already have been
@@ -157,13 +163,13 @@ func precheck(path string, timeout time.Duration, tree bool) (problem string, ex
 		ps := uint64(m.pageSize)
 		if m.pgid < 2 || m.pgid > uint64(size)/ps {
 			return fmt.Sprintf("meta %d's high-water mark is page %d (%d bytes) but the file holds %d bytes: truncated",
-				i, m.pgid, m.pgid*ps, size), true, nil
+				i, m.pgid, m.pgid*ps, size), nil
 		}
 		if m.root < 2 || m.root >= m.pgid {
-			return fmt.Sprintf("meta %d's root page %d lies outside the file's %d pages", i, m.root, m.pgid), true, nil
+			return fmt.Sprintf("meta %d's root page %d lies outside the file's %d pages", i, m.root, m.pgid), nil
 		}
 		if m.freelist != pgidNoFreelist && (m.freelist < 2 || m.freelist >= m.pgid) {
-			return fmt.Sprintf("meta %d's freelist page %d lies outside the file's %d pages", i, m.freelist, m.pgid), true, nil
+			return fmt.Sprintf("meta %d's freelist page %d lies outside the file's %d pages", i, m.freelist, m.pgid), nil
 		}
 	}
 	// The walk reads the file through a read-only mapping of exactly its size (no copy): every
@@ -171,7 +177,7 @@ func precheck(path string, timeout time.Duration, tree bool) (problem string, ex
 	// can fall past the end; a file truncated meanwhile by someone else faults under guard.
 	raw, err := syscall.Mmap(int(f.Fd()), 0, int(size), syscall.PROT_READ, syscall.MAP_SHARED)
 	if err != nil {
-		return "", true, fmt.Errorf("map %s: %w", path, err)
+		return "", fmt.Errorf("map %s: %w", f.Name(), err)
 	}
 	defer func() { _ = syscall.Munmap(raw) }()
 	restore := guard()
@@ -189,21 +195,21 @@ func precheck(path string, timeout time.Duration, tree bool) (problem string, ex
 		if tree {
 			if err := w.tree(m.root, 0); err != nil {
 				if w.ioErr != nil {
-					return "", true, w.ioErr
+					return "", w.ioErr
 				}
-				return fmt.Sprintf("meta %d's tree: %v", i, err), true, nil
+				return fmt.Sprintf("meta %d's tree: %v", i, err), nil
 			}
 		}
 		if m.freelist != pgidNoFreelist {
 			if err := w.freelist(m.freelist); err != nil {
 				if w.ioErr != nil {
-					return "", true, w.ioErr
+					return "", w.ioErr
 				}
-				return fmt.Sprintf("meta %d's freelist: %v", i, err), true, nil
+				return fmt.Sprintf("meta %d's freelist: %v", i, err), nil
 			}
 		}
 	}
-	return "", true, nil
+	return "", nil
 }
 
 // Page layout (bbolt internal/common): header id uint64, flags uint16, count uint16, overflow
