@@ -192,9 +192,13 @@ func (b *Bolt) setVouched(r *receipt) {
 	b.mu.Unlock()
 }
 
-// dropReceipt forgets the receipt: the next open checks the whole file.
+// dropReceipt forgets the receipt: the next open checks the whole file. A read-only store
+// (status, explain, a support copy) writes nothing: it leaves the file for run's next open.
 func (b *Bolt) dropReceipt() {
 	b.setVouched(nil)
+	if b.opts.ReadOnly {
+		return
+	}
 	if err := os.Remove(b.receiptPath()); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		b.opts.Logf("state file receipt %s: %v", b.receiptPath(), err)
 	}
