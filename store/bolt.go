@@ -368,8 +368,9 @@ func (b *Bolt) inspect(readOnly bool) (problem string, err error) {
 	if verr != nil && problem == "" {
 		problem = fmt.Sprintf("bbolt cannot read it (%v)", verr)
 	}
-	if problem == "" {
-		// the bytes the check passed, hashed under the same lock (receipt.go)
+	if problem == "" && !readOnly {
+		// the bytes the check passed, hashed under the same lock for the receipt (receipt.go);
+		// a read-only store never writes one
 		if size, crc, err := sumPath(b.path); err == nil {
 			b.setVouched(&receipt{Size: size, CRC32C: crc, CheckedAt: b.opts.Now().UTC()})
 		}
@@ -471,7 +472,6 @@ func (b *Bolt) validateReadOnly() error {
 		return err
 	}
 	if r != nil {
-		b.setVouched(r)
 		return nil
 	}
 	b.fullChecks++
