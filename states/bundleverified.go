@@ -19,11 +19,22 @@ const (
 	codeRollback = bundle.CodeRollback
 )
 
-// fetchBundle downloads and reads the flight's bundle. A refusal comes back as *bundle.Refusal.
+// fetchBundle reads and checks the flight's bundle: the one kept on disk for its sha when there
+// is one that verifies again, else the one tenancy serves, which is then kept for the retries
+// of this apply (bundlecache.go). A refusal comes back as *bundle.Refusal.
 //
-// Idempotent: it writes nothing; a resumed flight fetches again rather than trust memory.
+// Idempotent: it writes nothing but the kept bundle; a resumed flight verifies again rather
+// than trust memory.
 func (tk *tick) fetchBundle(ctx context.Context) (*bundle.Bundle, error) {
 	rec := tk.eng.Record()
+	if body := tk.keptBundle(rec.Sha); body != nil {
+		b, err := bundle.Read(body, tk.Cfg.MaxBundleBytes)
+		if err == nil && b.Sha == rec.Sha {
+			return tk.checkBundle(b, rec.Sha)
+		}
+		tk.Log.Warn().Msg("the kept bundle of " + machine.ShortSha(rec.Sha) + " no longer verifies; fetching it again")
+		tk.dropKeptBundle(rec.Sha)
+	}
 	url := rec.BundleURL
 	if url == "" {
 		url = "/v1/agent/bundle/" + tk.Cfg.EnvID + "/" + rec.Sha
@@ -47,7 +58,16 @@ func (tk *tick) fetchBundle(ctx context.Context) (*bundle.Bundle, error) {
 	if blob.HeaderSha != "" && blob.HeaderSha != b.Sha {
 		tk.Log.Warn().Msgf("bundle header sha %s disagrees with the content's %s; enforcing the desired sha", sanitize.Line(machine.ShortSha(blob.HeaderSha)), machine.ShortSha(b.Sha))
 	}
-	in := bundle.CheckInput{DesiredSha: rec.Sha, EnvID: tk.Cfg.EnvID, KVMount: tk.kvMount(),
+	b, err = tk.checkBundle(b, rec.Sha)
+	if err == nil {
+		tk.keepBundle(rec.Sha, blob.Body)
+	}
+	return b, err
+}
+
+// checkBundle runs every refusal of PROTOCOL.md §2 against b for the desired sha.
+func (tk *tick) checkBundle(b *bundle.Bundle, sha string) (*bundle.Bundle, error) {
+	in := bundle.CheckInput{DesiredSha: sha, EnvID: tk.Cfg.EnvID, KVMount: tk.kvMount(),
 		Compose: bundle.ComposeEnv{Project: tk.Cfg.ComposeProject, AgentEnv: environNames()}}
 	if r := bundle.Check(b, in); r != nil {
 		return b, r

@@ -182,6 +182,7 @@ func (tk *tick) healthy(ctx context.Context, cs []effects.Container, started tim
 	}}, started); err != nil {
 		return err
 	}
+	tk.dropKeptBundle(rec.Sha)
 	tk.Log.Info().Msg("applied " + machine.ShortSha(rec.Sha))
 	return tk.flushOutbox(ctx)
 }

@@ -21,6 +21,7 @@ func (tk *tick) refuse(ctx context.Context, code, detail string, needBytes int64
 	}}, started); err != nil {
 		return err
 	}
+	tk.dropKeptBundle(rec.Sha)
 	if err := tk.flushOutbox(ctx); err != nil && !effects.IsTemporary(err) {
 		return err
 	}

@@ -174,6 +174,7 @@ func (tk *tick) run(ctx context.Context) error {
 		return &handOverError{Handover{Why: "tenancy asks for " + resp.Action, Checkin: &resp, Containers: containers}}
 	}
 	tk.action = resp.Action
+	tk.keepOnlyDesiredBundle(resp)
 	if err := tk.flushOutbox(ctx); err != nil && !effects.IsTemporary(err) {
 		return err
 	}
