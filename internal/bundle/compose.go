@@ -12,7 +12,6 @@ import (
 	"io"
 	"maps"
 	"os"
-	"path"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -59,6 +58,7 @@ type model struct {
 	private string   // its private parent
 	outside []string // include/extends paths refused before they were read
 	ph      *regexp.Regexp
+	pol     *policy
 }
 
 var quietLoader sync.Once
@@ -132,6 +132,7 @@ func loadCompose(b *Bundle, tpl *envTemplate, env ComposeEnv, envID string) (*mo
 		return nil, invalid("%s does not load: %s", quoteName(name), m.words(err))
 	}
 	m.project = p
+	m.pol = &policy{root: m.root, private: m.private, ph: m.ph}
 	return m, nil
 }
 
@@ -218,215 +219,16 @@ func (g *pathGuard) Load(ctx context.Context, p string) (string, error) {
 
 func (g *pathGuard) Dir(p string) string { return filepath.Dir(p) }
 
-// privilegedCaps are the capabilities cap_add may not grant.
-var privilegedCaps = map[string]bool{"SYS_ADMIN": true, "ALL": true, "SYS_MODULE": true, "SYS_PTRACE": true, "SYS_RAWIO": true, "NET_ADMIN": true}
-
-// findings lists what PRIVILEGED_REFUSED refuses in the loaded model, each naming the
-// service (or job, hook, secret, config) and the finding, sorted by service.
+// findings lists what PRIVILEGED_REFUSED refuses in the loaded model (see CheckModel): the
+// include and extends paths refused before they were read, the include settings, then the
+// model's findings.
 func (m *model) findings(b *Bundle) []string {
 	out := append([]string{}, m.outside...)
 	out = append(out, includeSettings(b)...)
 	if m.project == nil {
 		return out
 	}
-	p := m.project
-	services := union(p.Services, p.DisabledServices)
-	for _, n := range sortedKeys(services) {
-		s := services[n]
-		who := "service " + quoteName(n)
-		add := func(f string) { out = append(out, who+": "+f) }
-		m.spec(&s.ContainerSpec, add)
-		if s.Build != nil {
-			add("build section (the agent runs images, it does not build them)")
-		}
-		if s.Provider != nil {
-			add("provider " + m.show(s.Provider.Type) + " (runs a program on the host)")
-		}
-		for i, h := range s.PreStart {
-			m.spec(&h.ContainerSpec, func(f string) { add(fmt.Sprintf("pre_start hook %d: %s", i+1, f)) })
-		}
-		for i, h := range s.PostStart {
-			if h.Privileged {
-				add(fmt.Sprintf("post_start hook %d: privileged: true", i+1))
-			}
-		}
-		for i, h := range s.PreStop {
-			if h.Privileged {
-				add(fmt.Sprintf("pre_stop hook %d: privileged: true", i+1))
-			}
-		}
-	}
-	jobs := union(p.Jobs, p.DisabledJobs)
-	for _, n := range sortedKeys(jobs) {
-		j := jobs[n]
-		add := func(f string) { out = append(out, "job "+quoteName(n)+": "+f) }
-		m.spec(&j.ContainerSpec, add)
-		if j.Build != nil {
-			add("build section (the agent runs images, it does not build them)")
-		}
-	}
-	for _, n := range sortedKeys(p.Secrets) {
-		if f := m.fileObject(types.FileObjectConfig(p.Secrets[n])); f != "" {
-			out = append(out, "secret "+quoteName(n)+": "+f)
-		}
-	}
-	for _, n := range sortedKeys(p.Configs) {
-		if f := m.fileObject(types.FileObjectConfig(p.Configs[n])); f != "" {
-			out = append(out, "config "+quoteName(n)+": "+f)
-		}
-	}
-	return out
-}
-
-// spec checks what a container of a service, a job or a pre_start hook runs with.
-func (m *model) spec(c *types.ContainerSpec, add func(string)) {
-	if c.Privileged {
-		add("privileged: true")
-	}
-	for _, f := range []struct{ key, v string }{
-		{"network_mode", c.NetworkMode}, {"pid", c.Pid}, {"ipc", c.Ipc}, {"uts", c.Uts},
-		{"userns_mode", c.UserNSMode}, {"cgroup", c.Cgroup},
-	} {
-		switch {
-		case strings.EqualFold(strings.TrimSpace(f.v), "host"):
-			add(f.key + ": host")
-		case m.ph.MatchString(f.v):
-			add(f.key + " " + m.depends(f.v))
-		}
-	}
-	for _, c := range c.CapAdd {
-		u := strings.TrimPrefix(strings.ToUpper(strings.TrimSpace(c)), "CAP_")
-		switch {
-		case privilegedCaps[u]:
-			add("cap_add " + u)
-		case m.ph.MatchString(c):
-			add("cap_add " + m.depends(c))
-		}
-	}
-	for _, d := range c.Devices {
-		add("devices " + m.show(d.Source) + " → " + m.show(d.Target))
-	}
-	for _, o := range c.SecurityOpt {
-		switch {
-		case strings.Contains(strings.ToLower(o), "unconfined"):
-			add("security_opt " + m.show(o))
-		case m.ph.MatchString(o):
-			add("security_opt " + m.depends(o))
-		}
-	}
-	if c.UseAPISocket {
-		add("use_api_socket: true (the docker socket)")
-	}
-	for _, v := range c.Volumes {
-		switch v.Type {
-		case types.VolumeTypeBind:
-			if why := m.hostPath(v.Source); why != "" {
-				add("bind " + why + " → " + m.show(v.Target))
-			}
-		case types.VolumeTypeVolume:
-			if v.Source == "" {
-				continue // anonymous
-			}
-			if vol, ok := m.project.Volumes[v.Source]; ok {
-				if why := m.localBind(vol); why != "" {
-					add("volume " + quoteName(v.Source) + " binds " + why + " (driver_opts) → " + m.show(v.Target))
-				}
-			}
-		case types.VolumeTypeNamedPipe:
-			add("npipe " + m.show(v.Source) + " → " + m.show(v.Target))
-		}
-	}
-	for _, e := range c.EnvFiles {
-		if why := m.hostPath(e.Path); why != "" {
-			add("env_file " + why)
-		}
-	}
-	for _, l := range c.LabelFiles {
-		if why := m.hostPath(l); why != "" {
-			add("label_file " + why)
-		}
-	}
-}
-
-// fileObject checks a top-level secret or config: a file outside the release directory, or
-// a value taken from the agent's environment.
-func (m *model) fileObject(o types.FileObjectConfig) string {
-	if o.External {
-		return ""
-	}
-	if o.File != "" {
-		if why := m.hostPath(o.File); why != "" {
-			return "file " + why
-		}
-	}
-	if o.Environment != "" {
-		return "taken from the agent's environment variable " + m.show(o.Environment)
-	}
-	return ""
-}
-
-// localBind returns what a named volume of the local driver binds on the host when its
-// driver_opts make it a bind mount (o=bind, or type=none with a device) of a path outside
-// the release directory; "" otherwise.
-func (m *model) localBind(v types.VolumeConfig) string {
-	if v.External || (v.Driver != "" && v.Driver != "local") {
-		return ""
-	}
-	device, hasDevice := v.DriverOpts["device"]
-	if !hasDevice {
-		return ""
-	}
-	o := strings.ToLower(v.DriverOpts["o"])
-	bind := strings.EqualFold(v.DriverOpts["type"], "none")
-	for _, opt := range strings.Split(o, ",") {
-		if opt = strings.TrimSpace(opt); opt == "bind" || opt == "rbind" {
-			bind = true
-		}
-	}
-	if !bind {
-		return ""
-	}
-	if !filepath.IsAbs(device) && !m.ph.MatchString(device) {
-		return m.show(device) + " (not an absolute path)"
-	}
-	return m.hostPath(device)
-}
-
-// hostPath says which host path p is when it lies outside the release directory (or
-// depends on a value not known before the lease), "" when it lies inside.
-func (m *model) hostPath(p string) string {
-	if m.ph.MatchString(p) {
-		return m.depends(p)
-	}
-	c := filepath.Clean(p)
-	if c == m.root || strings.HasPrefix(c, m.root+string(filepath.Separator)) {
-		return ""
-	}
-	if strings.HasPrefix(c, m.private+string(filepath.Separator)) || c == m.private {
-		if rel, err := filepath.Rel(m.root, c); err == nil {
-			return "<release>/" + filepath.ToSlash(rel)
-		}
-	}
-	return m.show(path.Clean(filepath.ToSlash(c)))
-}
-
-// depends names the variables a value takes its meaning from.
-func (m *model) depends(v string) string {
-	var names []string
-	for _, g := range m.ph.FindAllStringSubmatch(v, -1) {
-		src := "a secret"
-		if g[1] == "e" {
-			src = "the agent's environment"
-		}
-		names = append(names, "${"+g[2]+"} ("+src+")")
-	}
-	return "takes its value from " + strings.Join(names, ", ") + ", unknown before the lease"
-}
-
-// show prints a value from the bundle in a finding: placeholders as their variables, one
-// line, control characters escaped.
-func (m *model) show(v string) string {
-	return sanitize.Line(m.ph.ReplaceAllString(v, "$${$2}"))
+	return append(out, findingStrings(m.pol.check(m.project))...)
 }
 
 // includeSettings refuses an include entry that sets project_directory or env_file, in any

@@ -1,0 +1,480 @@
+//go:build !heartbeat
+
+package bundle
+
+import (
+	"path"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/compose-spec/compose-go/v2/types"
+
+	"github.com/tikali/monky-deployd/internal/sanitize"
+)
+
+// The privileged policy is an allowlist (PROTOCOL.md §2, "What a service may hold without
+// allow_privileged"): it walks every field compose-go's loaded model sets and refuses each
+// one the lists below do not name, so a compose field added tomorrow is refused until it is
+// listed here. The lists are written in compose's own spelling (the model's yaml tags); a
+// dotted name allows only that part of a section. docs/SECURITY.md lists them too, and a
+// test keeps the two equal.
+
+// serviceAllowed are the fields a service may set. Some are checked further by value
+// (serviceValues).
+var serviceAllowed = []string{
+	"cap_add", "cap_drop", "command", "configs", "cpus", "depends_on",
+	"deploy.replicas", "deploy.resources.limits.cpus", "deploy.resources.limits.memory",
+	"deploy.resources.limits.pids", "deploy.restart_policy", "entrypoint", "env_file", "environment", "expose", "extra_hosts",
+	"healthcheck", "hostname", "image", "init", "labels", "logging", "mem_limit", "networks",
+	"platform", "ports", "profiles", "pull_policy", "read_only", "restart", "scale", "secrets",
+	"security_opt", "shm_size", "stop_grace_period", "stop_signal", "sysctls", "tmpfs", "ulimits",
+	"user", "volumes", "working_dir",
+}
+
+// topAllowed are the top-level keys a compose file may hold (besides x-* extensions, which
+// compose ignores). include and extends are resolved by the loader (their files must be of
+// the release) and are no longer in the model.
+var topAllowed = []string{"configs", "name", "networks", "secrets", "services", "volumes"}
+
+// networkAllowed and volumeAllowed are the fields of a top-level network or volume; the
+// driver, the name and external are checked by value.
+var (
+	networkAllowed = []string{"attachable", "driver", "enable_ipv4", "enable_ipv6", "external", "internal", "ipam", "labels", "name"}
+	volumeAllowed  = []string{"driver", "external", "labels", "name"}
+)
+
+// defaultCaps are the capabilities Docker grants a container by default: adding one is a
+// no-op, adding any other is refused.
+var defaultCaps = []string{
+	"AUDIT_WRITE", "CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "MKNOD", "NET_BIND_SERVICE",
+	"NET_RAW", "SETFCAP", "SETGID", "SETPCAP", "SETUID", "SYS_CHROOT",
+}
+
+// logDrivers are the logging drivers a service may name (none: the daemon's default).
+var logDrivers = []string{"journald", "json-file", "local"}
+
+// Finding is one thing the policy refuses without agent.allow_privileged.
+type Finding struct {
+	// Who holds it: "service api", "network host", "volume data", "secret token",
+	// "config keys"; "" for the compose file as a whole.
+	Who string
+	// Field is the compose field refused, in compose's spelling ("cap_add",
+	// "deploy.resources.reservations", "volumes").
+	Field string
+	// What says what is refused, the field first ("device_cgroup_rules is not allowed",
+	// "cap_add DAC_READ_SEARCH", "bind / → /host").
+	What string
+}
+
+func (f Finding) String() string {
+	if f.Who == "" {
+		return f.What
+	}
+	return f.Who + ": " + f.What
+}
+
+// CheckModel runs the privileged policy on a loaded compose project — the model compose will
+// run, loaded with ResolvePaths so that every bind source, env_file and secret file is
+// absolute — whose release directory is releaseDir. It returns what PRIVILEGED_REFUSED
+// refuses, sorted by who holds it; nil when allowPrivileged is set or nothing is refused.
+//
+// A finding may quote a value of the model (a bind source, a capability, a driver): a caller
+// that loaded the model with the secrets' values masks them before the words go anywhere.
+func CheckModel(p *types.Project, releaseDir string, allowPrivileged bool) []Finding {
+	if allowPrivileged || p == nil {
+		return nil
+	}
+	root := filepath.Clean(releaseDir)
+	if r, err := filepath.EvalSymlinks(root); err == nil {
+		root = r
+	}
+	pol := &policy{root: root}
+	return pol.check(p)
+}
+
+// policy is what the checks need to know besides the model: the release directory, and
+// for the check before the lease the scratch directory standing for it and the pattern of
+// the placeholders standing for values not known yet.
+type policy struct {
+	root    string
+	private string         // the scratch release's private parent; "" for a real release
+	ph      *regexp.Regexp // placeholders; nil when the model holds real values
+}
+
+func (pol *policy) placeholder(v string) bool { return pol.ph != nil && pol.ph.MatchString(v) }
+
+// check lists the findings of the whole project.
+func (pol *policy) check(p *types.Project) []Finding {
+	var out []Finding
+	add := func(who, field, what string) { out = append(out, Finding{Who: who, Field: field, What: what}) }
+
+	topSet(p, func(field string) { add("", field, field+" is not allowed") })
+
+	services := union(p.Services, p.DisabledServices)
+	for _, n := range sortedKeys(services) {
+		s := services[n]
+		who := "service " + quoteName(n)
+		pol.service(p, &s, func(field, what string) { add(who, field, what) })
+	}
+	jobs := union(p.Jobs, p.DisabledJobs)
+	for _, n := range sortedKeys(jobs) {
+		add("job "+quoteName(n), "jobs", "jobs are not allowed")
+	}
+	for _, n := range sortedKeys(p.Networks) {
+		pol.network(p.Name, n, p.Networks[n], func(field, what string) { add("network "+quoteName(n), field, what) })
+	}
+	for _, n := range sortedKeys(p.Volumes) {
+		pol.volume(p.Name, n, p.Volumes[n], func(field, what string) { add("volume "+quoteName(n), field, what) })
+	}
+	for _, n := range sortedKeys(p.Secrets) {
+		if f := pol.fileObject(types.FileObjectConfig(p.Secrets[n])); f != "" {
+			add("secret "+quoteName(n), "secrets", f)
+		}
+	}
+	for _, n := range sortedKeys(p.Configs) {
+		if f := pol.fileObject(types.FileObjectConfig(p.Configs[n])); f != "" {
+			add("config "+quoteName(n), "configs", f)
+		}
+	}
+	return out
+}
+
+// topSet calls refuse for each top-level key of p that topAllowed does not name.
+func topSet(p *types.Project, refuse func(field string)) {
+	walkSet(reflect.ValueOf(*p), "", allowSet(topAllowed), func(string, reflect.Value) {}, func(field string, _ reflect.Value) {
+		if field != "jobs" { // each job is named below
+			refuse(field)
+		}
+	})
+}
+
+// service checks one service: every field it sets against serviceAllowed, then the values
+// of the allowed fields that have rules of their own.
+func (pol *policy) service(p *types.Project, s *types.ServiceConfig, add func(field, what string)) {
+	walkSet(reflect.ValueOf(*s), "", allowSet(serviceAllowed),
+		func(field string, _ reflect.Value) { pol.serviceValues(p, s, field, add) },
+		func(field string, v reflect.Value) { pol.notAllowed(s, field, v, add) })
+}
+
+// notAllowed words a field the allowlist does not name; the fields every earlier version
+// refused keep their words.
+func (pol *policy) notAllowed(s *types.ServiceConfig, field string, v reflect.Value, add func(field, what string)) {
+	c := &s.ContainerSpec
+	switch field {
+	case "name", "extends":
+		return // set by the loader: the service's key; extends is resolved into the model
+	case "privileged":
+		add(field, "privileged: true")
+	case "network_mode", "pid", "ipc", "uts", "userns_mode", "cgroup":
+		add(field, field+": "+pol.show(strings.TrimSpace(v.String())))
+	case "devices":
+		for _, d := range c.Devices {
+			add(field, "devices "+pol.show(d.Source)+" → "+pol.show(d.Target))
+		}
+	case "use_api_socket":
+		add(field, "use_api_socket: true (the docker socket)")
+	case "build":
+		add(field, "build section (the agent runs images, it does not build them)")
+	case "provider":
+		add(field, "provider "+pol.show(s.Provider.Type)+" (runs a program on the host)")
+	default:
+		add(field, field+" is not allowed")
+	}
+}
+
+// serviceValues checks the value of an allowed field that has rules of its own.
+func (pol *policy) serviceValues(p *types.Project, s *types.ServiceConfig, field string, add func(field, what string)) {
+	c := &s.ContainerSpec
+	switch field {
+	case "cap_add":
+		for _, cp := range c.CapAdd {
+			u := strings.TrimPrefix(strings.ToUpper(strings.TrimSpace(cp)), "CAP_")
+			switch {
+			case pol.placeholder(cp):
+				add(field, "cap_add "+pol.depends(cp))
+			case !contains(defaultCaps, u):
+				add(field, "cap_add "+pol.show(u))
+			}
+		}
+	case "security_opt":
+		for _, o := range c.SecurityOpt {
+			switch {
+			case pol.placeholder(o):
+				add(field, "security_opt "+pol.depends(o))
+			case !noNewPrivileges(o):
+				add(field, "security_opt "+pol.show(o))
+			}
+		}
+	case "sysctls":
+		for _, k := range sortedKeys(c.Sysctls) {
+			if !strings.HasPrefix(k, "net.") {
+				add(field, "sysctls "+pol.show(k)+" is not allowed (only net.*)")
+			}
+		}
+	case "logging":
+		if d := c.Logging.Driver; d != "" && !contains(logDrivers, d) {
+			add(field, "logging driver "+pol.show(d)+" is not allowed")
+		}
+	case "env_file":
+		for _, e := range c.EnvFiles {
+			if why := pol.hostPath(e.Path); why != "" {
+				add(field, "env_file "+why)
+			}
+		}
+	case "volumes":
+		for _, v := range c.Volumes {
+			pol.mount(p, v, add)
+		}
+	}
+}
+
+// mount checks one of a service's volumes: a bind of a path inside the release directory, a
+// named volume of this file, an anonymous volume or a tmpfs.
+func (pol *policy) mount(p *types.Project, v types.ServiceVolumeConfig, add func(field, what string)) {
+	switch v.Type {
+	case types.VolumeTypeBind:
+		if why := pol.hostPath(v.Source); why != "" {
+			add("volumes", "bind "+why+" → "+pol.show(v.Target))
+		}
+	case types.VolumeTypeVolume:
+		if v.Source == "" {
+			return // anonymous
+		}
+		vol, ok := p.Volumes[v.Source]
+		if !ok {
+			add("volumes", "volume "+pol.show(v.Source)+" is not a volume of this file")
+			return
+		}
+		if why := pol.localBind(vol); why != "" {
+			add("volumes", "volume "+quoteName(v.Source)+" binds "+why+" (driver_opts) → "+pol.show(v.Target))
+		}
+	case types.VolumeTypeTmpfs:
+	case types.VolumeTypeNamedPipe:
+		add("volumes", "npipe "+pol.show(v.Source)+" → "+pol.show(v.Target))
+	default:
+		add("volumes", "volume of type "+pol.show(v.Type)+" → "+pol.show(v.Target)+" is not allowed")
+	}
+}
+
+// network checks a top-level network: the default driver or bridge, never the host's `host`
+// or `none` network, never external unless named after this project, no driver_opts.
+func (pol *policy) network(project, key string, n types.NetworkConfig, add func(field, what string)) {
+	walkSet(reflect.ValueOf(n), "", allowSet(networkAllowed), func(string, reflect.Value) {}, func(field string, _ reflect.Value) {
+		add(field, field+" is not allowed")
+	})
+	for _, name := range []string{key, n.Name} {
+		if name == "host" || name == "none" {
+			add("name", "name "+name+" is not allowed (the host's own network stack, or none)")
+			return
+		}
+	}
+	if d := n.Driver; d != "" && d != "bridge" {
+		add("driver", "driver "+pol.show(d)+" is not allowed")
+	}
+	if bool(n.External) && !ofProject(project, n.Name) {
+		add("external", "external network "+pol.show(n.Name)+" is not allowed (only one named after project "+project+")")
+	}
+}
+
+// volume checks a top-level volume: the local driver with no driver_opts, external only
+// when named after this project.
+func (pol *policy) volume(project, key string, v types.VolumeConfig, add func(field, what string)) {
+	walkSet(reflect.ValueOf(v), "", allowSet(volumeAllowed), func(string, reflect.Value) {}, func(field string, _ reflect.Value) {
+		if field == "driver_opts" {
+			var opts []string
+			for _, k := range sortedKeys(v.DriverOpts) {
+				if k == "type" || k == "o" {
+					opts = append(opts, k+"="+pol.show(v.DriverOpts[k]))
+				} else {
+					opts = append(opts, pol.show(k))
+				}
+			}
+			add(field, "driver_opts is not allowed ("+strings.Join(opts, ", ")+")")
+			return
+		}
+		add(field, field+" is not allowed")
+	})
+	if d := v.Driver; d != "" && d != "local" {
+		add("driver", "driver "+pol.show(d)+" is not allowed")
+	}
+	if bool(v.External) && !ofProject(project, v.Name) {
+		add("external", "external volume "+pol.show(v.Name)+" is not allowed (only one named after project "+project+")")
+	}
+}
+
+// ofProject says whether a network or volume name is this project's own.
+func ofProject(project, name string) bool {
+	return project != "" && (name == project || strings.HasPrefix(name, project+"_"))
+}
+
+// noNewPrivileges says whether a security_opt is no-new-privileges (true or false), the one
+// option allowed.
+func noNewPrivileges(o string) bool {
+	o = strings.ToLower(strings.TrimSpace(o))
+	switch o {
+	case "no-new-privileges", "no-new-privileges:true", "no-new-privileges=true", "no-new-privileges:false", "no-new-privileges=false":
+		return true
+	}
+	return false
+}
+
+// fileObject checks a top-level secret or config: a file outside the release directory, or
+// a value taken from the agent's environment.
+func (pol *policy) fileObject(o types.FileObjectConfig) string {
+	if o.External {
+		return ""
+	}
+	if o.File != "" {
+		if why := pol.hostPath(o.File); why != "" {
+			return "file " + why
+		}
+	}
+	if o.Environment != "" {
+		return "taken from the agent's environment variable " + pol.show(o.Environment)
+	}
+	return ""
+}
+
+// localBind returns what a named volume of the local driver binds on the host when its
+// driver_opts make it a bind mount (o=bind, or type=none with a device) of a path outside
+// the release directory; "" otherwise.
+func (pol *policy) localBind(v types.VolumeConfig) string {
+	if v.External || (v.Driver != "" && v.Driver != "local") {
+		return ""
+	}
+	device, hasDevice := v.DriverOpts["device"]
+	if !hasDevice {
+		return ""
+	}
+	o := strings.ToLower(v.DriverOpts["o"])
+	bind := strings.EqualFold(v.DriverOpts["type"], "none")
+	for _, opt := range strings.Split(o, ",") {
+		if opt = strings.TrimSpace(opt); opt == "bind" || opt == "rbind" {
+			bind = true
+		}
+	}
+	if !bind {
+		return ""
+	}
+	if !filepath.IsAbs(device) && !pol.placeholder(device) {
+		return pol.show(device) + " (not an absolute path)"
+	}
+	return pol.hostPath(device)
+}
+
+// hostPath says which host path p is when it lies outside the release directory (or
+// depends on a value not known before the lease), "" when it lies inside.
+func (pol *policy) hostPath(p string) string {
+	if pol.placeholder(p) {
+		return pol.depends(p)
+	}
+	c := filepath.Clean(p)
+	if pol.inside(c) {
+		return ""
+	}
+	if pol.private != "" && (strings.HasPrefix(c, pol.private+string(filepath.Separator)) || c == pol.private) {
+		if rel, err := filepath.Rel(pol.root, c); err == nil {
+			return "<release>/" + filepath.ToSlash(rel)
+		}
+	}
+	return pol.show(path.Clean(filepath.ToSlash(c)))
+}
+
+// inside says whether the clean absolute path c is the release directory or lies below it.
+func (pol *policy) inside(c string) bool {
+	return c == pol.root || strings.HasPrefix(c, pol.root+string(filepath.Separator))
+}
+
+// depends names the variables a value takes its meaning from.
+func (pol *policy) depends(v string) string {
+	var names []string
+	for _, g := range pol.ph.FindAllStringSubmatch(v, -1) {
+		src := "a secret"
+		if g[1] == "e" {
+			src = "the agent's environment"
+		}
+		names = append(names, "${"+g[2]+"} ("+src+")")
+	}
+	return "takes its value from " + strings.Join(names, ", ") + ", unknown before the lease"
+}
+
+// show prints a value from the bundle in a finding: placeholders as their variables, one
+// line, control characters escaped.
+func (pol *policy) show(v string) string {
+	if pol.ph != nil {
+		v = pol.ph.ReplaceAllString(v, "$${$2}")
+	}
+	return sanitize.Line(v)
+}
+
+// allowSet is a list of allowed (dotted) field names as a set that also holds every
+// section leading to one of them.
+func allowSet(list []string) map[string]bool {
+	set := map[string]bool{}
+	for _, f := range list {
+		set[f] = true
+		for i := strings.LastIndex(f, "."); i > 0; i = strings.LastIndex(f[:i], ".") {
+			if !set[f[:i]] {
+				set[f[:i]+"."] = true // a section: walk into it
+			}
+		}
+	}
+	return set
+}
+
+// walkSet walks the fields v (a struct) sets, by their yaml names: a field allowed
+// whole goes to allowed, a section leading to an allowed field is walked into, and any
+// other field set (non-zero) goes to refused. Inline structs are walked at the same level;
+// fields the yaml form does not carry (`-`) and extensions (x-*) are skipped.
+func walkSet(v reflect.Value, prefix string, allow map[string]bool, allowed, refused func(field string, v reflect.Value)) {
+	t := v.Type()
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		tag := f.Tag.Get("yaml")
+		name, opts, _ := strings.Cut(tag, ",")
+		fv := v.Field(i)
+		if name == "" && strings.Contains(opts, "inline") && fv.Kind() == reflect.Struct {
+			walkSet(fv, prefix, allow, allowed, refused)
+			continue
+		}
+		if name == "" || name == "-" || strings.HasPrefix(name, "#") || fv.IsZero() {
+			continue
+		}
+		field := prefix + name
+		switch {
+		case allow[field]:
+			allowed(field, fv)
+		case allow[field+"."]:
+			for fv.Kind() == reflect.Pointer {
+				fv = fv.Elem()
+			}
+			if fv.Kind() == reflect.Struct {
+				walkSet(fv, field+".", allow, allowed, refused)
+			} else {
+				refused(field, fv)
+			}
+		default:
+			refused(field, fv)
+		}
+	}
+}
+
+func contains(list []string, s string) bool {
+	i := sort.SearchStrings(list, s)
+	return i < len(list) && list[i] == s
+}
+
+// findingStrings is the findings as the words a refusal's detail joins.
+func findingStrings(f []Finding) []string {
+	out := make([]string, 0, len(f))
+	for _, x := range f {
+		out = append(out, x.String())
+	}
+	return out
+}
