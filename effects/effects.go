@@ -90,7 +90,29 @@ type Report struct {
 	Detail       string      `json:"detail,omitempty"`
 	LogTail      string      `json:"log_tail,omitempty"`
 	Containers   []Container `json:"containers"`
+	// Why is the box's verdict in explain's words, on every failed report (PROTOCOL.md §1).
+	Why *ReportWhy `json:"why,omitempty"`
 }
+
+// ReportWhy is a failed report's why: strings only, redacted like Detail.
+type ReportWhy struct {
+	Code     string `json:"code"`
+	Verdict  string `json:"verdict"` // VerdictWorking | VerdictNeedsPerson
+	Since    string `json:"since"`   // RFC 3339, UTC
+	Fault    string `json:"fault"`
+	Evidence string `json:"evidence"`
+	Next     string `json:"next"`
+	Fix      string `json:"fix"`
+}
+
+// The verdicts a report's why carries.
+const (
+	VerdictWorking     = "working"
+	VerdictNeedsPerson = "needs_person"
+)
+
+// MaxReportBytes bounds a report's JSON body (PROTOCOL.md §1).
+const MaxReportBytes = 8 << 10
 
 // Tenancy is the agent API of monky-tenancy. token is the agent's OpenBao token (the bearer).
 // Every method returns an *Error for a protocol or transport failure.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/tikali/monky-deployd/effects"
@@ -67,6 +68,14 @@ func (tk *tick) flushOutbox(ctx context.Context) error {
 		if err := json.Unmarshal(q.Body, &rep); err != nil {
 			return fmt.Errorf("outbox report %d: %w", q.ID, err)
 		}
+		if rep.Result == effects.ResultFailed && rep.Why == nil {
+			// the why is the verdict as the state file holds it once the report's transition is
+			// committed; it goes into the queued body, which keeps it until tenancy has it
+			rep = withWhy(rep, tk.reportWhy(q, rep))
+			if body, err := json.Marshal(rep); err == nil {
+				q.Body = body
+			}
+		}
 		started := tk.Now()
 		err := tk.withBearer(ctx, func() error { return tk.Fx.Tenancy.Report(ctx, tk.token, rep) })
 		if err != nil && tk.isBlocked() {
@@ -93,6 +102,26 @@ func (tk *tick) flushOutbox(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// reportWhy is the box's why for the failed report q: explain's, or, when explain names nothing
+// (the box recovered before the report went), the report's own code and words.
+func (tk *tick) reportWhy(q store.QueuedReport, rep effects.Report) *effects.ReportWhy {
+	var w *effects.ReportWhy
+	if err := tk.Store.View(func(tx store.Tx) error {
+		var err error
+		w, err = boxWhy(tx, tk.Now())
+		return err
+	}); err != nil {
+		tk.Log.Warn().Msg("the report's why: " + redact.String(err.Error()))
+	}
+	if w != nil {
+		return w
+	}
+	code, words, _ := strings.Cut(rep.Detail, ": ")
+	return &effects.ReportWhy{Code: code, Verdict: effects.VerdictWorking, Since: q.Queued.UTC().Format(time.RFC3339),
+		Fault: "The box no longer says why: it has moved on since this report was queued.", Evidence: words,
+		Next: "The next report says where the box stands now.", Fix: "monky-deployd explain"}
 }
 
 // acknowledged removes an acknowledged report and, where the state waited for it, fires

@@ -398,6 +398,26 @@ func TestReport(t *testing.T) {
 	}
 }
 
+// A failed report's body carries the why as PROTOCOL.md §1 shapes it; an applied one has none.
+func TestReportCarriesTheWhy(t *testing.T) {
+	f := newFake(t, answer(200, ""))
+	why := &effects.ReportWhy{Code: "UNHEALTHY", Verdict: "needs_person", Since: "2026-12-01T14:02:00Z", Fault: "f", Evidence: "e", Next: "n", Fix: "x"}
+	if err := client(t, f.URL).Report(context.Background(), token, effects.Report{EnvID: "env-qa-02", Result: "failed", Why: why}); err != nil {
+		t.Fatal(err)
+	}
+	w, ok := f.last(t).Body["why"].(map[string]any)
+	if !ok || len(w) != 7 || w["code"] != "UNHEALTHY" || w["verdict"] != "needs_person" || w["since"] != "2026-12-01T14:02:00Z" ||
+		w["fault"] != "f" || w["evidence"] != "e" || w["next"] != "n" || w["fix"] != "x" {
+		t.Fatalf("why in the body: %#v", f.last(t).Body["why"])
+	}
+	if err := client(t, f.URL).Report(context.Background(), token, effects.Report{EnvID: "env-qa-02", Result: "applied"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := f.last(t).Body["why"]; ok {
+		t.Fatal("an applied report carries a why")
+	}
+}
+
 func TestBadBaseURL(t *testing.T) {
 	_, err := New("monky.tenancy.deploy:443", &http.Client{}, "system", nil).Checkin(context.Background(), token, effects.CheckinRequest{})
 	if e := asErr(t, err); e.Kind != fault.Permanent || e.Code != "TENANCY_URL" {
