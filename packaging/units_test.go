@@ -45,11 +45,15 @@ func TestServiceUnitContract(t *testing.T) {
 		"SupplementaryGroups":     "docker",
 		"SyslogIdentifier":        "monky-deployd",
 		"TimeoutStartSec":         "15min",
+		"MemoryMax":               "1G",
 	}
 	for key, v := range want {
 		if got := k[key]; len(got) != 1 || got[0] != v {
 			t.Errorf("%s=%q, want %q", key, got, v)
 		}
+	}
+	if env := strings.Join(k["Environment"], " "); !strings.Contains(env, "GOMEMLIMIT=384MiB") {
+		t.Errorf("Environment=%q: the agent runs with a GOMEMLIMIT below MemoryMax", env)
 	}
 	// systemd fails the unit (216/GROUP) when a supplementary group is missing: ziti may not exist
 	if strings.Contains(strings.Join(k["SupplementaryGroups"], " "), "ziti") {

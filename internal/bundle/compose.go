@@ -70,6 +70,19 @@ var quietLoader sync.Once
 func loadCompose(b *Bundle, tpl *envTemplate, env ComposeEnv, envID string) (*model, *Refusal) {
 	quietLoader.Do(func() { logrus.SetOutput(io.Discard) }) // the loader's warnings are not ours to print
 	name := b.Meta.ComposeFile
+	if why := composeBound(b.Files[name]); why != "" {
+		return nil, invalid("%s %s", quoteName(name), why)
+	}
+	// Any other file an include or extends could name is bounded the same way; one over
+	// the bounds is left out of the scratch copy, so that the loader cannot read it.
+	withheld := map[string]string{}
+	for n, data := range b.Files {
+		if n != name && n != MetaFile {
+			if why := composeBound(data); why != "" {
+				withheld[n] = why
+			}
+		}
+	}
 	if n := yamlDocuments(b.Files[name]); n > 1 {
 		return nil, invalid("%s holds %d YAML documents: a compose file is one document", quoteName(name), n)
 	}
@@ -83,7 +96,7 @@ func loadCompose(b *Bundle, tpl *envTemplate, env ComposeEnv, envID string) (*mo
 		root = filepath.Join(root, fmt.Sprintf("d%d", i))
 	}
 	root = filepath.Join(root, "release")
-	if err := materialize(root, b); err != nil {
+	if err := materialize(root, b, withheld); err != nil {
 		return nil, invalid("cannot write a scratch copy to load the compose file: %v", err)
 	}
 	if r, err := filepath.EvalSymlinks(root); err == nil {
@@ -129,6 +142,11 @@ func loadCompose(b *Bundle, tpl *envTemplate, env ComposeEnv, envID string) (*mo
 		return m, nil
 	}
 	if err != nil {
+		for _, n := range sortedKeys(withheld) {
+			if strings.Contains(err.Error(), filepath.Join(root, n)) {
+				return nil, invalid("%s, which %s includes or extends, %s", quoteName(n), quoteName(name), withheld[n])
+			}
+		}
 		return nil, invalid("%s does not load: %s", quoteName(name), m.words(err))
 	}
 	m.project = p
@@ -167,7 +185,8 @@ func yamlDocuments(raw []byte) int {
 	}
 }
 
-func materialize(root string, b *Bundle) error {
+// materialize writes b's directories and files below root, but for the files withheld.
+func materialize(root string, b *Bundle, withheld map[string]string) error {
 	if err := os.MkdirAll(root, 0o700); err != nil {
 		return err
 	}
@@ -177,6 +196,9 @@ func materialize(root string, b *Bundle) error {
 		}
 	}
 	for n, data := range b.Files {
+		if _, ok := withheld[n]; ok {
+			continue
+		}
 		p := filepath.Join(root, n)
 		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
 			return err

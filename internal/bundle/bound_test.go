@@ -1,0 +1,125 @@
+package bundle
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tikali/monky-deployd/internal/testkit"
+)
+
+// aliasFile is a compose file whose x-big list holds n references to a list of m scalars:
+// alias expansion adds n*(m+1) nodes.
+func aliasFile(n, m int) string {
+	return "x-a: &a [" + strings.TrimSuffix(strings.Repeat("x,", m), ",") + "]\n" +
+		"x-big: [" + strings.TrimSuffix(strings.Repeat("*a,", n), ",") + "]\n" +
+		"services:\n  api:\n    image: x\n"
+}
+
+func TestComposeBound(t *testing.T) {
+	for _, c := range []struct {
+		name, raw, want string
+	}{
+		{"plain", okCompose, ""},
+		{"a star in a value, no alias", "services:\n  api:\n    image: x\n    command: ['ls', '*.txt']\n", ""},
+		{"aliases within the bound", aliasFile(999, 99), ""}, // adds 99,900 nodes
+		{"aliases past the bound", aliasFile(1001, 99), "expands its YAML aliases to more than 100000 nodes"},
+		{"merge keys count", mergeServices(3000), "expands its YAML aliases"}, // 3000 merges of 41 nodes
+		{"over the size", "# " + strings.Repeat("x", MaxComposeBytes) + "\n" + okCompose, "over the bound of 1048576 bytes"},
+		{"alias and no parse", "x-a: &a [x]\nx-b: *a\n  bad: [\n", "does not parse as YAML"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got := composeBound([]byte(c.raw))
+			if (c.want == "") != (got == "") || !strings.Contains(got, c.want) {
+				t.Errorf("composeBound = %q, want %q", got, c.want)
+			}
+		})
+	}
+}
+
+// mergeServices is n services each merging the anchor a, a mapping of 20 keys.
+func mergeServices(n int) string {
+	var b strings.Builder
+	b.WriteString("x-a: &a {")
+	for i := 0; i < 20; i++ {
+		fmt.Fprintf(&b, "l%d: v, ", i)
+	}
+	b.WriteString("}\nservices:\n")
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(&b, "  s%d: {<<: *a, image: x}\n", i)
+	}
+	return b.String()
+}
+
+// The bomb of testdata/compose/73-alias-bomb.txt, checked as a bundle: BUNDLE_INVALID from the
+// text. (The time and memory it costs are in BenchmarkAliasBomb; before the bound, compose-go
+// expanded it to more than 1.3 GB in a minute before the process ran out of memory.)
+func TestAliasBombRefused(t *testing.T) {
+	bomb := aliasBomb(t)
+	if len(bomb) > 424 {
+		t.Fatalf("the bomb is %d bytes", len(bomb))
+	}
+	b := bundleWith(t, map[string]string{"compose.yaml": bomb})
+	r := Check(b, CheckInput{DesiredSha: b.Sha, EnvID: env})
+	if r == nil || r.Code != CodeInvalid || !strings.Contains(r.Detail, "compose.yaml expands its YAML aliases") {
+		t.Fatalf("got %v", r)
+	}
+}
+
+// A file over the bounds that no include or extends names costs nothing: a large data file,
+// one full of aliases, an env_file larger than a compose file may be.
+func TestBoundedFilesNotNamedStillLoad(t *testing.T) {
+	big := strings.Repeat("K=v\n", MaxComposeBytes/2)
+	b := bundleWith(t, map[string]string{
+		"compose.yaml":  "services:\n  api:\n    image: x\n    env_file: [big.env]\n    volumes: ['./data:/data:ro']\n",
+		"big.env":       big,
+		"data/bomb.yml": aliasBomb(t),
+		"data/blob":     strings.Repeat("\x00\xff", MaxComposeBytes),
+	})
+	if r := Check(b, CheckInput{DesiredSha: b.Sha, EnvID: env}); r != nil {
+		t.Fatalf("refused: %v", r)
+	}
+}
+
+func aliasBomb(t testing.TB) string {
+	raw, err := os.ReadFile(filepath.Join("..", "..", "testdata", "compose", "73-alias-bomb.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, bomb, ok := strings.Cut(string(raw), "-- compose.yaml --\n")
+	if !ok {
+		t.Fatal("73-alias-bomb.txt has no compose.yaml")
+	}
+	return bomb
+}
+
+// bundleWith reads a bundle of env holding files (bundle.json written for them).
+func bundleWith(t testing.TB, files map[string]string) *Bundle {
+	var names []string
+	var entries []testkit.TarEntry
+	for n, body := range files {
+		names = append(names, n)
+		entries = append(entries, testkit.TarFile(n, body))
+	}
+	entries = append(entries, testkit.TarFile(MetaFile, testkit.BundleMeta(env, nil, names...)))
+	b, err := Read(testkit.Tar(t, entries...), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// BenchmarkAliasBomb is what refusing the 418-byte bomb costs, from its bundle to the
+// refusal: time per refusal and bytes allocated (-benchmem).
+func BenchmarkAliasBomb(b *testing.B) {
+	bun := bundleWith(b, map[string]string{"compose.yaml": aliasBomb(b)})
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if r := Check(bun, CheckInput{DesiredSha: bun.Sha, EnvID: env}); r == nil || r.Code != CodeInvalid {
+			b.Fatalf("got %v", r)
+		}
+	}
+}
