@@ -38,6 +38,11 @@ func (h *harness) wantReportWhy(verdict string) {
 	if *r.Why != want {
 		h.t.Errorf("report's why\n %+v\nexplain's\n %+v", *r.Why, want)
 	}
+	// the control plane's fleet shows the box as explain does
+	rows := h.sim.Fleet(false)
+	if len(rows) != 1 || rows[0].Env != env || rows[0].Verdict != verdict || rows[0].Code != w.Code || rows[0].Since != want.Since || rows[0].Next != w.Next {
+		h.t.Errorf("fleet rows %+v, want %s %s %s", rows, env, verdict, w.Code)
+	}
 }
 
 // A refused, a failed, an unhealthy and a parked box each send a report whose why is the one

@@ -10,6 +10,7 @@
 //	monky-sim reports --env E                     (JSON lines)
 //	monky-sim counts  --env E
 //	monky-sim releases --env E
+//	monky-sim fleet [--all] [--json]              (each env's verdict from its last report)
 //
 // It listens on loopback by default and never dials anything but its own admin API. It never
 // prints a token, a grant or a secret value.
@@ -54,6 +55,8 @@ commands:
   reports   print the env's reports as JSON lines: --env E
   counts    print the env's counters: --env E
   releases  list the env's releases: --env E
+  fleet     one line per env from its last report's why (env, verdict, code, since, next),
+            grouped by code; only the envs with a code unless --all; --json for scripts
 client commands take --admin URL or --addr-file F (written by serve).
 `
 
@@ -70,7 +73,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	switch cmd, rest := args[0], args[1:]; cmd {
 	case "serve":
 		err = serve(ctx, rest, stdout, stderr)
-	case "desire", "retire", "reveal", "secret", "reports", "counts", "releases":
+	case "desire", "retire", "reveal", "secret", "reports", "counts", "releases", "fleet":
 		err = client(ctx, cmd, rest, stdin, stdout, stderr)
 	case "-h", "--help", "help":
 		_, _ = fmt.Fprint(stdout, usage)
@@ -180,10 +183,12 @@ func client(ctx context.Context, cmd string, args []string, stdin io.Reader, std
 	name := fs.String("name", "", "secret: name under <env>/see/")
 	key := fs.String("key", "value", "secret: key")
 	value := fs.String("value", "", "secret: value (- reads one line from stdin)")
+	all := fs.Bool("all", false, "fleet: every env, converged ones too")
+	asJSON := fs.Bool("json", false, "fleet: print the rows as one JSON array")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *envID == "" {
+	if *envID == "" && cmd != "fleet" {
 		return fmt.Errorf("%w: %s needs --env", errUsage, cmd)
 	}
 	base := *admin
@@ -263,6 +268,24 @@ func client(ctx context.Context, cmd string, args []string, stdin io.Reader, std
 			}
 			_, _ = fmt.Fprintln(stdout, b.String())
 		}
+	case "fleet":
+		u := base + "/admin/fleet"
+		if *all {
+			u += "?all=1"
+		}
+		var rows []sim.FleetRow
+		if err := call(ctx, "GET", u, nil, &rows); err != nil {
+			return err
+		}
+		if *asJSON {
+			b, err := json.Marshal(rows)
+			if err != nil {
+				return fmt.Errorf("fleet: %w", err)
+			}
+			_, _ = fmt.Fprintln(stdout, string(b))
+			return nil
+		}
+		sim.WriteFleet(stdout, rows)
 	case "counts", "releases":
 		var out json.RawMessage
 		if err := call(ctx, "GET", base+"/admin/"+cmd+q, nil, &out); err != nil {

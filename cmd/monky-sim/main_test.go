@@ -184,6 +184,29 @@ func TestServeAndAdminCLIRoundTrip(t *testing.T) {
 		t.Errorf("releases: %d %q", code, out)
 	}
 
+	code, out, _ = cli("fleet", "--all")
+	if code != 0 || !strings.Contains(out, demoEnv+"  converged") || !strings.HasSuffix(out, "1 env(s): converged 1\n") {
+		t.Errorf("fleet --all: %d %q", code, out)
+	}
+	why := &effects.ReportWhy{Code: "UNHEALTHY", Verdict: "needs_person", Since: "2026-12-01T14:02:00Z", Fault: "f", Evidence: "e", Next: "checked again at every tick", Fix: "x"}
+	st, body = post(t, addrs.Tenancy+"/v1/agent/report", "Bearer "+tok, "Authorization",
+		effects.Report{EnvID: demoEnv, Sha: cr.DesiredSha, Result: "failed", AgentVersion: "1.0.0", Detail: "UNHEALTHY: api", Why: why})
+	if st != 200 {
+		t.Fatalf("failed report: %d %s", st, body)
+	}
+	code, out, _ = cli("fleet")
+	if code != 0 || !strings.Contains(out, demoEnv+"  needs_person  UNHEALTHY  2026-12-01T14:02:00Z  checked again at every tick") {
+		t.Errorf("fleet: %d %q", code, out)
+	}
+	code, out, _ = cli("fleet", "--json")
+	var rows []struct {
+		Env, Verdict, Code, Since, Next string
+		Why                             *effects.ReportWhy
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &rows) != nil || len(rows) != 1 || rows[0].Env != demoEnv || rows[0].Why == nil || *rows[0].Why != *why {
+		t.Errorf("fleet --json: %d %q", code, out)
+	}
+
 	code, _, _ = cli("retire", "--env", demoEnv, "--purge")
 	if cr := checkin(); code != 0 || cr.Action != "down" || !cr.PurgeVolumes {
 		t.Errorf("retire: %d %+v", code, cr)

@@ -61,6 +61,8 @@ type ReleaseInfo struct {
 //	GET  /admin/reports?env=E   []effects.Report
 //	GET  /admin/counts?env=E    Counts
 //	GET  /admin/releases?env=E  []ReleaseInfo
+//	GET  /admin/fleet[?all=1]   []FleetRow: each env's last report and why, grouped by code
+//	                            (only the envs with a code, unless all)
 //
 // Errors are {"error": "…"} with 400 or 404.
 func (s *Sim) AdminHandler() http.Handler {
@@ -174,6 +176,10 @@ func (s *Sim) AdminHandler() http.Handler {
 			out = append(out, ReleaseInfo{Name: name, Sha: sha, Desired: sha == desired})
 		}
 		writeJSON(w, http.StatusOK, out)
+	})
+	mux.HandleFunc("GET /admin/fleet", func(w http.ResponseWriter, r *http.Request) {
+		all := r.URL.Query().Get("all")
+		writeJSON(w, http.StatusOK, s.Fleet(all == "1" || all == "true"))
 	})
 	return mux
 }

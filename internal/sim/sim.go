@@ -99,6 +99,7 @@ type env struct {
 	asks       []leaseAsk
 	leaseShape string
 	reports    []effects.Report
+	lastAt     time.Time // when the last report came
 	last       *effects.CheckinRequest
 	counts     Counts
 	secrets    map[string][]*secretVersion

@@ -262,6 +262,7 @@ func (s *Sim) report(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	e := s.envLocked(rep.EnvID)
 	e.reports = append(e.reports, rep)
+	e.lastAt = s.now()
 	if rep.Result == effects.ResultDown && e.retired {
 		// The box is down: tenancy's retire now cuts it off.
 		s.supersedeLocked(e)
