@@ -95,7 +95,7 @@ func aliasBomb(t testing.TB) string {
 	return bomb
 }
 
-// bundleWith reads a bundle of env holding files (bundle.json written for them).
+// bundleWith reads a bundle of env holding files (bundle.json written for them unless given).
 func bundleWith(t testing.TB, files map[string]string) *Bundle {
 	var names []string
 	var entries []testkit.TarEntry
@@ -103,7 +103,9 @@ func bundleWith(t testing.TB, files map[string]string) *Bundle {
 		names = append(names, n)
 		entries = append(entries, testkit.TarFile(n, body))
 	}
-	entries = append(entries, testkit.TarFile(MetaFile, testkit.BundleMeta(env, nil, names...)))
+	if _, ok := files[MetaFile]; !ok {
+		entries = append(entries, testkit.TarFile(MetaFile, testkit.BundleMeta(env, nil, names...)))
+	}
 	b, err := Read(testkit.Tar(t, entries...), 0)
 	if err != nil {
 		t.Fatal(err)
@@ -121,5 +123,29 @@ func BenchmarkAliasBomb(b *testing.B) {
 		if r := Check(bun, CheckInput{DesiredSha: bun.Sha, EnvID: env}); r == nil || r.Code != CodeInvalid {
 			b.Fatalf("got %v", r)
 		}
+	}
+}
+
+// An include whose env_file names another release's .env: the loader reads an include's
+// env_file as it loads, and a value it read came back in the loader's error (and so in the
+// refusal's detail, the state file and the report). The include settings are decided before
+// the loader runs: the file is never read, its value never shown.
+func TestIncludeEnvFileNeverRead(t *testing.T) {
+	dir := t.TempDir()
+	dotenv := filepath.Join(dir, ".env")
+	if err := os.WriteFile(dotenv, []byte("PORT=canary-s3cr3t-Qx7\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b := bundleWith(t, map[string]string{
+		"compose.json": `{"\u0069nclude": [{"path": "more.yaml", "env_file": "` + dotenv + `"}], "services": {"api": {"image": "x"}}}`,
+		"more.yaml":    "services:\n  side:\n    image: y\n    ports: [\"${PORT}\"]\n",
+		MetaFile:       `{"env_id": "` + env + `", "compose_file": "compose.json", "files": ["compose.json", "more.yaml"]}`,
+	})
+	r := Check(b, CheckInput{DesiredSha: b.Sha, EnvID: env})
+	if r == nil || strings.Contains(r.Error(), "canary") {
+		t.Fatalf("got %v", r)
+	}
+	if r.Code != CodePrivileged || !strings.Contains(r.Detail, "compose.json: include sets env_file") {
+		t.Errorf("got %v", r)
 	}
 }

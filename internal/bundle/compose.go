@@ -56,7 +56,7 @@ type model struct {
 	project *types.Project
 	root    string   // the scratch release directory, symlinks resolved
 	private string   // its private parent
-	outside []string // include/extends paths refused before they were read
+	outside []string // what was refused before the loader read it: include settings, include/extends paths
 	ph      *regexp.Regexp
 	pol     *policy
 }
@@ -85,6 +85,9 @@ func loadCompose(b *Bundle, tpl *envTemplate, env ComposeEnv, envID string) (*mo
 	}
 	if n := yamlDocuments(b.Files[name]); n > 1 {
 		return nil, invalid("%s holds %d YAML documents: a compose file is one document", quoteName(name), n)
+	}
+	if f := includeSettings(b, withheld); len(f) > 0 {
+		return &model{outside: f}, nil // the loader would read them: it does not run
 	}
 	private, err := os.MkdirTemp(env.ScratchDir, "monky-deployd-verify-")
 	if err != nil {
@@ -241,12 +244,11 @@ func (g *pathGuard) Load(ctx context.Context, p string) (string, error) {
 
 func (g *pathGuard) Dir(p string) string { return filepath.Dir(p) }
 
-// findings lists what PRIVILEGED_REFUSED refuses in the loaded model (see CheckModel): the
-// include and extends paths refused before they were read, the include settings, then the
-// model's findings.
+// findings lists what PRIVILEGED_REFUSED refuses: what was refused before the loader read it
+// (include settings, include and extends paths), else the loaded model's findings (see
+// CheckModel).
 func (m *model) findings(b *Bundle) []string {
 	out := append([]string{}, m.outside...)
-	out = append(out, includeSettings(b)...)
 	if m.project == nil {
 		return out
 	}
@@ -254,25 +256,26 @@ func (m *model) findings(b *Bundle) []string {
 }
 
 // includeSettings refuses an include entry that sets project_directory or env_file, in any
-// of the bundle's YAML files: either would let compose read outside the release directory.
-func includeSettings(b *Bundle) []string {
+// of the bundle's files that could be a compose file (all but bundle.json and the files
+// withheld from the loader): either would let compose read outside the release directory,
+// and the loader reads an include's env_file as it loads, so this runs before it. Each file
+// is decoded as YAML (JSON is YAML), so a key is seen as the loader sees it, whatever its
+// spelling (`"\u0069nclude"`), through anchors and merge keys.
+func includeSettings(b *Bundle, withheld map[string]string) []string {
 	var out []string
 	for _, n := range sortedKeys(b.Files) {
-		if !strings.Contains(string(b.Files[n]), "include") {
+		if _, skip := withheld[n]; skip || n == MetaFile {
 			continue
 		}
 		dec := yaml.NewDecoder(bytes.NewReader(b.Files[n]))
 		for {
-			var doc map[string]any
+			var doc any
 			if err := dec.Decode(&doc); err != nil {
 				break
 			}
-			list, _ := doc["include"].([]any)
+			list, _ := stringKeys(doc)["include"].([]any)
 			for _, e := range list {
-				entry, ok := e.(map[string]any)
-				if !ok {
-					continue
-				}
+				entry := stringKeys(e)
 				for _, k := range []string{"project_directory", "env_file"} {
 					if _, ok := entry[k]; ok {
 						out = append(out, fmt.Sprintf("%s: include sets %s (an include reads only its own files, below the release directory)", quoteName(n), k))
@@ -282,6 +285,23 @@ func includeSettings(b *Bundle) []string {
 		}
 	}
 	return out
+}
+
+// stringKeys is a decoded YAML mapping by its string keys (nil when v is no mapping).
+func stringKeys(v any) map[string]any {
+	switch m := v.(type) {
+	case map[string]any:
+		return m
+	case map[any]any:
+		out := map[string]any{}
+		for k, x := range m {
+			if ks, ok := k.(string); ok {
+				out[ks] = x
+			}
+		}
+		return out
+	}
+	return nil
 }
 
 // union is the entries of a and of b in one new map; b's win where both hold a key.
