@@ -128,6 +128,10 @@ func (a *Agent) BootstrapCommand(ctx context.Context, force bool) error {
 		return err
 	}
 	if grant == "" {
+		if _, err := os.Lstat(a.Cfg.BootstrapPath); err == nil {
+			// a used grant is emptied where its directory is not writable; or the kit wrote nothing
+			return fmt.Errorf("the bootstrap grant at %s is empty (a used grant is emptied) — copy a fresh grant from the install kit there", a.Cfg.BootstrapPath)
+		}
 		return fmt.Errorf("no bootstrap grant at %s — re-run the install kit", a.Cfg.BootstrapPath)
 	}
 	if eng.State() == machine.Blocked {

@@ -186,6 +186,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 				Description: "Examples:\n   monky-deployd diagram > machine.mmd\n   monky-deployd diagram | mmdc -i - -o machine.svg",
 				Action:      func(c *cli.Context) error { fmt.Fprint(stdout, machine.Mermaid()); return nil },
 			},
+			checkCommand(stdout),
 			versionCommand(stdout),
 			completionCommand(stdout),
 		},
@@ -653,6 +654,8 @@ func resumeChecks(cfg *config.Config, rec store.Record) []string {
 	if rec.Block != nil && rec.Block.Code == machine.CodeUnauthenticated {
 		if fi, err := os.Stat(cfg.BootstrapPath); err == nil && fi.Size() > 0 {
 			out = append(out, "bootstrap grant present at "+cfg.BootstrapPath+": the next tick logs in with it")
+		} else if err == nil {
+			out = append(out, "the bootstrap grant at "+cfg.BootstrapPath+" is empty (a used grant is emptied): copy a fresh grant from the install kit there")
 		} else {
 			out = append(out, "no bootstrap grant at "+cfg.BootstrapPath+": unless the stored token works, the next tick blocks again — re-run the install kit")
 		}

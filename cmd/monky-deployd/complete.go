@@ -113,6 +113,11 @@ func completions(app *cli.App, words []string) []string {
 			}
 			return nil // an unknown command: nothing to offer
 		}
+		if sub := cmd.Command(w); sub != nil && len(args) == 0 { // check config|bundle
+			cmd = sub
+			valueFlags = flagsTakingValues(sub.Flags)
+			continue
+		}
 		args = append(args, w)
 	}
 	if n := len(done); n > 0 && strings.HasPrefix(done[n-1], "-") && !strings.Contains(done[n-1], "=") &&
@@ -132,6 +137,10 @@ func completions(app *cli.App, words []string) []string {
 		out = append(out, "help")
 	case strings.HasPrefix(cur, "-"):
 		out = flagWords(cmd.Flags)
+	case len(cmd.Subcommands) > 0 && len(args) == 0:
+		for _, c := range cmd.Subcommands {
+			out = append(out, c.Name)
+		}
 	case cmd.Name == "completion" && len(args) == 0:
 		out = []string{"bash", "zsh", "fish"}
 	case cmd.Name == "help" && len(args) == 0:

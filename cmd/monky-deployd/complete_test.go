@@ -189,7 +189,10 @@ func TestCompletionWords(t *testing.T) {
 		words []string
 		want  string
 	}{
-		{[]string{""}, "run status explain resume bootstrap diagram version completion help"},
+		{[]string{""}, "run status explain resume bootstrap diagram check version completion help"},
+		{[]string{"check", ""}, "config bundle"},
+		{[]string{"check", "bundle", "--"}, "--env --allow-rollback --kv-mount --max-bytes --help"},
+		{[]string{"check", "bundle", "--env", ""}, ""},
 		{[]string{"ex"}, "explain"},
 		{[]string{"-"}, "--config --version --help"},
 		{[]string{"--config", "/etc/x.yaml", "st"}, "status"},

@@ -41,18 +41,17 @@ func manPage(app *cli.App) (string, error) {
 	return regexp.MustCompile(`\n{2,}`).ReplaceAllString(page, "\n"), nil
 }
 
-// synopsis is one line per visible command with its flags.
+// synopsis is one line per visible command (per subcommand of one that has them) with its flags.
 func synopsis(app *cli.App) string {
 	var b strings.Builder
 	b.WriteString(".SH SYNOPSIS\n")
-	for i, c := range app.Commands {
-		if c.Hidden {
-			continue
-		}
-		if i > 0 {
+	first := true
+	line := func(name string, c *cli.Command) {
+		if !first {
 			b.WriteString(".br\n")
 		}
-		b.WriteString(`\fBmonky-deployd\fR [\fB\-\-config\fR \fIPATH\fR] \fB` + c.Name + `\fR`)
+		first = false
+		b.WriteString(`\fBmonky-deployd\fR [\fB\-\-config\fR \fIPATH\fR] \fB` + name + `\fR`)
 		for _, f := range c.Flags {
 			n := f.Names()[0]
 			dash := `\-\-`
@@ -69,6 +68,17 @@ func synopsis(app *cli.App) string {
 			b.WriteString(" " + roffDash(c.ArgsUsage))
 		}
 		b.WriteString("\n")
+	}
+	for _, c := range app.Commands {
+		if c.Hidden {
+			continue
+		}
+		if len(c.Subcommands) == 0 {
+			line(c.Name, c)
+		}
+		for _, s := range c.Subcommands {
+			line(c.Name+" "+s.Name, s)
+		}
 	}
 	b.WriteString(".br\n" + `\fBmonky-deployd\fR \fB\-\-version\fR` + "\n")
 	return b.String()

@@ -84,6 +84,30 @@ var (
 
 // Load reads the config file at path (at most MaxFileBytes) and parses it with Parse.
 func Load(path string) (*Config, error) {
+	data, err := read(path)
+	if err != nil {
+		return nil, err
+	}
+	return Parse(data, path)
+}
+
+// LoadAll reads the config file at path like Load and reports every problem it finds (see
+// ParseAll), not only the first: what `monky-deployd check config` prints, one line each.
+func LoadAll(path string) (*Config, []error) {
+	data, err := read(path)
+	if err != nil {
+		return nil, []error{err}
+	}
+	cfg, errs := ParseAll(data, path)
+	out := make([]error, len(errs))
+	for i, e := range errs {
+		out[i] = e
+	}
+	return cfg, out
+}
+
+// read returns the config file's bytes, at most MaxFileBytes.
+func read(path string) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		switch {
@@ -102,44 +126,56 @@ func Load(path string) (*Config, error) {
 	if len(data) > MaxFileBytes {
 		return nil, &Error{Path: path, Msg: fmt.Sprintf("file is larger than %d bytes", MaxFileBytes)}
 	}
-	return Parse(data, path)
+	return data, nil
 }
 
 // Parse reads config.yaml's bytes strictly, fills every default, derives the env-specific paths
 // and validates the result. path is only used to name the file in errors and is kept in
-// Config.Path; Config.Hash is the sha256 of data. Every error is a *Error naming the key.
+// Config.Path; Config.Hash is the sha256 of data. Every error is a *Error naming the key; when
+// the file has several problems it is the first ParseAll finds.
 func Parse(data []byte, path string) (*Config, error) {
+	cfg, errs := ParseAll(data, path)
+	if len(errs) > 0 {
+		return nil, errs[0]
+	}
+	return cfg, nil
+}
+
+// ParseAll is Parse reporting every problem rather than the first: each key's first problem,
+// in the order Parse meets them (the file's keys in order, then the values' checks). A file
+// that is not YAML, holds more than one document, anchors, aliases or deep nesting, or is not a
+// mapping is one problem and nothing else is looked at. The Config is nil when any is found.
+func ParseAll(data []byte, path string) (*Config, []*Error) {
 	var doc yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&doc); err != nil && !errors.Is(err, io.EOF) {
-		return nil, &Error{Path: path, Msg: strings.TrimPrefix(err.Error(), "yaml: ")}
+		return nil, []*Error{{Path: path, Msg: strings.TrimPrefix(err.Error(), "yaml: ")}}
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); err == nil {
-		return nil, &Error{Path: path, Line: extra.Line, Msg: "more than one YAML document"}
+		return nil, []*Error{{Path: path, Line: extra.Line, Msg: "more than one YAML document"}}
 	} else if !errors.Is(err, io.EOF) {
-		return nil, &Error{Path: path, Msg: strings.TrimPrefix(err.Error(), "yaml: ")}
+		return nil, []*Error{{Path: path, Msg: strings.TrimPrefix(err.Error(), "yaml: ")}}
 	}
 
-	w := &walker{path: path, lines: map[string]int{}, given: map[string]bool{}}
+	w := &walker{path: path, lines: map[string]int{}, given: map[string]bool{}, bad: map[string]bool{}}
 	cfg := &Config{}
 	if len(doc.Content) > 0 {
 		root := doc.Content[0]
 		if err := w.shape(root, 1); err != nil {
-			return nil, err
+			return nil, []*Error{err}
 		}
 		switch {
 		case root.Kind == yaml.MappingNode:
-			if err := w.mapping(root, reflect.ValueOf(cfg).Elem(), ""); err != nil {
-				return nil, err
-			}
+			w.mapping(root, reflect.ValueOf(cfg).Elem(), "")
 		case isNull(root):
 		default:
-			return nil, &Error{Path: path, Line: root.Line, Msg: "the file must be a mapping of keys to values"}
+			return nil, []*Error{{Path: path, Line: root.Line, Msg: "the file must be a mapping of keys to values"}}
 		}
 	}
-	if err := w.finish(cfg); err != nil {
-		return nil, err
+	w.finish(cfg)
+	if len(w.errs) > 0 {
+		return nil, w.errs
 	}
 	sum := sha256.Sum256(data)
 	cfg.Hash = hex.EncodeToString(sum[:])
@@ -152,6 +188,24 @@ type walker struct {
 	path  string
 	lines map[string]int  // dotted key → line, for every key present in the file
 	given map[string]bool // keys present with a non-empty value; an empty value means the default
+	bad   map[string]bool // keys with a problem reported: one problem per key
+	errs  []*Error        // every problem found, in the order found
+}
+
+// report keeps err (a *Error; nil is nothing) unless its key has a problem already: a value
+// of the wrong type is one problem, not also the "must be positive" of its zero value.
+func (w *walker) report(err error) {
+	var e *Error
+	if !errors.As(err, &e) {
+		return
+	}
+	if e.Key != "" {
+		if w.bad[e.Key] {
+			return
+		}
+		w.bad[e.Key] = true
+	}
+	w.errs = append(w.errs, e)
 }
 
 func (w *walker) errf(key string, format string, args ...any) *Error {
@@ -161,7 +215,7 @@ func (w *walker) errf(key string, format string, args ...any) *Error {
 func (w *walker) has(key string) bool { return w.given[key] }
 
 // shape refuses anchors, aliases and deep nesting before anything is decoded.
-func (w *walker) shape(n *yaml.Node, depth int) error {
+func (w *walker) shape(n *yaml.Node, depth int) *Error {
 	if n.Kind == yaml.AliasNode || n.Anchor != "" {
 		return &Error{Path: w.path, Line: n.Line, Msg: "YAML anchors and aliases are not allowed"}
 	}
@@ -180,31 +234,33 @@ func (w *walker) shape(n *yaml.Node, depth int) error {
 
 func isNull(n *yaml.Node) bool { return n.Kind == yaml.ScalarNode && n.Tag == "!!null" }
 
-func (w *walker) mapping(n *yaml.Node, v reflect.Value, prefix string) error {
+// mapping decodes n into v, reporting each key's problem and going on with the next key.
+func (w *walker) mapping(n *yaml.Node, v reflect.Value, prefix string) {
 	t := v.Type()
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, val := n.Content[i], n.Content[i+1]
 		if k.Kind != yaml.ScalarNode {
-			return &Error{Path: w.path, Line: k.Line, Msg: "a key must be a plain name"}
+			w.report(&Error{Path: w.path, Line: k.Line, Msg: "a key must be a plain name"})
+			continue
 		}
 		key := prefix + k.Value
 		if line, dup := w.lines[key]; dup {
-			return &Error{Path: w.path, Line: k.Line, Key: key,
-				Msg: fmt.Sprintf("key %q given twice (first on line %d)", key, line)}
+			w.report(&Error{Path: w.path, Line: k.Line, Key: key,
+				Msg: fmt.Sprintf("key %q given twice (first on line %d)", key, line)})
+			continue
 		}
 		w.lines[key] = k.Line
 		if k.Value == "approle" {
-			return w.errf(key, "%s: %s", key, approleMsg)
+			w.report(w.errf(key, "%s: %s", key, approleMsg))
+			continue
 		}
 		idx := fieldByTag(t, k.Value)
 		if idx < 0 {
-			return w.errf(key, "unknown key %q", key)
+			w.report(w.errf(key, "unknown key %q", key))
+			continue
 		}
-		if err := w.value(val, v.Field(idx), key); err != nil {
-			return err
-		}
+		w.report(w.value(val, v.Field(idx), key))
 	}
-	return nil
 }
 
 func fieldByTag(t reflect.Type, name string) int {
@@ -226,7 +282,8 @@ func (w *walker) value(n *yaml.Node, f reflect.Value, key string) error {
 		if n.Kind != yaml.MappingNode {
 			return w.errf(key, "%s: want a mapping of keys", key)
 		}
-		return w.mapping(n, f, key+".")
+		w.mapping(n, f, key+".")
+		return nil
 	}
 	if n.Kind != yaml.ScalarNode {
 		return w.errf(key, "%s: want %s, got a %s", key, want(f.Type()), kindName(n.Kind))
@@ -310,58 +367,57 @@ func kindName(k yaml.Kind) string {
 }
 
 // finish fills defaults, applies tenancy.base_url, derives env-specific values and validates.
-func (w *walker) finish(c *Config) error {
+func (w *walker) finish(c *Config) {
 	str := func(p *string, def string) {
 		if strings.TrimSpace(*p) == "" {
 			*p = def
 		}
 	}
 	// A number absent from the file takes its default; one present must be positive.
-	num := func(key string, p *int, def int) error {
+	num := func(key string, p *int, def int) {
 		if !w.has(key) {
 			*p = def
-			return nil
+			return
 		}
 		if *p <= 0 {
-			return w.errf(key, "%s must be a positive number, got %d", key, *p)
+			w.report(w.errf(key, "%s must be a positive number, got %d", key, *p))
 		}
-		return nil
 	}
-	num64 := func(key string, p *int64, def int64, min int64) error {
+	num64 := func(key string, p *int64, def int64, min int64) {
 		if !w.has(key) {
 			*p = def
-			return nil
+			return
 		}
-		if *p < min {
-			if min == 0 {
-				return w.errf(key, "%s must not be negative, got %d", key, *p)
-			}
-			return w.errf(key, "%s must be a positive number, got %d", key, *p)
+		switch {
+		case *p >= min:
+		case min == 0:
+			w.report(w.errf(key, "%s must not be negative, got %d", key, *p))
+		default:
+			w.report(w.errf(key, "%s must be a positive number, got %d", key, *p))
 		}
-		return nil
 	}
 
 	// Required identity of the box.
 	c.EnvID = strings.TrimSpace(c.EnvID)
 	if c.EnvID == "" {
-		return w.errf("env_id", "env_id is required (env-<tier>-<nn>, e.g. env-qa-02)")
+		w.report(w.errf("env_id", "env_id is required (env-<tier>-<nn>, e.g. env-qa-02)"))
 	}
 	if !envIDRe.MatchString(c.EnvID) {
-		return w.errf("env_id", "env_id %q must look like env-<tier>-<nn> (e.g. env-qa-02)", c.EnvID)
+		w.report(w.errf("env_id", "env_id %q must look like env-<tier>-<nn> (e.g. env-qa-02)", c.EnvID))
 	}
 	c.Site = strings.TrimSpace(c.Site)
 	if c.Site == "" {
-		return w.errf("site", "site is required (e.g. cbs)")
+		w.report(w.errf("site", "site is required (e.g. cbs)"))
 	}
 	if strings.ContainsFunc(c.Site, func(r rune) bool { return r <= ' ' || r == '/' || r == 0x7f }) {
-		return w.errf("site", "site %q must be one word", c.Site)
+		w.report(w.errf("site", "site %q must be one word", c.Site))
 	}
 
 	str(&c.Transport, DefaultTransport())
 	switch c.Transport {
 	case TransportSDK, TransportProxy, TransportSystem:
 	default:
-		return w.errf("transport", "transport %q must be sdk, proxy or system", c.Transport)
+		w.report(w.errf("transport", "transport %q must be sdk, proxy or system", c.Transport))
 	}
 	str(&c.Identity, DefaultIdentityDir+"/monky-host."+c.EnvID+".json")
 
@@ -369,119 +425,90 @@ func (w *walker) finish(c *Config) error {
 	t := &c.Tenancy
 	str(&t.Service, DefaultTenancyService)
 	t.Scheme = strings.ToLower(strings.TrimSpace(t.Scheme))
-	if err := w.baseURL(t); err != nil {
-		return err
-	}
+	w.report(w.baseURL(t))
 	str(&t.Host, t.Service)
 	str(&t.Scheme, DefaultTenancyScheme)
 	if t.Scheme != "http" && t.Scheme != "https" {
-		return w.errf("tenancy.scheme", "tenancy.scheme %q must be http or https", t.Scheme)
+		w.report(w.errf("tenancy.scheme", "tenancy.scheme %q must be http or https", t.Scheme))
 	}
-	if err := num("tenancy.port", &t.Port, DefaultTenancyPort); err != nil {
-		return err
-	}
+	num("tenancy.port", &t.Port, DefaultTenancyPort)
 	if t.Port > 65535 {
-		return w.errf("tenancy.port", "tenancy.port %d is not a TCP port", t.Port)
+		w.report(w.errf("tenancy.port", "tenancy.port %d is not a TCP port", t.Port))
 	}
 	if strings.ContainsAny(t.Host, " /:@?#") {
-		return w.errf("tenancy.host", "tenancy.host %q must be a bare host name", t.Host)
+		w.report(w.errf("tenancy.host", "tenancy.host %q must be a bare host name", t.Host))
 	}
 	str(&t.ProxyAddr, DefaultTenancyProxyAddr)
-	if err := w.hostPort("tenancy.proxy_addr", t.ProxyAddr); err != nil {
-		return err
-	}
-	if err := num("tenancy.timeout_s", &t.TimeoutS, DefaultTimeoutS); err != nil {
-		return err
-	}
+	w.report(w.hostPort("tenancy.proxy_addr", t.ProxyAddr))
+	num("tenancy.timeout_s", &t.TimeoutS, DefaultTimeoutS)
 
 	// bao
 	b := &c.Bao
 	str(&b.Service, DefaultBaoService)
 	str(&b.Addr, DefaultBaoAddr)
 	if u, err := url.Parse(b.Addr); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Hostname() == "" {
-		return w.errf("bao.addr", "bao.addr %q must be a URL like https://bao.example:8200", b.Addr)
+		w.report(w.errf("bao.addr", "bao.addr %q must be a URL like https://bao.example:8200", b.Addr))
 	} else if p := u.Port(); p != "" {
 		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
-			return w.errf("bao.addr", "bao.addr %q has a bad port", b.Addr)
+			w.report(w.errf("bao.addr", "bao.addr %q has a bad port", b.Addr))
 		}
 	}
 	str(&b.AuthMount, DefaultBaoAuthMount)
 	str(&b.Role, DefaultBaoRole)
 	str(&b.KVMount, DefaultBaoKVMount)
-	for key, v := range map[string]string{"bao.auth_mount": b.AuthMount, "bao.role": b.Role, "bao.kv_mount": b.KVMount} {
-		if strings.ContainsAny(v, " ?#%") || strings.HasPrefix(v, "/") || strings.Contains(v, "..") {
-			return w.errf(key, "%s %q must be a plain OpenBao path segment", key, v)
+	for _, kv := range [][2]string{{"bao.auth_mount", b.AuthMount}, {"bao.role", b.Role}, {"bao.kv_mount", b.KVMount}} {
+		if key, v := kv[0], kv[1]; strings.ContainsAny(v, " ?#%") || strings.HasPrefix(v, "/") || strings.Contains(v, "..") {
+			w.report(w.errf(key, "%s %q must be a plain OpenBao path segment", key, v))
 		}
 	}
 	str(&b.CAFile, DefaultBaoCAFile)
 	str(&b.ProxyAddr, DefaultBaoProxyAddr)
-	if err := w.hostPort("bao.proxy_addr", b.ProxyAddr); err != nil {
-		return err
-	}
-	if err := num("bao.renew_below_s", &b.RenewBelow, DefaultRenewBelowS); err != nil {
-		return err
-	}
-	if err := num("bao.timeout_s", &b.TimeoutS, DefaultTimeoutS); err != nil {
-		return err
-	}
+	w.report(w.hostPort("bao.proxy_addr", b.ProxyAddr))
+	num("bao.renew_below_s", &b.RenewBelow, DefaultRenewBelowS)
+	num("bao.timeout_s", &b.TimeoutS, DefaultTimeoutS)
 
 	// the loop and the apply
-	if err := num("interval_s", &c.IntervalS, DefaultIntervalS); err != nil {
-		return err
-	}
+	num("interval_s", &c.IntervalS, DefaultIntervalS)
 	str(&c.VolumesOnAbsent, DefaultVolumesOnAbsent)
 	if c.VolumesOnAbsent != "keep" && c.VolumesOnAbsent != "purge" {
-		return w.errf("volumes_on_absent", "volumes_on_absent %q must be keep or purge", c.VolumesOnAbsent)
+		w.report(w.errf("volumes_on_absent", "volumes_on_absent %q must be keep or purge", c.VolumesOnAbsent))
 	}
 	if !w.has("disk.factor") {
 		c.Disk.Factor = DefaultDiskFactor
 	} else if c.Disk.Factor <= 0 {
-		return w.errf("disk.factor", "disk.factor must be a positive number, got %g", c.Disk.Factor)
+		w.report(w.errf("disk.factor", "disk.factor must be a positive number, got %g", c.Disk.Factor))
 	}
-	if err := num64("disk.headroom_bytes", &c.Disk.HeadroomBytes, DefaultHeadroomBytes, 0); err != nil {
-		return err
-	}
+	num64("disk.headroom_bytes", &c.Disk.HeadroomBytes, DefaultHeadroomBytes, 0)
 
 	// paths
 	str(&c.StateDir, DefaultStateDir)
-	if err := w.absPath("state_dir", &c.StateDir); err != nil {
-		return err
-	}
+	w.report(w.absPath("state_dir", &c.StateDir))
 	str(&c.DeployDir, c.StateDir+"/"+c.EnvID)
-	if err := w.absPath("deploy_dir", &c.DeployDir); err != nil {
-		return err
+	if w.has("deploy_dir") || !w.bad["state_dir"] { // derived from a bad state_dir: that one problem
+		w.report(w.absPath("deploy_dir", &c.DeployDir))
 	}
 	str(&c.ComposeProject, "monky-"+c.EnvID)
 	if !projectRe.MatchString(c.ComposeProject) {
-		return w.errf("compose_project", "compose_project %q must be lower-case letters, digits, - and _", c.ComposeProject)
+		w.report(w.errf("compose_project", "compose_project %q must be lower-case letters, digits, - and _", c.ComposeProject))
 	}
 	str(&c.BootstrapPath, DefaultBootstrapPath)
-	if err := num("healthy_timeout_s", &c.HealthyTimeoutS, DefaultHealthyTimeoutS); err != nil {
-		return err
-	}
-	if err := num("tick_timeout_s", &c.TickTimeoutS, DefaultTickTimeoutS); err != nil {
-		return err
-	}
+	num("healthy_timeout_s", &c.HealthyTimeoutS, DefaultHealthyTimeoutS)
+	num("tick_timeout_s", &c.TickTimeoutS, DefaultTickTimeoutS)
 	str(&c.DockerBin, DefaultDockerBin)
 	str(&c.RegistryHost, DefaultRegistryHost)
 	if strings.Contains(c.RegistryHost, "://") || strings.ContainsAny(c.RegistryHost, " /") {
-		return w.errf("registry_host", "registry_host %q must be a host name (optionally :port), no scheme or path", c.RegistryHost)
+		w.report(w.errf("registry_host", "registry_host %q must be a host name (optionally :port), no scheme or path", c.RegistryHost))
 	}
-	if err := num64("max_bundle_bytes", &c.MaxBundleBytes, DefaultMaxBundleBytes, 1); err != nil {
-		return err
-	}
-	if err := num("keep_releases", &c.KeepReleases, DefaultKeepReleases); err != nil {
-		return err
-	}
+	num64("max_bundle_bytes", &c.MaxBundleBytes, DefaultMaxBundleBytes, 1)
+	num("keep_releases", &c.KeepReleases, DefaultKeepReleases)
 	str(&c.LogLevel, DefaultLogLevel)
 	c.LogLevel = strings.ToUpper(strings.TrimSpace(c.LogLevel))
 	switch c.LogLevel {
 	case "DEBUG", "INFO", "WARN", "ERROR":
 	default:
-		return w.errf("log_level", "log_level %q must be DEBUG, INFO, WARN or ERROR", c.LogLevel)
+		w.report(w.errf("log_level", "log_level %q must be DEBUG, INFO, WARN or ERROR", c.LogLevel))
 	}
 	c.MetricsPath = strings.TrimSpace(c.MetricsPath)
-	return nil
 }
 
 // baseURL applies tenancy.base_url to scheme/host/port, refusing a value that contradicts one given

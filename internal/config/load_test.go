@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -323,5 +324,52 @@ func TestLoadNamesAMissingFileAndWhatWritesIt(t *testing.T) {
 	_, err := Load(p)
 	if err == nil || !strings.Contains(err.Error(), p) || !strings.Contains(err.Error(), "no such file") || strings.Count(err.Error(), p) != 1 {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// TestParseAllReportsEveryProblem: each key's problem is reported, with its line and key and
+// the words Parse uses for it alone; a value of the wrong type is one problem (not also the
+// "must be positive" of its zero value), a bad state_dir is not also a bad derived deploy_dir;
+// Parse still returns the first.
+func TestParseAllReportsEveryProblem(t *testing.T) {
+	y := "env_id: env-qa-02\nsite: cbs\nbogus: 1\ntenancy:\n  port: abc\n  nope: 2\n" +
+		"state_dir: rel\nkeep_releases: 0\nbao:\n  auth_mount: /x\n  kv_mount: a b\napprole: {}\n"
+	cfg, errs := ParseAll([]byte(y), "/etc/x.yaml")
+	if cfg != nil {
+		t.Errorf("a config came back beside %d problems", len(errs))
+	}
+	want := []struct {
+		line int
+		key  string
+		msg  string
+	}{
+		{3, "bogus", `unknown key "bogus"`},
+		{5, "tenancy.port", `tenancy.port: want an integer, got "abc"`},
+		{6, "tenancy.nope", `unknown key "tenancy.nope"`},
+		{12, "approle", "approle: AppRole is gone"},
+		{10, "bao.auth_mount", `bao.auth_mount "/x" must be a plain OpenBao path segment`},
+		{11, "bao.kv_mount", `bao.kv_mount "a b" must be a plain OpenBao path segment`},
+		{7, "state_dir", `state_dir "rel" must be an absolute path`},
+		{8, "keep_releases", "keep_releases must be a positive number, got 0"},
+	}
+	if len(errs) != len(want) {
+		t.Fatalf("%d problems, want %d:\n%v", len(errs), len(want), errs)
+	}
+	for i, w := range want {
+		e := errs[i]
+		if e.Line != w.line || e.Key != w.key || !strings.Contains(e.Error(), fmt.Sprintf("config /etc/x.yaml: line %d: %s", w.line, w.msg)) {
+			t.Errorf("problem %d: %q (line %d, key %q), want line %d key %q %q", i, e.Error(), e.Line, e.Key, w.line, w.key, w.msg)
+		}
+	}
+	if _, err := Parse([]byte(y), "/etc/x.yaml"); err == nil || err.Error() != errs[0].Error() {
+		t.Errorf("Parse: %v, want the first problem %v", err, errs[0])
+	}
+	// a file-level problem is the only one
+	if _, errs := ParseAll([]byte("a: &x 1\nb: *x\nbogus: 2\n"), "/etc/x.yaml"); len(errs) != 1 || !strings.Contains(errs[0].Error(), "anchors") {
+		t.Errorf("anchors: %v", errs)
+	}
+	// a missing required key has no line
+	if _, errs := ParseAll([]byte("site: cbs\nlog_level: x\n"), "/etc/x.yaml"); len(errs) != 2 || errs[0].Line != 0 || errs[0].Key != "env_id" || errs[1].Line != 2 {
+		t.Errorf("no env_id and a bad log_level: %v", errs)
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/tikali/monky-deployd/effects"
+	"github.com/tikali/monky-deployd/internal/bundlecheck"
 )
 
 // Options configure a Sim. The zero value is usable.
@@ -217,7 +218,9 @@ func (s *Sim) SetBundleShaHeader(name string) { set(s, &s.shaHeader, name) }
 // AddRelease builds a bundle for envID from files (path → bytes, slash-separated relative
 // paths). A bundle.json among them is taken as partial (agent flags, disk_need_bytes, …) and
 // completed with env_id, files[] and compose_file (default compose.yaml). It returns the
-// bundle's sha by tenancy's formula. A release of the same name is replaced.
+// bundle's sha by tenancy's formula. A release of the same name is replaced. Publishing runs
+// the publisher's check (internal/bundlecheck, what `monky-deployd check bundle` runs) and
+// logs each finding as a warning: a release a box would refuse is still served.
 func (s *Sim) AddRelease(envID, name string, files map[string][]byte) (string, error) {
 	full, err := completeBundle(envID, files)
 	if err != nil {
@@ -228,6 +231,11 @@ func (s *Sim) AddRelease(envID, name string, files map[string][]byte) (string, e
 		return "", fmt.Errorf("release %s: %w", name, err)
 	}
 	s.addRelease(envID, &release{name: name, sha: sha, files: full, archive: archive})
+	// the publisher's check (monky-deployd check bundle): a bundle a box would refuse is still
+	// served — the refusal paths are what many a test drives — but never without a word
+	for _, f := range bundlecheck.Run(archive, bundlecheck.Options{EnvID: envID}).Findings {
+		s.opts.Logf("sim: release %s/%s: a box would refuse it: %s", envID, name, f)
+	}
 	return sha, nil
 }
 

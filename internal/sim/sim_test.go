@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -779,5 +780,48 @@ func TestJWKS(t *testing.T) {
 	x, _ := base64.RawURLEncoding.DecodeString(k["x"].(string))
 	if k["kty"] != "EC" || k["crv"] != "P-256" || k["alg"] != "ES256" || len(x) != 32 {
 		t.Errorf("jwk = %v", k)
+	}
+}
+
+// TestPublishingChecksTheBundle: publishing a release runs the publisher's check (what
+// `monky-deployd check bundle` runs): a release a box would refuse is served, with a warning
+// naming each finding; a release a box applies is published without one.
+func TestPublishingChecksTheBundle(t *testing.T) {
+	var mu sync.Mutex
+	var logged []string
+	s := newSim(t, Options{Logf: func(f string, a ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		logged = append(logged, fmt.Sprintf(f, a...))
+	}})
+	warnings := func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		var w []string
+		for _, l := range logged {
+			if strings.Contains(l, "a box would refuse it") {
+				w = append(w, l)
+			}
+		}
+		logged = nil
+		return w
+	}
+	if _, err := s.AddRelease(envA, "ok", map[string][]byte{"compose.yaml": []byte("services:\n  api:\n    image: x\n")}); err != nil {
+		t.Fatal(err)
+	}
+	if w := warnings(); len(w) != 0 {
+		t.Errorf("a release a box applies was warned of: %q", w)
+	}
+	sha, err := s.AddRelease(envA, "priv", map[string][]byte{"compose.yaml": []byte("services:\n  api:\n    image: x\n    privileged: true\n    pid: host\n")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := warnings()
+	if len(w) != 2 || !strings.Contains(w[0], "sim: release "+envA+"/priv: a box would refuse it: PRIVILEGED_REFUSED: service api: privileged: true") ||
+		!strings.Contains(w[1], "PRIVILEGED_REFUSED: service api: pid: host") {
+		t.Errorf("warnings for a privileged release, want one per finding:\n%s", strings.Join(w, "\n"))
+	}
+	if got, _, ok := s.Release(envA, "priv"); !ok || got != sha {
+		t.Errorf("the refused release is not served: %v %q", ok, got)
 	}
 }

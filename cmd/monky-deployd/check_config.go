@@ -1,0 +1,83 @@
+package main
+
+import (
+	"bytes"
+	"cmp"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+
+	"github.com/urfave/cli/v2"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/tikali/monky-deployd/internal/config"
+	"github.com/tikali/monky-deployd/internal/redact"
+	"github.com/tikali/monky-deployd/internal/sanitize"
+)
+
+func checkConfigCommand(stdout io.Writer) *cli.Command {
+	return &cli.Command{
+		Name:      "config",
+		Usage:     "validate a config.yaml: every problem, one line each with its line and key",
+		ArgsUsage: "[FILE]",
+		Description: "FILE defaults to the --config path. The config is read as every command reads it; a transport\n" +
+			"   this build does not carry is a problem too. Nothing but FILE is read.\n\n" +
+			"Examples:\n   monky-deployd check config\n   monky-deployd check config /etc/monky-deployd/config.yaml.new",
+		Action: func(c *cli.Context) error { return cmdCheckConfig(c, stdout) },
+	}
+}
+
+func cmdCheckConfig(c *cli.Context, stdout io.Writer) error {
+	if c.NArg() > 1 {
+		return usageErr(c, "unexpected argument %q", c.Args().Get(1))
+	}
+	path := c.Args().First()
+	if path == "" {
+		path = c.String("config")
+	}
+	cfg, errs := config.LoadAll(path)
+	if len(errs) == 0 && !config.TransportBuiltIn(cfg.Transport) {
+		errs = append(errs, &config.Error{Path: path, Line: keyLine(path, "transport"), Key: "transport",
+			Msg: fmt.Sprintf("transport %s is not in this build (it has %v): `make sdk` builds one with the OpenZiti SDK, or set transport: system or proxy",
+				cfg.Transport, config.BuiltInTransports())})
+	}
+	if len(errs) > 0 {
+		// in the file's order; a problem of the whole file (no line) first
+		slices.SortStableFunc(errs, func(a, b error) int { return cmp.Compare(errLine(a), errLine(b)) })
+		for _, e := range errs {
+			fmt.Fprintln(stdout, redact.String(sanitize.Line(e.Error())))
+		}
+		return &exitError{code: 1}
+	}
+	_, err := fmt.Fprintf(stdout, "config %s: ok (env %s, site %s, transport %s)\n", path, cfg.EnvID, cfg.Site, cfg.Transport)
+	return err
+}
+
+func errLine(err error) int {
+	var e *config.Error
+	if errors.As(err, &e) {
+		return e.Line
+	}
+	return 0
+}
+
+// keyLine is the line of a top-level key in the YAML file at path, 0 when it is not there.
+func keyLine(path, key string) int {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	var doc yaml.Node
+	if yaml.NewDecoder(bytes.NewReader(data)).Decode(&doc) != nil || len(doc.Content) == 0 {
+		return 0
+	}
+	root := doc.Content[0]
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		if root.Content[i].Value == key {
+			return root.Content[i].Line
+		}
+	}
+	return 0
+}

@@ -1,0 +1,214 @@
+// Package bundlecheck answers "would a box apply this bundle?" without a box: it reads a bundle
+// archive (or packs an unpacked bundle directory) and runs on it the very functions a tick
+// runs before any lease — bundle.Read, then bundle.Check, then the rollback rule — and lists
+// what a box would refuse, one finding a line. `monky-deployd check bundle` and the
+// simulator's release publishing use it.
+//
+// It reads the archive or the directory and nothing else: no config, no state file, no
+// network, no docker. bundle.Check's private scratch copy (under the system's temporary
+// directory) is removed before Run returns.
+package bundlecheck
+
+import (
+	"archive/tar"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/tikali/monky-deployd/internal/bundle"
+)
+
+// Options are the box's facts a bundle is checked against; the zero value checks a bundle as
+// its own env's box would see it for the first time.
+type Options struct {
+	// EnvID is the box's env_id; "" means the bundle's own (bundle.json env_id).
+	EnvID string
+	// KVMount is the KV mount the manifest's paths must lie in; "" means "monky".
+	KVMount string
+	// Rollback checks the bundle as a rollback: a sha the box applied before, which it
+	// applies only when bundle.json sets agent.allow_rollback.
+	Rollback bool
+	// MaxBytes is max_bundle_bytes; ≤ 0 means the default (64 MiB).
+	MaxBytes int64
+	// Project is the compose project name; "" means monky-<env_id>.
+	Project string
+}
+
+// Finding is one thing a box would refuse: the refusal code and what it names (the service
+// and the field for PRIVILEGED_REFUSED; a file, a variable, a path for the others).
+type Finding struct {
+	Code   string
+	Detail string
+}
+
+func (f Finding) String() string {
+	if f.Detail == "" {
+		return f.Code
+	}
+	return f.Code + ": " + f.Detail
+}
+
+// Result is what Run found: the bundle's sha and env when it could be read, and the findings
+// (none: a box would apply it).
+type Result struct {
+	Sha      string
+	EnvID    string
+	Findings []Finding
+}
+
+// privilegedHint closes bundle.Check's PRIVILEGED_REFUSED detail; each finding's line goes
+// without it and the hint follows once.
+const privilegedHint = " (bundle.json agent.allow_privileged is not set)"
+
+// Run checks archive (a tar, gzip-compressed or not) as a box would before any lease.
+func Run(archive []byte, o Options) Result {
+	max := o.MaxBytes
+	if max <= 0 {
+		max = bundle.DefaultMaxBytes
+	}
+	b, err := bundle.Read(archive, max)
+	if err != nil {
+		return Result{Findings: findings(err)}
+	}
+	res := Result{Sha: b.Sha, EnvID: b.Meta.EnvID}
+	env := o.EnvID
+	if env == "" {
+		env = b.Meta.EnvID
+	}
+	in := bundle.CheckInput{DesiredSha: b.Sha, EnvID: env, KVMount: o.KVMount,
+		Compose: bundle.ComposeEnv{Project: o.Project, AgentEnv: environNames()}}
+	if r := bundle.Check(b, in); r != nil {
+		res.Findings = findings(r)
+		return res
+	}
+	if o.Rollback && !b.Meta.Agent.AllowRollback {
+		res.Findings = []Finding{{Code: bundle.CodeRollback, Detail: "a box that applied " + b.Sha[:12] +
+			" before refuses to return to it: bundle.json agent.allow_rollback is not set"}}
+	}
+	return res
+}
+
+// findings turns a refusal into lines: PRIVILEGED_REFUSED's detail lists its findings
+// separated by "; ", one line each.
+func findings(err error) []Finding {
+	var r *bundle.Refusal
+	if !errors.As(err, &r) {
+		return []Finding{{Code: bundle.CodeInvalid, Detail: err.Error()}}
+	}
+	if r.Code != bundle.CodePrivileged {
+		return []Finding{{Code: r.Code, Detail: r.Detail}}
+	}
+	detail, hinted := strings.CutSuffix(r.Detail, privilegedHint)
+	var out []Finding
+	for _, d := range strings.Split(detail, "; ") {
+		out = append(out, Finding{Code: r.Code, Detail: d})
+	}
+	if hinted {
+		out[len(out)-1].Detail += privilegedHint
+	}
+	return out
+}
+
+// environNames is the names (never the values) of this process's environment, as the tick
+// passes its own to the check: the policy treats them as values unknown before the lease.
+func environNames() []string {
+	env := os.Environ()
+	names := make([]string, 0, len(env))
+	for _, kv := range env {
+		if k, _, ok := strings.Cut(kv, "="); ok && k != "" {
+			names = append(names, k)
+		}
+	}
+	return names
+}
+
+// ReadArchive reads a bundle archive file: at most max bytes (≤ 0: the default) plus one, so
+// that a bigger file is refused as the tick's download would be.
+func ReadArchive(path string, max int64) ([]byte, *Finding, error) {
+	if max <= 0 {
+		max = bundle.DefaultMaxBytes
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer f.Close()
+	// a gzip archive of max bytes of content is smaller than max; a plain tar is a little
+	// bigger (headers): the bound is Read's, this one only keeps memory in check
+	limit := max + max/8 + 1<<20
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, nil, err
+	}
+	if int64(len(data)) > limit {
+		return nil, &Finding{Code: bundle.CodeInvalid, Detail: fmt.Sprintf("the archive is larger than %d bytes", limit)}, nil
+	}
+	return data, nil, nil
+}
+
+// packTime is every packed entry's mtime: the sha does not depend on it, the bytes need one.
+var packTime = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// Pack writes the unpacked bundle in dir as a plain tar, every entry as it is on disk — a
+// symlink as a symlink, a FIFO as a FIFO, a setuid bit kept — so that bundle.Read refuses
+// what the tick would refuse in the archive tenancy serves. It follows no symlink.
+func Pack(dir string) ([]byte, error) {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil || rel == "." {
+			return err
+		}
+		fi, err := os.Lstat(p)
+		if err != nil {
+			return err
+		}
+		link := ""
+		if fi.Mode()&fs.ModeSymlink != 0 {
+			if link, err = os.Readlink(p); err != nil {
+				return err
+			}
+		}
+		h, err := tar.FileInfoHeader(fi, link)
+		if err != nil {
+			return fmt.Errorf("%s: %w", p, err)
+		}
+		h.Name = filepath.ToSlash(rel)
+		if fi.IsDir() {
+			h.Name += "/"
+		}
+		h.Uid, h.Gid, h.Uname, h.Gname = 0, 0, "", ""
+		h.ModTime, h.AccessTime, h.ChangeTime = packTime, time.Time{}, time.Time{}
+		h.Format = tar.FormatPAX
+		if err := tw.WriteHeader(h); err != nil {
+			return fmt.Errorf("%s: %w", p, err)
+		}
+		if !fi.Mode().IsRegular() {
+			return nil
+		}
+		f, err := os.Open(p)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		_, err = io.Copy(tw, f)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := tw.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
