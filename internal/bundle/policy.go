@@ -119,6 +119,7 @@ func (pol *policy) check(p *types.Project) []Finding {
 		who := "service " + quoteName(n)
 		pol.service(p, &s, func(field, what string) { add(who, field, what) })
 	}
+	pol.writable(p, services, add)
 	jobs := union(p.Jobs, p.DisabledJobs)
 	for _, n := range sortedKeys(jobs) {
 		add("job "+quoteName(n), "jobs", "jobs are not allowed")
@@ -257,6 +258,82 @@ func (pol *policy) mount(p *types.Project, v types.ServiceVolumeConfig, add func
 	default:
 		add("volumes", "volume of type "+pol.show(v.Type)+" → "+pol.show(v.Target)+" is not allowed")
 	}
+}
+
+// writable refuses what lets a container change what a later compose call resolves: a
+// writable bind of the release directory itself (it holds the compose file and .env), and
+// a writable bind of a directory that holds a path compose resolves again at the next call —
+// another bind's source (a container could put a symlink to / in its place), an env_file, a
+// secret's or config's file, a compose file. Read-only binds (`:ro`) are allowed.
+func (pol *policy) writable(p *types.Project, services map[string]types.ServiceConfig, add func(who, field, what string)) {
+	type use struct{ who, what, path string }
+	var uses []use
+	for _, f := range p.ComposeFiles {
+		uses = append(uses, use{"", "is the compose file", f})
+	}
+	for _, n := range sortedKeys(services) {
+		who := "service " + quoteName(n)
+		s := services[n]
+		for _, v := range s.Volumes {
+			if v.Type == types.VolumeTypeBind {
+				uses = append(uses, use{who, "binds", v.Source})
+			}
+		}
+		for _, e := range s.EnvFiles {
+			uses = append(uses, use{who, "reads as env_file", e.Path})
+		}
+	}
+	for _, n := range sortedKeys(p.Secrets) {
+		uses = append(uses, use{"secret " + quoteName(n), "is the file of", p.Secrets[n].File})
+	}
+	for _, n := range sortedKeys(p.Configs) {
+		uses = append(uses, use{"config " + quoteName(n), "is the file of", p.Configs[n].File})
+	}
+	for _, n := range sortedKeys(services) {
+		who := "service " + quoteName(n)
+		for _, v := range services[n].Volumes {
+			if v.Type != types.VolumeTypeBind || v.ReadOnly || pol.placeholder(v.Source) {
+				continue
+			}
+			src := filepath.Clean(v.Source)
+			if !pol.inside(src) {
+				continue // refused as a bind outside the release directory
+			}
+			if src == pol.root {
+				add(who, "volumes", "writable bind of the release directory → "+pol.show(v.Target)+" (mount it :ro)")
+				continue
+			}
+			seen := map[string]bool{}
+			for _, u := range uses {
+				if u.path == "" || pol.placeholder(u.path) {
+					continue
+				}
+				q := filepath.Clean(u.path)
+				if !strings.HasPrefix(q, src+string(filepath.Separator)) {
+					continue
+				}
+				what := pol.rel(q) + ", which " + strings.TrimSpace(u.who+" "+u.what)
+				if u.who == "" {
+					what = pol.rel(q) + ", which " + u.what
+				} else if u.what == "is the file of" {
+					what = pol.rel(q) + ", the file of " + u.who
+				}
+				if !seen[what] {
+					seen[what] = true
+					add(who, "volumes", "writable bind "+pol.rel(src)+" holds "+what+" (mount it :ro)")
+				}
+			}
+		}
+	}
+}
+
+// rel shows a path inside the release directory relative to it ("./data/conf").
+func (pol *policy) rel(c string) string {
+	r, err := filepath.Rel(pol.root, c)
+	if err != nil || r == "." {
+		return "."
+	}
+	return "./" + pol.show(filepath.ToSlash(r))
 }
 
 // network checks a top-level network: the default driver or bridge, never the host's `host`
