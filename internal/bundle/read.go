@@ -289,6 +289,18 @@ func (b *Bundle) readMeta() error {
 	if _, ok := b.Files[EnvFile]; ok {
 		return invalid("the bundle carries %s: the agent writes it from %s", EnvFile, TemplateFile)
 	}
+	// A directory named .env (an entry, or the parent of a file) would stand where the agent
+	// writes .env: refused here, before any lease, not when staging fails after it.
+	for _, d := range b.Dirs {
+		if d == EnvFile {
+			return invalid("the bundle carries a directory %s: the agent writes the file %s from %s", EnvFile, EnvFile, TemplateFile)
+		}
+	}
+	for f := range b.Files {
+		if strings.HasPrefix(f, EnvFile+"/") {
+			return invalid("the bundle carries a directory %s: the agent writes the file %s from %s", EnvFile, EnvFile, TemplateFile)
+		}
+	}
 	if _, ok := b.Files[m.ComposeFile]; !ok {
 		return invalid("compose file %s is not in the archive", quoteName(m.ComposeFile))
 	}

@@ -297,3 +297,21 @@ func BenchmarkRead(b *testing.B) {
 		}
 	}
 }
+
+// A directory named .env — an entry of its own, or the parent of a listed file — stands where
+// the agent writes .env: refused from the archive (d0f940a read it, and the apply failed at
+// staging, after the lease).
+func TestReadDotEnvDirectory(t *testing.T) {
+	for name, es := range map[string][]testkit.TarEntry{
+		"directory entry":  validEntries("env-qa-02", testkit.TarDir(".env/")),
+		"parent of a file": validEntries("env-qa-02", testkit.TarFile(".env/x", "X=1\n")),
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := Read(testkit.Tar(t, es...), 0)
+			r := wantRefusal(t, err, CodeInvalid)
+			if !strings.Contains(r.Detail, "a directory .env") {
+				t.Errorf("detail %q", r.Detail)
+			}
+		})
+	}
+}
