@@ -337,7 +337,8 @@ func (pol *policy) rel(c string) string {
 }
 
 // network checks a top-level network: the default driver or bridge, never the host's `host`
-// or `none` network, never external unless named after this project, no driver_opts.
+// or `none` network, named after this project (external or not: another name joins another
+// project's network), no driver_opts.
 func (pol *policy) network(project, key string, n types.NetworkConfig, add func(field, what string)) {
 	walkSet(reflect.ValueOf(n), "", allowSet(networkAllowed), func(string, reflect.Value) {}, func(field string, _ reflect.Value) {
 		add(field, field+" is not allowed")
@@ -351,13 +352,16 @@ func (pol *policy) network(project, key string, n types.NetworkConfig, add func(
 	if d := n.Driver; d != "" && d != "bridge" {
 		add("driver", "driver "+pol.show(d)+" is not allowed")
 	}
-	if bool(n.External) && !ofProject(project, n.Name) {
+	switch {
+	case bool(n.External) && !ofProject(project, n.Name):
 		add("external", "external network "+pol.show(n.Name)+" is not allowed (only one named after project "+project+")")
+	case !bool(n.External) && n.Name != "" && !ofProject(project, n.Name):
+		add("name", "name "+pol.show(n.Name)+" is not allowed (a network's name is this project's, "+project+"_…)")
 	}
 }
 
-// volume checks a top-level volume: the local driver with no driver_opts, external only
-// when named after this project.
+// volume checks a top-level volume: the local driver with no driver_opts, named after this
+// project (external or not: another name is another project's data).
 func (pol *policy) volume(project, key string, v types.VolumeConfig, add func(field, what string)) {
 	walkSet(reflect.ValueOf(v), "", allowSet(volumeAllowed), func(string, reflect.Value) {}, func(field string, _ reflect.Value) {
 		if field == "driver_opts" {
@@ -377,8 +381,11 @@ func (pol *policy) volume(project, key string, v types.VolumeConfig, add func(fi
 	if d := v.Driver; d != "" && d != "local" {
 		add("driver", "driver "+pol.show(d)+" is not allowed")
 	}
-	if bool(v.External) && !ofProject(project, v.Name) {
+	switch {
+	case bool(v.External) && !ofProject(project, v.Name):
 		add("external", "external volume "+pol.show(v.Name)+" is not allowed (only one named after project "+project+")")
+	case !bool(v.External) && v.Name != "" && !ofProject(project, v.Name):
+		add("name", "name "+pol.show(v.Name)+" is not allowed (a volume's name is this project's, "+project+"_…)")
 	}
 }
 
