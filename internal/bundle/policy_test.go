@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -70,6 +71,35 @@ func TestAllowlistsSorted(t *testing.T) {
 			if l[i-1] >= l[i] {
 				t.Errorf("%s: %q before %q", name, l[i-1], l[i])
 			}
+		}
+	}
+}
+
+// docs/SECURITY.md's allowlist table lists exactly the code's lists.
+func TestSecurityDocListsTheAllowlist(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("..", "..", "docs", "SECURITY.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := map[string][]string{}
+	tick := regexp.MustCompile("`([^`]+)`")
+	for _, line := range strings.Split(string(raw), "\n") {
+		cells := strings.Split(line, "|")
+		if len(cells) != 4 || strings.HasPrefix(strings.TrimSpace(cells[1]), "---") {
+			continue
+		}
+		var names []string
+		for _, m := range tick.FindAllStringSubmatch(cells[2], -1) {
+			names = append(names, m[1])
+		}
+		rows[strings.TrimSpace(cells[1])] = names
+	}
+	for row, list := range map[string][]string{
+		"service fields": serviceAllowed, "top-level keys": topAllowed, "network fields": networkAllowed,
+		"volume fields": volumeAllowed, "`cap_add` capabilities": defaultCaps, "`logging` drivers": logDrivers,
+	} {
+		if got, ok := rows[row]; !ok || strings.Join(got, " ") != strings.Join(list, " ") {
+			t.Errorf("SECURITY.md row %q lists %q, the code %q", row, got, list)
 		}
 	}
 }
