@@ -95,6 +95,9 @@ type tick struct {
 	outboxEmpty bool
 	// tail is the heartbeat's writes, committed with the tick's end in one transaction.
 	tail func() error
+	// said is what this tick's lines said at warning or error (log.go): the closing line
+	// does not say it again.
+	said []saidLine
 }
 
 // newTick is a tick over eng, logging as the Agent does until it has a number.

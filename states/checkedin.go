@@ -42,10 +42,8 @@ func (tk *tick) checkin(ctx context.Context, containers []effects.Container) (ef
 		}
 		r.Containers = toStore(containers)
 	})
-	ev := tk.Log.Info()
-	if resp.Action == effects.ActionNone {
-		ev = tk.Log.Debug() // a heartbeat's one line is its closing line
-	}
-	ev.Msgf("checkin: action=%s desired=%s applied=%s", resp.Action, machine.ShortSha(resp.DesiredSha), machine.ShortSha(rec.AppliedSha))
+	// the transition or the note that follows says it (and a heartbeat's one line is its closing
+	// line): one line per fact
+	tk.Log.Debug().Msgf("checkin: action=%s desired=%s applied=%s", resp.Action, machine.ShortSha(resp.DesiredSha), machine.ShortSha(rec.AppliedSha))
 	return resp, nil
 }

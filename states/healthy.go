@@ -74,7 +74,8 @@ func (tk *tick) heartbeatAtOnce(ctx context.Context, resp effects.CheckinRespons
 	started := tk.Now()
 	rep := tk.outgoing(effects.Report{Sha: rec.AppliedSha, Result: effects.ResultApplied, Containers: containers})
 	if err := tk.Fx.Tenancy.Report(ctx, tk.token, rep); err != nil {
-		tk.Log.Warn().Msg("report not acknowledged; it goes to the outbox: " + redact.String(err.Error()))
+		// the outbox's send that follows says it, once
+		tk.Log.Debug().Msg("report not acknowledged; it goes to the outbox: " + redact.String(err.Error()))
 		return false
 	}
 	phase.Mark("report")
@@ -183,6 +184,6 @@ func (tk *tick) healthy(ctx context.Context, cs []effects.Container, started tim
 		return err
 	}
 	tk.dropKeptBundle(rec.Sha)
-	tk.Log.Info().Msg("applied " + machine.ShortSha(rec.Sha))
+	tk.Log.Debug().Msg("applied " + machine.ShortSha(rec.Sha)) // the transition to Healthy says it
 	return tk.flushOutbox(ctx)
 }

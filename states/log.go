@@ -16,92 +16,121 @@ import (
 
 // Log lines carry their priority by meaning (journalctl -p reads it):
 //
-//	error    Blocked, Refused, a parked Failed, a tick that ends with exit 1 or 78
+//	error    Blocked, Refused, a parked Failed, a heartbeat that finds a service unwell, a tick
+//	         that ends with exit 1 or 78
 //	warning  a Failed that will be retried, a temporary failure (exit 75)
 //	info     a transition, a heartbeat's one line, what changed the box or its token
-//	debug    the rest: a heartbeat's own transitions and check-in
+//	debug    the rest: a heartbeat's own transitions, the check-in (the transition or the
+//	         closing line that follows says it), a remembered refusal, park or block (the
+//	         closing line says it)
 //
-// Every line of a tick carries env_id and tick (the logger's context, set in Tick); a field
-// is written only when it has a value.
+// One line per fact: the tick's closing line does not repeat the words a line of the tick
+// already said at its priority or above (it is then `exit N` with its fields), so a remembered
+// refusal writes one error line a tick. Every line of a tick carries env_id and tick (the
+// logger's context, set in Tick); a transition and the closing line also carry the state; a
+// field is written only when it has a value. Under the journal's native protocol each field is
+// a journal field (CODE, ENV_ID, TICK, STATE, EXIT; internal/logging).
+
+// saidLine is the words of a line written at warning or error.
+type saidLine struct {
+	level zerolog.Level
+	words string
+}
+
+// say remembers words written at level, when that is a warning or an error.
+func (tk *tick) say(level zerolog.Level, words string) {
+	if level >= zerolog.WarnLevel && words != "" {
+		tk.said = append(tk.said, saidLine{level, redact.String(words)})
+	}
+}
+
+// saidAlready reports whether a line of this tick at level or above said words (or all of them
+// and more).
+func (tk *tick) saidAlready(level zerolog.Level, words string) bool {
+	for _, s := range tk.said {
+		if s.level >= level && strings.Contains(words, s.words) {
+			return true
+		}
+	}
+	return false
+}
 
 // logTransition writes the one log line a transition gets: `From → To: CODE: detail`.
 func (tk *tick) logTransition(t machine.Transition) {
-	var ev *zerolog.Event
+	level := zerolog.InfoLevel
 	switch {
 	case t.To == machine.Blocked || t.To == machine.Refused:
-		ev = tk.Log.Error()
+		level = zerolog.ErrorLevel
 	case t.To == machine.Failed && tk.eng.Record().Parked:
-		ev = tk.Log.Error()
+		level = zerolog.ErrorLevel
+	case t.To == machine.Failed && tk.action == effects.ActionNone:
+		level = zerolog.ErrorLevel // a heartbeat that finds a service unwell needs a person
 	case t.To == machine.Failed:
-		ev = tk.Log.Warn()
+		level = zerolog.WarnLevel
 	case tk.action == effects.ActionNone:
-		ev = tk.Log.Debug() // the heartbeat's closing line says it
-	default:
-		ev = tk.Log.Info()
+		level = zerolog.DebugLevel // the heartbeat's closing line says it
 	}
+	d := withCode(t.Code, t.Detail)
 	msg := string(t.From) + " → " + string(t.To)
-	if d := withCode(t.Code, t.Detail); d != "" {
+	if d != "" {
 		msg += ": " + d
 	}
-	ev = ev.Str(logging.FieldEvent, t.Event).Int64(logging.FieldMs, t.Ms)
+	ev := tk.Log.WithLevel(level).Str(logging.FieldEvent, t.Event).Str(logging.FieldState, string(t.To)).Int64(logging.FieldMs, t.Ms)
 	if t.Code != "" {
 		ev = ev.Str(logging.FieldCode, t.Code)
 	}
 	ev.Msg(redact.String(msg))
+	tk.say(level, d)
 }
 
 // logNote writes a journal note: `event: CODE: detail`.
 func (tk *tick) logNote(e store.Entry) {
-	var ev *zerolog.Event
-	rec := tk.eng.Record()
+	level := zerolog.InfoLevel
 	switch name := e.Event; {
-	case name == machine.NoteBlocked:
-		ev = tk.Log.Error()
-	case name == machine.NoteCheckin && e.Code != "" && (rec.Refusal != nil || rec.Parked):
-		ev = tk.Log.Error() // still refused, parked
-	case name == machine.NoteCheckin && e.Code != "":
-		ev = tk.Log.Warn() // retry n of m at
-	case name == machine.NoteCheckin, name == machine.NoteTickEnd:
-		ev = tk.Log.Debug() // a tick-end: the tick's closing line says it, at its priority
+	case name == machine.NoteCheckin, name == machine.NoteTickEnd, name == machine.NoteBlocked:
+		// a check-in that resumes, or finds the sha still refused, parked or waiting for its
+		// retry; a block that stands; a tick-end: the tick's closing line says it, at its
+		// priority
+		level = zerolog.DebugLevel
 	case machine.IsStopNote(name), name == machine.NoteUnauthenticated, name == machine.NoteReportDropped:
-		ev = tk.Log.Warn()
-	default:
-		ev = tk.Log.Info()
+		level = zerolog.WarnLevel
 	}
-	ev = ev.Str(logging.FieldEvent, e.Event)
+	ev := tk.Log.WithLevel(level).Str(logging.FieldEvent, e.Event)
 	if e.Code != "" {
 		ev = ev.Str(logging.FieldCode, e.Code)
 	}
-	ev.Msg(redact.String(e.Event + ": " + withCode(e.Code, e.Detail)))
+	d := withCode(e.Code, e.Detail)
+	ev.Msg(redact.String(e.Event + ": " + d))
+	tk.say(level, d)
 }
 
 // logEnd is the tick's closing line, at the priority of its exit: error for 1 and 78, warning
 // for 75; for a heartbeat that converged it is the heartbeat's one info line.
 func (tk *tick) logEnd(res Result, took time.Duration) {
-	var ev *zerolog.Event
+	var level zerolog.Level
 	var msg string
 	switch res.Exit {
 	case ExitOK:
 		rec := tk.eng.Record()
 		if tk.action == effects.ActionNone && rec.AppliedSha != "" {
-			ev = tk.Log.Info()
+			level = zerolog.InfoLevel
 			msg = fmt.Sprintf("heartbeat: %s runs, %s", machine.ShortSha(rec.AppliedSha), healthWords(rec.Containers))
 		} else {
-			ev = tk.Log.Debug()
+			level = zerolog.DebugLevel
 			msg = "tick done: " + string(tk.eng.State())
 		}
 	case ExitTemporary:
-		ev = tk.Log.Warn()
+		level = zerolog.WarnLevel
 	default:
-		ev = tk.Log.Error()
+		level = zerolog.ErrorLevel
 	}
 	if msg == "" {
 		msg = fmt.Sprintf("exit %d", res.Exit)
-		if res.Err != nil {
+		if res.Err != nil && !tk.saidAlready(level, redact.String(res.Err.Error())) {
 			msg += ": " + res.Err.Error()
 		}
 	}
-	ev = ev.Int(logging.FieldExit, res.Exit).Int64(logging.FieldMs, took.Milliseconds())
+	ev := tk.Log.WithLevel(level).Int(logging.FieldExit, res.Exit).Str(logging.FieldState, string(tk.eng.State())).Int64(logging.FieldMs, took.Milliseconds())
 	if c := effects.CodeOf(res.Err); res.Err != nil && c != "" {
 		ev = ev.Str(logging.FieldCode, c)
 	}

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"github.com/tikali/monky-deployd/effects"
 	"github.com/tikali/monky-deployd/internal/redact"
 	"github.com/tikali/monky-deployd/machine"
@@ -95,6 +97,7 @@ func (tk *tick) flushOutbox(ctx context.Context) error {
 				tk.Log.Warn().Msg("count the report's attempt: " + redact.String(cerr.Error()))
 			}
 			tk.Log.Warn().Msg("report not acknowledged (kept in the outbox): " + redact.String(err.Error()))
+			tk.say(zerolog.WarnLevel, err.Error())
 			return err
 		}
 		if err := tk.acknowledged(q, started, "acknowledged"); err != nil {

@@ -17,7 +17,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/coreos/go-systemd/v22/journal"
 	"github.com/rs/zerolog"
+	"github.com/rs/zerolog/journald"
 
 	"github.com/tikali/monky-deployd/internal/redact"
 )
@@ -52,9 +54,18 @@ const (
 // Options forces an output format; the zero value means JSON lines.
 type Options struct {
 	Journald bool // `<N>` priority prefix + message + key=value; wins over Human
-	Human    bool // zerolog's ConsoleWriter
-	NoColor  bool // no ANSI colours in Human (also when NO_COLOR is set)
+	// Native, with Journald, sends each entry to the journal's own socket (zerolog's journald
+	// writer) with PRIORITY and every field as a journal field (CODE, ENV_ID, TICK, STATE,
+	// EXIT, …) instead of the `<N>` stream; also when $MONKY_DEPLOYD_JOURNAL is "native". An
+	// entry the socket does not take goes to the stream, prefixed.
+	Native  bool
+	Human   bool // zerolog's ConsoleWriter
+	NoColor bool // no ANSI colours in Human (also when NO_COLOR is set)
 }
+
+// EnvJournal selects how the agent writes to the journal under systemd: "native" (fields) or
+// "stream" (the default: `<N>`-prefixed lines on stderr; docs/OPERATIONS.md says why).
+const EnvJournal = "MONKY_DEPLOYD_JOURNAL"
 
 // Setup returns a logger writing to w at level (DEBUG|INFO|WARN|ERROR, any case; anything else is
 // INFO — config has refused it already). Every line is redacted by redact.Default before it
@@ -63,6 +74,8 @@ func Setup(w io.Writer, level string, opts Options) zerolog.Logger {
 	sink := redact.Default.Writer(w)
 	var out io.Writer
 	switch {
+	case opts.Journald && (opts.Native || os.Getenv(EnvJournal) == "native") && journalEnabled():
+		out = redact.Default.Writer(&nativeWriter{stream: &journalWriter{w: sink}})
 	case opts.Journald:
 		out = &journalWriter{w: sink}
 	case opts.Human:
@@ -219,4 +232,24 @@ func fieldValue(raw json.RawMessage) string {
 		return c.String()
 	}
 	return string(raw)
+}
+
+// nativeWriter sends each zerolog event, already redacted, to the journal's socket through
+// zerolog's own journald writer: the message, PRIORITY from the level, and every field under
+// its upper-case name (env_id → ENV_ID). An event the socket refuses is written to the stream
+// instead, so no line is lost and none is written twice.
+type nativeWriter struct {
+	stream io.Writer
+}
+
+var nativeSink = journald.NewJournalDWriter()
+
+// journalEnabled reports whether the journal's socket is there (a test may replace it).
+var journalEnabled = journal.Enabled
+
+func (n *nativeWriter) Write(p []byte) (int, error) {
+	if _, err := nativeSink.Write(p); err == nil {
+		return len(p), nil
+	}
+	return n.stream.Write(p)
 }
