@@ -8,8 +8,14 @@
 // -result) and listens on 127.0.0.1 only. It raises its own RLIMIT_NOFILE (the simulator, its
 // child, inherits it): 10,000 agents keep 10,000 connections open, and the simulator as many.
 //
+// It injects faults into a known few (-faults, in percent of the fleet, each kind on its own
+// agents): a service turning unhealthy after the first apply, a token OpenBao refuses for the
+// env's secrets (403 permission denied on its KV paths), a privileged bundle. It ends with the
+// simulator's fleet table (the control plane's view, from each env's last report and its why)
+// and fails unless the count per code is exactly what was injected, with no healthy box listed.
+//
 //	go run ./test/bench/fleet [-n 10000] [-interval 60s] [-duration 180s] [-phases splay]
-//	    [-dir /dev/shm/monky-bench-fleet] [-result FILE.json]
+//	    [-faults 1] [-dir /dev/shm/monky-bench-fleet] [-result FILE.json]
 package main
 
 import (
@@ -61,12 +67,35 @@ func main() {
 
 func envID(i int) string { return fmt.Sprintf("env-fleet-%04d", i) }
 
+// The faults injected, each into the agents whose index i has i%stride == its slot (stride =
+// 100/percent, so percent % of the fleet each), and the code the fleet table must show for them.
+const (
+	slotUnhealthy  = 1
+	slotBaoRefuses = 2
+	slotPrivileged = 3
+)
+
+var faultCodes = map[int]string{slotUnhealthy: "UNHEALTHY", slotBaoRefuses: "BAO_PERMISSION_DENIED", slotPrivileged: "PRIVILEGED_REFUSED"}
+
+// faultOf is the fault injected into agent i (0: none).
+func faultOf(i, percent int) int {
+	if percent <= 0 {
+		return 0
+	}
+	stride := max(100/percent, 4)
+	if f := i % stride; f >= slotUnhealthy && f <= slotPrivileged {
+		return f
+	}
+	return 0
+}
+
 // serveSim is the child: one simulator with n envs, each with a release desired and a kit.
 func serveSim(args []string) error {
 	fs := flag.NewFlagSet("serve-sim", flag.ContinueOnError)
 	n := fs.Int("n", 10000, "envs")
 	dir := fs.String("dir", "", "kits go to DIR/kits/<env>, state dirs DIR/state/<env>")
 	interval := fs.Int("interval", 20, "checkin_interval_s")
+	faults := fs.Int("faults", 0, "percent of the fleet per kind of fault")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -91,7 +120,14 @@ func serveSim(args []string) error {
 		s.AddEnv(e)
 		s.PutSecret(e, "gemini", map[string]string{"value": "fleet-gemini"})
 		s.PutSecret(e, "db", map[string]string{"password": "fleet-db"})
-		sha, err := s.AddRelease(e, "v1", rig.Backend(e, "v1"))
+		files := rig.Backend(e, "v1")
+		switch faultOf(i, *faults) {
+		case slotPrivileged:
+			files["compose.yaml"] = []byte(strings.Replace(string(files["compose.yaml"]), "  api:\n", "  api:\n    privileged: true\n", 1))
+		case slotBaoRefuses:
+			s.Fail(sim.FailRule{Path: "/v1/monky/data/" + e + "/", Status: http.StatusForbidden, Message: "permission denied"})
+		}
+		sha, err := s.AddRelease(e, "v1", files)
 		if err != nil {
 			return err
 		}
@@ -108,6 +144,14 @@ func serveSim(args []string) error {
 		_ = (&http.Server{Handler: s.TenancyHandler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Duration(*interval) * time.Second}).Serve(lt)
 	}()
 	go func() { _ = (&http.Server{Handler: s.BaoHandler(), ReadHeaderTimeout: 10 * time.Second}).Serve(lb) }()
+	la, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	go func() { _ = (&http.Server{Handler: s.AdminHandler(), ReadHeaderTimeout: 10 * time.Second}).Serve(la) }()
+	if err := sim.WriteFileAtomic(filepath.Join(*dir, "admin"), []byte("http://"+la.Addr().String()), 0o600); err != nil {
+		return err
+	}
 	if err := sim.WriteFileAtomic(filepath.Join(*dir, "ready"), []byte(tURL+"\n"), 0o600); err != nil {
 		return err
 	}
@@ -118,9 +162,10 @@ func serveSim(args []string) error {
 }
 
 type agent struct {
-	a     *states.Agent
-	waits *rig.Waits
-	bao   *http.Client // closed idle after the first apply: heartbeats do not call OpenBao
+	a       *states.Agent
+	compose *rig.Compose
+	waits   *rig.Waits
+	bao     *http.Client // closed idle after the first apply: heartbeats do not call OpenBao
 }
 
 func run() error {
@@ -131,6 +176,7 @@ func run() error {
 	phases := flag.String("phases", "splay", "loop phases to run: splay (the command's loop: a random part of the interval first, then the interval ±10 %), none (no delay)")
 	result := flag.String("result", "", "write the figures of the last phase to FILE as JSON (make bench reads it)")
 	workers := flag.Int("workers", 8, "agents converging at once")
+	faults := flag.Int("faults", 1, "percent of the fleet per kind of fault (unhealthy, OpenBao refuses, privileged); 0: none")
 	flag.Parse()
 	if err := raiseNoFile(uint64(4**n + 1024)); err != nil {
 		return err
@@ -145,7 +191,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	child := exec.Command(self, "serve-sim", "-n", strconv.Itoa(*n), "-dir", *dir, "-interval", strconv.Itoa(int(interval.Seconds())))
+	child := exec.Command(self, "serve-sim", "-n", strconv.Itoa(*n), "-dir", *dir, "-interval", strconv.Itoa(int(interval.Seconds())), "-faults", strconv.Itoa(*faults))
 	child.Stderr = os.Stderr
 	if err := child.Start(); err != nil {
 		return err
@@ -199,6 +245,12 @@ func run() error {
 		*n, el.Round(time.Millisecond), float64(*n)/el.Seconds(), fails.Load(), (selfCPU() - cpu0).Round(time.Millisecond),
 		float64((selfCPU()-cpu0).Microseconds())/1000/float64(*n), (procCPU(child.Process.Pid) - sim0).Round(time.Millisecond))
 
+	// the unhealthy fault: a service of these boxes turns unhealthy after their apply
+	for i, ag := range agents {
+		if faultOf(i, *faults) == slotUnhealthy {
+			ag.compose.SetUnhealthy(true)
+		}
+	}
 	for _, ph := range strings.Split(*phases, ",") {
 		fig, err := phase(ph, agents, *interval, *duration, child.Process.Pid)
 		if err != nil {
@@ -212,6 +264,67 @@ func run() error {
 			}
 		}
 	}
+	return fleetTable(*dir, *n, *faults)
+}
+
+// fleetTable prints the simulator's fleet table — every env its last report names a code for —
+// and fails unless the count per code is exactly what was injected.
+func fleetTable(dir string, n, faults int) error {
+	admin, err := os.ReadFile(filepath.Join(dir, "admin"))
+	if err != nil {
+		return err
+	}
+	resp, err := http.Get(string(admin) + "/admin/fleet?all=1")
+	if err != nil {
+		return fmt.Errorf("fleet table: %w", err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	var rows []sim.FleetRow
+	if err := json.NewDecoder(resp.Body).Decode(&rows); err != nil {
+		return fmt.Errorf("fleet table: %w", err)
+	}
+	want := map[string]int{}
+	for i := 0; i < n; i++ {
+		if f := faultOf(i, faults); f != 0 {
+			want[faultCodes[f]]++
+		}
+	}
+	got, listed := map[string]int{}, []sim.FleetRow{}
+	converged := 0
+	for _, r := range rows {
+		switch {
+		case r.Code != "":
+			got[r.Code]++
+			listed = append(listed, r)
+		case r.Verdict == sim.VerdictConverged:
+			converged++
+		}
+	}
+	fmt.Printf("fleet table (monky-sim fleet): the %d envs whose last report names a code\n", len(listed))
+	sim.WriteFleet(os.Stdout, listed)
+	var bad []string
+	for code, w := range want {
+		if got[code] != w {
+			bad = append(bad, fmt.Sprintf("%s: %d listed, %d injected", code, got[code], w))
+		}
+	}
+	for code, g := range got {
+		if want[code] == 0 {
+			bad = append(bad, fmt.Sprintf("%s: %d listed, none injected", code, g))
+		}
+	}
+	injected := 0
+	for _, w := range want {
+		injected += w
+	}
+	if converged != n-injected {
+		bad = append(bad, fmt.Sprintf("%d converged, want %d", converged, n-injected))
+	}
+	sort.Strings(bad)
+	if len(bad) > 0 {
+		return fmt.Errorf("the fleet table does not match the injected faults: %s", strings.Join(bad, "; "))
+	}
+	fmt.Printf("fleet: the table matches the injected faults exactly (%v), %d converged, no healthy box listed\n", want, converged)
 	return nil
 }
 
@@ -272,8 +385,9 @@ func newAgent(cfgPath string) (*agent, error) {
 		return nil, err
 	}
 	w := &rig.Waits{}
-	fx := states.Effects{Tenancy: tenancy.New(cfg.TenancyBaseURL(), thc, d.Name(), time.Now), Bao: bc, Compose: &rig.Compose{}, Disk: rig.Disk{}}
-	return &agent{waits: w, bao: bhc, a: &states.Agent{Cfg: cfg, Store: st, Log: zerolog.New(io.Discard), Host: cfg.EnvID, Version: "0.0.0-fleet",
+	c := &rig.Compose{}
+	fx := states.Effects{Tenancy: tenancy.New(cfg.TenancyBaseURL(), thc, d.Name(), time.Now), Bao: bc, Compose: c, Disk: rig.Disk{}}
+	return &agent{waits: w, bao: bhc, compose: c, a: &states.Agent{Cfg: cfg, Store: st, Log: zerolog.New(io.Discard), Host: cfg.EnvID, Version: "0.0.0-fleet",
 		Fx: w.Wrap(fx), ContainerdRoots: []string{}}}, nil
 }
 

@@ -106,6 +106,10 @@ func (c *Compose) PS(context.Context, string) ([]effects.Container, error) {
 		{Name: "worker-1", Service: "worker", State: "running"}}, nil
 }
 
+// SetUnhealthy makes ps answer the api service unhealthy (or healthy again): a service that
+// turns unhealthy on its own.
+func (c *Compose) SetUnhealthy(on bool) { c.unhealthy.Store(on) }
+
 // Pull does nothing.
 func (c *Compose) Pull(context.Context, string) error { return nil }
 
