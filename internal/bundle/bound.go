@@ -30,7 +30,7 @@ func composeBound(raw []byte) string {
 	if len(raw) > MaxComposeBytes {
 		return fmt.Sprintf("is %d bytes, over the bound of %d bytes (1 MiB) for a compose file", len(raw), MaxComposeBytes)
 	}
-	if !bytes.ContainsRune(raw, '*') {
+	if !mayAlias(raw) {
 		return "" // no alias: what the loader builds is no larger than the text
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(raw))
@@ -54,6 +54,57 @@ func composeBound(raw []byte) string {
 			return fmt.Sprintf("expands its YAML aliases to more than %d nodes (the bound for a compose file)", MaxAliasNodes)
 		}
 	}
+}
+
+// mayAlias says whether raw may hold a YAML alias that resolves: a `*name` whose name some
+// `&name` defines (YAML's anchor names are letters, digits, `_` and `-`). A file in another
+// encoding than UTF-8 (a byte-order mark, NUL bytes) may, whatever it holds. A file for which
+// it says no is not parsed: a 20 kB script full of `*` costs a scan, not a parse.
+func mayAlias(raw []byte) bool {
+	if !bytes.ContainsRune(raw, '*') {
+		return false
+	}
+	if !utf8Plain(raw) {
+		return true
+	}
+	anchors := map[string]bool{}
+	for _, n := range names(raw, '&') {
+		anchors[n] = true
+	}
+	for _, n := range names(raw, '*') {
+		if anchors[n] {
+			return true
+		}
+	}
+	return false
+}
+
+// utf8Plain says whether raw reads as UTF-8 to a YAML parser: no byte-order mark of UTF-16
+// or UTF-32 and no NUL byte.
+func utf8Plain(raw []byte) bool {
+	return !bytes.HasPrefix(raw, []byte{0xfe, 0xff}) && !bytes.HasPrefix(raw, []byte{0xff, 0xfe}) && bytes.IndexByte(raw, 0) < 0
+}
+
+// names lists the runs of anchor-name characters that follow each mark in raw.
+func names(raw []byte, mark byte) []string {
+	var out []string
+	for i := 0; i < len(raw); i++ {
+		if raw[i] != mark {
+			continue
+		}
+		j := i + 1
+		for j < len(raw) && anchorChar(raw[j]) {
+			j++
+		}
+		if j > i+1 {
+			out = append(out, string(raw[i+1:j]))
+		}
+	}
+	return out
+}
+
+func anchorChar(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '_' || c == '-'
 }
 
 // countNodes counts the nodes of a document as written, aliases unexpanded.

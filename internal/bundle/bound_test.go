@@ -149,3 +149,53 @@ func TestIncludeEnvFileNeverRead(t *testing.T) {
 		t.Errorf("got %v", r)
 	}
 }
+
+// Every spelling of an include entry's env_file the loader would see is seen: the prefilter
+// that spares a file its parse lets none of them by.
+func TestIncludeSettingsSpellings(t *testing.T) {
+	entry := `[{path: more.yaml, env_file: other.env}]`
+	utf16 := func(s string) string {
+		out := []byte{0xff, 0xfe}
+		for _, r := range s {
+			out = append(out, byte(r), 0)
+		}
+		return string(out)
+	}
+	for name, raw := range map[string]string{
+		"plain":          "include: " + entry + "\n",
+		"json escape":    `{"\u0069nclude": [{"path": "more.yaml", "env_file": "other.env"}]}`,
+		"yaml escape":    `"\x69nclude": ` + entry + "\n",
+		"binary tag":     "? !!binary aW5jbHVkZQ==\n: " + entry + "\n",
+		"top-level <<":   "x-i: &i {include: " + entry + "}\n<<: *i\n",
+		"utf-16":         utf16("include: " + entry + "\n"),
+		"second in list": "include: [a.yaml, {path: b.yaml, env_file: c.env}]\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			b := &Bundle{Files: map[string][]byte{"compose.yaml": []byte(raw)}}
+			if got := includeSettings(b, nil); len(got) != 1 || !strings.Contains(got[0], "include sets env_file") {
+				t.Errorf("includeSettings = %q", got)
+			}
+		})
+	}
+	b := &Bundle{Files: map[string][]byte{"app.js": []byte("/* x */ const a = b * c; // include?\n"), "compose.yaml": []byte(okCompose)}}
+	if got := includeSettings(b, nil); len(got) != 0 {
+		t.Errorf("includeSettings = %q", got)
+	}
+}
+
+// mayAlias spares a parse only where no alias can resolve.
+func TestMayAlias(t *testing.T) {
+	for raw, want := range map[string]bool{
+		"a: 1\n":                            false,
+		"/* c */ x = a * b; y = a*b\n":      false, // no anchor
+		"x = a &&b; y = *b\n":               true,  // &&b: conservative, b is an anchor name
+		"x-a: &a [1]\ny: *a\n":              true,
+		"x-a: &a-1 [1]\ny: [*a-1]\n":        true,
+		"x-a: &a [1]\ny: *b\n":              false, // an unknown alias: the loader refuses it
+		"\xff\xfex\x00:\x00 \x00*\x00a\x00": true,  // UTF-16
+	} {
+		if got := mayAlias([]byte(raw)); got != want {
+			t.Errorf("mayAlias(%q) = %v, want %v", raw, got, want)
+		}
+	}
+}

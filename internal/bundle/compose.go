@@ -267,11 +267,22 @@ func includeSettings(b *Bundle, withheld map[string]string) []string {
 		if _, skip := withheld[n]; skip || n == MetaFile {
 			continue
 		}
-		dec := yaml.NewDecoder(bytes.NewReader(b.Files[n]))
+		raw := b.Files[n]
+		if !mayInclude(raw) {
+			continue
+		}
+		dec := yaml.NewDecoder(bytes.NewReader(raw))
 		for {
-			var doc any
-			if err := dec.Decode(&doc); err != nil {
+			var node yaml.Node
+			if err := dec.Decode(&node); err != nil {
 				break
+			}
+			if !topKey(&node, "include", "<<") {
+				continue // decoding a whole document is costly: only one that may include
+			}
+			var doc any
+			if err := node.Decode(&doc); err != nil {
+				continue
 			}
 			list, _ := stringKeys(doc)["include"].([]any)
 			for _, e := range list {
@@ -285,6 +296,39 @@ func includeSettings(b *Bundle, withheld map[string]string) []string {
 		}
 	}
 	return out
+}
+
+// mayInclude says whether raw may hold the key include: spelled out, or through an escape
+// (`\`), a tag (`!!binary`), or another encoding than UTF-8. A file for which it says no is
+// not parsed.
+func mayInclude(raw []byte) bool {
+	return bytes.Contains(raw, []byte("include")) || bytes.ContainsAny(raw, `\!`) || !utf8Plain(raw)
+}
+
+// topKey says whether the document node is a mapping with one of keys at its top level, each
+// key decoded as the loader decodes it.
+func topKey(doc *yaml.Node, keys ...string) bool {
+	if doc.Kind == yaml.DocumentNode && len(doc.Content) == 1 {
+		doc = doc.Content[0]
+	}
+	for doc.Kind == yaml.AliasNode && doc.Alias != nil {
+		doc = doc.Alias
+	}
+	if doc.Kind != yaml.MappingNode {
+		return false
+	}
+	for i := 0; i+1 < len(doc.Content); i += 2 {
+		var k string
+		if err := doc.Content[i].Decode(&k); err != nil {
+			continue
+		}
+		for _, want := range keys {
+			if k == want {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // stringKeys is a decoded YAML mapping by its string keys (nil when v is no mapping).

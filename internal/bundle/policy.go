@@ -527,7 +527,7 @@ func walkSet(v reflect.Value, prefix string, allow map[string]bool, allowed, ref
 			walkSet(fv, prefix, allow, allowed, refused)
 			continue
 		}
-		if name == "" || name == "-" || strings.HasPrefix(name, "#") || fv.IsZero() {
+		if name == "" || name == "-" || strings.HasPrefix(name, "#") || unset(fv) {
 			continue
 		}
 		field := prefix + name
@@ -547,6 +547,16 @@ func walkSet(v reflect.Value, prefix string, allow map[string]bool, allowed, ref
 			refused(field, fv)
 		}
 	}
+}
+
+// unset says whether a field of the model is not set: its zero value, or an empty list or
+// mapping (which compose runs as if absent).
+func unset(v reflect.Value) bool {
+	switch v.Kind() {
+	case reflect.Map, reflect.Slice:
+		return v.Len() == 0
+	}
+	return v.IsZero()
 }
 
 func contains(list []string, s string) bool {
