@@ -29,6 +29,7 @@ var shimBodies = map[string]string{
 case "$1" in
   enable) printf '%s\n' "$@" | grep -v -e '^enable$' -e '^--now$' >> "$SHIM_STATE/enabled" ;;
   disable) for a in "$@"; do grep -v -x -e "$a" "$SHIM_STATE/enabled" > "$SHIM_STATE/e.tmp" 2>/dev/null; mv "$SHIM_STATE/e.tmp" "$SHIM_STATE/enabled"; done ;;
+  is-enabled) for a in "$@"; do last=$a; done; grep -q -x -e "$last" "$SHIM_STATE/enabled" 2>/dev/null; exit $? ;;
 esac
 exit 0`,
 	// install/chown: the monky-deployd user does not exist here; modes are kept, owners dropped
@@ -55,7 +56,8 @@ esac`,
 	"gpg":              `exit 1`,
 	// the installed package's binary: `version --json` names its transports (SHIM_SDK=1: a build
 	// with the OpenZiti SDK)
-	"monky-deployd": `if [ "${SHIM_SDK:-}" = 1 ]; then t='"sdk", "proxy", "system"'; d=sdk; else t='"proxy", "system"'; d=system; fi
+	"monky-deployd": `if [ "$1" = check ]; then if [ -n "${SHIM_CHECK_FAIL:-}" ]; then echo "config $3: line 3: $SHIM_CHECK_FAIL"; exit 1; fi; echo "config $3: ok"; exit 0; fi
+if [ "${SHIM_SDK:-}" = 1 ]; then t='"sdk", "proxy", "system"'; d=sdk; else t='"proxy", "system"'; d=system; fi
 printf '{\n  "version": "1.0.0",\n  "transports": [\n    %s\n  ],\n  "default_transport": "%s"\n}\n' "$t" "$d"`,
 }
 

@@ -314,7 +314,11 @@ BAO_ADDR="${MONKY_DEPLOYD_BAO_ADDR:-https://bao.$DEPLOYD_SITE.tikali.net:8200}"
   echo "  addr: $BAO_ADDR"
   [ -z "$BAO_CA_LINE" ] || echo "$BAO_CA_LINE"
   echo "laptop_mode: $DEPLOYD_LAPTOP"
-} | write_file "$ETC/config.yaml" 0640 root:monky-deployd
+  echo "metrics_path: /var/lib/prometheus/node-exporter/monky_deployd.prom   # node_exporter's textfile collector"
+} >"$WORK/config.yaml"
+# checked by the installed agent before it replaces anything: every problem, one line each
+monky-deployd check config "$WORK/config.yaml" >&2 || die "the config this installer wrote does not check (above); nothing was replaced"
+write_file "$ETC/config.yaml" 0640 root:monky-deployd <"$WORK/config.yaml"
 
 if [ "$DEPLOYD_TRANSPORT" = proxy ]; then
   echo "MONKY_DEPLOYD_IDENTITY=$IDENTITY_ABS" | write_file "$ETC/proxy.env" 0644 root:root

@@ -370,3 +370,37 @@ func TestDefaultVersionsFollowTheVersionFile(t *testing.T) {
 		t.Errorf("ansible monky_deployd_version is not %q", version)
 	}
 }
+
+// TestInstallChecksTheConfigBeforeItReplacesOne: install.sh has the installed agent check the
+// config it wrote (with metrics_path on) before it replaces the box's; a config that does not
+// check stops the install with the agent's words and leaves the old config and the timer alone.
+func TestInstallChecksTheConfigBeforeItReplacesOne(t *testing.T) {
+	t.Parallel()
+	s := installBox(t)
+	code, out := s.install(false, nil, kitArgs(s)...)
+	if code != 0 {
+		t.Fatalf("install: exit %d\n%s", code, out)
+	}
+	calls := s.calls()
+	check := indexOf(calls, "monky-deployd check config ")
+	if check < 0 || check > indexOf(calls, "systemctl enable --now monky-deployd.timer") {
+		t.Fatalf("install.sh did not check the config before enabling the timer:\n%s", strings.Join(calls, "\n"))
+	}
+	cfg, err := os.ReadFile(s.path("etc/monky-deployd/config.yaml"))
+	if err != nil || !strings.Contains(string(cfg), "metrics_path: /var/lib/prometheus/node-exporter/monky_deployd.prom") {
+		t.Errorf("config.yaml lacks the documented metrics_path (%v):\n%s", err, cfg)
+	}
+
+	s = installBox(t)
+	testkit.WriteFile(t, s.path("etc/monky-deployd/config.yaml"), "# the box's own\n", 0o640)
+	code, out = s.install(false, []string{"SHIM_CHECK_FAIL=unknown key \"bogus\""}, kitArgs(s)...)
+	if code == 0 || !strings.Contains(out, `line 3: unknown key "bogus"`) || !strings.Contains(out, "nothing was replaced") {
+		t.Errorf("a config that does not check: exit %d\n%s", code, out)
+	}
+	if b, _ := os.ReadFile(s.path("etc/monky-deployd/config.yaml")); string(b) != "# the box's own\n" {
+		t.Errorf("the box's config was replaced by one that does not check:\n%s", b)
+	}
+	if indexOf(s.calls(), "systemctl enable --now monky-deployd.timer") >= 0 {
+		t.Error("the timer was enabled after the config failed its check")
+	}
+}

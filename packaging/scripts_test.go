@@ -18,6 +18,8 @@ const (
 	mkEtc        = "install -d -m 0750 -o root -g monky-deployd <ROOT>/etc/monky-deployd"
 	mkMetrics    = "install -d -m 0775 -o root -g monky-deployd <ROOT>/var/lib/prometheus/node-exporter"
 	disableTimer = "systemctl disable --now monky-deployd.timer"
+	isEnabled    = "systemctl is-enabled --quiet monky-deployd.timer"
+	composeVer   = "docker compose version"
 	stopService  = "systemctl stop monky-deployd.service"
 	disableProxy = "systemctl disable --now monky-deployd-proxy.service"
 )
@@ -91,9 +93,9 @@ func TestPreinstCreatesTheSystemUserOnce(t *testing.T) {
 
 func TestPostinstNeverEnablesTheTimer(t *testing.T) {
 	t.Parallel()
-	fresh := []string{"getent group docker", usermodDock, "getent group ziti", usermodZiti, mkState, mkEtc, mkMetrics, reload}
+	fresh := []string{"getent group docker", usermodDock, composeVer, "getent group ziti", usermodZiti, mkState, mkEtc, mkMetrics, reload}
 	upgrade := append(append([]string{}, fresh...), tryRestart)
-	noGroups := []string{"getent group docker", "getent group ziti", mkState, mkEtc, mkMetrics, reload}
+	noGroups := []string{"getent group docker", composeVer, "getent group ziti", mkState, mkEtc, mkMetrics, reload}
 	both := []string{"group:docker", "group:ziti"}
 	runScriptCases(t, []scriptCase{
 		{script: "postinstall", args: []string{"configure"}, systemd: true, known: both, first: fresh},
@@ -103,11 +105,11 @@ func TestPostinstNeverEnablesTheTimer(t *testing.T) {
 		{script: "postinstall", args: []string{"2"}, systemd: true, known: both, first: upgrade},
 		// ziti absent (proxy or system transport): no group call for it, nothing fails
 		{script: "postinstall", args: []string{"configure"}, systemd: true, known: []string{"group:docker"},
-			first: []string{"getent group docker", usermodDock, "getent group ziti", mkState, mkEtc, mkMetrics, reload}},
+			first: []string{"getent group docker", usermodDock, composeVer, "getent group ziti", mkState, mkEtc, mkMetrics, reload}},
 		{script: "postinstall", args: []string{"configure"}, systemd: true, first: noGroups},
 		// a container or chroot without systemd as PID 1: no systemctl at all
 		{script: "postinstall", args: []string{"configure", "0.9.0"}, systemd: false, known: both,
-			first: []string{"getent group docker", usermodDock, "getent group ziti", usermodZiti, mkState, mkEtc, mkMetrics}},
+			first: []string{"getent group docker", usermodDock, composeVer, "getent group ziti", usermodZiti, mkState, mkEtc, mkMetrics}},
 		{script: "postinstall", args: []string{"abort-upgrade", "1.0.1"}, systemd: true, known: both, first: []string{}},
 		{script: "postinstall", args: []string{"abort-remove"}, systemd: true, known: both, first: []string{}},
 		{script: "postinstall", args: []string{"abort-deconfigure", "in-favour", "x", "1.0"}, systemd: true, known: both, first: []string{}},
@@ -133,7 +135,7 @@ func TestPostinstDirectoryModes(t *testing.T) {
 // The 0.1.9 incident: dpkg runs the OLD prerm on an upgrade; disabling there took agents offline.
 func TestPrermStopsTheAgentOnlyOnARealRemoval(t *testing.T) {
 	t.Parallel()
-	removal := []string{disableTimer, stopService, disableProxy}
+	removal := []string{isEnabled, disableTimer, stopService, disableProxy}
 	var cases []scriptCase
 	for _, args := range [][]string{{"remove"}, {"0"}} {
 		cases = append(cases, scriptCase{script: "preremove", args: args, systemd: true, first: removal})
@@ -240,6 +242,11 @@ func TestPostrmPurgeLeavesTheDeployDirAndSaysHowToTakeItDown(t *testing.T) {
 		if _, err := os.Stat(s.path(stateDir + "/bao.token")); err != nil {
 			t.Fatalf("remove deleted the token")
 		}
+		// no agent writes the textfile any more: a stale one would keep the staleness alert firing
+		if _, err := os.Stat(s.path("var/lib/node_exporter/textfile/monky-deployd.prom")); !os.IsNotExist(err) {
+			t.Errorf("remove left the metrics textfile (metrics_path): %v", err)
+		}
+		testkit.WriteFile(t, s.path("var/lib/node_exporter/textfile/monky-deployd.prom"), "m 1\n", 0o644)
 
 		code, out = s.run(nil, env, "sh", script, "purge")
 		if code != 0 {
@@ -292,7 +299,10 @@ func TestMaintainerScriptsArePOSIXAndShellcheckClean(t *testing.T) {
 		if !strings.HasPrefix(string(b), "#!/bin/sh\n") || !strings.Contains(string(b), "\nset -e\n") {
 			t.Errorf("%s: must start with #!/bin/sh and set -e", sc)
 		}
-		if strings.Contains(string(b), "enable monky-deployd.timer") || strings.Contains(string(b), "enable --now monky-deployd.timer") {
+		// only install.sh and the ansible role enable the timer; postinst gives a reinstall back
+		// the enablement prerm remembered (TestReinstallRestoresTheTimersEnablement), nothing else
+		body := strings.Replace(string(b), "if [ -e \"$WAS_ENABLED\" ]; then\n    if systemctl enable --now monky-deployd.timer", "", 1)
+		if strings.Contains(body, "enable monky-deployd.timer") || strings.Contains(body, "enable --now monky-deployd.timer") {
 			t.Errorf("%s enables the timer: only install.sh and the ansible role may", sc)
 		}
 	}
@@ -300,5 +310,87 @@ func TestMaintainerScriptsArePOSIXAndShellcheckClean(t *testing.T) {
 	s := newSandbox(t)
 	if code, out := s.run(nil, []string{"PATH=/usr/bin:/bin"}, sc, append([]string{"-s", "sh", "-S", "warning"}, scripts...)...); code != 0 {
 		t.Errorf("shellcheck: %s", out)
+	}
+}
+
+// TestPostinstSaysWhatIsMissing: on a box without Docker Engine (no docker group, no docker
+// CLI) the install goes on and says, on stderr, what the agent will lack and the fix; with both
+// it says nothing of them.
+func TestPostinstSaysWhatIsMissing(t *testing.T) {
+	t.Parallel()
+	script := filepath.Join(testkit.Root(), "packaging", "scripts", "postinstall.sh")
+	s := newSandbox(t, "docker")
+	env := []string{"MONKY_ROOT=" + s.Root, "MONKY_SYSTEMD_RUN_DIR=" + filepath.Join(s.dir, "absent")}
+	code, out := s.run(nil, env, "sh", script, "configure")
+	if code != 0 {
+		t.Fatalf("postinst failed without docker: exit %d\n%s", code, out)
+	}
+	for _, w := range []string{"no group docker", "sudo usermod -aG docker monky-deployd", "DOCKER_GROUP_MISSING", "docker compose", "is not installed"} {
+		if !strings.Contains(out, w) {
+			t.Errorf("postinst without docker does not say %q:\n%s", w, out)
+		}
+	}
+	s = newSandbox(t)
+	s.known("group:docker")
+	if code, out := s.run(nil, env[:0:0], "sh", script, "configure"); code != 0 || strings.Contains(out, "docker") {
+		t.Errorf("postinst with docker and its group: exit %d, said:\n%s", code, out)
+	}
+}
+
+// TestReinstallRestoresTheTimersEnablement: `dpkg -r` then a reinstall gives the timer back its
+// enablement (deb-systemd-helper's semantics): enabled before the removal, enabled again; disabled
+// before, still disabled; a purge between forgets it; an upgrade never touches it.
+func TestReinstallRestoresTheTimersEnablement(t *testing.T) {
+	t.Parallel()
+	scripts := filepath.Join(testkit.Root(), "packaging", "scripts")
+	for _, c := range []struct {
+		name          string
+		enabled       bool
+		purge         bool
+		wantAfter     bool
+		reinstallArgs []string
+	}{
+		{"enabled", true, false, true, []string{"configure", "1.0.0"}},
+		{"enabled, rpm", true, false, true, []string{"1"}},
+		{"disabled", false, false, false, []string{"configure", "1.0.0"}},
+		{"enabled then purged", true, true, false, []string{"configure"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := newSandbox(t)
+			s.known("group:docker")
+			runDir := filepath.Join(s.dir, "run-systemd-system")
+			if err := os.MkdirAll(runDir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			env := []string{"MONKY_ROOT=" + s.Root, "MONKY_SYSTEMD_RUN_DIR=" + runDir}
+			if err := os.MkdirAll(s.path("var/lib/monky-deployd"), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if c.enabled {
+				testkit.WriteFile(t, filepath.Join(s.state, "enabled"), "monky-deployd.timer\n", 0o644)
+			}
+			steps := [][]string{{"preremove", "remove"}, {"postremove", "remove"}}
+			if c.purge {
+				steps = append(steps, []string{"postremove", "purge"})
+			}
+			steps = append(steps, append([]string{"postinstall"}, c.reinstallArgs...))
+			for _, st := range steps {
+				if code, out := s.run(nil, env, "sh", append([]string{filepath.Join(scripts, st[0]+".sh")}, st[1:]...)...); code != 0 {
+					t.Fatalf("%v: exit %d\n%s", st, code, out)
+				}
+				if st[0] == "preremove" && len(s.enabled()) != 0 {
+					t.Fatalf("prerm remove left the timer enabled: %v", s.enabled())
+				}
+			}
+			got := strings.Join(s.enabled(), " ") == "monky-deployd.timer"
+			if got != c.wantAfter {
+				t.Errorf("after the reinstall the timer is enabled=%v, want %v (calls %v)", got, c.wantAfter, s.calls())
+			}
+			// a second configure (an upgrade later) leaves it as it is
+			testkit.WriteFile(t, filepath.Join(s.state, "enabled"), "", 0o644)
+			if code, out := s.run(nil, env, "sh", filepath.Join(scripts, "postinstall.sh"), "configure", "1.0.1"); code != 0 || len(s.enabled()) != 0 {
+				t.Errorf("an upgrade after the reinstall enabled the timer again: exit %d, %v\n%s", code, s.enabled(), out)
+			}
+		})
 	}
 }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A real install of the .deb with the real dpkg, into a throwaway root: install, upgrade to a second
-# build (VERSION + 1 patch), remove, purge. Asserts the files and modes, and that the timer's
-# enablement survives the upgrade (the 0.1.9 incident). Then, against monky-sim: a 0.1.9-shaped
+# build (VERSION + 1 patch), remove, reinstall, purge, install again. Asserts the files and modes,
+# that the timer's enablement survives the upgrade (the 0.1.9 incident) and a remove-reinstall, that
+# purge forgets it, and that remove takes the metrics textfile. Then, against monky-sim: a 0.1.9-shaped
 # package (testdata/takeover/pkg-0.1.9, built with nfpm) with a 0.1.9 box's files, upgraded to this
 # .deb, whose first tick heartbeats without a lease or a login; its remove and purge; and a fresh
 # install whose config is env_id, site and the kit's files only, which applies a release.
@@ -63,9 +64,11 @@ shim getent 'case " $(cat "$SHIM_STATE/getent") " in *" $1:$2 "*) echo "$2:x:999
 shim groupadd 'for a in "$@"; do last=$a; done; printf " group:%s " "$last" >>"$SHIM_STATE/getent"'
 shim useradd 'for a in "$@"; do last=$a; done; printf " passwd:%s " "$last" >>"$SHIM_STATE/getent"'
 shim usermod 'exit 0'
+shim docker 'exit 1' # no compose plugin: postinst says so
 shim systemctl 'case "$1" in
   enable) for a in "$@"; do case $a in enable|--now) ;; *) echo "$a" >>"$SHIM_STATE/enabled";; esac; done ;;
   disable) for a in "$@"; do grep -v -x -e "$a" "$SHIM_STATE/enabled" >"$SHIM_STATE/e.tmp" || true; mv "$SHIM_STATE/e.tmp" "$SHIM_STATE/enabled"; done ;;
+  is-enabled) for a in "$@"; do last=$a; done; grep -q -x -e "$last" "$SHIM_STATE/enabled"; exit $? ;;
 esac'
 shim install 'n=$#; i=0
 while [ $i -lt $n ]; do a=$1; shift; i=$((i+1)); case $a in -o|-g) shift; i=$((i+1));; *) set -- "$@" "$a";; esac; done
@@ -103,6 +106,7 @@ expect_calls "install $V1" \
   "getent passwd monky-deployd" \
   "useradd --system --gid monky-deployd --home-dir /var/lib/monky-deployd --no-create-home --shell /usr/sbin/nologin --comment Monky backend pull agent monky-deployd" \
   "getent group docker" \
+  "docker compose version" \
   "getent group ziti" \
   "install -d -m 0700 -o monky-deployd -g monky-deployd <ROOT>/var/lib/monky-deployd" \
   "install -d -m 0750 -o root -g monky-deployd <ROOT>/etc/monky-deployd" \
@@ -118,12 +122,16 @@ mode_is "$ROOT/usr/share/man/man8/monky-deployd.8.gz" 644
 mode_is "$ROOT/var/lib/monky-deployd" 700
 mode_is "$ROOT/etc/monky-deployd" 750
 [ ! -s "$STATE/enabled" ] || fail "the package enabled units by itself: $(cat "$STATE/enabled")"
-ok "install $V1: files and modes"
+grep -q "no group docker" "$WORK/dpkg.log" && grep -q "docker compose (the compose v2 plugin" "$WORK/dpkg.log" ||
+  { cat "$WORK/dpkg.log" >&2; fail "postinst did not say that the docker group and the compose plugin are missing"; }
+ok "install $V1: files and modes; postinst said the docker group and the compose plugin are missing"
 
 # what install.sh does once config.yaml exists, and what the agent leaves in its state dir
 systemctl enable --now monky-deployd.timer
-printf 'env_id: env-qa-02\n' >"$ROOT/etc/monky-deployd/config.yaml"
+PROM=/var/lib/prometheus/node-exporter/monky_deployd.prom
+printf 'env_id: env-qa-02\nmetrics_path: %s\n' "$PROM" >"$ROOT/etc/monky-deployd/config.yaml"
 printf 'token' >"$ROOT/var/lib/monky-deployd/bao.token"
+printf 'monky_deployd_last_tick_exit_code 0\n' >"$ROOT$PROM"
 : >"$LOG"
 
 # --- 2. upgrade: the timer must stay enabled ------------------------------------------------------------
@@ -132,6 +140,7 @@ expect_calls "upgrade $V1 -> $V2" \
   "getent group monky-deployd" \
   "getent passwd monky-deployd" \
   "getent group docker" \
+  "docker compose version" \
   "getent group ziti" \
   "install -d -m 0700 -o monky-deployd -g monky-deployd <ROOT>/var/lib/monky-deployd" \
   "install -d -m 0750 -o root -g monky-deployd <ROOT>/etc/monky-deployd" \
@@ -147,6 +156,7 @@ ok "upgrade $V1 -> $V2: the timer is still enabled, config and state kept"
 # --- 3. remove ----------------------------------------------------------------------------------------
 "${DPKG[@]}" -r monky-deployd >"$WORK/dpkg.log" 2>&1 || { cat "$WORK/dpkg.log" >&2; fail "dpkg -r"; }
 expect_calls "remove" \
+  "systemctl is-enabled --quiet monky-deployd.timer" \
   "systemctl disable --now monky-deployd.timer" \
   "systemctl stop monky-deployd.service" \
   "systemctl disable --now monky-deployd-proxy.service" \
@@ -156,15 +166,47 @@ expect_calls "remove" \
 [ ! -e "$ROOT/lib/systemd/system/monky-deployd.timer" ] || fail "remove left the timer unit"
 [ -f "$ROOT/var/lib/monky-deployd/bao.token" ] || fail "remove (not purge) deleted the state"
 ! grep -x -q monky-deployd.timer "$STATE/enabled" || fail "remove left the timer enabled"
-ok "remove: units disabled, binary gone, state kept"
+[ ! -e "$ROOT$PROM" ] || fail "remove left the metrics textfile $PROM (its staleness alert would fire for ever)"
+ok "remove: units disabled, binary and metrics textfile gone, state kept"
+
+# --- 3b. reinstall after remove: the timer is enabled again, as it was ---------------------------------
+"${DPKG[@]}" -i "$DEB2" >"$WORK/dpkg.log" 2>&1 || { cat "$WORK/dpkg.log" >&2; fail "dpkg -i $DEB2 after dpkg -r"; }
+expect_calls "reinstall after remove" \
+  "getent group monky-deployd" \
+  "getent passwd monky-deployd" \
+  "getent group docker" \
+  "docker compose version" \
+  "getent group ziti" \
+  "install -d -m 0700 -o monky-deployd -g monky-deployd <ROOT>/var/lib/monky-deployd" \
+  "install -d -m 0750 -o root -g monky-deployd <ROOT>/etc/monky-deployd" \
+  "install -d -m 0775 -o root -g monky-deployd <ROOT>/var/lib/prometheus/node-exporter" \
+  "systemctl daemon-reload" \
+  "systemctl try-restart monky-deployd-proxy.service" \
+  "systemctl enable --now monky-deployd.timer"
+grep -x -q monky-deployd.timer "$STATE/enabled" || fail "the reinstall after dpkg -r left the timer disabled"
+grep -q "it is enabled again" "$WORK/dpkg.log" || { cat "$WORK/dpkg.log" >&2; fail "postinst did not say the timer is enabled again"; }
+ok "reinstall after remove: the timer is enabled again, as it was"
 
 # --- 4. purge -----------------------------------------------------------------------------------------
 "${DPKG[@]}" -P monky-deployd >"$WORK/dpkg.log" 2>&1 || { cat "$WORK/dpkg.log" >&2; fail "dpkg -P"; }
-expect_calls "purge"
-[ ! -e "$ROOT/var/lib/monky-deployd" ] || fail "purge left the state dir (it holds no deploy dir)"
+expect_calls "purge" \
+  "systemctl is-enabled --quiet monky-deployd.timer" \
+  "systemctl disable --now monky-deployd.timer" \
+  "systemctl stop monky-deployd.service" \
+  "systemctl disable --now monky-deployd-proxy.service" \
+  "systemctl daemon-reload"
+[ ! -e "$ROOT/var/lib/monky-deployd" ] || fail "purge left the state dir (it holds no deploy dir): $(ls -A "$ROOT/var/lib/monky-deployd")"
 [ ! -e "$ROOT/etc/monky-deployd" ] || fail "purge left /etc/monky-deployd: $(ls -A "$ROOT/etc/monky-deployd")"
 [ -z "$(installed_version | grep ii || true)" ] || fail "still installed after purge: $(installed_version)"
 ok "purge: state dir and config removed"
+
+# --- 4b. install after purge: the timer's enablement is forgotten ----------------------------------------
+"${DPKG[@]}" -i "$DEB1" >"$WORK/dpkg.log" 2>&1 || { cat "$WORK/dpkg.log" >&2; fail "dpkg -i $DEB1 after purge"; }
+! grep -x -q monky-deployd.timer "$STATE/enabled" || fail "an install after purge enabled the timer"
+calls >/dev/null
+"${DPKG[@]}" -P monky-deployd >"$WORK/dpkg.log" 2>&1 || { cat "$WORK/dpkg.log" >&2; fail "dpkg -P (after 4b)"; }
+calls >/dev/null
+ok "install after purge: the timer stays disabled (purge forgot it)"
 
 # === against monky-sim: the upgrade of a 0.1.9 box, and a fresh install with the defaults ================
 SIM_ENV=env-demo-01
@@ -241,6 +283,7 @@ grep -q "Nothing converges the backend now" "$WORK/dpkg.log" || { cat "$WORK/dpk
 sed -i -e '/^state_dir:/d' -e '/^deploy_dir:/d' "$ROOT2/etc/monky-deployd/config.yaml"
 "${DPKG2[@]}" -P monky-deployd >"$WORK/dpkg.log" 2>&1 || { cat "$WORK/dpkg.log" >&2; fail "dpkg -P (0.1.9 box)"; }
 expect_calls "remove and purge of the taken-over box: only the agent's own units are stopped" \
+  "systemctl is-enabled --quiet monky-deployd.timer" \
   "systemctl disable --now monky-deployd.timer" \
   "systemctl stop monky-deployd.service" \
   "systemctl disable --now monky-deployd-proxy.service" \
@@ -269,4 +312,4 @@ sim reports --env "$SIM_ENV" | tail -n 1 | jq -e --arg s "$V1_SHA" '.result == "
 agent "$ROOT3" status >/dev/null || fail "status after the fresh install's apply"
 ok "fresh install with the defaults (transport $("$ROOT3/usr/bin/monky-deployd" version --json | jq -r .default_transport)): applied v1"
 
-echo "test-install: 8 passed, 0 failed"
+echo "test-install: 10 passed, 0 failed"

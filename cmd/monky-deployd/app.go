@@ -343,6 +343,11 @@ func cmdRun(c *cli.Context, stderr io.Writer) error {
 		}
 		return err
 	}
+	// a user docker's socket refuses: the fix, journaled, before the tick touches anything
+	if err := docker.CheckGroup(docker.Socket()); err != nil {
+		a.RecordStartFailure(err)
+		return &exitError{code: 1, msg: err.Error(), cause: err}
+	}
 	a.Prune = c.Bool("prune")
 	if heartbeatBuild {
 		handOverTo(a)
@@ -454,7 +459,7 @@ func cmdStatus(c *cli.Context, stdout io.Writer) error {
 	st, err := store.OpenBolt(cfg.StatePath(), store.BoltOptions{ReadOnly: true})
 	if err != nil {
 		if os.IsNotExist(errors.Unwrap(err)) || errors.Is(err, os.ErrNotExist) {
-			return fail(1, "no state file at %s: no tick has run yet", cfg.StatePath())
+			return fail(1, "no state file at %s: no tick has run yet%s", cfg.StatePath(), privateTmp(cfg.StateDir))
 		}
 		return corruptOr(err, cfg.StatePath())
 	}

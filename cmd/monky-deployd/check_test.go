@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -160,5 +161,29 @@ func TestBootstrapEmptyGrant(t *testing.T) {
 	}
 	if _, e, c := runIn("--config", cfg, "bootstrap", "--force"); c != 1 || !strings.Contains(e, "no bootstrap grant at "+grant) {
 		t.Errorf("bootstrap --force with no grant: exit %d, %q", c, e)
+	}
+}
+
+// TestStatusNamesPrivateTmp: with no state file and state_dir under /tmp, status says that the
+// unit's /tmp is private (PrivateTmp=yes); under another directory it does not.
+func TestStatusNamesPrivateTmp(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct {
+		stateDir string
+		want     bool
+	}{
+		{fmt.Sprintf("/tmp/monky-deployd-status-%d/state", os.Getpid()), true},
+		{fmt.Sprintf("/var/tmp/monky-deployd-status-%d", os.Getpid()), true},
+		{fmt.Sprintf("/var/lib/monky-deployd-status-%d", os.Getpid()), false},
+	} {
+		cfg := filepath.Join(dir, "config.yaml")
+		testkit.WriteFile(t, cfg, "env_id: env-qa-02\nsite: cbs\nstate_dir: "+c.stateDir+"\n", 0o600)
+		_, e, code := runIn("--config", cfg, "status")
+		if code != 1 || !strings.Contains(e, "no state file at "+c.stateDir+"/state.db") || strings.Contains(e, "PrivateTmp=yes") != c.want {
+			t.Errorf("state_dir %s: exit %d, %q; want PrivateTmp named: %v", c.stateDir, code, e, c.want)
+		}
+		if _, err := os.Stat(c.stateDir); !os.IsNotExist(err) {
+			t.Errorf("status created %s", c.stateDir)
+		}
 	}
 }

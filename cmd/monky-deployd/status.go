@@ -2,6 +2,8 @@ package main
 
 import (
 	"errors"
+	"fmt"
+	"strings"
 
 	"github.com/tikali/monky-deployd/internal/explain"
 	"github.com/tikali/monky-deployd/machine"
@@ -38,4 +40,15 @@ func quiet(err error) error {
 		return &exitError{code: ee.code}
 	}
 	return &exitError{code: 1}
+}
+
+// privateTmp is what status adds when state_dir lies under /tmp or /var/tmp: the unit runs with
+// PrivateTmp=yes, so the timer's ticks write to a /tmp of their own that no shell sees.
+func privateTmp(stateDir string) string {
+	for _, tmp := range []string{"/tmp", "/var/tmp"} {
+		if stateDir == tmp || strings.HasPrefix(stateDir, tmp+"/") {
+			return fmt.Sprintf(" here — but state_dir %s is under %s, which monky-deployd.service makes private to the unit (PrivateTmp=yes): its ticks write to a %s no shell sees; set state_dir outside it (default /var/lib/monky-deployd)", stateDir, tmp, tmp)
+		}
+	}
+	return ""
 }

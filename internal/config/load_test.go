@@ -279,7 +279,8 @@ func TestLoad(t *testing.T) {
 	}
 }
 
-// The shipped example documents the defaults: parsing it gives exactly what an empty config gives.
+// The shipped example documents the defaults: parsing it gives exactly what an empty config gives,
+// but for metrics_path, which it turns on at the package's textfile directory.
 func TestExampleMatchesDefaults(t *testing.T) {
 	data, err := os.ReadFile("../../config.example.yaml")
 	if err != nil {
@@ -290,6 +291,10 @@ func TestExampleMatchesDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	def := parse(t, "env_id: "+ex.EnvID+"\nsite: "+ex.Site+"\n")
+	if def.MetricsPath != "" || ex.MetricsPath != "/var/lib/prometheus/node-exporter/monky_deployd.prom" {
+		t.Errorf("metrics_path: default %q (want off), example %q (want the package's textfile directory)", def.MetricsPath, ex.MetricsPath)
+	}
+	ex.MetricsPath = ""
 	ex.Hash, def.Hash, ex.Path, def.Path = "", "", "", ""
 	if !reflect.DeepEqual(ex, def) {
 		t.Errorf("config.example.yaml differs from the defaults:\n example %+v\ndefaults %+v", ex, def)

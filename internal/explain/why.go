@@ -152,6 +152,8 @@ var causes = map[string]cause{
 		"monky-deployd version   # the transports built in; then set `transport:` to one of them", ""},
 	"DOCKER_NOT_FOUND": {"the docker CLI (docker_bin) is not there, so compose could not run",
 		"command -v docker && docker compose version   # or docker_bin in config.yaml", ""},
+	"DOCKER_GROUP_MISSING": {"docker's socket refuses the agent's user: it is not in the socket's group (docker), so no compose call can run; the tick stopped before checking in",
+		"sudo usermod -aG docker monky-deployd   # the next tick runs with it (no docker group: install Docker Engine first)", ""},
 	"DOCKER_INFO_FAILED": {"`docker info` failed: the engine is down or the agent's user may not use it",
 		"systemctl status docker; id monky-deployd   # the user must be in the docker group", ""},
 	"COMPOSE_PS_FAILED": {"`docker compose ps` failed, so the agent could not see the project's containers",

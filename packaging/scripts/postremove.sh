@@ -7,7 +7,9 @@
 # Neither remove nor purge stops a service the agent started: the backend's containers keep
 # running, and their compose project (<deploy_dir>: releases/, current) stays on disk so that a
 # person can still `docker compose down` them. Each says how.
-#   remove: prerm stopped and disabled the timer; config and state are kept (a reinstall resumes).
+#   remove: prerm stopped and disabled the timer (noting whether it was enabled, for a reinstall);
+#           config and state are kept (a reinstall resumes); the metrics textfile (metrics_path) is
+#           removed, so no alert keeps reading a box that no longer runs the agent.
 #   purge:  removes the agent's own state — token, leased grant, state file (its receipt, any
 #           corrupt copy), lock, docker config, metrics counters, 0.1.x's state.json — the metrics
 #           textfile (metrics_path) and /etc/monky-deployd (config, bootstrap grant, CA). It
@@ -52,6 +54,7 @@ how_to_take_down() {
 case "${1:-}" in
   remove | 0)
     if [ -d "$SYSTEMD_DIR" ]; then systemctl daemon-reload || true; fi
+    case "$METRICS" in /*) rm -f "$ROOT$METRICS" ;; esac
     say "removed: the timer is stopped; config.yaml and the state in $STATE_DIR are kept (a reinstall resumes;"
     say "  dpkg --purge monky-deployd removes the agent's own state). Nothing converges the backend now."
     if [ -n "$DEPLOY_DIR" ] && is_deploy_dir "$ROOT$DEPLOY_DIR"; then how_to_take_down "$ROOT$DEPLOY_DIR"; fi
@@ -73,6 +76,8 @@ case "${1:-}" in
       case " $kept " in *" $ROOT$DEPLOY_DIR "*) ;; *) kept="$kept $ROOT$DEPLOY_DIR" ;; esac
     fi
     case "$METRICS" in /*) rm -f "$ROOT$METRICS" ;; esac
+    rm -f "$ROOT/var/lib/monky-deployd/.timer-was-enabled" # a later install starts with the timer off
+    rmdir "$ROOT/var/lib/monky-deployd" 2>/dev/null || true
     rm -f "$CONFIG" "$ROOT/etc/monky-deployd/bootstrap.jwt" "$ROOT/etc/monky-deployd/openbao-ca.pem" "$ROOT/etc/monky-deployd/proxy.env"
     rmdir "$ROOT/etc/monky-deployd" 2>/dev/null || true
     say "purged: the agent's token, state file, docker config, metrics and /etc/monky-deployd are gone."

@@ -15,7 +15,12 @@ case "${1:-}" in
   *) exit 0 ;; # upgrade, failed-upgrade, deconfigure, rpm 1, anything unknown: leave the units alone
 esac
 
+ROOT="${MONKY_ROOT:-${DPKG_ROOT:-}}"
 if [ -d "$SYSTEMD_DIR" ]; then
+  # remembered for a reinstall (postinst enables it again); purge forgets it (postrm)
+  if systemctl is-enabled --quiet monky-deployd.timer 2>/dev/null && [ -d "$ROOT/var/lib/monky-deployd" ]; then
+    : >"$ROOT/var/lib/monky-deployd/.timer-was-enabled" || true
+  fi
   systemctl disable --now monky-deployd.timer || true
   systemctl stop monky-deployd.service || true
   systemctl disable --now monky-deployd-proxy.service || true
