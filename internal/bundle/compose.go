@@ -152,6 +152,9 @@ func loadCompose(b *Bundle, tpl *envTemplate, env ComposeEnv, envID string) (*mo
 		}
 		return nil, invalid("%s does not load: %s", quoteName(name), m.words(err))
 	}
+	if len(p.ComposeFiles) == 0 {
+		p.ComposeFiles = []string{filepath.Join(root, name)} // the loader leaves it to its callers
+	}
 	m.project = p
 	m.pol = &policy{root: m.root, private: m.private, ph: m.ph}
 	return m, nil

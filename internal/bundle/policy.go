@@ -78,7 +78,8 @@ func (f Finding) String() string {
 
 // CheckModel runs the privileged policy on a loaded compose project — the model compose will
 // run, loaded with ResolvePaths so that every bind source, env_file and secret file is
-// absolute — whose release directory is releaseDir. It returns what PRIVILEGED_REFUSED
+// absolute, with p.ComposeFiles naming the files compose is given — whose release directory
+// is releaseDir. It returns what PRIVILEGED_REFUSED
 // refuses, sorted by who holds it; nil when allowPrivileged is set or nothing is refused.
 //
 // A finding may quote a value of the model (a bind source, a capability, a driver): a caller
@@ -261,33 +262,38 @@ func (pol *policy) mount(p *types.Project, v types.ServiceVolumeConfig, add func
 }
 
 // writable refuses what lets a container change what a later compose call resolves: a
-// writable bind of the release directory itself (it holds the compose file and .env), and
-// a writable bind of a directory that holds a path compose resolves again at the next call —
-// another bind's source (a container could put a symlink to / in its place), an env_file, a
-// secret's or config's file, a compose file. Read-only binds (`:ro`) are allowed.
+// writable bind of the release directory itself; of a directory that holds a path compose
+// resolves again at the next call — another bind's source (a container could put a symlink
+// to / in its place), an env_file, a secret's or config's file, a compose file, .env; or of
+// a file compose reads (a compose file, .env, an env_file), whose content it would change.
+// Read-only binds (`:ro`) are allowed.
 func (pol *policy) writable(p *types.Project, services map[string]types.ServiceConfig, add func(who, field, what string)) {
-	type use struct{ who, what, path string }
-	var uses []use
+	type use struct {
+		which string // "service web binds", "compose reads as the compose file"
+		path  string
+		read  bool // compose reads the file's content
+	}
+	uses := []use{{"compose reads as .env", filepath.Join(pol.root, EnvFile), true}}
 	for _, f := range p.ComposeFiles {
-		uses = append(uses, use{"", "is the compose file", f})
+		uses = append(uses, use{"compose reads as the compose file", f, true})
 	}
 	for _, n := range sortedKeys(services) {
 		who := "service " + quoteName(n)
 		s := services[n]
 		for _, v := range s.Volumes {
 			if v.Type == types.VolumeTypeBind {
-				uses = append(uses, use{who, "binds", v.Source})
+				uses = append(uses, use{who + " binds", v.Source, false})
 			}
 		}
 		for _, e := range s.EnvFiles {
-			uses = append(uses, use{who, "reads as env_file", e.Path})
+			uses = append(uses, use{who + " reads as env_file", e.Path, true})
 		}
 	}
 	for _, n := range sortedKeys(p.Secrets) {
-		uses = append(uses, use{"secret " + quoteName(n), "is the file of", p.Secrets[n].File})
+		uses = append(uses, use{"is the file of secret " + quoteName(n), p.Secrets[n].File, false})
 	}
 	for _, n := range sortedKeys(p.Configs) {
-		uses = append(uses, use{"config " + quoteName(n), "is the file of", p.Configs[n].File})
+		uses = append(uses, use{"is the file of config " + quoteName(n), p.Configs[n].File, false})
 	}
 	for _, n := range sortedKeys(services) {
 		who := "service " + quoteName(n)
@@ -309,18 +315,18 @@ func (pol *policy) writable(p *types.Project, services map[string]types.ServiceC
 					continue
 				}
 				q := filepath.Clean(u.path)
-				if !strings.HasPrefix(q, src+string(filepath.Separator)) {
+				var what string
+				switch {
+				case q == src && u.read:
+					what = "writable bind of " + pol.rel(src) + ", which " + u.which
+				case strings.HasPrefix(q, src+string(filepath.Separator)):
+					what = "writable bind " + pol.rel(src) + " holds " + pol.rel(q) + ", which " + u.which
+				default:
 					continue
-				}
-				what := pol.rel(q) + ", which " + strings.TrimSpace(u.who+" "+u.what)
-				if u.who == "" {
-					what = pol.rel(q) + ", which " + u.what
-				} else if u.what == "is the file of" {
-					what = pol.rel(q) + ", the file of " + u.who
 				}
 				if !seen[what] {
 					seen[what] = true
-					add(who, "volumes", "writable bind "+pol.rel(src)+" holds "+what+" (mount it :ro)")
+					add(who, "volumes", what+" (mount it :ro)")
 				}
 			}
 		}
