@@ -49,9 +49,16 @@ func TestFreshBoxAppliesThenHeartbeats(t *testing.T) {
 		t.Errorf("report %q", res)
 	}
 	calls := strings.Join(h.composeCalls(), "\n")
-	pinned := "compose -f " + filepath.Join(rel, "compose.yaml") + " --env-file " + envFile + " --project-directory " + rel + " -p monky-env-qa-02 "
+	model := filepath.Join(h.cfg.DeployDir, "resolved", sha+".yaml")
+	pinned := "compose -f " + model + " --env-file " + filepath.Join(h.cfg.DeployDir, "resolved", "empty.env") + " --project-directory " + rel + " -p monky-env-qa-02 "
 	if !strings.Contains(calls, pinned+"pull") || !strings.Contains(calls, pinned+"up -d --remove-orphans") {
 		t.Errorf("compose calls:\n%s", calls)
+	}
+	if m := testkit.Mode(t, model); m != 0o600 {
+		t.Errorf("resolved model mode %o", m)
+	}
+	if m := testkit.Mode(t, filepath.Dir(model)); m != 0o700 {
+		t.Errorf("resolved dir mode %o", m)
 	}
 	rec := h.record()
 	if rec.State != "Reported" || rec.AppliedSha != sha || rec.Token.Source != "lease" {

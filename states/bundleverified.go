@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strings"
 
 	"github.com/tikali/monky-deployd/effects"
 	"github.com/tikali/monky-deployd/internal/bundle"
@@ -67,26 +66,14 @@ func (tk *tick) fetchBundle(ctx context.Context) (*bundle.Bundle, error) {
 
 // checkBundle runs every refusal of PROTOCOL.md §2 against b for the desired sha.
 func (tk *tick) checkBundle(b *bundle.Bundle, sha string) (*bundle.Bundle, error) {
+	// compose is handed the resolved model alone, in an environment the agent sets whole
+	// (effects/docker): nothing of the agent's own environment is interpolated
 	in := bundle.CheckInput{DesiredSha: sha, EnvID: tk.Cfg.EnvID, KVMount: tk.kvMount(),
-		Compose: bundle.ComposeEnv{Project: tk.Cfg.ComposeProject, AgentEnv: environNames()}}
+		Compose: bundle.ComposeEnv{Project: tk.Cfg.ComposeProject}}
 	if r := bundle.Check(b, in); r != nil {
 		return b, r
 	}
 	return b, nil
-}
-
-// environNames is the names (never the values) of the agent's environment: docker sees them
-// (less COMPOSE_* and the names .env sets), so compose can interpolate them, and the
-// privileged policy treats them as values unknown before the lease.
-func environNames() []string {
-	env := os.Environ()
-	names := make([]string, 0, len(env))
-	for _, kv := range env {
-		if k, _, ok := strings.Cut(kv, "="); ok && k != "" {
-			names = append(names, k)
-		}
-	}
-	return names
 }
 
 // stepVerify: CheckedIn → BundleVerified | Refused | Failed. Fetch, read, check the archive,

@@ -52,7 +52,7 @@ type harness struct {
 // releases given as name → files (bundle.json partial allowed).
 func newHarness(t testing.TB, simOpts ...func(*sim.Options)) *harness {
 	t.Helper()
-	h := &harness{t: t, clock: testkit.NewClock(testkit.Epoch), docker: testkit.FakeDocker(t), disk: &disk{free: 500 << 30}, logs: &bytes.Buffer{}}
+	h := &harness{t: t, clock: testkit.NewClock(testkit.Epoch), disk: &disk{free: 500 << 30}, logs: &bytes.Buffer{}}
 	so := sim.Options{Now: h.clock.Now}
 	for _, o := range simOpts {
 		o(&so)
@@ -69,13 +69,14 @@ func newHarness(t testing.TB, simOpts ...func(*sim.Options)) *harness {
 	s.SetBaoAddr(h.bao.URL)
 	h.dir = t.TempDir()
 	h.kit = filepath.Join(h.dir, "kit")
+	h.dockerLog = filepath.Join(h.dir, "docker.log")
+	h.dockerState = filepath.Join(h.dir, "docker-state")
+	h.docker = testkit.FakeDockerFor(t, h.dockerLog, h.dockerState)
 	if err := s.WriteKit(h.kit, sim.Kit{EnvID: env, TenancyURL: h.ten.URL, BaoURL: h.bao.URL,
 		StateDir: filepath.Join(h.dir, "state"), DeployDir: filepath.Join(h.dir, "state", env), DockerBin: h.docker}); err != nil {
 		t.Fatal(err)
 	}
 	h.reload()
-	h.dockerLog = filepath.Join(h.dir, "docker.log")
-	h.dockerState = filepath.Join(h.dir, "docker-state")
 	if err := os.MkdirAll(h.dockerState, 0o700); err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tikali/monky-deployd/effects"
+	"github.com/tikali/monky-deployd/effects/docker"
 	"github.com/tikali/monky-deployd/internal/phase"
 	"github.com/tikali/monky-deployd/internal/redact"
 	"github.com/tikali/monky-deployd/internal/sanitize"
@@ -138,6 +139,9 @@ func (tk *tick) stepHealthy(ctx context.Context) error {
 		cs, err := tk.Fx.Compose.PS(ctx, tk.currentDir())
 		if err != nil && effects.IsTemporary(err) {
 			return err
+		}
+		if effects.CodeOf(err) == docker.CodeReleaseChanged {
+			return tk.fail(ctx, machine.Up, docker.CodeReleaseChanged, sanitize.Line(redact.String(err.Error())), false)
 		}
 		bad := unhealthy(cs)
 		if err == nil && len(cs) > 0 && len(bad) == 0 {

@@ -3,6 +3,7 @@ package states
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -74,8 +75,14 @@ func (tk *tick) stepStage(ctx context.Context) error {
 	if err != nil {
 		return tk.fail(ctx, machine.LoggedIn, bundle.CodeEnvIncomplete, redact.String(err.Error()), false)
 	}
-	if err := tk.promote(b, env); err != nil {
-		return tk.fail(ctx, machine.LoggedIn, "STAGE_FAILED", redact.String(err.Error()), false)
+	err = tk.promote(b, env, func(rel string) error { return tk.writeModel(ctx, b, env, rel) })
+	clear(env)
+	var mr *modelRefused
+	switch {
+	case errors.As(err, &mr):
+		return tk.fail(ctx, machine.LoggedIn, mr.code, redact.String(mr.detail), false)
+	case err != nil:
+		return tk.fail(ctx, machine.LoggedIn, codeOr(err, "STAGE_FAILED"), redact.String(err.Error()), false)
 	}
 	sort.Strings(names)
 	detail := fmt.Sprintf("read %d secret(s): %s", len(names), strings.Join(names, ", "))
@@ -85,14 +92,64 @@ func (tk *tick) stepStage(ctx context.Context) error {
 	case tk.exists(tk.Cfg.DockerConfigDir() + "/config.json"):
 		detail += "; no registry-auth entry: the registry credential already in " + tk.Cfg.DockerConfigDir() + "/config.json is kept"
 	}
-	detail += fmt.Sprintf("; release %s promoted, current → releases/%s", machine.ShortSha(b.Sha), machine.ShortSha(b.Sha))
+	detail += fmt.Sprintf("; release %s promoted, its model checked and resolved, current → releases/%s", machine.ShortSha(b.Sha), machine.ShortSha(b.Sha))
 	return tk.eng.Fire(machine.Outcome{Event: machine.EvStage, Detail: detail}, started)
 }
 
+// modelRefused is a model compose would run that the stage refuses: the policy's findings
+// (PRIVILEGED_REFUSED) or a compose file that does not load with the secrets' values.
+type modelRefused struct{ code, detail string }
+
+func (e *modelRefused) Error() string { return e.code + ": " + e.detail }
+
+// writeModel is the authoritative check: the release written at rel is verified again, its
+// compose file is loaded as compose would load it (its files, the rendered .env, no process
+// environment), the policy decides on that model, and the resolved model is written 0600 to
+// <deploy_dir>/resolved/<sha>.yaml (beside an empty env file) for every compose call to run
+// alone. The check before the lease stays: it refuses early, on placeholders.
+func (tk *tick) writeModel(ctx context.Context, b *bundle.Bundle, env []byte, rel string) error {
+	if err := docker.VerifyRelease("stage", rel); err != nil {
+		return err
+	}
+	p, err := docker.Load(ctx, rel, b.Meta.ComposeFile, b.Files[b.Meta.ComposeFile], env, tk.Cfg.ComposeProject)
+	if err != nil {
+		return &modelRefused{code: bundle.CodeInvalid, detail: err.Error()}
+	}
+	if f := bundle.CheckModel(p, rel, b.Meta.Agent.AllowPrivileged); len(f) > 0 {
+		words := make([]string, len(f))
+		for i, x := range f {
+			words[i] = x.String()
+		}
+		return &modelRefused{code: bundle.CodePrivileged, detail: strings.Join(words, "; ") + " (in the model compose would run; bundle.json agent.allow_privileged is not set)"}
+	}
+	model, err := docker.Resolve(p)
+	if err != nil {
+		return &modelRefused{code: bundle.CodeInvalid, detail: err.Error()}
+	}
+	defer clear(model)
+	fsys := tk.fs()
+	dir := filepath.Dir(docker.ModelPath(rel))
+	if err := files.MkdirAllFS(fsys, dir, 0o700); err != nil {
+		return fmt.Errorf("stage: %w", err)
+	}
+	if err := fsys.Chmod(dir, 0o700); err != nil {
+		return fmt.Errorf("stage: %w", err)
+	}
+	if err := files.WriteAtomicFS(fsys, docker.EmptyEnvPath(rel), nil, 0o600); err != nil {
+		return err
+	}
+	if err := files.WriteAtomicFS(fsys, docker.ModelPath(rel), model, 0o600); err != nil {
+		return err
+	}
+	failpoint.Hit("file:model-written")
+	return nil
+}
+
 // promote writes the bundle and its .env into a staging directory under deploy_dir, renames
-// it to releases/<sha> and points `current` at it. Every file and directory is fsynced
-// before the renames that publish them.
-func (tk *tick) promote(b *bundle.Bundle, env []byte) error {
+// it to releases/<sha>, runs ready on it and points `current` at it. Every file and directory
+// is fsynced before the renames that publish them. When ready fails, `current` is left as it
+// was.
+func (tk *tick) promote(b *bundle.Bundle, env []byte, ready func(rel string) error) error {
 	deploy := tk.Cfg.DeployDir
 	releases := filepath.Join(deploy, "releases")
 	fsys := tk.fs()
@@ -149,6 +206,9 @@ func (tk *tick) promote(b *bundle.Bundle, env []byte) error {
 			ok = true
 			failpoint.Hit("file:release-refreshed")
 			_ = fsys.RemoveAll(staging)
+			if err := ready(rel); err != nil {
+				return err
+			}
 			return tk.swapCurrent(b.Sha)
 		}
 		// another release is current: this one is moved aside whole and replaced
@@ -167,6 +227,9 @@ func (tk *tick) promote(b *bundle.Bundle, env []byte) error {
 		return err
 	}
 	failpoint.Hit("file:releases-synced")
+	if err := ready(rel); err != nil {
+		return err
+	}
 	if trash == "" {
 		return tk.swapCurrent(b.Sha)
 	}
@@ -361,6 +424,9 @@ func (tk *tick) cleanLeftovers() error {
 		return strings.HasPrefix(n, ".") && strings.Contains(n, ".tmp-") && n != ".state.db"
 	})
 	sweep(tk.Cfg.DockerConfigDir(), func(n string) bool { return strings.HasPrefix(n, ".config.json.") })
+	sweep(filepath.Join(tk.Cfg.DeployDir, docker.ResolvedDirName), func(n string) bool {
+		return strings.HasPrefix(n, ".") && strings.Contains(n, ".tmp-") // a model's temp copy holds secrets
+	})
 	return nil
 }
 

@@ -64,10 +64,14 @@ else
 		echo "no Docker engine with compose v2 answers here: using the recording docker stub"
 	fi
 	mkdir -p "$WORK/bin" "$WORK/docker-state"
-	go build -o "$WORK/bin/docker" ./internal/fakedocker
-	DOCKER_BIN=$WORK/bin/docker
+	go build -o "$WORK/bin/fakedocker" ./internal/fakedocker
 	export FAKE_DOCKER_LOG=$WORK/docker-calls.jsonl
 	export FAKE_DOCKER_STATE=$WORK/docker-state
+	# the agent hands docker no variable of its own environment: the stub's knobs travel in a wrapper
+	printf '#!/bin/sh\nFAKE_DOCKER_LOG=%q FAKE_DOCKER_STATE=%q exec %q "$@"\n' \
+		"$FAKE_DOCKER_LOG" "$FAKE_DOCKER_STATE" "$WORK/bin/fakedocker" >"$WORK/bin/docker"
+	chmod 0755 "$WORK/bin/docker"
+	DOCKER_BIN=$WORK/bin/docker
 fi
 
 # --- the simulator --------------------------------------------------------------------------

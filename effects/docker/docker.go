@@ -2,16 +2,21 @@
 // down, the data-root fact and image prune (PROTOCOL.md §4), and writes the agent's own
 // registry credential (DOCKER_CONFIG).
 //
-// Every compose call is pinned to the release it acts on, so that what runs is what the agent
-// checked: `-f <release>/<compose_file>` (compose_file from the release's bundle.json),
-// `--env-file <release>/.env`, `--project-directory <release>` and `-p <project>`, where
-// <release> is the release directory with symlinks resolved (`current` → releases/<sha>).
-// No compose.override.yaml, COMPOSE_FILE or COMPOSE_PROFILES can add to it: docker's
-// environment holds no COMPOSE_* variable but COMPOSE_INTERACTIVE_NO_CLI=1, and none of the
-// names the release's `.env` sets (compose would let the environment win over `.env`).
-// DOCKER_CONFIG points at the agent's directory — never a human's $HOME. When the release is
-// gone (a retire after a crash), compose runs by project name alone in an empty directory,
-// loading no file.
+// Compose runs the model the agent checked, alone (resolve.go): every compose call is pinned
+// to `-f <deploy_dir>/resolved/<sha>.yaml` (the resolved model written at stage),
+// `--env-file <deploy_dir>/resolved/empty.env`, `--project-directory <release>` and
+// `-p <project>`, where <release> is the release directory with symlinks resolved (`current` →
+// releases/<sha>). Before every call the release is what was verified (VerifyRelease: its
+// files hash to <sha>, no symlink in its tree) and the model is the agent's own file
+// (VerifyModel); otherwise the call fails with RELEASE_CHANGED and compose is not run — but a
+// down, which then runs by project name alone. A release staged before models were written
+// (by an older agent) is looked at (ps, logs) and removed (down) by project name alone; it is
+// never pulled or started. Docker's environment is set whole by the agent:
+// PATH (a fixed system path), HOME and DOCKER_CONFIG (the agent's docker directory, never a
+// human's) and COMPOSE_INTERACTIVE_NO_CLI=1; nothing of the agent's own environment is
+// inherited, so nothing compose or a plugin would read from it can change what runs. When the
+// release is gone (a retire after a crash), compose runs by project name alone in an empty
+// directory, loading no file.
 //
 // It may not run `compose config` (it prints resolved values) and never puts a credential in
 // an error, a log or an argument. Compose's output reaches errors with its control
@@ -21,7 +26,6 @@ package docker
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -33,10 +37,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/compose-spec/compose-go/v2/dotenv"
-
 	"github.com/tikali/monky-deployd/effects"
-	"github.com/tikali/monky-deployd/internal/bundle"
 	"github.com/tikali/monky-deployd/internal/sanitize"
 )
 
@@ -87,14 +88,9 @@ type result struct {
 	stdout, stderr []byte
 }
 
-// run runs <Bin> args in dir with the agent's environment (without the names in drop). A
-// non-nil error is an *effects.Error with op and code; its Msg is the command's own
-// meaningful output.
+// run runs <Bin> args in dir in the environment the agent sets (env). A non-nil error is an
+// *effects.Error with op and code; its Msg is the command's own meaningful output.
 func (c *CLI) run(ctx context.Context, op, code, dir string, timeout time.Duration, args ...string) (result, error) {
-	return c.runEnv(ctx, op, code, dir, nil, timeout, args...)
-}
-
-func (c *CLI) runEnv(ctx context.Context, op, code, dir string, drop map[string]bool, timeout time.Duration, args ...string) (result, error) {
 	path, err := exec.LookPath(c.Bin)
 	if err != nil {
 		return result{}, &effects.Error{Op: op, Kind: effects.Permanent, Code: CodeNotFound,
@@ -107,7 +103,7 @@ func (c *CLI) runEnv(ctx context.Context, op, code, dir string, drop map[string]
 	defer cancel()
 	cmd := exec.CommandContext(ctx, path, args...)
 	cmd.Dir = dir
-	cmd.Env = c.env(drop)
+	cmd.Env = c.env()
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	// compose starts helpers of its own: end the whole group on timeout.
@@ -150,76 +146,62 @@ func exitText(err error) string {
 	return err.Error()
 }
 
-// env is the process environment without DOCKER_CONFIG, any COMPOSE_* variable or a name in
-// drop, plus the agent's DOCKER_CONFIG and COMPOSE_INTERACTIVE_NO_CLI=1.
-func (c *CLI) env(drop map[string]bool) []string {
-	var out []string
-	for _, kv := range os.Environ() {
-		k, _, _ := strings.Cut(kv, "=")
-		if k == "DOCKER_CONFIG" || strings.HasPrefix(k, "COMPOSE_") || drop[k] {
-			continue
-		}
-		out = append(out, kv)
-	}
-	return append(out, "COMPOSE_INTERACTIVE_NO_CLI=1", "DOCKER_CONFIG="+c.DockerConfigDir)
+// SystemPath is docker's PATH: where the system keeps docker, its plugins' helpers and the
+// credential helpers. The agent's own PATH is not inherited.
+const SystemPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+// env is docker's whole environment: nothing of the agent's own is inherited (a variable
+// there could change what compose resolves, or which plugin docker runs).
+func (c *CLI) env() []string {
+	return []string{"PATH=" + SystemPath, "HOME=" + c.DockerConfigDir, "DOCKER_CONFIG=" + c.DockerConfigDir,
+		"COMPOSE_INTERACTIVE_NO_CLI=1"}
 }
 
 // release is what a compose call is pinned to.
 type release struct {
-	dir  string          // the release directory, symlinks resolved; "" when there is none
-	args []string        // compose's global flags, -p included
-	drop map[string]bool // the names .env sets: docker's environment must not override them
+	dir  string   // the release directory, symlinks resolved; "" when there is none
+	args []string // compose's global flags, -p included
 }
 
-// pin resolves dir (a release directory or the `current` link) and the flags that pin compose
-// to it. A release that is gone, or holds no compose file, yields the project name alone.
-func (c *CLI) pin(dir string) (release, error) {
-	byName := release{args: []string{"compose", "-p", c.Project}}
+// pin resolves dir (a release directory or the `current` link), checks that the release and
+// its resolved model are what was verified, and returns the flags that pin compose to the
+// model. A release that is gone yields the project name alone; so does, for ps, logs and
+// down (looksOnly), a verified release with no model (staged by an older agent). A release
+// that fails the checks yields the project name alone with the check's error.
+func (c *CLI) pin(op, dir string, looksOnly bool) (release, error) {
+	name := release{args: []string{"compose", "-p", c.Project}}
 	real, err := filepath.EvalSymlinks(dir)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
-			return byName, nil
+			return name, nil
 		}
-		return release{}, err
+		return release{}, &effects.Error{Op: op, Kind: effects.Permanent, Code: CodeReleaseChanged, Msg: sanitize.Line(err.Error()), Err: err}
 	}
 	if real, err = filepath.Abs(real); err != nil {
 		return release{}, err
 	}
-	file := bundle.DefaultComposeFile
-	if raw, err := os.ReadFile(filepath.Join(real, bundle.MetaFile)); err == nil {
-		var m struct {
-			ComposeFile string `json:"compose_file"`
-		}
-		if json.Unmarshal(raw, &m) == nil && m.ComposeFile != "" {
-			file = m.ComposeFile
-		}
+	if err := VerifyRelease(op, real); err != nil {
+		return name, err
 	}
-	if !filepath.IsLocal(file) {
-		return release{}, fmt.Errorf("release %s: compose_file %s is not a path inside it", filepath.Base(real), sanitize.Line(file))
+	if _, err := os.Lstat(ModelPath(real)); errors.Is(err, os.ErrNotExist) && looksOnly {
+		// a release staged before the agent wrote models: what runs is looked at (or
+		// removed) by project name, loading no file; it is never pulled or started again
+		return name, nil
 	}
-	if st, err := os.Stat(filepath.Join(real, file)); err != nil || !st.Mode().IsRegular() {
-		return byName, nil
+	if err := VerifyModel(op, real); err != nil {
+		return name, err
 	}
-	r := release{dir: real, args: []string{"compose", "-f", filepath.Join(real, file)}}
-	envFile := filepath.Join(real, bundle.EnvFile)
-	if raw, err := os.ReadFile(envFile); err == nil {
-		r.args = append(r.args, "--env-file", envFile)
-		keys, _ := dotenv.UnmarshalBytesWithLookup(raw, nil)
-		r.drop = make(map[string]bool, len(keys))
-		for k := range keys {
-			r.drop[k] = true
-		}
-		clear(keys)
-	}
-	r.args = append(r.args, "--project-directory", real, "-p", c.Project)
-	return r, nil
+	return release{dir: real, args: []string{"compose", "-f", ModelPath(real), "--env-file", EmptyEnvPath(real),
+		"--project-directory", real, "-p", c.Project}}, nil
 }
 
-// compose runs `compose <pinned flags> sub…` for the release in dir.
+// compose runs `compose <pinned flags> sub…` for the release in dir. A down of a release that
+// fails the checks runs by project name alone (it loads no file, so nothing unverified runs)
+// and says so in its error when it fails.
 func (c *CLI) compose(ctx context.Context, op, code, dir string, timeout time.Duration, sub ...string) (result, error) {
-	r, err := c.pin(dir)
-	if err != nil {
-		return result{}, &effects.Error{Op: op, Kind: effects.Permanent, Code: code, Msg: err.Error(), Err: err}
+	r, err := c.pin(op, dir, sub[0] == "ps" || sub[0] == "logs" || sub[0] == "down")
+	if err != nil && sub[0] != "down" {
+		return result{}, err
 	}
 	wd := r.dir
 	if wd == "" {
@@ -229,9 +211,9 @@ func (c *CLI) compose(ctx context.Context, op, code, dir string, timeout time.Du
 		}
 		defer os.RemoveAll(tmp)
 		wd = tmp
-		r.args = append(r.args[:1], "--project-directory", tmp, "-p", c.Project)
+		r.args = []string{"compose", "--project-directory", tmp, "-p", c.Project}
 	}
-	return c.runEnv(ctx, op, code, wd, r.drop, timeout, append(r.args, sub...)...)
+	return c.run(ctx, op, code, wd, timeout, append(r.args, sub...)...)
 }
 
 var ansi = regexp.MustCompile(`\x1b\[[0-9;?]*[A-Za-z]`)

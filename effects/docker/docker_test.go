@@ -2,15 +2,18 @@ package docker
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
+	"sort"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/tikali/monky-deployd/effects"
+	"github.com/tikali/monky-deployd/internal/bundle"
 	"github.com/tikali/monky-deployd/internal/testkit"
 )
 
@@ -37,25 +40,75 @@ func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	root := t.TempDir()
 	f := &fixture{state: filepath.Join(root, "state"), log: filepath.Join(root, "calls.jsonl"),
-		release: filepath.Join(root, "releases", "abc"), dockerCf: filepath.Join(root, "agent", "docker")}
-	for _, d := range []string{f.state, f.release} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := os.WriteFile(filepath.Join(f.release, "compose.yaml"), []byte(compose), 0o644); err != nil {
+		dockerCf: filepath.Join(root, "agent", "docker")}
+	if err := os.MkdirAll(f.state, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(f.release, ".env"), []byte("API_KEY=\"s3cr3t\"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	f.release = stageRelease(t, filepath.Join(root, "deploy"), map[string]string{"compose.yaml": compose}, "API_KEY=\"s3cr3t\"\n")
 	t.Setenv("FAKE_DOCKER_STATE", f.state)
 	t.Setenv("FAKE_DOCKER_LOG", f.log)
 	// A human's settings in the agent's environment must not leak into docker's.
 	t.Setenv("DOCKER_CONFIG", "/home/someone/.docker")
 	t.Setenv("COMPOSE_INTERACTIVE_NO_CLI", "0")
-	f.cli = New(testkit.FakeDocker(t), "monky-env-qa-02", f.dockerCf)
+	f.cli = New(testkit.FakeDockerFor(t, f.log, f.state), "monky-env-qa-02", f.dockerCf)
 	return f
+}
+
+// stageRelease writes a release of files (bundle.json added when absent, listing them) and its
+// .env under deploy/releases/<sha>, and its resolved model as the stage does; it returns the
+// release directory.
+func stageRelease(t *testing.T, deploy string, fs map[string]string, env string) string {
+	t.Helper()
+	all := map[string][]byte{}
+	var names []string
+	for n, b := range fs {
+		all[n] = []byte(b)
+		if n != bundle.MetaFile {
+			names = append(names, n)
+		}
+	}
+	if _, ok := all[bundle.MetaFile]; !ok {
+		list, _ := json.Marshal(names)
+		all[bundle.MetaFile] = []byte(`{"env_id": "env-qa-02", "files": ` + string(list) + `}`)
+	}
+	var m bundle.Meta
+	if err := json.Unmarshal(all[bundle.MetaFile], &m); err != nil {
+		t.Fatal(err)
+	}
+	if m.ComposeFile == "" {
+		m.ComposeFile = bundle.DefaultComposeFile
+	}
+	rel := filepath.Join(deploy, "releases", bundle.Sha(all))
+	for n, b := range all {
+		p := filepath.Join(rel, n)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(rel, ".env"), []byte(env), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p, err := Load(context.Background(), rel, m.ComposeFile, all[m.ComposeFile], []byte(env), "monky-env-qa-02")
+	if err != nil {
+		t.Fatal(err)
+	}
+	model, err := Resolve(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Dir(ModelPath(rel)), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(ModelPath(rel), model, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(EmptyEnvPath(rel), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return rel
 }
 
 func (f *fixture) knob(t *testing.T, name, content string) {
@@ -102,7 +155,7 @@ func TestCommandsArgvDirEnv(t *testing.T) {
 	if err := f.cli.ImagePrune(ctx); err != nil {
 		t.Fatalf("prune: %v", err)
 	}
-	p := []string{"compose", "-f", filepath.Join(f.release, "compose.yaml"), "--env-file", filepath.Join(f.release, ".env"),
+	p := []string{"compose", "-f", ModelPath(f.release), "--env-file", EmptyEnvPath(f.release),
 		"--project-directory", f.release, "-p", "monky-env-qa-02"}
 	want := [][]string{
 		append(p, "pull"),
@@ -229,7 +282,7 @@ func TestDataRoot(t *testing.T) {
 
 func TestMissingBinary(t *testing.T) {
 	cli := New("monky-no-such-docker", "p", t.TempDir())
-	err := cli.Up(context.Background(), t.TempDir())
+	err := cli.Up(context.Background(), stageRelease(t, t.TempDir(), map[string]string{"compose.yaml": compose}, ""))
 	if err == nil || !strings.Contains(err.Error(), "monky-no-such-docker not found on PATH") {
 		t.Errorf("err = %v", err)
 	}
@@ -288,35 +341,24 @@ func TestLogsCarryServiceOutput(t *testing.T) {
 	}
 }
 
-// TestComposePinned: every compose call names the release's compose file (bundle.json's
-// compose_file, through the `current` link), its .env and its directory, and docker's
-// environment holds no COMPOSE_* setting and none of the names .env sets — so a
-// compose.override.yaml, COMPOSE_FILE in the environment or in .env change nothing.
+// TestComposePinned: every compose call runs the resolved model written at stage (through the
+// `current` link) with an empty --env-file, in the release's directory, and docker's
+// environment is the four names the agent sets — so a compose.override.yaml, COMPOSE_FILE in
+// the environment or in .env, or a variable docker or the agent adds change nothing.
 func TestComposePinned(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	rel := filepath.Join(filepath.Dir(f.release), "def")
-	if err := os.MkdirAll(rel, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	for name, body := range map[string]string{
-		"bundle.json":           `{"env_id": "env-qa-02", "compose_file": "deploy/app.yaml"}`,
-		"deploy/app.yaml":       "services:\n  api:\n    image: harbor.tikali.net/monky/api:2\n",
+	deploy := filepath.Dir(filepath.Dir(f.release))
+	rel := stageRelease(t, deploy, map[string]string{
+		"bundle.json": `{"env_id": "env-qa-02", "compose_file": "deploy/app.yaml", "files": ["deploy/app.yaml", "compose.yaml", "compose.override.yaml", "evil.yaml"]}`,
+		"deploy/app.yaml": "services:\n  api:\n    image: harbor.tikali.net/monky/api:2\n    environment: [API_KEY]\n" +
+			"    volumes:\n      - ./${COMPOSE_INTERACTIVE_NO_CLI:+../../..}:/host\n      - ${DOCKER_CONFIG:-./data}:/d\n      - ${HOME:-./home}:/h\n",
 		"compose.yaml":          "services:\n  evil:\n    image: evil\n    privileged: true\n",
 		"compose.override.yaml": "services:\n  api:\n    image: evil\n    privileged: true\n",
 		"evil.yaml":             "services:\n  evil:\n    image: evil\n    privileged: true\n",
-		".env":                  "API_KEY=\"s3cr3t\"\nPATH_LIKE=x\n",
-	} {
-		p := filepath.Join(rel, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	current := filepath.Join(filepath.Dir(filepath.Dir(f.release)), "current")
-	if err := os.Symlink("releases/def", current); err != nil {
+	}, "API_KEY=\"s3cr3t\"\nCOMPOSE_FILE=evil.yaml\n")
+	current := filepath.Join(deploy, "current")
+	if err := os.Symlink("releases/"+filepath.Base(rel), current); err != nil {
 		t.Fatal(err)
 	}
 	t.Setenv("COMPOSE_FILE", "evil.yaml")
@@ -326,7 +368,7 @@ func TestComposePinned(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := f.calls(t)[0]
-	want := []string{"compose", "-f", filepath.Join(rel, "deploy/app.yaml"), "--env-file", filepath.Join(rel, ".env"),
+	want := []string{"compose", "-f", ModelPath(rel), "--env-file", EmptyEnvPath(rel),
 		"--project-directory", rel, "-p", "monky-env-qa-02", "up", "-d", "--remove-orphans"}
 	if !reflect.DeepEqual(c.Argv, want) {
 		t.Errorf("argv = %q\nwant   %q", c.Argv, want)
@@ -334,11 +376,22 @@ func TestComposePinned(t *testing.T) {
 	if c.Dir != rel {
 		t.Errorf("dir = %q, want the resolved release %q", c.Dir, rel)
 	}
-	if len(c.ComposeEnv) != 0 {
-		t.Errorf("docker saw %q from the agent's environment", c.ComposeEnv)
+	sort.Strings(c.Env)
+	if env := strings.Join(c.Env, " "); env != "COMPOSE_INTERACTIVE_NO_CLI DOCKER_CONFIG HOME PATH" {
+		t.Errorf("docker's environment holds %s: the agent sets it whole", env)
 	}
-	if c.APIKeySet {
-		t.Errorf("docker saw API_KEY from the agent's environment: it would win over .env")
+	// the file compose was handed: the model, resolved without the agent's environment
+	model := c.Files[ModelPath(rel)]
+	for _, w := range []string{"source: " + rel + "\n", "source: " + filepath.Join(rel, "data") + "\n",
+		"source: " + filepath.Join(rel, "home") + "\n", "API_KEY: s3cr3t"} {
+		if !strings.Contains(model, w) {
+			t.Errorf("the model compose ran lacks %q:\n%s", w, model)
+		}
+	}
+	for _, bad := range []string{"${", "evil", "source: /\n", f.dockerCf, "privileged"} {
+		if strings.Contains(model, bad) {
+			t.Errorf("the model compose ran holds %q:\n%s", bad, model)
+		}
 	}
 	cs, err := f.cli.PS(ctx, current)
 	if err != nil {
@@ -363,5 +416,99 @@ func TestComposePinned(t *testing.T) {
 	d := calls[len(calls)-1]
 	if len(d.Argv) != 7 || d.Argv[1] != "--project-directory" || d.Argv[2] != d.Dir || d.Argv[4] != "monky-env-qa-02" || d.Argv[5] != "down" {
 		t.Errorf("down without a release: argv %q in %q", d.Argv, d.Dir)
+	}
+}
+
+// TestReleaseChangedRunsNoCompose: between ticks a container (or a person) plants a symlink in
+// the release, rewrites its compose file, or replaces the model: the next compose call fails
+// with RELEASE_CHANGED naming the path and docker is not run; a down runs by project name.
+func TestReleaseChangedRunsNoCompose(t *testing.T) {
+	cases := []struct {
+		name, want string
+		change     func(t *testing.T, rel string)
+	}{
+		{"symlink planted in a bound directory", "data/etc is a symlink (→ /etc)", func(t *testing.T, rel string) {
+			os.MkdirAll(filepath.Join(rel, "data"), 0o755)
+			if err := os.Symlink("/etc", filepath.Join(rel, "data", "etc")); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"compose file rewritten", "its files hash to", func(t *testing.T, rel string) {
+			if err := os.WriteFile(filepath.Join(rel, "compose.yaml"), []byte("services:\n  api:\n    image: x\n    privileged: true\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"compose file replaced by a symlink", "compose.yaml: is a symlink", func(t *testing.T, rel string) {
+			os.Rename(filepath.Join(rel, "compose.yaml"), filepath.Join(rel, "c.yaml"))
+			if err := os.Symlink("c.yaml", filepath.Join(rel, "compose.yaml")); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"model a symlink", "is not a regular file", func(t *testing.T, rel string) {
+			other := filepath.Join(t.TempDir(), "m.yaml")
+			os.WriteFile(other, []byte("services: {}\n"), 0o600)
+			os.Remove(ModelPath(rel))
+			if err := os.Symlink(other, ModelPath(rel)); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"env file not empty", "is not empty", func(t *testing.T, rel string) {
+			if err := os.WriteFile(EmptyEnvPath(rel), []byte("COMPOSE_PROFILES=x\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t)
+			ctx := context.Background()
+			if err := f.cli.Up(ctx, f.release); err != nil {
+				t.Fatal(err)
+			}
+			tc.change(t, f.release)
+			for _, call := range []func() error{
+				func() error { return f.cli.Pull(ctx, f.release) },
+				func() error { return f.cli.Up(ctx, f.release) },
+				func() error { _, err := f.cli.PS(ctx, f.release); return err },
+				func() error { _, err := f.cli.Logs(ctx, f.release, 5); return err },
+			} {
+				err := call()
+				if effects.CodeOf(err) != CodeReleaseChanged || effects.IsTemporary(err) || !strings.Contains(err.Error(), tc.want) {
+					t.Errorf("err = %v, want %s naming %q", err, CodeReleaseChanged, tc.want)
+				}
+			}
+			if n := len(f.calls(t)); n != 1 {
+				t.Errorf("docker ran %d times, want the first up alone", n)
+			}
+			if err := f.cli.Down(ctx, f.release, false); err != nil {
+				t.Fatal(err)
+			}
+			calls := f.calls(t)
+			if d := calls[len(calls)-1]; len(d.Files) != 0 || !d.Has("-p", "monky-env-qa-02", "down") {
+				t.Errorf("down of a changed release: %q loads %d file(s)", d.Argv, len(d.Files))
+			}
+		})
+	}
+}
+
+// TestReleaseWithoutModel: a release staged before the agent wrote models (an upgrade) is
+// never pulled or started; ps and logs look at it by project name alone, loading no file.
+func TestReleaseWithoutModel(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	if err := os.Remove(ModelPath(f.release)); err != nil {
+		t.Fatal(err)
+	}
+	for _, err := range []error{f.cli.Pull(ctx, f.release), f.cli.Up(ctx, f.release)} {
+		if effects.CodeOf(err) != CodeReleaseChanged || !strings.Contains(err.Error(), "no resolved model") {
+			t.Errorf("err = %v", err)
+		}
+	}
+	if _, err := f.cli.PS(ctx, f.release); err != nil {
+		t.Fatal(err)
+	}
+	calls := f.calls(t)
+	if len(calls) != 1 || len(calls[0].Files) != 0 || !calls[0].Has("-p", "monky-env-qa-02", "ps") || calls[0].Has("-f") {
+		t.Errorf("calls %+v, want one ps by project name", calls)
 	}
 }

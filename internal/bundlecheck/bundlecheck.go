@@ -82,7 +82,7 @@ func Run(archive []byte, o Options) Result {
 		env = b.Meta.EnvID
 	}
 	in := bundle.CheckInput{DesiredSha: b.Sha, EnvID: env, KVMount: o.KVMount,
-		Compose: bundle.ComposeEnv{Project: o.Project, AgentEnv: environNames()}}
+		Compose: bundle.ComposeEnv{Project: o.Project}} // as the tick: compose sees none of the agent's environment
 	if r := bundle.Check(b, in); r != nil {
 		res.Findings = findings(r)
 		return res
@@ -113,19 +113,6 @@ func findings(err error) []Finding {
 		out[len(out)-1].Detail += privilegedHint
 	}
 	return out
-}
-
-// environNames is the names (never the values) of this process's environment, as the tick
-// passes its own to the check: the policy treats them as values unknown before the lease.
-func environNames() []string {
-	env := os.Environ()
-	names := make([]string, 0, len(env))
-	for _, kv := range env {
-		if k, _, ok := strings.Cut(kv, "="); ok && k != "" {
-			names = append(names, k)
-		}
-	}
-	return names
 }
 
 // ReadArchive reads a bundle archive file: at most max bytes (≤ 0: the default) plus one, so

@@ -66,6 +66,8 @@ var causes = map[string]cause{
 		"sudo ls -l /var/lib/monky-deployd/docker/config.json   # and `use: registry-auth` in the manifest", ""},
 	"COMPOSE_UP_FAILED": {"compose could not start the project",
 		"cd <deploy_dir>/current && docker compose -p {project} logs --tail 50", ""},
+	"RELEASE_CHANGED": {"before a compose call the release directory was not what was verified (a file of the bundle changed, a symlink was planted in its tree) or its resolved model was missing or not the agent's own, so compose was not run; the error names the path",
+		"ls -la <deploy_dir>/current/ <deploy_dir>/resolved/   # which service can write the release? the next apply stages it again", ""},
 	"UNHEALTHY": {"a service is not running and healthy",
 		"docker compose -p {project} ps", ""},
 	"AGENT_UNAUTHENTICATED": {"tenancy refused the OpenBao token (the kit was re-revealed, the env retired, or the token revoked) and no fresh bootstrap grant is on disk",

@@ -6,13 +6,19 @@
 //
 //	go build -o <tmp>/docker ./internal/fakedocker
 //
+// The agent hands docker an environment it sets whole, so a test points docker_bin at a
+// wrapper that sets the knobs and execs the stub (testkit.FakeDockerFor writes one).
+//
 // Knobs (environment):
 //
 //	FAKE_DOCKER_LOG     a file; one JSON line is appended per call:
 //	                    {"argv": [...], "dir": cwd, "docker_config": $DOCKER_CONFIG,
 //	                     "interactive_no_cli": $COMPOSE_INTERACTIVE_NO_CLI,
 //	                     "compose_env": [other COMPOSE_* names in its environment],
-//	                     "api_key_set": whether API_KEY is in its environment}
+//	                     "env": [every name in its environment but PWD, SHLVL and _, which
+//	                              a wrapper's shell sets],
+//	                     "api_key_set": whether API_KEY is in its environment,
+//	                     "files": {each -f file: its content when the call was made}}
 //	FAKE_DOCKER_STATE   the state directory (default: <tmp>/fakedocker-<uid>). In it:
 //	  projects/<P>.json   what `compose -p P up` started (written by the stub)
 //	  volumes-removed     one line per `compose -p P down -v`: P (written by the stub)
@@ -77,7 +83,23 @@ func record() {
 			composeEnv = append(composeEnv, k)
 		}
 	}
+	names := []string{}
+	for _, kv := range os.Environ() {
+		// the wrapper's shell adds PWD (and SHLVL, _ for some shells): not the agent's
+		if k, _, _ := strings.Cut(kv, "="); !strings.HasPrefix(k, "FAKE_DOCKER_") && k != "PWD" && k != "SHLVL" && k != "_" {
+			names = append(names, k)
+		}
+	}
+	files := map[string]string{}
+	for i, a := range os.Args {
+		if (a == "-f" || a == "--file") && i+1 < len(os.Args) {
+			b, _ := os.ReadFile(os.Args[i+1])
+			files[os.Args[i+1]] = string(b)
+		}
+	}
 	line, _ := json.Marshal(map[string]any{
+		"env":                names,
+		"files":              files,
 		"argv":               os.Args[1:],
 		"dir":                cwd,
 		"docker_config":      os.Getenv("DOCKER_CONFIG"),

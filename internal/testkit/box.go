@@ -72,7 +72,7 @@ func StartBox(tb testing.TB, o BoxOptions) *Box {
 		tb.Fatal(err)
 	}
 	cmd := exec.Command(Bin("monky-sim"), "serve", "--releases", o.Releases, "--env", o.Env, "--kit", b.Kit,
-		"--addr-file", b.AddrFile, "--state-dir", b.StateDir, "--docker-bin", Bin("docker"), "--quiet")
+		"--addr-file", b.AddrFile, "--state-dir", b.StateDir, "--docker-bin", FakeDockerWrapper(tb, dir, b.DockerLog, b.DockerState), "--quiet")
 	cmd.Args = append(cmd.Args, o.Args...)
 	cmd.Stdout, cmd.Stderr = simLog, simLog
 	if err := cmd.Start(); err != nil {

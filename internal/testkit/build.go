@@ -89,6 +89,29 @@ func FakeDocker(tb testing.TB) string {
 	return p
 }
 
+// FakeDockerFor writes a `docker` of the test's own that runs the docker stub with its log
+// and state directory set (the agent hands docker no variable of its own environment) and
+// returns its path.
+func FakeDockerFor(tb testing.TB, log, state string) string {
+	tb.Helper()
+	return FakeDockerWrapper(tb, tb.TempDir(), log, state)
+}
+
+// FakeDockerWrapper writes dir/docker, a script that runs the docker stub with
+// FAKE_DOCKER_LOG=log and FAKE_DOCKER_STATE=state, and returns its path.
+func FakeDockerWrapper(tb testing.TB, dir, log, state string) string {
+	tb.Helper()
+	p := filepath.Join(dir, "docker")
+	script := "#!/bin/sh\nFAKE_DOCKER_LOG=" + shellQuote(log) + " FAKE_DOCKER_STATE=" + shellQuote(state) +
+		" exec " + shellQuote(FakeDocker(tb)) + " \"$@\"\n"
+	if err := os.WriteFile(p, []byte(script), 0o755); err != nil {
+		tb.Fatal(err)
+	}
+	return p
+}
+
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
 // Run runs setup (when not nil), then the tests of m, removes what Build built and returns
 // the exit code for os.Exit. A setup error is printed and ends the run before any test.
 func Run(m *testing.M, setup func() error) int {

@@ -19,6 +19,10 @@ type DockerCall struct {
 	InteractiveNoCLI string   `json:"interactive_no_cli"`
 	ComposeEnv       []string `json:"compose_env"`
 	APIKeySet        bool     `json:"api_key_set"`
+	// Env is every name of docker's environment (the stub's own FAKE_DOCKER_* left out).
+	Env []string `json:"env"`
+	// Files is the content of each -f file when the call was made, by path.
+	Files map[string]string `json:"files"`
 }
 
 // Line is the call's argv joined by spaces.

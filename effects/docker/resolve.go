@@ -1,0 +1,135 @@
+package docker
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/compose-spec/compose-go/v2/dotenv"
+	"github.com/compose-spec/compose-go/v2/loader"
+	"github.com/compose-spec/compose-go/v2/types"
+	"github.com/sirupsen/logrus"
+
+	"github.com/tikali/monky-deployd/internal/sanitize"
+)
+
+// What compose runs is the model the agent checked (AGENT.md, amendment "Compose runs the
+// checked model"). After the secrets are read and the release is written, the agent loads the
+// release's compose file with compose-go from exactly what compose would be handed — the
+// release's files, the values of its rendered `.env`, and no process environment at all — and
+// the policy decides on that model. The model is then resolved (env_file and label_file folded
+// in and dropped, every path absolute, no interpolation left, every `$` written `$$`) and
+// written 0600 as <deploy_dir>/resolved/<sha>.yaml; every compose call runs that file alone
+// (-f), with an empty --env-file beside it, in an environment the agent sets whole. Compose's
+// resolved model is a fixed point: loaded again under any environment it is the same model.
+//
+// The resolved model lies outside releases/<sha> so that the release directory holds the
+// bundle's files and `.env` alone: PROTOCOL.md §2's support one-liner recomputes the bundle
+// sha there, and no container bind of the release can reach the model.
+
+// ResolvedDirName is the directory of deploy_dir that holds the resolved models.
+const ResolvedDirName = "resolved"
+
+// EmptyEnvFile is the file of the resolved directory every compose call names as its
+// --env-file: empty, so that compose reads no `.env` (the resolved model needs none).
+const EmptyEnvFile = "empty.env"
+
+// ModelPath is the resolved model of the release directory rel (<deploy_dir>/releases/<sha>):
+// <deploy_dir>/resolved/<sha>.yaml.
+func ModelPath(rel string) string {
+	rel = filepath.Clean(rel)
+	return filepath.Join(filepath.Dir(filepath.Dir(rel)), ResolvedDirName, filepath.Base(rel)+".yaml")
+}
+
+// EmptyEnvPath is the --env-file of every compose call for the release directory rel.
+func EmptyEnvPath(rel string) string {
+	return filepath.Join(filepath.Dir(filepath.Dir(filepath.Clean(rel))), ResolvedDirName, EmptyEnvFile)
+}
+
+var quietLoader sync.Once
+
+// Load loads the compose file of the release written at rel (an absolute directory, symlinks
+// resolved) as compose would when handed `-f <rel>/<composeFile> --env-file <rel>/.env
+// --project-directory <rel> -p <project>` in an empty environment: content is the compose
+// file's verified bytes, env the rendered `.env`. Includes and extends are read from rel and
+// may not leave it. env_file and label_file contents are not read yet (the policy decides on
+// their paths first): Resolve reads them.
+func Load(ctx context.Context, rel, composeFile string, content, env []byte, project string) (*types.Project, error) {
+	quietLoader.Do(func() { logrus.SetOutput(io.Discard) }) // the loader's warnings are not ours to print
+	vars, err := dotenv.UnmarshalBytesWithLookup(env, nil)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Join(filepath.Base(rel), ".env"), err)
+	}
+	guard := &releaseGuard{}
+	details := types.ConfigDetails{
+		WorkingDir:  rel,
+		ConfigFiles: []types.ConfigFile{{Filename: filepath.Join(rel, composeFile), Content: content}},
+		Environment: types.Mapping(vars),
+	}
+	p, err := loader.LoadWithContext(ctx, details, func(o *loader.Options) {
+		o.SetProjectName(project, true)
+		o.ResolvePaths = true
+		o.SkipResolveEnvironment = true
+		o.SkipResolveLabels = true
+		o.ResourceLoaders = []loader.ResourceLoader{guard}
+	})
+	if len(guard.refused) > 0 {
+		return nil, fmt.Errorf("%s", strings.Join(guard.refused, "; "))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s does not load: %s", composeFile, sanitize.Line(strings.ReplaceAll(err.Error(), rel+string(filepath.Separator), "")))
+	}
+	return p, nil
+}
+
+// Resolve is the model compose runs: p (as Load returned it and the policy passed it) with
+// every env_file folded into its service's environment and label_file into its labels (both
+// dropped), marshalled as compose's own `config` prints it — every `$` written `$$`, so that
+// compose, reading it again, interpolates nothing.
+func Resolve(p *types.Project) ([]byte, error) {
+	r, err := p.WithServicesEnvironmentResolved(true)
+	if err != nil {
+		return nil, err
+	}
+	if r, err = r.WithServicesLabelsResolved(true); err != nil {
+		return nil, err
+	}
+	out, err := r.MarshalYAML()
+	if err != nil {
+		return nil, err
+	}
+	return bytes.ReplaceAll(out, []byte("$"), []byte("$$")), nil
+}
+
+// releaseGuard is the loader's first resource loader: an include or extends path that would
+// lead out of the release directory (absolute, climbing with `..`, remote) is refused before
+// anything is read.
+type releaseGuard struct {
+	mu      sync.Mutex
+	refused []string
+}
+
+func (g *releaseGuard) Accept(p string) bool {
+	if filepath.IsAbs(p) || strings.Contains(p, ":") || strings.HasPrefix(p, "~") {
+		return true
+	}
+	for _, seg := range strings.Split(filepath.ToSlash(p), "/") {
+		if seg == ".." {
+			return true
+		}
+	}
+	return false
+}
+
+func (g *releaseGuard) Load(_ context.Context, p string) (string, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.refused = append(g.refused, "include or extends file "+sanitize.Line(p)+" lies outside the release directory")
+	return "", fmt.Errorf("%s: outside the release directory", p)
+}
+
+func (g *releaseGuard) Dir(p string) string { return filepath.Dir(p) }

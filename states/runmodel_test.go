@@ -1,0 +1,145 @@
+package states_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tikali/monky-deployd/effects"
+	"github.com/tikali/monky-deployd/internal/testkit"
+)
+
+// Compose runs the model the agent checked (issue 29, classes 1 and 2).
+
+// modelHanded is the content of the -f file of the last compose call holding sub (what
+// compose was handed), and the call's docker environment names.
+func (h *harness) modelHanded(sub string) (string, []string) {
+	h.t.Helper()
+	calls := testkit.DockerCalls(h.t, h.dockerLog)
+	for i := len(calls) - 1; i >= 0; i-- {
+		if calls[i].Has(sub) {
+			for _, body := range calls[i].Files {
+				return body, calls[i].Env
+			}
+			h.t.Fatalf("%s was handed no -f file: %q", sub, calls[i].Argv)
+		}
+	}
+	h.t.Fatalf("no compose %s call", sub)
+	return "", nil
+}
+
+// Variables docker, compose or the agent add at run time cannot change what runs: a bind
+// `./${COMPOSE_INTERACTIVE_NO_CLI:+../../..}` was `./` when checked and `/` at `up`, and
+// `${DOCKER_CONFIG:-./data}` handed a container the agent's docker directory. Compose is now
+// handed the model that was checked, resolved without the process environment.
+func TestComposeIsHandedTheCheckedModel(t *testing.T) {
+	h := newHarness(t)
+	t.Setenv("COMPOSE_INTERACTIVE_NO_CLI", "1")
+	t.Setenv("DOCKER_CONFIG", "/root/.docker")
+	sha := h.release("v1", func(f map[string][]byte) {
+		f["compose.yaml"] = []byte(`services:
+  api:
+    image: harbor.example/monky/api:v1
+    env_file: .env
+    volumes:
+      - ./${COMPOSE_INTERACTIVE_NO_CLI:+../../..}:/host
+      - ${DOCKER_CONFIG:-./data}:/d
+    command: ["echo", "$${LITERAL}", "${RELEASE}"]
+    healthcheck:
+      test: ["CMD", "true"]
+`)
+	})
+	h.wantExit(h.tick(), 0)
+	rel := filepath.Join(h.cfg.DeployDir, "releases", sha)
+	model, envNames := h.modelHanded("up")
+	for _, want := range []string{"source: " + rel + "\n", "source: " + filepath.Join(rel, "data") + "\n",
+		"- $${LITERAL}\n", "- v1\n", "DB_PASSWORD: canary-db-pw-Kw3"} {
+		if !strings.Contains(model, want) {
+			t.Errorf("the model compose was handed lacks %q:\n%s", want, model)
+		}
+	}
+	for _, bad := range []string{"source: /\n", "${COMPOSE", "${DOCKER", h.cfg.DockerConfigDir() + "\n", "env_file"} {
+		if strings.Contains(model, bad) {
+			t.Errorf("the model compose was handed holds %q:\n%s", bad, model)
+		}
+	}
+	if strings.Join(envNames, " ") == "" || len(envNames) != 4 {
+		t.Errorf("docker's environment: %q, want the four names the agent sets", envNames)
+	}
+	fi, err := os.Stat(filepath.Join(h.cfg.DeployDir, "resolved", sha+".yaml"))
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("resolved model: %v", err)
+	}
+	// the release directory holds the bundle's files and .env alone: the support one-liner's
+	// sha is still the release's
+	if _, err := os.Stat(filepath.Join(rel, "resolved")); err == nil {
+		t.Errorf("a resolved model inside the release")
+	}
+}
+
+// cutUp starts what `up` starts, then reports the tick cut (a kill, a power loss after the
+// containers started): the machine stays at Pulled and the next tick runs `up` again.
+type cutUp struct {
+	effects.Compose
+	cut bool
+}
+
+func (c *cutUp) Up(ctx context.Context, dir string) error {
+	if err := c.Compose.Up(ctx, dir); err != nil || c.cut {
+		return err
+	}
+	c.cut = true
+	return &effects.Error{Op: "compose up", Kind: effects.Temporary, Msg: "killed"}
+}
+
+// A service with the release mounted read-write rewrites compose.yaml (or plants a symlink)
+// while `up` is cut; the tick that resumes at `up` ran the rewritten file unchecked. Now it
+// finds the release changed, fails with RELEASE_CHANGED naming what changed and runs nothing.
+func TestResumedUpNeverRunsAChangedRelease(t *testing.T) {
+	for _, tc := range []struct {
+		name, want string
+		change     func(rel string) error
+	}{
+		{"compose.yaml rewritten", "hash to", func(rel string) error {
+			return os.WriteFile(filepath.Join(rel, "compose.yaml"), []byte("services:\n  api:\n    image: evil\n    privileged: true\n"), 0o644)
+		}},
+		{"symlink planted", "config/host is a symlink (→ /)", func(rel string) error {
+			return os.Symlink("/", filepath.Join(rel, "config", "host"))
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			sha := h.release("v1", nil)
+			a := h.agent()
+			a.Fx.Compose = &cutUp{Compose: a.Fx.Compose}
+			h.wantExit(a.Tick(context.Background()).Exit, 75)
+			if rec := h.record(); rec.State != "Pulled" {
+				t.Fatalf("state %s after the cut up, want Pulled", rec.State)
+			}
+			rel := filepath.Join(h.cfg.DeployDir, "releases", sha)
+			if err := tc.change(rel); err != nil {
+				t.Fatal(err)
+			}
+			ups := testkit.CountDockerCalls(t, h.dockerLog, "up")
+			h.wantExit(h.tick(), 1)
+			if n := testkit.CountDockerCalls(t, h.dockerLog, "up"); n != ups {
+				t.Errorf("compose up ran on the changed release")
+			}
+			rec := h.record()
+			if rec.Failure == nil || rec.Failure.Code != "RELEASE_CHANGED" || !strings.Contains(rec.Failure.Detail, tc.want) {
+				t.Fatalf("failure %+v, want RELEASE_CHANGED naming %q", rec.Failure, tc.want)
+			}
+			raw, _ := os.ReadFile(filepath.Join(h.dockerState, "projects", "monky-env-qa-02.json"))
+			var cs []struct{ Image string }
+			_ = json.Unmarshal(raw, &cs)
+			for _, c := range cs {
+				if c.Image == "evil" {
+					t.Errorf("the rewritten compose file ran: %s", raw)
+				}
+			}
+		})
+	}
+}
