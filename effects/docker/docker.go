@@ -38,6 +38,7 @@ import (
 	"time"
 
 	"github.com/tikali/monky-deployd/effects"
+	"github.com/tikali/monky-deployd/internal/redact"
 	"github.com/tikali/monky-deployd/internal/sanitize"
 )
 
@@ -218,12 +219,14 @@ func (c *CLI) compose(ctx context.Context, op, code, dir string, timeout time.Du
 
 var ansi = regexp.MustCompile(`\x1b\[[0-9;?]*[A-Za-z]`)
 
-// Meaningful turns a command's output into one line: ANSI codes and progress redraws gone,
-// blank lines dropped, the rest trimmed and joined with " | ", the last MsgMax bytes kept.
-// It is still raw: the caller redacts it, then sanitizes it (in that order, so that a secret
-// holding a control character is still recognised).
+// Meaningful turns a command's output into one line: every registered secret masked first
+// (whole, then line by line: internal/redact), ANSI codes and progress redraws gone, blank
+// lines dropped, the rest trimmed and joined with " | ", the last MsgMax bytes kept — cut only
+// after masking, so that a secret the window cuts leaves no tail in clear. The caller
+// sanitizes it (after masking, so that a secret holding a control character is still
+// recognised).
 func Meaningful(out []byte) string {
-	s := ansi.ReplaceAllString(string(out), "")
+	s := ansi.ReplaceAllString(redact.String(string(out)), "")
 	var lines []string
 	for _, l := range strings.Split(s, "\n") {
 		if i := strings.LastIndexByte(strings.TrimRight(l, "\r"), '\r'); i >= 0 {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/tikali/monky-deployd/effects"
 	"github.com/tikali/monky-deployd/internal/bundle"
+	"github.com/tikali/monky-deployd/internal/redact"
 	"github.com/tikali/monky-deployd/internal/testkit"
 )
 
@@ -510,5 +511,25 @@ func TestReleaseWithoutModel(t *testing.T) {
 	calls := f.calls(t)
 	if len(calls) != 1 || len(calls[0].Files) != 0 || !calls[0].Has("-p", "monky-env-qa-02", "ps") || calls[0].Has("-f") {
 		t.Errorf("calls %+v, want one ps by project name", calls)
+	}
+}
+
+// A secret that the MsgMax window cuts leaves no tail in clear: it is masked before the cut.
+// Cut first, the window began inside the secret and its tail no longer matched it.
+func TestMeaningfulMasksBeforeTheCut(t *testing.T) {
+	secret := "canary-window-S3cr3t-tail-Qz8"
+	redact.Add(secret)
+	for shift := 0; shift < len(secret); shift++ {
+		// the window's first byte falls at byte shift of the secret
+		out := strings.Repeat("a", 100) + "\n" + secret + strings.Repeat("b", MsgMax-len(secret)+shift) + "\n"
+		got := Meaningful([]byte(out))
+		if len(got) > MsgMax {
+			t.Fatalf("%d bytes", len(got))
+		}
+		for k := 4; k <= len(secret); k++ {
+			if strings.Contains(got, secret[len(secret)-k:]) {
+				t.Fatalf("shift %d: the secret's last %d bytes in clear: %q…", shift, k, got[:40])
+			}
+		}
 	}
 }

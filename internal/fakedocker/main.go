@@ -29,7 +29,8 @@
 //	  up-error            when present, `compose up` prints its content to stderr, exit 1
 //	  up-sleep            seconds `compose up` blocks before it records anything
 //	  unhealthy           service names, one per line, that `ps` reports "unhealthy"
-//	  log-line            a line `compose logs` prints for every service (plant a canary)
+//	  log-line            lines `compose logs` prints for every service, each with the
+//	                      service's prefix as compose adds it (plant a canary)
 //	  root-dir            what `docker info -f '{{.DockerRootDir}}'` prints (default: the
 //	                      state directory itself)
 //	  images              what `image ls` prints, one repository:tag per line; `image rm R…`
@@ -420,7 +421,10 @@ func logs(project string) int {
 		fmt.Printf("%s  | starting %s\n", c.Name, c.Service)
 		fmt.Printf("%s  | listening\n", c.Name)
 		if hasExtra {
-			fmt.Printf("%s  | %s\n", c.Name, strings.TrimRight(extra, "\n"))
+			// compose prefixes every line a service prints with its name
+			for _, l := range strings.Split(strings.TrimRight(extra, "\n"), "\n") {
+				fmt.Printf("%s  | %s\n", c.Name, l)
+			}
 		}
 	}
 	return 0

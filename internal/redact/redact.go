@@ -65,10 +65,20 @@ func (r *Redactor) Len() int {
 // and URL alphabets, padded or not, and the stable middle of each of the three alignments it can
 // have inside a longer base64 text), hex, URL-escaped and JSON-escaped. Values shorter than
 // MinLen are ignored (see MinLen). Leading and trailing whitespace is not part of a secret.
+//
+// A secret of several lines is also registered line by line (each line of MinLen or more, as
+// a value of its own): a program that prints it, and compose, which prefixes every line it
+// relays with the service's name (`api-1  | `), cut it into lines that are never contiguous in
+// the output.
 func (r *Redactor) Add(secret string) {
 	secret = strings.TrimSpace(secret)
 	if len(secret) < MinLen {
 		return
+	}
+	if strings.ContainsAny(secret, "\n\r") {
+		for _, line := range strings.FieldsFunc(secret, func(c rune) bool { return c == '\n' || c == '\r' }) {
+			r.Add(line)
+		}
 	}
 	forms := []string{secret}
 	derived := func(s string) {

@@ -195,3 +195,24 @@ func BenchmarkString(b *testing.B) {
 		_ = r.String(line)
 	}
 }
+
+// A secret of several lines, printed by a service and relayed by compose with the service's
+// prefix on every line, is masked line by line: no line of it survives.
+func TestMultiLineSecretMaskedThroughLogPrefixes(t *testing.T) {
+	r := New()
+	secret := "-----BEGIN KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\r\nbKcwggSjAgEAAoIBAQC7VJTUt9Us8cKj\n-----END KEY-----"
+	r.Add(secret)
+	out := "api-1  | loading key\napi-1  | -----BEGIN KEY-----\napi-1  | MIIEvQIBADANBgkqhkiG9w0BAQEFAASC\r\n" +
+		"worker-1  | unrelated\napi-1  | bKcwggSjAgEAAoIBAQC7VJTUt9Us8cKj\napi-1  | -----END KEY-----\n"
+	got := r.String(out)
+	for _, line := range []string{"MIIEvQIBADANBgkqhkiG9w0BAQEFAASC", "bKcwggSjAgEAAoIBAQC7VJTUt9Us8cKj", "BEGIN KEY", "END KEY"} {
+		if strings.Contains(got, line) {
+			t.Errorf("a line of the secret survives: %q in\n%s", line, got)
+		}
+	}
+	for _, keep := range []string{"api-1  | loading key", "worker-1  | unrelated", "api-1  | [REDACTED]"} {
+		if !strings.Contains(got, keep) {
+			t.Errorf("lost %q:\n%s", keep, got)
+		}
+	}
+}
