@@ -115,12 +115,8 @@ func (tk *tick) writeModel(ctx context.Context, b *bundle.Bundle, env []byte, re
 	if err != nil {
 		return &modelRefused{code: bundle.CodeInvalid, detail: err.Error()}
 	}
-	if f := bundle.CheckModel(p, rel, b.Meta.Agent.AllowPrivileged); len(f) > 0 {
-		words := make([]string, len(f))
-		for i, x := range f {
-			words[i] = x.String()
-		}
-		return &modelRefused{code: bundle.CodePrivileged, detail: strings.Join(words, "; ") + " (in the model compose would run; bundle.json agent.allow_privileged is not set)"}
+	if f := checkModel(p, rel, b.Meta.Agent.AllowPrivileged); len(f) > 0 {
+		return &modelRefused{code: bundle.CodePrivileged, detail: strings.Join(f, "; ") + " (in the model compose would run; bundle.json agent.allow_privileged is not set)"}
 	}
 	model, err := docker.Resolve(p)
 	if err != nil {
