@@ -65,10 +65,10 @@ func TestCorpusAsUnpackedDirectories(t *testing.T) {
 			secs := sections(string(raw))
 			want := strings.Split(strings.TrimSpace(secs["want"]), "\n")
 			code, lines := strings.TrimSpace(want[0]), want[1:]
-			for _, n := range strings.Fields(secs["agent-env"]) {
-				if _, set := os.LookupEnv(n); !set {
-					t.Setenv(n, "x")
-				}
+			if secs["agent-env"] != "" {
+				// the tick, and so check, hand compose none of the agent's environment (it
+				// runs the resolved model alone): a case decided by it is bundle's alone
+				t.Skip("decided by the agent's environment, which no compose call sees")
 			}
 			delete(secs, "want")
 			delete(secs, "agent-env")
