@@ -52,9 +52,16 @@ func isFile(f *os.File, path string) bool {
 	return err == nil && os.SameFile(fi, pi)
 }
 
-// TickRunning reports whether a tick holds the lock now (for status and explain).
+// TickRunning reports whether a tick holds the lock now (for status and explain). It opens
+// the lock file read-only and never creates it: no lock file means no tick holds it, and a
+// read-only command must leave no file behind (one created by root would lock every later
+// tick out).
 func TickRunning(path string) bool {
-	lk, held, err := lockFile(path)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return false
+	}
+	lk, held, err := flockFile(f)
 	if err != nil {
 		return false
 	}

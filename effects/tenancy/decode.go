@@ -16,7 +16,8 @@ func shapeErr(op, code, msg string) error {
 // decodeCheckin reads a check-in answer tolerantly (unknown fields ignored) and refuses an
 // action other than apply, none or down, an apply without a desired sha, and a desired sha
 // that is not 64 lowercase hex characters (empty is accepted with none and down): all
-// CHECKIN_SHAPE, whose detail never quotes the sha's bytes. A missing bundle_url for apply is
+// CHECKIN_SHAPE, whose detail never quotes the sha's bytes; so is a vault.mount holding a
+// control character, a space or a byte outside ASCII. A missing bundle_url for apply is
 // filled with /v1/agent/bundle/<env>/<sha>.
 func decodeCheckin(body []byte) (effects.CheckinResponse, error) {
 	var r effects.CheckinResponse
@@ -44,7 +45,30 @@ func decodeCheckin(body []byte) (effects.CheckinResponse, error) {
 	if r.CheckinIntervalS < 0 {
 		r.CheckinIntervalS = 0
 	}
+	if r.Vault != nil {
+		if why := mountProblem(r.Vault.Mount); why != "" {
+			return effects.CheckinResponse{}, shapeErr("checkin", "CHECKIN_SHAPE", "vault.mount is not a mount path ("+why+")")
+		}
+	}
 	return r, nil
+}
+
+// mountProblem says what makes m unfit for a KV mount path, without quoting it: a control
+// character, a space or a byte outside ASCII (U+202E would reorder a terminal's line), by
+// kind and position; "" when m is empty or fit. The mount reaches the journal, the terminal
+// and every manifest path's refusal.
+func mountProblem(m string) string {
+	for i := 0; i < len(m); i++ {
+		switch c := m[i]; {
+		case c < 0x20 || c == 0x7f:
+			return fmt.Sprintf("a control character at byte %d", i)
+		case c == ' ':
+			return fmt.Sprintf("a space at byte %d", i)
+		case c >= 0x80:
+			return fmt.Sprintf("a non-ASCII byte at byte %d", i)
+		}
+	}
+	return ""
 }
 
 // decodeLease reads AgentLeaseOut: addr top-level, else vault.addr. The AppRole shape

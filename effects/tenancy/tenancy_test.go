@@ -156,6 +156,10 @@ func TestCheckinAnswers(t *testing.T) {
 		{"escape in sha", `{"action":"apply","desired_sha":"\u001b[2J` + sha7a[4:] + `"}`, "(a control character at byte 0)", nil},
 		{"not hex", `{"action":"down","desired_sha":"` + sha7a[:63] + `g"}`, "(a non-hex byte at byte 63)", nil},
 		{"unknown action", `{"action":"up","desired_sha":"` + sha7a + `"}`, `CHECKIN_SHAPE: unknown action "up"`, nil},
+		// vault.mount reaches the journal and the terminal: raw ESC or U+202E never do.
+		{"escape in vault.mount", `{"action":"none","vault":{"mount":"monky\u001b[2J"}}`, "CHECKIN_SHAPE: vault.mount is not a mount path (a control character at byte 5)", nil},
+		{"bidi override in vault.mount", `{"action":"none","vault":{"mount":"mo\u202enky"}}`, "vault.mount is not a mount path (a non-ASCII byte at byte 2)", nil},
+		{"plain vault.mount", `{"action":"none","vault":{"mount":"kv-v2/monky"}}`, "", func(r effects.CheckinResponse) bool { return r.Vault.Mount == "kv-v2/monky" }},
 		{"no action", `{"desired_sha":"down"}`, `unknown action ""`, nil},
 		{"apply without sha", `{"action":"apply"}`, "apply without a desired_sha", nil},
 		{"not JSON", `<html>gateway</html>`, "CHECKIN_SHAPE: answer is not a check-in: invalid JSON", nil},
