@@ -116,7 +116,7 @@ var causes = map[string]cause{
 		"monky-deployd explain -n 10 | grep -E 'renew|token-swap|lease'   # what the renewals and the swap answered", ""},
 	"LEASE_EVERY_TICK": {"the box asks tenancy for a lease at every tick: its token cannot be kept from one tick to the next (a max ttl under renew_below_s, or a token refused at every renewal)",
 		"bao read auth/jwt-tenancy/role/see-env   # token_max_ttl must be well above bao.renew_below_s (default 6 h); then monky-deployd explain -n 5", ""},
-	"CHECKIN_SHAPE": {"tenancy's check-in answer has a shape the agent cannot trust (a sha that is not 64 lowercase hex, an unknown action)",
+	"CHECKIN_SHAPE": {"tenancy's check-in answer has a shape the agent cannot trust (a sha that is not 64 lowercase hex, an unknown action, a vault.mount holding a control character or a byte outside ASCII)",
 		"upgrade tenancy, or report the answer to its maintainers", ""},
 	"BUNDLE_NOT_FOUND": {"tenancy does not serve the bundle of the desired sha",
 		"check the release in tenancy's console: the desired sha must have a rendered bundle", ""},
