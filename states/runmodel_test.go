@@ -45,7 +45,7 @@ func TestComposeIsHandedTheCheckedModel(t *testing.T) {
     image: harbor.example/monky/api:v1
     env_file: .env
     volumes:
-      - ./${COMPOSE_INTERACTIVE_NO_CLI:+../../..}:/host
+      - ./${COMPOSE_INTERACTIVE_NO_CLI:+../../..}:/host:ro
       - ${DOCKER_CONFIG:-./data}:/d
     command: ["echo", "$${LITERAL}", "${RELEASE}"]
     healthcheck:
