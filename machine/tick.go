@@ -25,6 +25,9 @@ func (e *Engine) BeginTick(envID string) (uint64, error) {
 type TickEnd struct {
 	Exit   int
 	Action string
+	// Read, when set, reads the state file as the end commits it, in the same transaction
+	// (the tick's verdict for its closing line, without another open of the file).
+	Read func(tx store.Tx) error
 }
 
 // EndTick records the tick's exit, folds it into the previous tick when it changed nothing
@@ -60,6 +63,11 @@ func (e *Engine) EndTick(end TickEnd, keep store.Retention) error {
 		// retention reads every tick header: once an hour of ticks is enough
 		if rec.Tick%PruneEvery == 0 {
 			if _, err := tx.Prune(keep, now); err != nil {
+				return err
+			}
+		}
+		if end.Read != nil {
+			if err := end.Read(tx); err != nil {
 				return err
 			}
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/tikali/monky-deployd/effects/files"
 	"github.com/tikali/monky-deployd/internal/bundle"
 	"github.com/tikali/monky-deployd/internal/config"
+	"github.com/tikali/monky-deployd/internal/explain"
 	"github.com/tikali/monky-deployd/machine"
 	"github.com/tikali/monky-deployd/store"
 )
@@ -98,6 +99,8 @@ type tick struct {
 	// said is what this tick's lines said at warning or error (log.go): the closing line
 	// does not say it again.
 	said []saidLine
+	// verdict is the box's, read in the tick's end transaction (nil: the end did not commit).
+	verdict *explain.Verdict
 }
 
 // newTick is a tick over eng, logging as the Agent does until it has a number.

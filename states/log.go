@@ -1,6 +1,7 @@
 package states
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -8,6 +9,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/tikali/monky-deployd/effects"
+	"github.com/tikali/monky-deployd/internal/explain"
 	"github.com/tikali/monky-deployd/internal/logging"
 	"github.com/tikali/monky-deployd/internal/redact"
 	"github.com/tikali/monky-deployd/machine"
@@ -16,9 +18,10 @@ import (
 
 // Log lines carry their priority by meaning (journalctl -p reads it):
 //
-//	error    Blocked, Refused, a parked Failed, a heartbeat that finds a service unwell, a tick
-//	         that ends with exit 1 or 78
-//	warning  a Failed that will be retried, a temporary failure (exit 75)
+//	error    Blocked, Refused, a parked Failed, a heartbeat that finds a service unwell; the
+//	         closing line of a tick whose box needs a person (explain's verdict)
+//	warning  a Failed that will be retried, a temporary failure; the closing line of a tick whose
+//	         box is working on it
 //	info     a transition, a heartbeat's one line, what changed the box or its token
 //	debug    the rest: a heartbeat's own transitions, the check-in (the transition or the
 //	         closing line that follows says it), a remembered refusal, park or block (the
@@ -104,25 +107,45 @@ func (tk *tick) logNote(e store.Entry) {
 	tk.say(level, d)
 }
 
-// logEnd is the tick's closing line, at the priority of its exit: error for 1 and 78, warning
-// for 75; for a heartbeat that converged it is the heartbeat's one info line.
+// errNoVerdict: the tick's end did not commit, so no verdict was read with it.
+var errNoVerdict = errors.New("no verdict")
+
+// logEnd is the tick's closing line, at the priority of the box's verdict (explain's, read in
+// the tick end's transaction): error when it needs a person, warning when it is working on it
+// (a backoff, a temporary fault), and for a converged box info for a heartbeat's one line,
+// debug otherwise. Without a verdict (the end did not commit), the exit's: error for 1 and 78,
+// warning for 75. It carries the verdict and every active code.
 func (tk *tick) logEnd(res Result, took time.Duration) {
-	var level zerolog.Level
+	var v explain.Verdict
+	var verr error = errNoVerdict
+	if tk.verdict != nil {
+		v, verr = *tk.verdict, nil
+	}
+	level := zerolog.NoLevel
+	switch {
+	case verr != nil && res.Exit == ExitTemporary:
+		level = zerolog.WarnLevel
+	case verr != nil && res.Exit != ExitOK:
+		level = zerolog.ErrorLevel
+	case verr == nil && v.NeedsPerson():
+		level = zerolog.ErrorLevel
+	case verr == nil && v.Verdict == explain.Working && !(tk.Cfg.LaptopMode && res.Exit == ExitOK):
+		level = zerolog.WarnLevel
+	}
 	var msg string
-	switch res.Exit {
-	case ExitOK:
+	if res.Exit == ExitOK {
 		rec := tk.eng.Record()
 		if tk.action == effects.ActionNone && rec.AppliedSha != "" {
-			level = zerolog.InfoLevel
 			msg = fmt.Sprintf("heartbeat: %s runs, %s", machine.ShortSha(rec.AppliedSha), healthWords(rec.Containers))
+			if level == zerolog.NoLevel {
+				level = zerolog.InfoLevel
+			}
 		} else {
-			level = zerolog.DebugLevel
 			msg = "tick done: " + string(tk.eng.State())
 		}
-	case ExitTemporary:
-		level = zerolog.WarnLevel
-	default:
-		level = zerolog.ErrorLevel
+	}
+	if level == zerolog.NoLevel {
+		level = zerolog.DebugLevel
 	}
 	if msg == "" {
 		msg = fmt.Sprintf("exit %d", res.Exit)
@@ -133,6 +156,12 @@ func (tk *tick) logEnd(res Result, took time.Duration) {
 	ev := tk.Log.WithLevel(level).Int(logging.FieldExit, res.Exit).Str(logging.FieldState, string(tk.eng.State())).Int64(logging.FieldMs, took.Milliseconds())
 	if c := effects.CodeOf(res.Err); res.Err != nil && c != "" {
 		ev = ev.Str(logging.FieldCode, c)
+	}
+	if verr == nil {
+		ev = ev.Str("verdict", v.Verdict)
+		if len(v.Codes) > 0 {
+			ev = ev.Str("codes", strings.Join(v.Codes, ","))
+		}
 	}
 	ev.Msg(redact.String(msg))
 }

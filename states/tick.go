@@ -12,6 +12,7 @@ import (
 	"github.com/tikali/monky-deployd/effects"
 	"github.com/tikali/monky-deployd/effects/files"
 	"github.com/tikali/monky-deployd/internal/config"
+	"github.com/tikali/monky-deployd/internal/explain"
 	"github.com/tikali/monky-deployd/internal/logging"
 	"github.com/tikali/monky-deployd/internal/phase"
 	"github.com/tikali/monky-deployd/internal/redact"
@@ -117,7 +118,18 @@ func (a *Agent) Tick(ctx context.Context) Result {
 		tk.Log.Debug().Msg("offline (laptop mode): " + redact.String(err.Error()))
 		res = Result{Exit: ExitOK, IntervalS: res.IntervalS, Tick: n}
 	}
-	end := func() error { return eng.EndTick(machine.TickEnd{Exit: res.Exit, Action: tk.action}, tk.Retention) }
+	// the tick's verdict, read in its end's transaction: its closing line's priority
+	readVerdict := func(tx store.Tx) error {
+		lim := explain.LimitsOf(tk.Cfg)
+		lim.TickRunning = true // this tick holds the lock
+		if _, v, err := explain.WhyOf(tx, tk.Now(), lim); err == nil {
+			tk.verdict = &v
+		}
+		return nil
+	}
+	end := func() error {
+		return eng.EndTick(machine.TickEnd{Exit: res.Exit, Action: tk.action, Read: readVerdict}, tk.Retention)
+	}
 	if tail := tk.tail; tail != nil {
 		// a heartbeat's transitions and the tick's end: one open, one commit (docs/MACHINE.md)
 		end = func() error {
@@ -125,7 +137,7 @@ func (a *Agent) Tick(ctx context.Context) Result {
 				if err := tail(); err != nil {
 					return err
 				}
-				return eng.EndTick(machine.TickEnd{Exit: res.Exit, Action: tk.action}, tk.Retention)
+				return eng.EndTick(machine.TickEnd{Exit: res.Exit, Action: tk.action, Read: readVerdict}, tk.Retention)
 			})
 			if err != nil {
 				// nothing of the heartbeat was written: the tick's header still says how it ended

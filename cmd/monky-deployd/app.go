@@ -131,8 +131,10 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 				Name:  "status",
 				Usage: "where the box stands (read-only)",
 				Description: "Exit status: 0 when the box is converged or working on it (in flight, retrying, waiting on\n" +
-					"   the lease budget); 1 when it needs a person (Refused, Blocked, a parked Failed) or the state\n" +
-					"   file is missing or unreadable.\n\n" +
+					"   the lease budget, a temporary fault younger than stuck_after_s); 1 when it needs a person\n" +
+					"   (Refused, Blocked, a parked Failed, an unhealthy service, a fault every tick repeats, a\n" +
+					"   temporary fault older than stuck_after_s, no tick for stale_after_s) or the state file is\n" +
+					"   missing or unreadable.\n\n" +
 					"Examples:\n   monky-deployd status\n   monky-deployd status --json | jq .lease_budget\n" +
 					"   monky-deployd status --quiet || echo 'this box needs a person'\n" +
 					"   monky-deployd status --state-file ./state.db   # a copy a box sent to support; no config needed",
@@ -373,7 +375,7 @@ func writeMetrics(cfg *config.Config, st store.Store, res states.Result, started
 	}
 	end := time.Now()
 	t := metrics.Tick{Exit: res.Exit, Code: effects.CodeOf(res.Err), Duration: end.Sub(started), EndedAt: end,
-		Interval: intervalOf(cfg, res.IntervalS), Version: version.Version, Transports: transportsBuiltIn()}
+		Interval: intervalOf(cfg, res.IntervalS), Version: version.Version, Transports: transportsBuiltIn(), Limits: explain.LimitsOf(cfg)}
 	if err := metrics.Write(cfg.MetricsPath, filepath.Join(cfg.StateDir, metrics.CountersFile), st, t); err != nil {
 		ev := log.Warn()
 		if res.Tick > 0 {
@@ -465,12 +467,12 @@ func cmdStatus(c *cli.Context, stdout io.Writer) error {
 	}
 	_, terr := os.Stat(cfg.TokenPath())
 	present := terr == nil
-	s, err := explain.BuildStatus(st, time.Now(), &present)
+	lim := explain.LimitsOf(cfg)
+	lim.TickRunning = states.TickRunning(cfg.LockPath())
+	s, err := explain.BuildStatusWith(st, time.Now(), &present, lim)
 	if err != nil {
 		return fail(1, "status: %v", err)
 	}
-	s.TickRunning = states.TickRunning(cfg.LockPath())
-	s.MovedAside, _ = st.MovedAside()
 	if c.Bool("json") {
 		if err := writeJSON(stdout, s); err != nil {
 			return err
@@ -478,7 +480,6 @@ func cmdStatus(c *cli.Context, stdout io.Writer) error {
 		return statusExit(s)
 	}
 	var b strings.Builder
-	writeMovedAside(&b, s.MovedAside)
 	explain.WriteStatusText(&b, s)
 	fmt.Fprint(stdout, redact.String(b.String()))
 	return statusExit(s)
@@ -515,9 +516,10 @@ func cmdExplain(c *cli.Context, stdout io.Writer) error {
 		return usageErr(c, "-n must be 1 or more (got %d)", n)
 	}
 	path := c.String("state-file")
+	var cfg *config.Config
 	if path == "" {
-		cfg, err := loadConfig(c)
-		if err != nil {
+		var err error
+		if cfg, err = loadConfig(c); err != nil {
 			return err
 		}
 		path = cfg.StatePath()
@@ -538,12 +540,14 @@ func cmdExplain(c *cli.Context, stdout io.Writer) error {
 		_, err := fmt.Fprint(stdout, redact.String(b.String()))
 		return err
 	}
-	o := explain.Options{N: c.Int("n"), Now: now, Since: c.Duration("since"), Copy: c.String("state-file") != ""}
+	o := explain.Options{N: c.Int("n"), Now: now, Since: c.Duration("since"), Copy: c.String("state-file") != "", Limits: explain.LimitsOf(cfg)}
+	if cfg != nil {
+		o.Limits.TickRunning = states.TickRunning(cfg.LockPath())
+	}
 	doc, err := explain.Build(st, o)
 	if err != nil {
 		return fail(1, "explain: %v", err)
 	}
-	doc.MovedAside, _ = st.MovedAside()
 	if c.Bool("json") {
 		return writeJSON(stdout, doc)
 	}

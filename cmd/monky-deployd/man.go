@@ -106,8 +106,9 @@ is wrong and the help to read.
 .PP
 .B status
 exits 0 when the box is converged or working on it (in flight, retrying, waiting on the lease
-budget) and 1 when it needs a person (Refused, Blocked, a parked Failed) or the state file is
-missing or unreadable; with \fB\-\-quiet\fR it prints nothing and only sets the code.
+budget, a temporary fault younger than stuck_after_s) and 1 when it needs a person (Refused,
+Blocked, a parked Failed, an unhealthy service, a fault every tick repeats, a temporary fault
+older than stuck_after_s, no tick for stale_after_s) or the state file is missing or unreadable; with \fB\-\-quiet\fR it prints nothing and only sets the code.
 .SH FILES
 .TP
 .I /usr/bin/monky\-deployd

@@ -6,28 +6,17 @@ import (
 	"strings"
 
 	"github.com/tikali/monky-deployd/internal/explain"
-	"github.com/tikali/monky-deployd/machine"
 )
 
-// statusExit is status's exit code: 0 when the box is converged or working on it (in flight,
-// retrying, waiting on the lease budget), 1 when it needs a person — Refused, Blocked, or a
-// Failed flight parked after its attempts. A missing or unreadable state file is 1 as well
-// (cmdStatus returns before it gets here).
+// statusExit is status's exit code, read from the one verdict: 0 when the box is converged or
+// working on it (in flight, retrying, a temporary fault younger than stuck_after_s, the lease
+// budget refilling), 1 when it needs a person (explain.NeedsPerson). A missing or unreadable
+// state file is 1 as well (cmdStatus returns before it gets here).
 func statusExit(s explain.Status) error {
-	if needsPerson(s) {
+	if s.NeedsPerson() {
 		return &exitError{code: 1}
 	}
 	return nil
-}
-
-func needsPerson(s explain.Status) bool {
-	switch machine.State(s.State) {
-	case machine.Refused, machine.Blocked:
-		return true
-	case machine.Failed:
-		return s.Parked
-	}
-	return false
 }
 
 // quiet keeps an error's exit code and drops its words (status --quiet prints nothing).

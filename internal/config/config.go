@@ -72,6 +72,10 @@ type Config struct {
 	KeepReleases    int     `yaml:"keep_releases"`
 	LogLevel        string  `yaml:"log_level"`
 	MetricsPath     string  `yaml:"metrics_path"` // node_exporter textfile; off when empty
+	// StuckAfterS: a temporary fault older than this needs a person (status exits 1).
+	StuckAfterS int `yaml:"stuck_after_s"`
+	// StaleAfterS: a box whose last tick is older than this needs a person (the timer stopped).
+	StaleAfterS int `yaml:"stale_after_s"`
 
 	// Path is the file this config was read from (not a YAML key).
 	Path string `yaml:"-"`

@@ -33,7 +33,7 @@ func TestParseDefaultsAndDerivations(t *testing.T) {
 		Bao: Bao{Service: "openbao", Addr: "https://bao.cbs.tikali.net:8200", AuthMount: "jwt-tenancy",
 			Role: "see-env", KVMount: "monky", CAFile: "/etc/monky-deployd/openbao-ca.pem",
 			ProxyAddr: "127.0.0.1:18200", RenewBelow: 21600, TimeoutS: 30},
-		IntervalS: 60, VolumesOnAbsent: "keep",
+		IntervalS: 60, VolumesOnAbsent: "keep", StuckAfterS: 1800, StaleAfterS: 300,
 		Disk:     Disk{Factor: 1.5, HeadroomBytes: 2147483648},
 		StateDir: "/var/lib/monky-deployd", DeployDir: "/var/lib/monky-deployd/env-qa-02",
 		ComposeProject: "monky-env-qa-02", BootstrapPath: "/etc/monky-deployd/bootstrap.jwt",

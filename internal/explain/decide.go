@@ -2,6 +2,7 @@ package explain
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/tikali/monky-deployd/effects"
@@ -12,6 +13,54 @@ import (
 // recentTicks is how many of the newest ticks the verdict looks at for a pattern: repeated
 // exit 75, a lease every tick, a token refused again and again.
 const recentTicks = 10
+
+// The three verdicts (AGENT.md "One verdict, on every surface").
+const (
+	// Converged: the box runs what tenancy wants and nothing is wrong.
+	Converged = "converged"
+	// Working: not converged, but it clears by itself (in flight, a backoff before the park,
+	// a temporary fault younger than stuck_after_s, the lease budget refilling).
+	Working = "working"
+	// NeedsPerson: it will not clear without a person.
+	NeedsPerson = "needs_person"
+)
+
+// Defaults of the config's stuck_after_s and stale_after_s.
+const (
+	DefaultStuckAfter = 1800 * time.Second
+	DefaultStaleAfter = 300 * time.Second
+)
+
+// Limits turn "working on it" into "needs a person": a temporary fault older than StuckAfter,
+// a last tick older than StaleAfter (unless a tick holds the lock now).
+type Limits struct {
+	StuckAfter time.Duration // 0: DefaultStuckAfter
+	StaleAfter time.Duration // 0: DefaultStaleAfter
+	// TickRunning: a tick holds the lock now, so the box is not stale whatever its last tick.
+	TickRunning bool
+	// Paths are the box's own paths the fix lines name (zero: placeholders, as on a copy).
+	Paths Paths
+}
+
+func (l Limits) stuckAfter() time.Duration {
+	if l.StuckAfter > 0 {
+		return l.StuckAfter
+	}
+	return DefaultStuckAfter
+}
+
+func (l Limits) staleAfter() time.Duration {
+	if l.StaleAfter > 0 {
+		return l.StaleAfter
+	}
+	return DefaultStaleAfter
+}
+
+// Paths are the box's own paths, from its config, that fix lines name. Empty fields keep the
+// placeholder (<state_dir>…): a copy read without its config.
+type Paths struct {
+	StateDir, DeployDir, Config, BootstrapPath, BaoCAFile string
+}
 
 // Input is everything a verdict is built from, read in one transaction.
 type Input struct {
@@ -24,20 +73,50 @@ type Input struct {
 	Recent  []store.TickSummary
 	Entries map[uint64][]store.Entry
 	Now     time.Time
+	Limits  Limits
 }
 
-// Verdict is what happens next and why: the words explain, status and the metrics share.
+// Verdict is what happens next and why: the one answer explain, status, the metrics, the log
+// and the report share.
 type Verdict struct {
 	Next string
-	// Why names the one thing between the box and tenancy's desired sha (nil: nothing is).
+	// Why is the first thing between the box and tenancy's desired sha (nil: nothing is).
 	Why *Why
+	// Also are the other codes active beside Why's (a spent lease budget, a dying token…).
+	Also []Why
+	// Codes are every active code, Why's first.
+	Codes []string
+	// Verdict is Converged, Working or NeedsPerson.
+	Verdict string
 	// Converged is true only when the box runs what tenancy wants and nothing is wrong.
 	Converged bool
 }
 
-// Read gathers a verdict's input as of now.
-func Read(tx store.Tx, now time.Time) (Input, error) {
-	in := Input{Now: now, Entries: map[uint64][]store.Entry{}}
+// NeedsPerson reports whether the box needs a person: status exits 1.
+func (v Verdict) NeedsPerson() bool { return v.Verdict == NeedsPerson }
+
+// Words is the verdict as status and explain print it.
+func (v Verdict) Words() string { return VerdictWords(v.Verdict) }
+
+// VerdictWords is a verdict in words.
+func VerdictWords(verdict string) string {
+	switch verdict {
+	case Converged:
+		return "converged"
+	case Working:
+		return "working on it"
+	case NeedsPerson:
+		return "needs a person"
+	}
+	return verdict
+}
+
+// Read gathers a verdict's input as of now, with the default limits.
+func Read(tx store.Tx, now time.Time) (Input, error) { return ReadWith(tx, now, Limits{}) }
+
+// ReadWith gathers a verdict's input as of now.
+func ReadWith(tx store.Tx, now time.Time, lim Limits) (Input, error) {
+	in := Input{Now: now, Entries: map[uint64][]store.Entry{}, Limits: lim}
 	var err error
 	if in.Rec, err = tx.Record(); err != nil {
 		return in, err
@@ -62,20 +141,67 @@ func Read(tx store.Tx, now time.Time) (Input, error) {
 	return in, nil
 }
 
-// Decide is the one place that says what happens next and why, for explain, status and the
-// metrics alike.
+// Decide is the one place that says what happens next, why, and whether the box is converged,
+// working on it or needs a person, for explain, status, the metrics, the log and the report.
 func Decide(in Input) Verdict {
-	why := explainWhy(in)
+	whys := allWhys(in)
 	base, converged := next(in)
-	v := Verdict{Next: base, Why: why, Converged: converged && why == nil}
-	if why != nil && converged {
+	v := Verdict{Next: base, Converged: converged && len(whys) == 0}
+	if len(whys) > 0 {
+		v.Why = whys[0]
+		for _, w := range whys[1:] {
+			v.Also = append(v.Also, *w)
+		}
+		for _, w := range whys {
+			v.Codes = append(v.Codes, w.Code)
+		}
+	}
+	why := v.Why
+	if why != nil && (converged || why.Code == CodeTicksStopped) {
 		// the machine rests as if converged, but the box is not well: say so
 		v.Next = "not converged: " + why.Code + " — " + why.short
 	}
-	if n := len(in.Outbox); n > 0 && (why == nil || (why.Code != machine.CodeReportPending && why.Code != machine.CodeOutboxStuck)) {
+	if n := len(in.Outbox); n > 0 && !slices.Contains(v.Codes, machine.CodeReportPending) && !slices.Contains(v.Codes, machine.CodeOutboxStuck) {
 		v.Next += fmt.Sprintf("; %d report(s) wait in the outbox for the next tick", n)
 	}
+	v.Verdict = in.verdict(whys, v.Converged)
+	for _, w := range whys {
+		w.Verdict = v.Verdict
+	}
+	if v.Why != nil {
+		v.Why.Verdict = v.Verdict
+	}
+	for i := range v.Also {
+		v.Also[i].Verdict = v.Verdict
+	}
 	return v
+}
+
+// verdict classes the box: converged, working on it (clears by itself), or needs a person.
+func (in Input) verdict(whys []*Why, converged bool) string {
+	if converged {
+		return Converged
+	}
+	rec := in.Rec
+	switch machine.State(stateOf(rec)) {
+	case machine.Refused, machine.Blocked:
+		return NeedsPerson
+	case machine.Failed:
+		if rec.Parked || rec.Action == machine.ActionNone {
+			return NeedsPerson
+		}
+	}
+	for _, w := range whys {
+		if w.person {
+			return NeedsPerson
+		}
+	}
+	// a tick that ended exit 1 or 78 outside a backoff ends the same way until someone acts
+	if t, _, ok := in.newest(); ok && t.Exit != nil && (*t.Exit == machine.ExitFail || *t.Exit == machine.ExitEnvMismatch) &&
+		machine.State(stateOf(rec)) != machine.Failed {
+		return NeedsPerson
+	}
+	return Working
 }
 
 // Next says what happens next, in the words status and explain share.
@@ -103,7 +229,7 @@ func next(in Input) (string, bool) {
 			code = rec.Failure.Code + " "
 		}
 		if rec.Action == machine.ActionNone {
-			return "unhealthy: " + code + "— checked again at the next tick", false
+			return "not converged: " + code + "— a service is not running or not healthy; checked again at the next tick, the agent does not restart it", false
 		}
 		if rec.Parked {
 			return fmt.Sprintf("parked after %d failed attempts: %s— `monky-deployd resume` retries", n, code), false
@@ -119,7 +245,7 @@ func next(in Input) (string, bool) {
 		return "blocked: " + rec.Block.Code + " — re-run the install kit: a new bootstrap.jwt unblocks (or `monky-deployd bootstrap --force`)", false
 	case string(machine.Reported):
 		if rec.LastReport != nil && rec.LastReport.Result == effects.ResultFailed {
-			return "unhealthy — checked again at the next tick", false
+			return "not converged: UNHEALTHY — a service is not running or not healthy; checked again at the next tick, the agent does not restart it", false
 		}
 		if rec.Action == machine.ActionDown {
 			return "retired: nothing runs", true

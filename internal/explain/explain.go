@@ -49,9 +49,14 @@ type Doc struct {
 	EnvID  string `json:"env_id"`
 	State  string `json:"state"`
 	Next   string `json:"next"`
-	// Why names the one thing standing between the box and tenancy's desired sha; null when
-	// nothing does.
-	Why *Why `json:"why"`
+	// Verdict is converged, working or needs_person: the one answer every surface gives.
+	Verdict string `json:"verdict"`
+	// Codes are every active code, Why's first.
+	Codes []string `json:"codes"`
+	// Why names the first thing standing between the box and tenancy's desired sha; null when
+	// nothing does. Also are the other active codes' why blocks.
+	Why  *Why  `json:"why"`
+	Also []Why `json:"also,omitempty"`
 	// AsOf is set when a copy is read: the file's newest tick, which stands for "now".
 	AsOf *time.Time `json:"as_of,omitempty"`
 	// Since is the --since window, when one was given.
@@ -71,6 +76,11 @@ type Options struct {
 	// Copy reads the file as a copy a box sent in: "now" is the file's newest tick, so the
 	// budget, the retry times and --since mean what they meant on the box.
 	Copy bool
+	// AsOf, on a copy, reads it as of this time instead of its newest tick (when the box sent
+	// it): a box whose timer stopped reads stale.
+	AsOf time.Time
+	// Limits are the box's stuck_after_s and stale_after_s, the lock, and its paths.
+	Limits Limits
 }
 
 // Build reads the journal and the record in one read transaction.
@@ -85,6 +95,9 @@ func Build(st store.Store, o Options) (Doc, error) {
 			at, err := newestAt(tx)
 			if err != nil {
 				return err
+			}
+			if !o.AsOf.IsZero() {
+				at = o.AsOf
 			}
 			if !at.IsZero() {
 				now = at
@@ -119,18 +132,24 @@ func Build(st store.Store, o Options) (Doc, error) {
 			}
 			d.Ticks = append(d.Ticks, t)
 		}
-		in, err := Read(tx, now)
+		in, err := ReadWith(tx, now, o.Limits)
 		if err != nil {
 			return err
 		}
 		v := Decide(in)
 		d.EnvID = in.Rec.EnvID
 		d.State = stateOf(in.Rec)
-		d.Next, d.Why = v.Next, v.Why
+		d.Next, d.Why, d.Also, d.Verdict, d.Codes = v.Next, v.Why, v.Also, v.Verdict, v.Codes
 		return nil
 	})
 	if d.Ticks == nil {
 		d.Ticks = []Tick{}
+	}
+	if d.Codes == nil {
+		d.Codes = []string{}
+	}
+	if err == nil {
+		d.MovedAside, err = movedAside(st)
 	}
 	d.Schema = Schema
 	return d, err
@@ -162,6 +181,16 @@ func AsOf(st store.Store) (time.Time, error) {
 		return err
 	})
 	return at, err
+}
+
+// movedAside is the corrupt state file st replaced, when st knows (a Bolt file, an export).
+func movedAside(st store.Store) (*store.MovedAside, error) {
+	if m, ok := st.(interface {
+		MovedAside() (*store.MovedAside, error)
+	}); ok {
+		return m.MovedAside()
+	}
+	return nil, nil
 }
 
 func stateOf(rec store.Record) string {

@@ -63,9 +63,16 @@ func WriteText(w io.Writer, d Doc) {
 		}
 		tw.Flush()
 	}
-	fmt.Fprintf(w, "\nstate: %s\nnext:  %s\n", d.State, d.Next)
+	verdict := VerdictWords(d.Verdict)
+	if len(d.Codes) > 0 {
+		verdict += " (" + strings.Join(d.Codes, ", ") + ")"
+	}
+	fmt.Fprintf(w, "\nstate: %s\nnext:  %s\nverdict: %s\n", d.State, d.Next, verdict)
 	if d.Why != nil {
 		WriteWhy(w, *d.Why)
+	}
+	for _, a := range d.Also {
+		WriteWhy(w, a)
 	}
 }
 

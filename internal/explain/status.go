@@ -42,6 +42,9 @@ type Status struct {
 	LastCheckinAt *time.Time        `json:"last_checkin_at"`
 	LastReport    *store.LastReport `json:"last_report"`
 	LeaseBudget   Budget            `json:"lease_budget"`
+	// LeaseRetryAfter is tenancy's Retry-After after it refused a lease (429): no lease is
+	// asked before it. Null when none holds.
+	LeaseRetryAfter *time.Time `json:"lease_retry_after"`
 	Attempts      int               `json:"attempts"`
 	AttemptsBy    map[string]int    `json:"attempts_by_state,omitempty"`
 	NextRetryAt   *time.Time        `json:"next_retry_at"`
@@ -54,15 +57,26 @@ type Status struct {
 	LastTickAt    *time.Time        `json:"last_tick_at"`
 	LastExit      int               `json:"last_exit"`
 	TickRunning   bool              `json:"tick_running"`
+	// Verdict is converged, working or needs_person: status exits 1 on needs_person.
+	Verdict string `json:"verdict"`
+	// Codes are every active code, Why's first.
+	Codes []string `json:"codes"`
 	// Converged is true only when the box runs what tenancy wants and nothing is wrong.
 	Converged bool `json:"converged"`
-	// Why is explain's why block: the one thing wrong, its evidence, what happens next, the fix.
-	Why *Why `json:"why"`
+	// Why is explain's why block: the first thing wrong, its evidence, what happens next, the
+	// fix; Also are the other active codes' blocks.
+	Why  *Why  `json:"why"`
+	Also []Why `json:"also,omitempty"`
 	// AsOf is set when a copy is read: the file's newest tick, which stands for "now".
 	AsOf *time.Time `json:"as_of,omitempty"`
 	// MovedAside is the corrupt state file this one replaced (where the copy is), nil when none.
-	MovedAside *store.MovedAside `json:"state_file_moved_aside,omitempty"`
+	MovedAside *store.MovedAside `json:"state_file_moved_aside"`
+	// leaseRefusal is tenancy's own words when it refused a lease (429).
+	leaseRefusal string
 }
+
+// NeedsPerson reports whether status exits 1: the verdict is needs_person.
+func (s Status) NeedsPerson() bool { return s.Verdict == NeedsPerson }
 
 func ptime(t time.Time) *time.Time {
 	if t.IsZero() {
@@ -72,18 +86,25 @@ func ptime(t time.Time) *time.Time {
 	return &u
 }
 
-// BuildStatus reads where the box stands. tokenPresent is whether the token file exists
-// (nil: take the state file's word, as on a support copy).
+// BuildStatus reads where the box stands, with the default limits. tokenPresent is whether
+// the token file exists (nil: take the state file's word, as on a support copy).
 func BuildStatus(st store.Store, now time.Time, tokenPresent *bool) (Status, error) {
+	return BuildStatusWith(st, now, tokenPresent, Limits{})
+}
+
+// BuildStatusWith reads where the box stands with the box's limits (stuck_after_s,
+// stale_after_s, whether a tick holds the lock, its paths).
+func BuildStatusWith(st store.Store, now time.Time, tokenPresent *bool, lim Limits) (Status, error) {
 	var s Status
 	err := st.View(func(tx store.Tx) error {
-		in, err := Read(tx, now)
+		in, err := ReadWith(tx, now, lim)
 		if err != nil {
 			return err
 		}
 		rec, used, frees, q := in.Rec, in.Used, in.Frees, in.Outbox
 		v := Decide(in)
-		s = Status{Schema: Schema, EnvID: rec.EnvID, State: stateOf(rec), Next: v.Next, Converged: v.Converged, Why: v.Why,
+		s = Status{Schema: Schema, EnvID: rec.EnvID, State: stateOf(rec), Next: v.Next, Converged: v.Converged, Why: v.Why, Also: v.Also,
+			Verdict: v.Verdict, Codes: v.Codes, TickRunning: lim.TickRunning,
 			AppliedSha: rec.AppliedSha, DesiredSha: rec.DesiredSha,
 			Token:         TokenStatus{Present: rec.Token.Present, Source: rec.Token.Source, ExpiresAt: ptime(rec.Token.ExpiresAt)},
 			LastCheckinAt: ptime(rec.LastCheckinAt), LastReport: rec.LastReport,
@@ -92,6 +113,12 @@ func BuildStatus(st store.Store, now time.Time, tokenPresent *bool) (Status, err
 			Refusal: rec.Refusal, Failure: rec.Failure, Block: rec.Block, Outbox: len(q),
 			Containers: rec.Containers, LastTickAt: ptime(rec.LastTickAt), LastExit: rec.LastExit}
 		s.Attempts = rec.TotalAttempts()
+		if now.Before(rec.LeaseRetryAfter) {
+			s.LeaseRetryAfter = ptime(rec.LeaseRetryAfter)
+			if e, ok := in.find(func(e store.Entry) bool { return e.Code == machine.CodeLeaseRateLimit }); ok {
+				s.leaseRefusal = trimCode(e.Code, e.Detail)
+			}
+		}
 		s.Token.Expired = rec.Token.Present && !rec.Token.ExpiresAt.IsZero() && !now.Before(rec.Token.ExpiresAt)
 		return nil
 	})
@@ -104,15 +131,27 @@ func BuildStatus(st store.Store, now time.Time, tokenPresent *bool) (Status, err
 	if s.Containers == nil {
 		s.Containers = []store.Container{}
 	}
+	if s.Codes == nil {
+		s.Codes = []string{}
+	}
+	if err == nil {
+		s.MovedAside, err = movedAside(st)
+	}
 	return s, err
 }
 
 // BuildStatusCopy reads a copy of a state file a box sent in: as of its newest tick, with the
 // file's word on the token (nothing about the machine reading it).
-func BuildStatusCopy(st store.Store) (Status, error) {
-	at, err := AsOf(st)
-	if err != nil {
-		return Status{}, err
+func BuildStatusCopy(st store.Store) (Status, error) { return BuildStatusCopyAsOf(st, time.Time{}) }
+
+// BuildStatusCopyAsOf reads a copy as of at (zero: its newest tick): a copy read as of when
+// the box sent it shows a stopped timer.
+func BuildStatusCopyAsOf(st store.Store, at time.Time) (Status, error) {
+	if at.IsZero() {
+		var err error
+		if at, err = AsOf(st); err != nil {
+			return Status{}, err
+		}
 	}
 	s, err := BuildStatus(st, at, nil)
 	if !at.IsZero() {
@@ -127,12 +166,20 @@ func WriteStatusText(w io.Writer, s Status) {
 	if s.AsOf != nil {
 		fmt.Fprintf(w, "a copy, read as of its newest tick: %s\n\n", machine.Stamp(*s.AsOf))
 	}
+	if m := s.MovedAside; m != nil {
+		fmt.Fprintf(w, "state file: started afresh at %s; the corrupt one (%s) is kept at %s\n\n", m.At.UTC().Format(time.RFC3339), m.Problem, m.Path)
+	}
 	if p := problem(s); p != "" {
 		fmt.Fprintf(w, "!! %s\n\n", p)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	row := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, v) }
 	row("env", s.EnvID)
+	verdict := VerdictWords(s.Verdict)
+	if len(s.Codes) > 0 {
+		verdict += " (" + strings.Join(s.Codes, ", ") + ")"
+	}
+	row("verdict", verdict)
 	row("state", s.State)
 	row("next", s.Next)
 	row("applied", machine.ShortSha(s.AppliedSha))
@@ -166,6 +213,13 @@ func WriteStatusText(w io.Writer, s Status) {
 		lb += ", a slot frees at " + machine.Stamp(*s.LeaseBudget.FreesAt)
 	}
 	row("lease budget", lb)
+	if s.LeaseRetryAfter != nil {
+		words := "tenancy refused a lease"
+		if s.leaseRefusal != "" {
+			words += " (" + s.leaseRefusal + ")"
+		}
+		row("lease", words+"; none is asked before "+machine.Stamp(*s.LeaseRetryAfter))
+	}
 	if s.Attempts > 0 {
 		row("attempts", fmt.Sprintf("%d%s", s.Attempts, map[bool]string{true: " (parked)", false: ""}[s.Parked]))
 		if s.NextRetryAt != nil && !s.Parked {
@@ -179,6 +233,9 @@ func WriteStatusText(w io.Writer, s Status) {
 	tw.Flush()
 	if s.Why != nil {
 		WriteWhy(w, *s.Why)
+	}
+	for _, a := range s.Also {
+		WriteWhy(w, a)
 	}
 	if len(s.Containers) > 0 {
 		fmt.Fprintln(w, "\ncontainers (at the last check-in):")
@@ -220,6 +277,9 @@ func problem(s Status) string {
 	}
 	if strings.HasPrefix(s.Next, "lease budget") {
 		return s.Next
+	}
+	if s.Verdict == NeedsPerson {
+		return "needs a person: " + s.Next
 	}
 	return ""
 }

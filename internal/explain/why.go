@@ -21,8 +21,15 @@ type Why struct {
 	Fix      string    `json:"fix"`
 	At       time.Time `json:"at"` // when the agent recorded it
 	Tick     uint64    `json:"tick,omitempty"`
+	// Since is when the fault began: the first tick of a run of exit 75, the refusal, the
+	// first failed attempt, the last tick of a stale box.
+	Since time.Time `json:"since"`
+	// Verdict is the box's: working or needs_person.
+	Verdict string `json:"verdict"`
 	// short is Next in a few words, for the `next` line of a box that rests but is not well.
 	short string
+	// person: this fault alone makes the box need a person.
+	person bool
 }
 
 // cause is the fixed part of a code's explanation.
@@ -104,6 +111,8 @@ var causes = map[string]cause{
 		"monky-deployd explain -n 5   # the tick-end lines carry tenancy's answer to the report", ""},
 	"BAO_UNAVAILABLE": {"OpenBao answered 5xx (sealed, overloaded, or its storage down) or could not be reached; the step is kept and resumed",
 		"curl -s $BAO_ADDR/v1/sys/health | jq '{sealed, standby}'   # from the box, through the same intercept", ""},
+	CodeTicksStopped: {"no tick has run for longer than stale_after_s: the timer is not running (stopped, disabled, or every start fails before the tick)",
+		"systemctl list-timers monky-deployd.timer   # then: systemctl enable --now monky-deployd.timer; journalctl -u monky-deployd -n 20", ""},
 	"TEMPORARY": {"a temporary fault (no code of its own)",
 		"monky-deployd explain -n 5", ""},
 	"TICK_DEADLINE": {"the tick ran past tick_timeout_s and stopped at a step boundary (committed, resumed next tick)",
@@ -178,16 +187,40 @@ var temporaryEvents = map[string]string{
 	machine.NoteTickEnd:         "the tick ended early",
 }
 
-// explainWhy names the one thing standing between the box and tenancy's desired sha, or nil
-// when nothing does (converged, or a flight that goes on by itself).
-func explainWhy(in Input) *Why {
-	rec := in.Rec
-	env := rec.EnvID
+// allWhys are every active fault, the first the one standing between the box and tenancy's
+// desired sha; none when nothing does (converged, or a flight that goes on by itself).
+func allWhys(in Input) []*Why {
+	var out []*Why
+	outbox := func(code string) bool { return code == machine.CodeReportPending || code == machine.CodeOutboxStuck }
+	add := func(w *Why) {
+		if w == nil {
+			return
+		}
+		for _, x := range out {
+			if x.Code == w.Code || (outbox(x.Code) && outbox(w.Code)) {
+				return
+			}
+		}
+		out = append(out, w)
+	}
+	mk, nextTick := in.maker(), in.nextTickWords()
+	add(in.stale(mk))
+	add(explainWhy(in))
+	for _, w := range in.sickAll(mk, nextTick) {
+		add(w)
+	}
+	add(in.rateLimited(mk))
+	return out
+}
+
+// maker builds a why of code from the vocabulary's words and this box's names.
+func (in Input) maker() maker {
+	env := in.Rec.EnvID
 	if env == "" {
 		env = "<env>"
 	}
 	project := "monky-" + env
-	mk := func(code, fault, evidence, next string, at time.Time, tick uint64) *Why {
+	return func(code, fault, evidence, next string, at time.Time, tick uint64) *Why {
 		c, ok := causes[code]
 		if !ok {
 			// a code of tenancy's or OpenBao's own that this agent has no words for
@@ -199,8 +232,15 @@ func explainWhy(in Input) *Why {
 		}
 		fix := c.fix
 		fix = strings.NewReplacer("{project}", project, "{env}", env).Replace(fix)
-		return &Why{Code: code, Fault: sentence(fault), Evidence: evidence, Next: sentence(next), Fix: fix, At: at.UTC(), Tick: tick, short: next}
+		return &Why{Code: code, Fault: sentence(fault), Evidence: evidence, Next: sentence(next), Fix: fix, At: at.UTC(), Tick: tick, Since: at.UTC(), short: next}
 	}
+}
+
+// explainWhy names the one thing standing between the box and tenancy's desired sha, or nil
+// when nothing does (converged, or a flight that goes on by itself).
+func explainWhy(in Input) *Why {
+	rec := in.Rec
+	mk := in.maker()
 	nextTick := in.nextTickWords()
 
 	// A block first: a blocked tick touches nothing else.
@@ -273,6 +313,14 @@ func explainWhy(in Input) *Why {
 		if _, known := causes[e.Code]; !known && e.Event == machine.NoteCheckinFailed {
 			w.Fix = "systemctl status ziti-edge-tunnel   # and tenancy's health"
 		}
+		if _, since := in.repeated75(); !since.IsZero() {
+			w.Since = since.UTC()
+		}
+		if lasted := in.Now.Sub(w.Since); lasted > in.Limits.stuckAfter() {
+			// a temporary fault that lasts is no longer one: a person looks
+			w.person = true
+			w.Next = sentence(strings.TrimSuffix(w.Next, ".") + fmt.Sprintf("; it has lasted %s, past stuck_after_s (%d): it will not clear by waiting", lasted.Round(time.Minute), int(in.Limits.stuckAfter().Seconds())))
+		}
 		return w
 	}
 	switch stateOf(rec) {
@@ -333,21 +381,33 @@ func explainWhy(in Input) *Why {
 // maker builds a why from its parts.
 type maker func(code, fault, evidence, next string, at time.Time, tick uint64) *Why
 
-// sick finds what keeps a box that rests as if converged from being well: an unhealthy
-// service, a token that is refused or cannot be kept alive, a spent lease budget, a lease at
-// every tick, an outbox that does not drain.
+// sick is the first of sickAll, nil when none.
 func (in Input) sick(mk maker, nextTick string) *Why {
+	if ws := in.sickAll(mk, nextTick); len(ws) > 0 {
+		return ws[0]
+	}
+	return nil
+}
+
+// sickAll finds what keeps a box that rests as if converged from being well: an unhealthy
+// service, a token that is refused or cannot be kept alive, a spent lease budget, a lease at
+// every tick, an outbox that does not drain. Every one that holds, in that order.
+func (in Input) sickAll(mk maker, nextTick string) []*Why {
+	var out []*Why
 	rec := in.Rec
 	if rec.Action == machine.ActionNone && rec.LastReport != nil && rec.LastReport.Result == effects.ResultFailed {
-		return in.unhealthyWhy(mk, nextTick)
+		out = append(out, in.unhealthyWhy(mk, nextTick))
 	}
 	// a token OpenBao refuses, again and again: the box lives from one bootstrap to the next
 	refused := 0
-	var lastRefusal store.Entry
+	var lastRefusal, firstRefusal store.Entry
 	for _, t := range in.Recent {
 		for _, e := range in.Entries[t.Tick] {
 			if e.Event == machine.NoteUnauthenticated {
 				refused += 1 + int(t.Folded) // a folded tick stands for as many ticks like it
+				if firstRefusal.At.IsZero() {
+					firstRefusal = e
+				}
 				lastRefusal = e
 				break
 			}
@@ -364,31 +424,40 @@ func (in Input) sick(mk maker, nextTick string) *Why {
 		if strings.HasPrefix(code, "BAO_") {
 			w.Fix = causes[machine.CodeBaoDenied].fix
 		}
-		return w
+		w.Since, w.person = firstRefusal.At.UTC(), true
+		out = append(out, w)
 	}
 	tok := rec.Token
 	if tok.Present && !tok.ExpiresAt.IsZero() {
 		left := tok.ExpiresAt.Sub(in.Now)
 		if left <= 0 {
-			return mk(machine.CodeTokenExpired, "", fmt.Sprintf("token (%s) expired at %s, last checked %s", tok.Source, machine.Stamp(tok.ExpiresAt), machine.Stamp(tok.CheckedAt)),
+			w := mk(machine.CodeTokenExpired, "", fmt.Sprintf("token (%s) expired at %s, last checked %s", tok.Source, machine.Stamp(tok.ExpiresAt), machine.Stamp(tok.CheckedAt)),
 				"the next tick ("+nextTick+") finds the token refused and logs in with a bootstrap grant if one is on disk, else blocks", tok.ExpiresAt, in.newestTick())
-		}
-		if left < in.tokenWarn() {
+			w.person = true
+			out = append(out, w)
+		} else if left < in.tokenWarn() {
 			evidence := fmt.Sprintf("token (%s) expires at %s, in %s; last renewed or checked %s", tok.Source, machine.Stamp(tok.ExpiresAt), left.Round(time.Second), machine.Stamp(tok.CheckedAt))
 			if e, ok := in.find(func(e store.Entry) bool { return e.Event == machine.NoteLeaseDeferred || e.Event == machine.NoteRenew }); ok {
 				evidence += "; the last " + e.Event + " (" + machine.Stamp(e.At) + "): " + trimCode(e.Code, e.Detail)
 			}
-			return mk(machine.CodeTokenExpiring, "", evidence,
+			w := mk(machine.CodeTokenExpiring, "", evidence,
 				"the agent renews it at every tick; unless a renew or a new lease succeeds before "+machine.Stamp(tok.ExpiresAt)+", the box loses OpenBao then", tok.CheckedAt, in.newestTick())
+			w.person = true
+			out = append(out, w)
 		}
 	}
 	if in.Used >= machine.LeaseLimit && in.Now.Before(in.Frees) {
-		return mk(machine.CodeLeaseBudget, "", fmt.Sprintf("%d/%d leases asked since %s", in.Used, machine.LeaseLimit, machine.Stamp(in.Frees.Add(-machine.LeaseWindow))),
-			"no lease is asked before "+machine.Stamp(in.Frees)+": an apply or a token swap that needs one waits until then", in.Frees.Add(-machine.LeaseWindow), in.newestTick())
+		out = append(out, mk(machine.CodeLeaseBudget, "", fmt.Sprintf("%d/%d leases asked since %s", in.Used, machine.LeaseLimit, machine.Stamp(in.Frees.Add(-machine.LeaseWindow))),
+			"no lease is asked before "+machine.Stamp(in.Frees)+": an apply or a token swap that needs one waits until then", in.Frees.Add(-machine.LeaseWindow), in.newestTick()))
 	}
 	if n := in.leasingTicks(); n >= 4 {
-		return mk(machine.CodeLeaseEveryTick, "", fmt.Sprintf("a lease was asked in each of the last %d ticks (%d/%d in the last hour)", n, in.Used, machine.LeaseLimit),
+		w := mk(machine.CodeLeaseEveryTick, "", fmt.Sprintf("a lease was asked in each of the last %d ticks (%d/%d in the last hour)", n, in.Used, machine.LeaseLimit),
 			fmt.Sprintf("the next tick (%s) asks again; at %d/%d the budget stops the applies and the token swaps for an hour", nextTick, machine.LeaseLimit, machine.LeaseLimit), in.Now, in.newestTick())
+		if len(in.Leases) > 0 {
+			w.Since = in.Leases[0].At.UTC()
+		}
+		w.person = true
+		out = append(out, w)
 	}
 	if len(in.Outbox) > 0 {
 		q := in.Outbox[0]
@@ -397,11 +466,55 @@ func (in Input) sick(mk maker, nextTick string) *Why {
 			evidence += "; the last answer: " + e.Detail
 		}
 		if in.outboxStuck(q) {
-			return mk(machine.CodeOutboxStuck, "", evidence, "the outbox is sent again at every tick (the next "+nextTick+"); tenancy does not know what runs here until it drains", q.Queued, in.newestTick())
+			w := mk(machine.CodeOutboxStuck, "", evidence, "the outbox is sent again at every tick (the next "+nextTick+"); tenancy does not know what runs here until it drains", q.Queued, in.newestTick())
+			w.person = in.Now.Sub(q.Queued) > in.Limits.stuckAfter()
+			out = append(out, w)
+		} else {
+			out = append(out, mk(machine.CodeReportPending, "", evidence, "the outbox is sent again at the next tick ("+nextTick+")", q.Queued, in.newestTick()))
 		}
-		return mk(machine.CodeReportPending, "", evidence, "the outbox is sent again at the next tick ("+nextTick+")", q.Queued, in.newestTick())
 	}
-	return nil
+	return out
+}
+
+// CodeTicksStopped is the code of a box whose last tick is older than stale_after_s.
+const CodeTicksStopped = "TICKS_STOPPED"
+
+// stale is the why of a box no tick has run on for longer than stale_after_s: the timer is
+// not running (a tick that holds the lock is never stale).
+func (in Input) stale(mk maker) *Why {
+	last := in.Rec.LastTickAt
+	if last.IsZero() || in.Limits.TickRunning {
+		return nil
+	}
+	ago := in.Now.Sub(last)
+	if ago <= in.Limits.staleAfter() {
+		return nil
+	}
+	exit := ""
+	if t, _, ok := in.newest(); ok && t.Exit != nil {
+		exit = fmt.Sprintf(", exit %d", *t.Exit)
+	}
+	w := mk(CodeTicksStopped, "", fmt.Sprintf("the last tick ran at %s%s, %s ago (stale_after_s %d); no tick holds the lock now",
+		machine.Stamp(last), exit, ago.Round(time.Second), int(in.Limits.staleAfter().Seconds())),
+		"nothing happens on this box until the timer runs a tick again: no check-in, no apply, no report", last, in.newestTick())
+	w.person = true
+	return w
+}
+
+// rateLimited is the why of a lease tenancy refused with 429, while its Retry-After lasts.
+func (in Input) rateLimited(mk maker) *Why {
+	rec := in.Rec
+	if !in.Now.Before(rec.LeaseRetryAfter) {
+		return nil
+	}
+	e, ok := in.find(func(e store.Entry) bool { return e.Code == machine.CodeLeaseRateLimit })
+	evidence := "no lease before " + machine.Stamp(rec.LeaseRetryAfter) + " (tenancy's Retry-After)"
+	at, tick := in.Now, in.newestTick()
+	if ok {
+		evidence = "tenancy's answer: " + trimCode(e.Code, e.Detail) + "; " + evidence
+		at, tick = e.At, e.Tick
+	}
+	return mk(machine.CodeLeaseRateLimit, "", evidence, "no lease is asked before "+machine.Stamp(rec.LeaseRetryAfter)+"; then the apply goes on by itself", at, tick)
 }
 
 // unhealthyWhy is the why of a heartbeat that found a service not running or not healthy.
@@ -413,8 +526,10 @@ func (in Input) unhealthyWhy(mk maker, nextTick string) *Why {
 	} else if in.Rec.LastReport != nil {
 		evidence, at = trimCode(machine.CodeUnhealthy, in.Rec.LastReport.Detail), in.Rec.LastReport.At
 	}
-	return mk(machine.CodeUnhealthy, "the heartbeat found a service not running or not healthy: the box no longer runs what it applied",
+	w := mk(machine.CodeUnhealthy, "the heartbeat found a service not running or not healthy: the box no longer runs what it applied",
 		evidence, "checked again at every tick (the next "+nextTick+"); reported failed to tenancy until the service is healthy; the agent does not restart it", at, tick)
+	w.person = true
+	return w
 }
 
 // implausibleNeed is a disk need no bundle has: its declared size is wrong, not the disk.

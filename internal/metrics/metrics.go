@@ -46,6 +46,8 @@ type Tick struct {
 	// Version and Transports are the build's (monky_deployd_build_info).
 	Version    string
 	Transports []string
+	// Limits are the box's stuck_after_s and stale_after_s: the verdict is read with them.
+	Limits explain.Limits
 }
 
 // Counters are the totals the textfile carries across ticks.
@@ -68,16 +70,18 @@ func Write(path, countersPath string, st store.Store, t Tick) error {
 	var used int
 	var outbox int
 	var v explain.Verdict
+	var unanswered bool
 	err := st.View(func(tx store.Tx) error {
 		var err error
 		if rec, err = tx.Record(); err != nil {
 			return err
 		}
-		in, err := explain.Read(tx, t.EndedAt)
+		in, err := explain.ReadWith(tx, t.EndedAt, t.Limits)
 		if err != nil {
 			return err
 		}
 		v = explain.Decide(in)
+		unanswered = checkinUnanswered(in)
 		es, err := tx.Entries(rec.Tick)
 		if err != nil {
 			return err
@@ -118,7 +122,7 @@ func Write(path, countersPath string, st store.Store, t Tick) error {
 			return err
 		}
 	}
-	fams := append(Families(rec, c, t, used, outbox), troubles(rec.EnvID, v)...)
+	fams := append(Families(rec, c, t, used, outbox), troubles(rec.EnvID, v, unanswered, t.Limits)...)
 	sort.Slice(fams, func(i, j int) bool { return fams[i].GetName() < fams[j].GetName() })
 	if err := writeTextfile(path, fams); err != nil {
 		return fmt.Errorf("metrics: write %s: %w", path, err)
@@ -317,17 +321,46 @@ func writeCounters(path string, c Counters) error {
 	return nil
 }
 
-// troubles are the verdict explain and status give: converged or not, and the code of the
-// why block when there is one.
-func troubles(env string, v explain.Verdict) []*dto.MetricFamily {
-	conv := 0.0
-	if v.Converged {
-		conv = 1
+// troubles are the one verdict explain and status give: converged, needs a person, every
+// active code; whether tenancy answered the last check-in asked; stale_after_s, which the
+// alert rules compare the last tick's time with.
+func troubles(env string, v explain.Verdict, unanswered bool, lim explain.Limits) []*dto.MetricFamily {
+	b := func(x bool) float64 {
+		if x {
+			return 1
+		}
+		return 0
 	}
-	out := []*dto.MetricFamily{newFamily(env, "monky_deployd_converged", "1 when the box runs what tenancy wants and nothing is wrong (explain's next reads converged).", dto.MetricType_GAUGE).add(conv).mf}
-	if v.Why != nil {
-		out = append(out, newFamily(env, "monky_deployd_why", "1 for the code of explain's why block: the one thing between the box and tenancy's desired sha.", dto.MetricType_GAUGE).
-			add(1, "code", v.Why.Code).mf)
+	stale := lim.StaleAfter
+	if stale <= 0 {
+		stale = explain.DefaultStaleAfter
+	}
+	out := []*dto.MetricFamily{
+		newFamily(env, "monky_deployd_converged", "1 when the box runs what tenancy wants and nothing is wrong (explain's verdict: converged).", dto.MetricType_GAUGE).add(b(v.Converged)).mf,
+		newFamily(env, "monky_deployd_needs_person", "1 when the box needs a person (explain's verdict: needs_person; status exits 1).", dto.MetricType_GAUGE).add(b(v.NeedsPerson())).mf,
+		newFamily(env, "monky_deployd_checkin_unanswered", "1 when the last tick asked tenancy for a check-in and got no answer.", dto.MetricType_GAUGE).add(b(unanswered)).mf,
+		newFamily(env, "monky_deployd_stale_after_seconds", "stale_after_s: a last tick older than this needs a person (the timer is not running).", dto.MetricType_GAUGE).add(stale.Seconds()).mf,
+	}
+	if len(v.Codes) > 0 {
+		f := newFamily(env, "monky_deployd_why", "1 for each code active on the box, as explain's why blocks name them.", dto.MetricType_GAUGE)
+		for _, c := range v.Codes {
+			f.add(1, "code", c)
+		}
+		out = append(out, f.mf)
 	}
 	return out
+}
+
+// checkinUnanswered reports whether the newest tick asked tenancy for a check-in and got no
+// answer (a checkin-failed note).
+func checkinUnanswered(in explain.Input) bool {
+	if len(in.Recent) == 0 {
+		return false
+	}
+	for _, e := range in.Entries[in.Recent[len(in.Recent)-1].Tick] {
+		if e.Event == machine.NoteCheckinFailed {
+			return true
+		}
+	}
+	return false
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/tikali/monky-deployd/internal/explain"
 	"github.com/tikali/monky-deployd/internal/metrics"
 	"github.com/tikali/monky-deployd/store"
 )
@@ -230,5 +231,76 @@ func TestConvergedAndWhyComeFromExplain(t *testing.T) {
 	}
 	if v := value(t, fams, "monky_deployd_why", map[string]string{"code": "DISK_INSUFFICIENT"}); v != 1 {
 		t.Errorf("why DISK_INSUFFICIENT = %v", v)
+	}
+}
+
+// TestNeedsPersonAndEveryCode: the metrics carry the one verdict — needs_person for a refused
+// box, a why sample for each active code (the refusal and the outbox beside it), none for a
+// code that is not active; a box working on it (a young outage) does not need a person.
+func TestNeedsPersonAndEveryCode(t *testing.T) {
+	dir := t.TempDir()
+	st := store.NewMemory()
+	box(t, st, 7, true)
+	path := filepath.Join(dir, "m.prom")
+	if err := metrics.Write(path, filepath.Join(dir, metrics.CountersFile), st, metrics.Tick{Exit: 1, EndedAt: t0}); err != nil {
+		t.Fatal(err)
+	}
+	fams := parse(t, path)
+	if v := value(t, fams, "monky_deployd_needs_person", nil); v != 1 {
+		t.Errorf("a refused box: needs_person %v", v)
+	}
+	codes := map[string]bool{}
+	for _, m := range fams["monky_deployd_why"].Metric {
+		for _, l := range m.Label {
+			if l.GetName() == "code" {
+				codes[l.GetValue()] = true
+			}
+		}
+	}
+	if len(codes) != 2 || !codes["DISK_INSUFFICIENT"] || !codes["REPORT_PENDING"] {
+		t.Errorf("why codes %v, want DISK_INSUFFICIENT and REPORT_PENDING", codes)
+	}
+	if v := value(t, fams, "monky_deployd_stale_after_seconds", nil); v != 300 {
+		t.Errorf("stale_after_seconds %v", v)
+	}
+
+	// the same box, its check-in unanswered for ten minutes: working on it, and the alert rules
+	// know tenancy did not answer
+	st = store.NewMemory()
+	box(t, st, 8, false)
+	exit := 75
+	if err := st.Update(func(tx store.Tx) error {
+		q, err := tx.Outbox()
+		if err != nil {
+			return err
+		}
+		for _, r := range q {
+			if err := tx.Ack(r.ID); err != nil {
+				return err
+			}
+		}
+		if err := tx.PutTick(store.TickSummary{Tick: 8, StartedAt: t0.Add(-10 * time.Minute), LastAt: t0, Folded: 10, Exit: &exit}); err != nil {
+			return err
+		}
+		_, err = tx.Append(store.Entry{Tick: 8, At: t0, From: "Idle", To: "Idle", Event: "checkin-failed", Code: "CONNECTION_REFUSED", Detail: "nothing listens"})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := metrics.Write(path, filepath.Join(dir, metrics.CountersFile), st, metrics.Tick{Exit: 75, EndedAt: t0, Limits: explain.Limits{StaleAfter: time.Hour}}); err != nil {
+		t.Fatal(err)
+	}
+	fams = parse(t, path)
+	if v := value(t, fams, "monky_deployd_needs_person", nil); v != 0 {
+		t.Errorf("ten minutes of a refused connection: needs_person %v", v)
+	}
+	if v := value(t, fams, "monky_deployd_checkin_unanswered", nil); v != 1 {
+		t.Errorf("checkin_unanswered %v", v)
+	}
+	if v := value(t, fams, "monky_deployd_why", map[string]string{"code": "CONNECTION_REFUSED"}); v != 1 {
+		t.Errorf("why CONNECTION_REFUSED %v", v)
+	}
+	if v := value(t, fams, "monky_deployd_stale_after_seconds", nil); v != 3600 {
+		t.Errorf("stale_after_seconds %v, want the config's", v)
 	}
 }

@@ -1,0 +1,182 @@
+package explain_test
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tikali/monky-deployd/effects"
+	"github.com/tikali/monky-deployd/internal/explain"
+	"github.com/tikali/monky-deployd/machine"
+	"github.com/tikali/monky-deployd/store"
+)
+
+// TestOneVerdict: each kind of box reads one verdict, with every active code: what needs a
+// person (AGENT.md "One verdict, on every surface") does, and what clears by itself does not.
+func TestOneVerdict(t *testing.T) {
+	at := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	a, b := strings.Repeat("a", 64), strings.Repeat("b", 64)
+	ex := func(n int) *int { return &n }
+	tick := func(n uint64, start time.Time, exit int) store.TickSummary {
+		return store.TickSummary{Tick: n, StartedAt: start, EndedAt: start, Exit: ex(exit)}
+	}
+	note := func(n uint64, when time.Time, st, event, code, detail string) store.Entry {
+		return store.Entry{Tick: n, At: when, From: st, To: st, Event: event, Code: code, Detail: detail}
+	}
+	reported := store.Record{EnvID: "env-a", State: string(machine.Reported), Tick: 3, Action: machine.ActionNone, AppliedSha: a, DesiredSha: a,
+		LastTickAt: at, LastCheckinAt: at, Token: store.TokenMeta{Present: true, Source: "lease", ExpiresAt: at.Add(20 * time.Hour)}}
+	healthy := []store.TickSummary{tick(3, at, 0)}
+	// a run of exit 75 on OpenBao, from start to the newest tick at `at`
+	baoDown := func(start time.Time) explain.Input {
+		rec := reported
+		rec.State, rec.Action, rec.Sha = string(machine.BundleVerified), machine.ActionApply, b
+		rec.DesiredSha = b
+		var ts []store.TickSummary
+		es := map[uint64][]store.Entry{}
+		for i, s := 0, start; !s.After(at); i, s = i+1, s.Add(10*time.Minute) {
+			n := uint64(10 + i)
+			ts = append(ts, tick(n, s, 75))
+			es[n] = []store.Entry{note(n, s, "BundleVerified", machine.NoteLeaseDeferred, machine.CodeBaoUnavailable, "bao lookup-self: OpenBao unreachable (503)")}
+		}
+		return explain.Input{Rec: rec, Recent: ts, Entries: es, Now: at}
+	}
+	cases := []struct {
+		name    string
+		in      explain.Input
+		verdict string
+		codes   []string
+	}{
+		{"converged", explain.Input{Rec: reported, Recent: healthy, Now: at.Add(time.Minute)}, explain.Converged, nil},
+		{"refused", explain.Input{Rec: func() store.Record {
+			r := reported
+			r.State, r.Action, r.Sha = string(machine.Refused), machine.ActionApply, b
+			r.Refusal = &store.Refusal{Sha: b, Code: "ROLLBACK_REFUSED", Detail: "x", At: at}
+			return r
+		}(), Recent: []store.TickSummary{tick(3, at, 1)}, Now: at}, explain.NeedsPerson, []string{"ROLLBACK_REFUSED"}},
+		{"blocked", explain.Input{Rec: func() store.Record {
+			r := reported
+			r.State, r.Block = string(machine.Blocked), &store.Block{Code: machine.CodeUnauthenticated, Detail: "bearer refused", At: at}
+			return r
+		}(), Recent: []store.TickSummary{tick(3, at, 1)}, Now: at}, explain.NeedsPerson, []string{machine.CodeUnauthenticated}},
+		{"failed, backoff", explain.Input{Rec: func() store.Record {
+			r := reported
+			r.State, r.Action, r.Sha, r.Attempts, r.NextRetryAt = string(machine.Failed), machine.ActionApply, b, map[string]int{"Pulled": 1}, at.Add(2*time.Minute)
+			r.Failure = &store.Failure{Sha: b, Code: machine.CodePullFailed, Detail: "pull", State: "Staged", At: at}
+			return r
+		}(), Recent: []store.TickSummary{tick(3, at, 1)}, Now: at}, explain.Working, []string{machine.CodePullFailed}},
+		{"failed, parked", explain.Input{Rec: func() store.Record {
+			r := reported
+			r.State, r.Action, r.Sha, r.Attempts, r.Parked = string(machine.Failed), machine.ActionApply, b, map[string]int{"Pulled": 5}, true
+			r.Failure = &store.Failure{Sha: b, Code: machine.CodePullFailed, Detail: "pull", State: "Staged", At: at}
+			return r
+		}(), Recent: []store.TickSummary{tick(3, at, 1)}, Now: at}, explain.NeedsPerson, []string{machine.CodePullFailed}},
+		{"unhealthy heartbeat", explain.Input{Rec: func() store.Record {
+			r := reported
+			r.State = string(machine.Failed)
+			r.Failure = &store.Failure{Sha: a, Code: machine.CodeUnhealthy, Detail: "api (running/unhealthy)", State: "CheckedIn", At: at}
+			r.LastReport = &store.LastReport{Result: effects.ResultFailed, Sha: a, At: at, Detail: "UNHEALTHY: api"}
+			return r
+		}(), Recent: []store.TickSummary{tick(3, at, 1)}, Now: at}, explain.NeedsPerson, []string{machine.CodeUnhealthy}},
+		{"OpenBao down 20 minutes", baoDown(at.Add(-20 * time.Minute)), explain.Working, []string{machine.CodeBaoUnavailable}},
+		{"OpenBao down 40 minutes", baoDown(at.Add(-40 * time.Minute)), explain.NeedsPerson, []string{machine.CodeBaoUnavailable}},
+		{"stale: the timer stopped", explain.Input{Rec: reported, Recent: healthy, Now: at.Add(6 * time.Minute)}, explain.NeedsPerson, []string{explain.CodeTicksStopped}},
+		{"not stale while a tick holds the lock", explain.Input{Rec: reported, Recent: healthy, Now: at.Add(6 * time.Minute), Limits: explain.Limits{TickRunning: true}}, explain.Converged, nil},
+		{"stale_after_s from the config", explain.Input{Rec: reported, Recent: healthy, Now: at.Add(6 * time.Minute), Limits: explain.Limits{StaleAfter: 10 * time.Minute}}, explain.Converged, nil},
+		{"a dying token beside a refused one, the budget spent", explain.Input{Rec: func() store.Record {
+			r := reported
+			r.Token = store.TokenMeta{Present: true, Source: "bootstrap", ExpiresAt: at.Add(time.Minute), CheckedAt: at}
+			return r
+		}(), Used: 5, Frees: at.Add(30 * time.Minute),
+			Recent: []store.TickSummary{tick(2, at.Add(-time.Minute), 0), tick(3, at, 0)},
+			Entries: map[uint64][]store.Entry{
+				2: {note(2, at.Add(-time.Minute), "CheckedIn", machine.NoteUnauthenticated, machine.CodeBaoDenied, "OpenBao refused the token")},
+				3: {note(3, at, "CheckedIn", machine.NoteUnauthenticated, machine.CodeBaoDenied, "OpenBao refused the token")}},
+			Now: at}, explain.NeedsPerson, []string{machine.CodeBaoDenied, machine.CodeTokenExpiring, machine.CodeLeaseBudget}},
+		{"lease budget refilling", explain.Input{Rec: func() store.Record {
+			r := reported
+			r.State, r.Action, r.Sha = string(machine.BundleVerified), machine.ActionApply, b
+			return r
+		}(), Used: 5, Frees: at.Add(30 * time.Minute), Recent: []store.TickSummary{tick(3, at, 0)}, Now: at}, explain.Working, []string{machine.CodeLeaseBudget}},
+		{"tenancy refused a lease (429)", explain.Input{Rec: func() store.Record {
+			r := reported
+			r.State, r.Action, r.Sha, r.LeaseRetryAfter = string(machine.BundleVerified), machine.ActionApply, b, at.Add(time.Hour)
+			return r
+		}(), Recent: []store.TickSummary{tick(3, at, 75)}, Entries: map[uint64][]store.Entry{
+			3: {note(3, at, "BundleVerified", machine.NoteLeaseDeferred, machine.CodeLeaseRateLimit, "lease (HTTP 429): 0 leases per environment per hour")}},
+			Now: at}, explain.Working, []string{machine.CodeLeaseRateLimit}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			v := explain.Decide(c.in)
+			if v.Verdict != c.verdict || !slices.Equal(v.Codes, c.codes) {
+				t.Fatalf("verdict %s codes %v, want %s %v\nnext: %s", v.Verdict, v.Codes, c.verdict, c.codes, v.Next)
+			}
+			if v.NeedsPerson() != (c.verdict == explain.NeedsPerson) || v.Converged != (c.verdict == explain.Converged) {
+				t.Errorf("NeedsPerson %v Converged %v for %s", v.NeedsPerson(), v.Converged, c.verdict)
+			}
+			if v.Why != nil && (v.Why.Verdict != c.verdict || v.Why.Since.IsZero()) {
+				t.Errorf("why verdict %q since %v", v.Why.Verdict, v.Why.Since)
+			}
+			if len(v.Also) != max(0, len(c.codes)-1) {
+				t.Errorf("%d other why blocks for codes %v", len(v.Also), c.codes)
+			}
+		})
+	}
+}
+
+// TestStaleBoxNamesTheTimer: a box whose timer stopped reads needs a person, its why names the
+// timer's command and the last tick's time, and its next says it is not converged.
+func TestStaleBoxNamesTheTimer(t *testing.T) {
+	at := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	exit := 0
+	in := explain.Input{Rec: store.Record{EnvID: "env-a", State: string(machine.Reported), Tick: 3, Action: machine.ActionNone,
+		AppliedSha: strings.Repeat("a", 64), LastTickAt: at, LastCheckinAt: at},
+		Recent: []store.TickSummary{{Tick: 3, StartedAt: at, EndedAt: at, Exit: &exit}}, Now: at.Add(20 * time.Minute)}
+	v := explain.Decide(in)
+	if v.Why == nil || v.Why.Code != explain.CodeTicksStopped {
+		t.Fatalf("why %+v", v.Why)
+	}
+	for _, want := range []string{"systemctl list-timers monky-deployd.timer"} {
+		if !strings.Contains(v.Why.Fix, want) {
+			t.Errorf("fix %q lacks %q", v.Why.Fix, want)
+		}
+	}
+	if !strings.Contains(v.Why.Evidence, machine.Stamp(at)) || !strings.HasPrefix(v.Next, "not converged: TICKS_STOPPED") {
+		t.Errorf("evidence %q next %q", v.Why.Evidence, v.Next)
+	}
+	if !v.Why.Since.Equal(at) {
+		t.Errorf("since %v, want the last tick %v", v.Why.Since, at)
+	}
+}
+
+// TestWhyOfIsTheReportsWhy: the report's why is the verdict's first why block, in PROTOCOL.md
+// §1's shape: strings, since in RFC 3339, the verdict, every code.
+func TestWhyOfIsTheReportsWhy(t *testing.T) {
+	at := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	b := strings.Repeat("b", 64)
+	st := store.NewMemory()
+	exit := 1
+	if err := st.Update(func(tx store.Tx) error {
+		if err := tx.PutTick(store.TickSummary{Tick: 3, StartedAt: at, EndedAt: at, Exit: &exit}); err != nil {
+			return err
+		}
+		return tx.PutRecord(store.Record{EnvID: "env-a", State: string(machine.Refused), Tick: 3, Action: machine.ActionApply, Sha: b, DesiredSha: b, LastTickAt: at,
+			Refusal: &store.Refusal{Sha: b, Code: "PRIVILEGED_REFUSED", Detail: "PRIVILEGED_REFUSED: service api: privileged: true", At: at}})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var r *explain.ReportWhy
+	var v explain.Verdict
+	if err := st.View(func(tx store.Tx) error {
+		var err error
+		r, v, err = explain.WhyOf(tx, at.Add(time.Minute), explain.Limits{TickRunning: true})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if r == nil || r.Code != "PRIVILEGED_REFUSED" || r.Verdict != explain.NeedsPerson || r.Since != "2026-12-01T12:00:00Z" ||
+		r.Fault == "" || r.Next == "" || r.Fix == "" || r.Evidence != "service api: privileged: true" || !slices.Equal(r.Codes, v.Codes) {
+		t.Errorf("report why %+v (verdict %+v)", r, v)
+	}
+}
