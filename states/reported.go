@@ -11,6 +11,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/tikali/monky-deployd/effects"
+	"github.com/tikali/monky-deployd/internal/explain"
 	"github.com/tikali/monky-deployd/internal/redact"
 	"github.com/tikali/monky-deployd/machine"
 	"github.com/tikali/monky-deployd/store"
@@ -113,7 +114,9 @@ func (tk *tick) reportWhy(q store.QueuedReport, rep effects.Report) *effects.Rep
 	var w *effects.ReportWhy
 	if err := tk.Store.View(func(tx store.Tx) error {
 		var err error
-		w, err = boxWhy(tx, tk.Now())
+		lim := explain.LimitsOf(tk.Cfg)
+		lim.TickRunning = true // this tick holds the lock
+		w, err = boxWhy(tx, tk.Now(), lim)
 		return err
 	}); err != nil {
 		tk.Log.Warn().Msg("the report's why: " + redact.String(err.Error()))

@@ -8,46 +8,18 @@ import (
 	"github.com/tikali/monky-deployd/effects"
 	"github.com/tikali/monky-deployd/internal/explain"
 	"github.com/tikali/monky-deployd/internal/redact"
-	"github.com/tikali/monky-deployd/machine"
 	"github.com/tikali/monky-deployd/store"
 )
 
 // boxWhy is the box's verdict and its why as explain words them, read from the state file as of
-// now: the one source of a failed report's why (PROTOCOL.md §1).
-func boxWhy(tx store.Tx, now time.Time) (*effects.ReportWhy, error) {
-	in, err := explain.Read(tx, now)
-	if err != nil {
+// now: the one source of a failed report's why (PROTOCOL.md §1), explain's one verdict.
+func boxWhy(tx store.Tx, now time.Time, lim explain.Limits) (*effects.ReportWhy, error) {
+	w, _, err := explain.WhyOf(tx, now, lim)
+	if err != nil || w == nil {
 		return nil, err
 	}
-	w := explain.Decide(in).Why
-	if w == nil {
-		return nil, nil
-	}
-	since := ""
-	if !w.At.IsZero() {
-		since = w.At.UTC().Format(time.RFC3339)
-	}
-	return &effects.ReportWhy{Code: w.Code, Verdict: verdictOf(in.Rec), Since: since,
+	return &effects.ReportWhy{Code: w.Code, Verdict: w.Verdict, Since: w.Since,
 		Fault: w.Fault, Evidence: w.Evidence, Next: w.Next, Fix: w.Fix}, nil
-}
-
-// verdictOf is needs_person for what will not clear without one (AGENT.md, 2026-12-01 "One
-// verdict"): a refusal, a block, a parked failure, a heartbeat that found a service unwell;
-// working for what clears by itself (a failure before its retry, a temporary fault).
-func verdictOf(rec store.Record) string {
-	switch machine.State(rec.State) {
-	case machine.Failed:
-		if rec.Action == effects.ActionApply && !rec.Parked {
-			return effects.VerdictWorking
-		}
-		return effects.VerdictNeedsPerson
-	case machine.Refused, machine.Blocked:
-		return effects.VerdictNeedsPerson
-	}
-	if rec.Action == effects.ActionNone && rec.LastReport != nil && rec.LastReport.Result == effects.ResultFailed {
-		return effects.VerdictNeedsPerson
-	}
-	return effects.VerdictWorking
 }
 
 // withWhy is the failed report rep with the box's why, redacted and cut so the whole report

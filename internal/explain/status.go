@@ -44,19 +44,19 @@ type Status struct {
 	LeaseBudget   Budget            `json:"lease_budget"`
 	// LeaseRetryAfter is tenancy's Retry-After after it refused a lease (429): no lease is
 	// asked before it. Null when none holds.
-	LeaseRetryAfter *time.Time `json:"lease_retry_after"`
-	Attempts      int               `json:"attempts"`
-	AttemptsBy    map[string]int    `json:"attempts_by_state,omitempty"`
-	NextRetryAt   *time.Time        `json:"next_retry_at"`
-	Parked        bool              `json:"parked"`
-	Refusal       *store.Refusal    `json:"refusal,omitempty"`
-	Failure       *store.Failure    `json:"failure,omitempty"`
-	Block         *store.Block      `json:"block,omitempty"`
-	Outbox        int               `json:"outbox"`
-	Containers    []store.Container `json:"containers"`
-	LastTickAt    *time.Time        `json:"last_tick_at"`
-	LastExit      int               `json:"last_exit"`
-	TickRunning   bool              `json:"tick_running"`
+	LeaseRetryAfter *time.Time        `json:"lease_retry_after"`
+	Attempts        int               `json:"attempts"`
+	AttemptsBy      map[string]int    `json:"attempts_by_state,omitempty"`
+	NextRetryAt     *time.Time        `json:"next_retry_at"`
+	Parked          bool              `json:"parked"`
+	Refusal         *store.Refusal    `json:"refusal,omitempty"`
+	Failure         *store.Failure    `json:"failure,omitempty"`
+	Block           *store.Block      `json:"block,omitempty"`
+	Outbox          int               `json:"outbox"`
+	Containers      []store.Container `json:"containers"`
+	LastTickAt      *time.Time        `json:"last_tick_at"`
+	LastExit        int               `json:"last_exit"`
+	TickRunning     bool              `json:"tick_running"`
 	// Verdict is converged, working or needs_person: status exits 1 on needs_person.
 	Verdict string `json:"verdict"`
 	// Codes are every active code, Why's first.
