@@ -149,7 +149,9 @@ func (tk *tick) logEnd(res Result, took time.Duration) {
 	}
 	if msg == "" {
 		msg = fmt.Sprintf("exit %d", res.Exit)
-		if res.Err != nil && !tk.saidAlready(level, redact.String(res.Err.Error())) {
+		// one line per fact: words a warning or an error of this tick said are not said again,
+		// even when the verdict raises the closing line above them (its codes name them)
+		if res.Err != nil && !tk.saidAlready(min(level, zerolog.WarnLevel), redact.String(res.Err.Error())) {
 			msg += ": " + res.Err.Error()
 		}
 	}
