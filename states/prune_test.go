@@ -70,6 +70,14 @@ func TestApplyPrunesOldReleasesWithoutThePruneFlag(t *testing.T) {
 		t.Fatalf("current → %s", cur)
 	}
 
+	// the pruned release's resolved model (it holds the secrets' values) went with it
+	if _, err := os.Stat(filepath.Join(h.cfg.DeployDir, "resolved", shas["r1"]+".yaml")); !os.IsNotExist(err) {
+		t.Errorf("r1's resolved model outlives its release: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(h.cfg.DeployDir, "resolved", shas["r4"]+".yaml")); err != nil {
+		t.Errorf("r4's resolved model: %v", err)
+	}
+
 	// keep_releases 1 keeps only the current release
 	h.cfg.KeepReleases = 1
 	shas["r5"] = h.apply("r5")

@@ -2,7 +2,9 @@ package states
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -11,6 +13,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/tikali/monky-deployd/effects/docker"
 	"github.com/tikali/monky-deployd/internal/bundle"
 	"github.com/tikali/monky-deployd/internal/redact"
 	"github.com/tikali/monky-deployd/machine"
@@ -102,6 +105,21 @@ func (tk *tick) prune(ctx context.Context) {
 			continue
 		}
 		removed = append(removed, machine.ShortSha(r.name))
+	}
+	// a resolved model holds the secrets' values: it goes with its release (and one whose
+	// release is gone, left by a kill between the two removals, goes now)
+	models := filepath.Join(tk.Cfg.DeployDir, docker.ResolvedDirName)
+	ms, _ := tk.fs().ReadDir(models)
+	for _, m := range ms {
+		sha, ok := strings.CutSuffix(m.Name(), ".yaml")
+		if !ok || !bundle.ValidSha(sha) {
+			continue
+		}
+		if _, err := tk.fs().Lstat(filepath.Join(releases, sha)); errors.Is(err, fs.ErrNotExist) {
+			if err := tk.fs().Remove(filepath.Join(models, m.Name())); err != nil {
+				failed = append(failed, "model "+machine.ShortSha(sha)+": "+redact.String(err.Error()))
+			}
+		}
 	}
 	var words []string
 	if len(removed) > 0 {
