@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"go.yaml.in/yaml/v3"
+
 	"github.com/tikali/monky-deployd/internal/testkit"
 )
 
@@ -198,4 +200,57 @@ func TestMayAlias(t *testing.T) {
 			t.Errorf("mayAlias(%q) = %v, want %v", raw, got, want)
 		}
 	}
+}
+
+// decodedNodes counts a decoded YAML value as the loader holds it: each scalar, list and
+// mapping one node, each mapping entry its key and value.
+func decodedNodes(v any) int {
+	switch x := v.(type) {
+	case []any:
+		n := 1
+		for _, e := range x {
+			n += decodedNodes(e)
+		}
+		return n
+	case map[string]any:
+		n := 1
+		for _, e := range x {
+			n += 1 + decodedNodes(e)
+		}
+		return n
+	case map[any]any:
+		n := 1
+		for k, e := range x {
+			n += decodedNodes(k) + decodedNodes(e)
+		}
+		return n
+	}
+	return 1
+}
+
+// What composeBound lets through is no larger, decoded with aliases and merge keys expanded,
+// than its text's nodes plus MaxAliasNodes: the count is never below the expansion.
+func FuzzComposeBound(f *testing.F) {
+	f.Add([]byte(aliasFile(20, 30)))
+	f.Add([]byte(aliasFile(999, 99)))
+	f.Add([]byte(mergeServices(50)))
+	f.Add([]byte("x-a: &a {k: &b [1, 2]}\nx-b: [*a, *b, {<<: *a, j: *b}]\n"))
+	f.Add([]byte("a: &a [*a]\n"))
+	f.Add([]byte("x-a: &a [x,x,x]\nx-b: &b [*a,*a,*a]\nx-c: &c [*b,*b,*b]\nx-d: [*c,*c,*c]\n"))
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		if len(raw) > 4<<10 || composeBound(raw) != "" {
+			return
+		}
+		var doc yaml.Node
+		if yaml.Unmarshal(raw, &doc) != nil {
+			return
+		}
+		var v any
+		if err := yaml.Unmarshal(raw, &v); err != nil {
+			return
+		}
+		if got, most := decodedNodes(v), countNodes(&doc)+MaxAliasNodes; got > most {
+			t.Fatalf("decoded %d nodes, over %d", got, most)
+		}
+	})
 }
