@@ -79,8 +79,9 @@ func (f Finding) String() string {
 // CheckModel runs the privileged policy on a loaded compose project — the model compose will
 // run, loaded with ResolvePaths so that every bind source, env_file and secret file is
 // absolute, with p.ComposeFiles naming the files compose is given — whose release directory
-// is releaseDir. It returns what PRIVILEGED_REFUSED
-// refuses, sorted by who holds it; nil when allowPrivileged is set or nothing is refused.
+// is releaseDir. It returns what PRIVILEGED_REFUSED refuses, in a fixed order (top-level
+// keys, services by name, writable binds, jobs, networks, volumes, secrets, configs); nil
+// when allowPrivileged is set or nothing is refused.
 //
 // A finding may quote a value of the model (a bind source, a capability, a driver): a caller
 // that loaded the model with the secrets' values masks them before the words go anywhere.
