@@ -1,13 +1,17 @@
 package packaging
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/tikali/monky-deployd/internal/config"
 	"github.com/tikali/monky-deployd/internal/testkit"
 )
 
@@ -48,30 +52,42 @@ func TestAnsibleRole(t *testing.T) {
 	if err := yaml.Unmarshal(b, &tasks); err != nil {
 		t.Fatal(err)
 	}
+	// a task holding a secret hides its output; one holding none never does, so a failure says why
 	secretTasks := 0
 	for _, task := range tasks {
 		body, _ := yaml.Marshal(task)
-		if strings.Contains(string(body), "monky_deployd_download_token") || strings.Contains(string(body), "monky_deployd_bootstrap_grant }}") {
+		token := strings.Contains(string(body), "monky_deployd_download_token")
+		grant := strings.Contains(string(body), "monky_deployd_bootstrap_grant }}")
+		switch {
+		case grant:
 			secretTasks++
 			if task["no_log"] != true {
-				t.Errorf("task %q uses a secret without no_log: true", task["name"])
+				t.Errorf("task %q stages the grant without no_log: true", task["name"])
 			}
+		case token:
+			secretTasks++
+			if task["no_log"] != "{{ monky_deployd_download_token | length > 0 }}" {
+				t.Errorf("task %q: no_log %v, want it exactly when the token is set", task["name"], task["no_log"])
+			}
+		case task["no_log"] != nil:
+			t.Errorf("task %q holds no secret and hides its output (no_log %v)", task["name"], task["no_log"])
 		}
 	}
-	if secretTasks < 3 {
-		t.Errorf("expected the two downloads and the grant staging to be secret tasks, found %d", secretTasks)
+	if secretTasks != 2 {
+		t.Errorf("expected the download and the grant staging to be the secret tasks, found %d", secretTasks)
 	}
 
 	tmpl, _ := os.ReadFile(filepath.Join(role, "templates", "config.yaml.j2"))
-	if !strings.Contains(string(tmpl), "port: {{ monky_deployd_tenancy_port }}") || strings.Contains(string(tmpl), "8081") {
+	if !strings.Contains(string(tmpl), "'port': monky_deployd_tenancy_port | int") || strings.Contains(string(tmpl), "8081") {
 		t.Errorf("config.yaml.j2 must take the port from monky_deployd_tenancy_port:\n%s", tmpl)
 	}
 }
 
-// The role is a role ansible-galaxy and ansible-lint accept: meta/main.yml, the collections it
-// uses in requirements.yml; its transport is the package's default unless set, and the config's
-// transport, metrics_path and log_level come from role variables.
-func TestAnsibleRoleMetaAndVariables(t *testing.T) {
+// The role is one ansible-galaxy and ansible-lint accept, for the ansible-core Debian 12 ships
+// (2.14), with ansible.builtin modules only (no collection to install); its transport is the
+// package's default unless set; the config is checked by the agent before it is written, and the
+// timer is enabled only after the docker group is checked.
+func TestAnsibleRoleMetaAndModules(t *testing.T) {
 	t.Parallel()
 	role := filepath.Join(testkit.Root(), "packaging", "ansible", "roles", "monky_deployd")
 	var meta struct {
@@ -82,48 +98,122 @@ func TestAnsibleRoleMetaAndVariables(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := yaml.Unmarshal(b, &meta); err != nil || meta.GalaxyInfo["role_name"] != "monky_deployd" || meta.GalaxyInfo["min_ansible_version"] == nil {
-		t.Errorf("meta/main.yml: %v %v", err, meta.GalaxyInfo)
+	if err := yaml.Unmarshal(b, &meta); err != nil || meta.GalaxyInfo["role_name"] != "monky_deployd" || meta.GalaxyInfo["min_ansible_version"] != "2.14" {
+		t.Errorf("meta/main.yml: %v %v, want min_ansible_version 2.14 (Debian 12's ansible-core)", err, meta.GalaxyInfo)
 	}
-	var req struct {
-		Collections []struct {
-			Name string `yaml:"name"`
-		} `yaml:"collections"`
+	if _, err := os.Stat(filepath.Join(role, "requirements.yml")); err == nil {
+		t.Errorf("requirements.yml: the role needs no collection")
 	}
-	b, err = os.ReadFile(filepath.Join(role, "requirements.yml"))
-	if err != nil {
+	var tasks []map[string]any
+	raw, _ := os.ReadFile(filepath.Join(role, "tasks", "main.yml"))
+	if err := yaml.Unmarshal(raw, &tasks); err != nil {
 		t.Fatal(err)
 	}
-	if err := yaml.Unmarshal(b, &req); err != nil {
-		t.Fatal(err)
-	}
-	tasks, _ := os.ReadFile(filepath.Join(role, "tasks", "main.yml"))
-	for _, c := range []string{"ansible.posix"} {
-		found := false
-		for _, r := range req.Collections {
-			found = found || r.Name == c
+	taskKeys := map[string]bool{"name": true, "when": true, "register": true, "loop": true, "notify": true, "no_log": true,
+		"changed_when": true, "check_mode": true}
+	var order []string
+	for _, task := range tasks {
+		for k, v := range task {
+			if taskKeys[k] {
+				continue
+			}
+			if !strings.HasPrefix(k, "ansible.builtin.") {
+				t.Errorf("task %q uses %s: only ansible.builtin modules", task["name"], k)
+			}
+			if k == "ansible.builtin.template" {
+				if args, _ := v.(map[string]any); args["validate"] != "monky-deployd check config %s" {
+					t.Errorf("the config template is not validated with `monky-deployd check config %%s`: %v", args["validate"])
+				}
+			}
 		}
-		if strings.Contains(string(tasks), c+".") && !found {
-			t.Errorf("tasks use %s, requirements.yml does not list it", c)
-		}
+		order = append(order, task["name"].(string))
 	}
+	dockerCheck := slices.Index(order, "Check for the docker group before enabling the timer")
+	if timer := slices.Index(order, "Enable the timer"); dockerCheck < 0 || timer < dockerCheck {
+		t.Errorf("the timer is enabled before the docker group is checked: %v", order)
+	}
+	if write := slices.IndexFunc(order, func(n string) bool { return strings.HasPrefix(n, "Write config.yaml") }); write < 0 ||
+		write > slices.Index(order, "Stage the bootstrap grant") {
+		t.Errorf("config.yaml is not written (and checked) before the grant is staged: %v", order)
+	}
+	if !strings.Contains(string(raw), "monky-deployd version --json") || !strings.Contains(string(raw), "default_transport") {
+		t.Errorf("the role must take the package's default transport from `monky-deployd version --json`")
+	}
+}
+
+// TestAnsibleRoleRendersEveryDocumentedKey: every key of the config has its role variable,
+// defaulting to config.example.yaml's value (metrics_path on), and the template renders it;
+// monky_deployd_config_extra is merged over them.
+func TestAnsibleRoleRendersEveryDocumentedKey(t *testing.T) {
+	t.Parallel()
+	role := filepath.Join(testkit.Root(), "packaging", "ansible", "roles", "monky_deployd")
 	var defaults map[string]any
-	b, _ = os.ReadFile(filepath.Join(role, "defaults", "main.yml"))
+	b, _ := os.ReadFile(filepath.Join(role, "defaults", "main.yml"))
 	if err := yaml.Unmarshal(b, &defaults); err != nil {
 		t.Fatal(err)
 	}
-	for k, want := range map[string]any{"monky_deployd_transport": "", "monky_deployd_metrics_path": "", "monky_deployd_log_level": "INFO"} {
-		if v, ok := defaults[k]; !ok || v != want {
-			t.Errorf("defaults %s = %v, want %q", k, v, want)
-		}
-	}
-	if !strings.Contains(string(tasks), "monky-deployd version --json") || !strings.Contains(string(tasks), "default_transport") {
-		t.Errorf("the role must take the package's default transport from `monky-deployd version --json`")
+	var example map[string]any
+	b, _ = os.ReadFile(filepath.Join(testkit.Root(), "config.example.yaml"))
+	if err := yaml.Unmarshal(b, &example); err != nil {
+		t.Fatal(err)
 	}
 	tmpl, _ := os.ReadFile(filepath.Join(role, "templates", "config.yaml.j2"))
-	for _, w := range []string{"transport: {{ monky_deployd_transport_chosen }}", "log_level: {{ monky_deployd_log_level", "metrics_path: {{ monky_deployd_metrics_path }}"} {
-		if !strings.Contains(string(tmpl), w) {
-			t.Errorf("config.yaml.j2 lacks %q", w)
+	for _, key := range configKeys(reflect.TypeOf(config.Config{}), "") {
+		v := "monky_deployd_" + strings.ReplaceAll(key, ".", "_")
+		if key == "transport" {
+			v = "monky_deployd_transport_chosen" // the package's default when monky_deployd_transport is empty
+		}
+		if !strings.Contains(string(tmpl), "'"+key[strings.LastIndex(key, ".")+1:]+"': "+v) {
+			t.Errorf("config.yaml.j2 does not render %s from %s", key, v)
+		}
+		def, ok := defaults["monky_deployd_"+strings.ReplaceAll(key, ".", "_")]
+		if !ok {
+			t.Errorf("defaults/main.yml has no monky_deployd_%s", strings.ReplaceAll(key, ".", "_"))
+			continue
+		}
+		ex, inExample := lookup(example, key)
+		switch s, _ := def.(string); {
+		case strings.Contains(s, "{{"): // derived from other variables, as the agent derives it
+		case key == "env_id": // per host: the example's is an example
+		case !inExample && (def == "" || def == nil): // commented out in the example: the agent's default
+		case fmt.Sprint(def) != fmt.Sprint(ex):
+			t.Errorf("monky_deployd_%s defaults to %v, config.example.yaml has %v", strings.ReplaceAll(key, ".", "_"), def, ex)
 		}
 	}
+	if defaults["monky_deployd_metrics_path"] != "/var/lib/prometheus/node-exporter/monky_deployd.prom" {
+		t.Errorf("metrics_path must be on by default: %v", defaults["monky_deployd_metrics_path"])
+	}
+	if e, ok := defaults["monky_deployd_config_extra"].(map[string]any); !ok || len(e) != 0 {
+		t.Errorf("monky_deployd_config_extra must default to an empty mapping: %v", defaults["monky_deployd_config_extra"])
+	}
+	if !strings.Contains(string(tmpl), "combine(monky_deployd_config_extra, recursive=True)") {
+		t.Errorf("config.yaml.j2 does not merge monky_deployd_config_extra over the keys")
+	}
+}
+
+// configKeys are the config's dotted yaml keys, leaves only.
+func configKeys(t reflect.Type, prefix string) []string {
+	var out []string
+	for i := 0; i < t.NumField(); i++ {
+		tag, _, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ",")
+		if tag == "" || tag == "-" {
+			continue
+		}
+		if t.Field(i).Type.Kind() == reflect.Struct {
+			out = append(out, configKeys(t.Field(i).Type, prefix+tag+".")...)
+			continue
+		}
+		out = append(out, prefix+tag)
+	}
+	return out
+}
+
+func lookup(m map[string]any, dotted string) (any, bool) {
+	head, rest, nested := strings.Cut(dotted, ".")
+	v, ok := m[head]
+	if !ok || !nested {
+		return v, ok
+	}
+	sub, _ := v.(map[string]any)
+	return lookup(sub, rest)
 }
