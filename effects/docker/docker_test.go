@@ -1,6 +1,7 @@
 package docker
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -530,6 +531,61 @@ func TestMeaningfulMasksBeforeTheCut(t *testing.T) {
 			if strings.Contains(got, secret[len(secret)-k:]) {
 				t.Fatalf("shift %d: the secret's last %d bytes in clear: %q…", shift, k, got[:40])
 			}
+		}
+	}
+}
+
+// TestResolvedModelIsAFixedPoint: the model written for compose, loaded again as compose loads
+// it under another environment (variables docker and its plugins add, ones the bundle names),
+// is the same model byte for byte: nothing in it is left to interpolate, every path is
+// absolute, every literal `$` survives.
+func TestResolvedModelIsAFixedPoint(t *testing.T) {
+	rel := stageRelease(t, t.TempDir(), map[string]string{
+		"compose.yaml": `include: [more.yaml]
+x-common: &common
+  image: harbor.tikali.net/monky/api:${TAG:-1}
+services:
+  api:
+    <<: *common
+    env_file: .env
+    command: ["sh", "-c", "echo $$HOME ${NOT_SET:-dflt} $${LITERAL}"]
+    volumes:
+      - ./${COMPOSE_INTERACTIVE_NO_CLI:+../../..}:/host:ro
+      - ${DOCKER_CONFIG:-./data}:/d
+      - data:/var/lib/data
+  worker:
+    extends: {file: base.yaml, service: base}
+volumes:
+  data: {}
+`,
+		"more.yaml": "services:\n  more:\n    image: more:${TAG:-1}\n",
+		"base.yaml": "services:\n  base:\n    image: base:1\n    environment: {A: \"${A:-x}$$y\"}\n",
+	}, "TAG=7\nSECRET=\"s3cr$$et\"\n")
+	ctx := context.Background()
+	raw, _ := os.ReadFile(filepath.Join(rel, "compose.yaml"))
+	p, err := Load(ctx, rel, "compose.yaml", raw, []byte("TAG=7\nSECRET=\"s3cr$$et\"\n"), "monky-env-qa-02")
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := Resolve(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hostile := []byte("COMPOSE_INTERACTIVE_NO_CLI=1\nDOCKER_CONFIG=/root/.docker\nPWD=/\nTAG=evil\nA=evil\nNOT_SET=evil\nHOME=/root\n")
+	again, err := Load(ctx, rel, "resolved.yaml", first, hostile, "monky-env-qa-02")
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := Resolve(again)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(first, second) {
+		t.Errorf("the resolved model loaded again is another model\n--- first\n%s\n--- again\n%s", first, second)
+	}
+	for _, want := range []string{"api:7", "more:7", "base:1", "$$HOME", "dflt", "$${LITERAL}", "A: x$$y", "SECRET: s3cr$$et", "source: " + rel + "\n"} {
+		if !bytes.Contains(first, []byte(want)) {
+			t.Errorf("the model lacks %q:\n%s", want, first)
 		}
 	}
 }
