@@ -10,33 +10,32 @@ LDFLAGS := -s -w -X github.com/tikali/monky-deployd/internal/version.Version=$(V
 STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 BIN := bin
 # the agent is built without urfave/cli's docs generator (and its markdown libraries and their
-# package inits); the man page comes from a build that keeps them: `make man`. `make build` also
-# makes the heartbeat build (-tags heartbeat: the package's /usr/bin/monky-deployd, which the
-# timer runs; it execs monky-deployd beside it, the complete agent, for all but a converged box's
-# tick, status and explain; docs/OPERATIONS.md)
+# package inits); the man page comes from a build that keeps them: `make man`. `make build`'s
+# bin/monky-deployd is the package's /usr/bin/monky-deployd, byte for byte (packaging/deb.mk)
 AGENT_TAGS := urfave_cli_no_docs
 
-.PHONY: all build test vet lint unit demo sdk clean
+.PHONY: all build agent test vet lint unit demo sdk clean
 
 all: build
 
-build:
+build: agent
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/monky-sim ./cmd/monky-sim
+
+# the agent alone, as the package ships it: every suite builds it with this recipe
+# (internal/testkit.BuildAgent runs `make agent BIN=<dir>`)
+agent:
 	@mkdir -p $(BIN)
 	CGO_ENABLED=0 $(GO) build -tags $(AGENT_TAGS) -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/monky-deployd ./cmd/monky-deployd
-	CGO_ENABLED=0 $(GO) build -tags $(AGENT_TAGS),heartbeat -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/monky-deployd-heartbeat ./cmd/monky-deployd
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/monky-sim ./cmd/monky-sim
 
 test: vet lint unit
 
 vet:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt would change:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) vet ./...
-	$(GO) vet -tags heartbeat ./cmd/monky-deployd
 	$(GO) vet -tags design ./test/bench/floor
 
 lint:
 	$(STATICCHECK) ./...
-	$(STATICCHECK) -tags heartbeat ./cmd/monky-deployd
 	$(STATICCHECK) -tags design ./test/bench/floor
 
 unit:

@@ -31,13 +31,12 @@ const (
 	NotePrune           = "prune"            // releases beyond keep_releases removed after an apply
 	NoteTakeover        = "takeover"         // a 0.1.x box's token, applied sha and releases imported
 	NoteClockCorrected  = "clock-corrected"  // times recorded in the future (a clock stepped back) taken as now
-	NoteHandOver        = "hand-over"        // the heartbeat build ended its tick and handed the next to the complete agent
 )
 
 // Notes lists every note event, in the order docs/JOURNAL.md gives them.
 var Notes = []string{NoteCheckin, NoteCheckinFailed, NoteFetchFailed, NoteLeaseDeferred, NoteLoginFailed,
 	NoteBootstrap, NoteBootstrapFailed, NoteRenew, NoteTokenSwap, NoteUnauthenticated, NoteBlocked,
-	NoteReportDropped, NoteRollbackAllowed, NoteTickEnd, NotePrune, NoteTakeover, NoteClockCorrected, NoteHandOver}
+	NoteReportDropped, NoteRollbackAllowed, NoteTickEnd, NotePrune, NoteTakeover, NoteClockCorrected}
 
 // StopNotes are the notes a step writes when it cannot go on now and the tick stops there
 // (exit 75 for a temporary fault, the note says when 1): the step is kept and the next tick

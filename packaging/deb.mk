@@ -6,7 +6,7 @@
 #   make packaging-test   go test ./packaging/ (hermetic) + packaging/test-install.sh (real dpkg)
 #
 # Overrides: VERSION (default: the VERSION file), CONFIG_EXAMPLE (default: config.example.yaml),
-# DEB_BINARY (a prebuilt complete agent to package instead of building cmd/monky-deployd).
+# DEB_BINARY (a prebuilt agent to package instead of `make build`'s bin/monky-deployd).
 
 VERSION ?= $(shell cat VERSION)
 COMMIT ?= $(shell git rev-parse --short=12 HEAD 2>/dev/null)
@@ -20,24 +20,13 @@ NFPM ?= go run github.com/goreleaser/nfpm/v2/cmd/nfpm@v2.45.2
 DEB_MAINTAINER := Tikali Monky team <monky@tikali.net>
 # reproducible dates: the last commit's time (read-only git), else now
 SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || date +%s)
-GO_LDFLAGS := -s -w -X github.com/tikali/monky-deployd/internal/version.Version=$(VERSION) \
-	-X github.com/tikali/monky-deployd/internal/version.Commit=$(COMMIT)
-
 .PHONY: deb deb-binary deb-stage lintian packaging-test
 
-# /usr/bin/monky-deployd is the heartbeat build (docs/PERFORMANCE.md): it runs a converged box's
-# tick, status and explain itself and execs the complete agent, installed as
-# /usr/libexec/monky-deployd/monky-deployd (found relative to itself), for everything else
-deb-binary:
-	@mkdir -p $(DIST)/libexec
-	@if [ -n "$(DEB_BINARY)" ]; then \
-		install -m 0755 "$(DEB_BINARY)" $(DIST)/libexec/monky-deployd; \
-	else \
-		CGO_ENABLED=0 GOOS=linux GOARCH=$(DEB_ARCH) go build -tags urfave_cli_no_docs -trimpath -ldflags "$(GO_LDFLAGS)" \
-			-o $(DIST)/libexec/monky-deployd ./cmd/monky-deployd; \
-	fi
-	CGO_ENABLED=0 GOOS=linux GOARCH=$(DEB_ARCH) go build -tags urfave_cli_no_docs,heartbeat -trimpath \
-		-ldflags "$(GO_LDFLAGS) -X main.completeAgent=../libexec/monky-deployd/monky-deployd" -o $(DIST)/monky-deployd ./cmd/monky-deployd
+# /usr/bin/monky-deployd is `make build`'s bin/monky-deployd, byte for byte: the one agent binary
+# that the timer runs and every suite tests (packaging/test-install.sh compares them)
+deb-binary: $(if $(DEB_BINARY),,agent)
+	@mkdir -p $(DIST)
+	install -m 0755 "$(or $(DEB_BINARY),$(BIN)/monky-deployd)" $(DIST)/monky-deployd
 
 deb-stage: deb-binary
 	@test -f "$(CONFIG_EXAMPLE)" || { echo "deb: $(CONFIG_EXAMPLE) is missing" >&2; exit 1; }

@@ -13,7 +13,7 @@
 # on PATH, so nothing outside <dir> is touched and every call is asserted.
 #
 # Usage (from the repo root): bash packaging/test-install.sh
-#   DEB_BINARY=<file>      package this complete agent instead of building cmd/monky-deployd
+#   DEB_BINARY=<file>      package this agent instead of `make build`'s bin/monky-deployd
 #   CONFIG_EXAMPLE=<file>  default config.example.yaml; a placeholder is used when it is absent
 set -euo pipefail
 
@@ -43,7 +43,7 @@ if [ ! -f "$CONFIG_EXAMPLE" ]; then
 fi
 # nfpm.yaml reads dist/: each version is built there in turn and its .deb copied out
 for v in "$V1" "$V2"; do
-  make --no-print-directory -f packaging/deb.mk deb VERSION="$v" \
+  make --no-print-directory deb VERSION="$v" \
     CONFIG_EXAMPLE="$CONFIG_EXAMPLE" DEB_BINARY="${DEB_BINARY:-}" >"$WORK/build-$v.log" 2>&1 ||
     { cat "$WORK/build-$v.log" >&2; fail "make deb VERSION=$v"; }
   cp "dist/monky-deployd_${v}_amd64.deb" "$WORK/"
@@ -114,7 +114,16 @@ expect_calls "install $V1" \
   "systemctl daemon-reload"
 [ "$(installed_version)" = "$V1 ii " ] || fail "dpkg status after install: $(installed_version)"
 mode_is "$ROOT/usr/bin/monky-deployd" 755
-mode_is "$ROOT/usr/libexec/monky-deployd/monky-deployd" 755
+[ ! -e "$ROOT/usr/libexec/monky-deployd" ] || fail "the package installs a second agent under /usr/libexec"
+# one program: the package's binary is make build's, byte for byte (a build of its own here, so
+# that the two being equal also shows the build is reproducible)
+if [ -z "${DEB_BINARY:-}" ]; then
+  make --no-print-directory build VERSION="$V1" BIN="$WORK/ref" >"$WORK/build-ref.log" 2>&1 ||
+    { cat "$WORK/build-ref.log" >&2; fail "make build VERSION=$V1"; }
+  cmp -s "$ROOT/usr/bin/monky-deployd" "$WORK/ref/monky-deployd" ||
+    fail "/usr/bin/monky-deployd is not make build's bin/monky-deployd (same tags and flags, -trimpath)"
+  ok "install $V1: /usr/bin/monky-deployd is make build's bin/monky-deployd, byte for byte"
+fi
 for u in monky-deployd.service monky-deployd.timer monky-deployd-proxy.service; do mode_is "$ROOT/lib/systemd/system/$u" 644; done
 mode_is "$ROOT/usr/share/doc/monky-deployd/copyright" 644
 mode_is "$ROOT/usr/share/doc/monky-deployd/config.example.yaml" 644
@@ -162,7 +171,6 @@ expect_calls "remove" \
   "systemctl disable --now monky-deployd-proxy.service" \
   "systemctl daemon-reload"
 [ ! -e "$ROOT/usr/bin/monky-deployd" ] || fail "remove left the binary"
-[ ! -e "$ROOT/usr/libexec/monky-deployd/monky-deployd" ] || fail "remove left the complete agent"
 [ ! -e "$ROOT/lib/systemd/system/monky-deployd.timer" ] || fail "remove left the timer unit"
 [ -f "$ROOT/var/lib/monky-deployd/bao.token" ] || fail "remove (not purge) deleted the state"
 ! grep -x -q monky-deployd.timer "$STATE/enabled" || fail "remove left the timer enabled"

@@ -61,12 +61,6 @@ type Agent struct {
 
 	// Operator names who ran `resume` (uid and user), for the journal; found when empty.
 	Operator string
-
-	// HandOver is set in the heartbeat build only (states/handover.go): it runs the rest of the
-	// tick in the complete agent and returns only when that could not start.
-	HandOver func(Handover) error
-	// Handed is, in the complete agent, what the heartbeat build handed it for this tick.
-	Handed *Handover
 }
 
 // tick is one tick's working state, beside the Agent's configuration and seams: built by

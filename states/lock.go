@@ -28,28 +28,15 @@ func flockFile(f *os.File) (lk *tickLock, held bool, err error) {
 	return &tickLock{f}, true, nil
 }
 
-// takeLock takes the tick lock, or keeps the one the heartbeat build passed across its exec:
-// the same file as the lock's path, on which flock succeeds again at once while it is held.
-// A passed file that is not the lock file is closed and the lock taken as usual.
-func (a *Agent) takeLock() (*tickLock, bool, error) {
-	if f := a.heldLock(); f != nil {
-		a.Handed.Lock = nil
-		if isFile(f, a.Cfg.LockPath()) {
-			return flockFile(f)
-		}
-		f.Close()
-		a.Handed = nil
-	}
-	return lockFile(a.Cfg.LockPath())
-}
+// takeLock takes the tick lock without waiting. held is false when another tick has it.
+func (a *Agent) takeLock() (*tickLock, bool, error) { return lockFile(a.Cfg.LockPath()) }
 
-func isFile(f *os.File, path string) bool {
-	fi, err := f.Stat()
-	if err != nil {
-		return false
-	}
-	pi, err := os.Stat(path)
-	return err == nil && os.SameFile(fi, pi)
+// tickLock is the tick lock, held.
+type tickLock struct{ f *os.File }
+
+func (l *tickLock) release() {
+	_ = syscall.Flock(int(l.f.Fd()), syscall.LOCK_UN)
+	l.f.Close()
 }
 
 // TickRunning reports whether a tick holds the lock now (for status and explain). It opens

@@ -86,6 +86,14 @@ func (h *harness) entry(match func(store.Entry) bool) (store.Entry, bool) {
 	return found, ok
 }
 
+// noNote fails the test when the journal holds an entry of event.
+func (h *harness) noNote(event string) {
+	h.t.Helper()
+	if e, ok := h.entry(func(e store.Entry) bool { return e.Event == event }); ok {
+		h.t.Fatalf("unexpected %s entry: %+v", event, e)
+	}
+}
+
 func supportCases(t *testing.T) []supportCase {
 	compose := "services:\n  api:\n    image: x\n"
 	return []supportCase{

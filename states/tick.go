@@ -73,11 +73,6 @@ func (a *Agent) Tick(ctx context.Context) Result {
 	// every line of this tick carries its number (loop mode runs many ticks on one logger)
 	tk.Log = a.Log.With().Uint64(logging.FieldTick, n).Logger()
 	began := tk.Now()
-	if a.HandOver != nil {
-		if why := tk.alone(fresh); why != "" {
-			return tk.finishHandOver(Handover{Why: why}, lk, n, began)
-		}
-	}
 	if fresh {
 		// a box upgraded in place from 0.1.x: its token, applied sha and releases
 		if err := tk.takeover(); err != nil {
@@ -99,9 +94,6 @@ func (a *Agent) Tick(ctx context.Context) Result {
 	phase.Mark("state-read")
 	if err = leftovers; err == nil {
 		err = tk.run(ctx)
-	}
-	if ho := (*handOverError)(nil); errors.As(err, &ho) {
-		return tk.finishHandOver(ho.h, lk, n, began)
 	}
 	if pastDeadline(ctx) && parent.Err() == nil && err != nil && (effects.IsTemporary(err) || local(err)) && !tk.isBlocked() {
 		cause := err
@@ -165,32 +157,22 @@ func (tk *tick) run(ctx context.Context) error {
 			return err
 		}
 	}
-	if tk.HandOver != nil && !tk.tokenAtHand() {
-		return handOver("the token needs a word with OpenBao")
-	}
 	if err := tk.ensureToken(ctx); err != nil {
 		return err
 	}
 	phase.Mark("token")
-	resp, containers, handed := tk.handed()
-	if !handed {
-		containers = tk.ps(ctx)
-		phase.Mark("compose-ps")
-		var err error
-		if resp, err = tk.checkin(ctx, containers); err != nil {
-			return err
-		}
-		phase.Mark("check-in")
+	containers := tk.ps(ctx)
+	phase.Mark("compose-ps")
+	resp, err := tk.checkin(ctx, containers)
+	if err != nil {
+		return err
 	}
-	if tk.HandOver != nil && resp.Action != effects.ActionNone {
-		return &handOverError{Handover{Why: "tenancy asks for " + resp.Action, Checkin: &resp, Containers: containers}}
-	}
+	phase.Mark("check-in")
 	tk.action = resp.Action
 	tk.keepOnlyDesiredBundle(resp)
 	if err := tk.flushOutbox(ctx); err != nil && !effects.IsTemporary(err) {
 		return err
 	}
-	var err error
 	switch resp.Action {
 	case effects.ActionNone:
 		err = tk.heartbeat(ctx, resp, containers)

@@ -183,18 +183,6 @@ func (tk *tick) expiryUnknown(rec store.Record) bool {
 	return rec.Token.ExpiresAt.IsZero() || !rec.Token.Present || tk.tokenRecovered
 }
 
-// tokenAtHand reports whether ensureToken would use the stored token without a word to
-// OpenBao: well-formed, its expiry known and not within renew_below_s.
-func (tk *tick) tokenAtHand() bool {
-	tok, err := readSecretFile(tk.Cfg.TokenPath())
-	if err != nil || tok == "" || checkCredential("token", tk.Cfg.TokenPath(), tok) != nil {
-		return false
-	}
-	rec := tk.eng.Record()
-	below := time.Duration(tk.Cfg.Bao.RenewBelow) * time.Second
-	return !tk.expiryUnknown(rec) && rec.Token.ExpiresAt.Sub(tk.Now()) >= below
-}
-
 // upkeep renews the token when its ttl falls under renew_below_s, learning the expiry with
 // lookup-self when it is not known. A token OpenBao no longer honours is dropped.
 func (tk *tick) upkeep(ctx context.Context) error {

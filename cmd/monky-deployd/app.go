@@ -53,12 +53,8 @@ func fail(code int, format string, args ...any) error {
 
 // run is main without os.Exit: it returns the exit code.
 func run(args []string, stdout, stderr io.Writer) int {
-	if !heartbeatBuild {
-		handedOver = popHandover()
-	}
 	app := newApp(stdout, stderr)
 	app.Metadata = map[string]any{"args": args}
-	handOverOthers(app)
 	if words, ok := completionRequest(args); ok {
 		// answered from the definitions: no command's action is reachable from here
 		for _, w := range completions(app, words) {
@@ -351,11 +347,6 @@ func cmdRun(c *cli.Context, stderr io.Writer) error {
 		return &exitError{code: 1, msg: err.Error(), cause: err}
 	}
 	a.Prune = c.Bool("prune")
-	if heartbeatBuild {
-		handOverTo(a)
-	} else {
-		a.Handed = takeHandover(log, handedOver)
-	}
 	phase.Mark("wire")
 	if c.Bool("once") {
 		started := time.Now()

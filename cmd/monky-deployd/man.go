@@ -112,12 +112,7 @@ older than stuck_after_s, no tick for stale_after_s) or the state file is missin
 .SH FILES
 .TP
 .I /usr/bin/monky\-deployd
-the heartbeat build of monky\-deployd (same command line, journal and exit codes): it runs a
-converged box's tick, status, explain, version and completion itself and execs the complete
-agent, with its lock and check\-in, for every other tick and command.
-.TP
-.I /usr/libexec/monky\-deployd/monky\-deployd
-the complete agent.
+the agent: what the timer runs, what an operator types, and what every suite tests.
 .TP
 .I /etc/monky\-deployd/config.yaml
 the configuration, read strictly.

@@ -476,13 +476,13 @@ st=$(box dpkg-query -W -f '${db:Status-Abbrev}' monky-deployd 2>/dev/null || tru
 say "  dpkg status: '${st:-not known}'"
 case $st in "" | "pn ") ;; *) fail "monky-deployd is still known to dpkg: '$st'" ;; esac
 # removed: the package, the agent's own state, the metrics textfile, /etc/monky-deployd
-for p in /usr/bin/monky-deployd /usr/libexec/monky-deployd/monky-deployd /lib/systemd/system/monky-deployd.service /lib/systemd/system/monky-deployd.timer \
+for p in /usr/bin/monky-deployd /lib/systemd/system/monky-deployd.service /lib/systemd/system/monky-deployd.timer \
 	/var/lib/monky-deployd/bao.token /var/lib/monky-deployd/lease.grant /var/lib/monky-deployd/state.db \
 	/var/lib/monky-deployd/lock /var/lib/monky-deployd/docker /var/lib/monky-deployd/metrics.json \
 	"$METRICS_FILE" /etc/monky-deployd; do
 	[ ! -e "$BOX$p" ] || fail "purge left $p"
 done
-say "  gone: the binaries, the units, token, state file, lock, docker config, metrics.json, $METRICS_FILE, /etc/monky-deployd"
+say "  gone: the binary, the units, token, state file, lock, docker config, metrics.json, $METRICS_FILE, /etc/monky-deployd"
 if box systemctl list-timers --all --no-legend | grep -q monky-deployd; then fail "the timer is still loaded after the purge"; fi
 box systemctl is-enabled monky-deployd.timer >/dev/null 2>&1 && fail "monky-deployd.timer is still enabled"
 # kept, and nothing more: the deploy directory (and only it) in state_dir, the user, the services
