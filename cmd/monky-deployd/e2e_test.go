@@ -27,19 +27,15 @@ const demoEnv = "env-demo-01"
 // wantVersion is what the built agent's `version` prints.
 const wantVersion = "0.0.0-e2e"
 
-// TestMain builds the agent as shipped (monky-deployd) and with failpoints (monky-deployd-fp),
-// and what a box runs beside them: monky-sim and the docker stub.
+// TestMain builds the agent as the package ships it (`make agent`: its failpoints are in it,
+// inert unless MONKY_DEPLOYD_FAILPOINT names one), and what a box runs beside it: monky-sim and
+// the docker stub.
 func TestMain(m *testing.M) {
 	os.Exit(testkit.Run(m, func() error {
 		if err := testkit.BuildBox(); err != nil {
 			return err
 		}
-		ld := "-X github.com/tikali/monky-deployd/internal/version.Version=" + wantVersion
-		// as shipped: without urfave/cli's docs (the man page comes from `make man`)
-		if _, err := testkit.Build("monky-deployd", "./cmd/monky-deployd", "-tags", "urfave_cli_no_docs", "-ldflags", ld); err != nil {
-			return err
-		}
-		_, err := testkit.Build("monky-deployd-fp", "./cmd/monky-deployd", "-tags", "failpoints", "-ldflags", ld)
+		_, err := testkit.BuildAgent(wantVersion)
 		return err
 	}))
 }
@@ -243,7 +239,7 @@ func TestKillBetweenTransitions(t *testing.T) {
 		t.Run(tc.point, func(t *testing.T) {
 			b := startBox(t)
 			b.Sim("desire", "--release", "v1")
-			r := b.Run("monky-deployd-fp", []string{"MONKY_DEPLOYD_FAILPOINT=" + tc.point},
+			r := b.Run("monky-deployd", []string{"MONKY_DEPLOYD_FAILPOINT=" + tc.point},
 				"--config", b.Config(), "run", "--once")
 			if r.Sig != syscall.SIGKILL {
 				t.Fatalf("failpoint %s: exit %d, signal %v; want death by SIGKILL; stderr:\n%s", tc.point, r.Code, r.Sig, r.Stderr)

@@ -1,7 +1,8 @@
-// Package failpoint names the points where a crash test kills the agent. In a release build
-// Hit compiles to nothing; built with `-tags failpoints`, Hit(name) sends SIGKILL to the
-// process itself when MONKY_DEPLOYD_FAILPOINT names that point — so a test can prove that a
-// kill -9 at any step resumes at the last committed state.
+// Package failpoint names the points where a crash test kills the agent. Hit(name) sends
+// SIGKILL to the process itself when MONKY_DEPLOYD_FAILPOINT names that point — so a test can
+// prove that a kill -9 at any step resumes at the last committed state. The points are in the
+// one agent binary the package ships, so the crash suites test what runs on a box; unset (as on
+// every box), the variable is read once and Hit is a map lookup.
 //
 // Where a kill lands is exact: the goroutine that reached the point sends SIGKILL to the
 // whole process; its thread never returns from that kill(2) to run Go code again, and the

@@ -76,6 +76,37 @@ func Build(name, pkg string, flags ...string) (string, error) {
 	return out, nil
 }
 
+// BuildAgent builds the agent as the package ships it — `make agent`, the recipe of `make build`
+// and of the .deb's /usr/bin/monky-deployd — as BinDir/monky-deployd, and returns its path.
+// version, when not empty, is the version it reports (make's VERSION). Built once per process.
+func BuildAgent(version string) (string, error) {
+	builds.mu.Lock()
+	defer builds.mu.Unlock()
+	dir, err := binDirLocked()
+	if err != nil {
+		return "", err
+	}
+	const name = "monky-deployd"
+	args := []string{"--no-print-directory", "agent", "BIN=" + dir}
+	if version != "" {
+		args = append(args, "VERSION="+version)
+	}
+	key := "make " + strings.Join(args[1:], " ")
+	if prev, ok := builds.done[name]; ok {
+		if prev != key {
+			return "", fmt.Errorf("testkit: %s is built already, as %s", name, prev)
+		}
+		return filepath.Join(dir, name), nil
+	}
+	cmd := exec.Command("make", args...)
+	cmd.Dir = Root()
+	if raw, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("%s: %v\n%s", key, err, raw)
+	}
+	builds.done[name] = key
+	return filepath.Join(dir, name), nil
+}
+
 const fakeDockerPkg = "./internal/fakedocker"
 
 // FakeDocker is the path of the recording docker stub (internal/fakedocker), built as

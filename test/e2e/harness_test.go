@@ -28,7 +28,7 @@ const projectPrefix = "monky-e2e-"
 const wantVersion = "0.0.0-e2e"
 
 var (
-	binDir       string // monky-deployd, monky-deployd-fp, testapp
+	binDir       string // monky-deployd (as the package ships it), testapp
 	pluginNew    string // docker-compose plugin, composeNew
 	pluginOld    string // docker-compose plugin, composeOld
 	dockerBin    string // the real docker CLI
@@ -80,19 +80,13 @@ func testMain(m *testing.M) int {
 		}
 		fmt.Fprintf(os.Stderr, "e2e: %s", out)
 	}
-	ld := "-X github.com/tikali/monky-deployd/internal/version.Version=" + wantVersion
-	for _, args := range [][]string{
-		// the agent is built in its own module, as a release is
-		{"../..", "build", "-ldflags", ld, "-o", filepath.Join(binDir, "monky-deployd"), "./cmd/monky-deployd"},
-		// and as the package installs it for the timer: the heartbeat build, which execs the
-		// complete agent beside it for every tick that is not a converged box's heartbeat
-		{"../..", "build", "-tags", "heartbeat", "-ldflags", ld, "-o", filepath.Join(binDir, "monky-deployd-heartbeat"), "./cmd/monky-deployd"},
-		{"../..", "build", "-tags", "failpoints", "-ldflags", ld, "-o", filepath.Join(binDir, "monky-deployd-fp"), "./cmd/monky-deployd"},
-		{"", "build", "-o", filepath.Join(binDir, "testapp"), "./testapp"},
-	} {
-		if _, err := runCmd(args[0], []string{"CGO_ENABLED=0"}, "go", args[1:]...); err != nil {
-			return fail("%v", err)
-		}
+	// the agent as the package ships it: make build's recipe (its failpoints are inert unless
+	// MONKY_DEPLOYD_FAILPOINT names one)
+	if _, err := runCmd("../..", nil, "make", "--no-print-directory", "agent", "BIN="+binDir, "VERSION="+wantVersion); err != nil {
+		return fail("%v", err)
+	}
+	if _, err := runCmd("", []string{"CGO_ENABLED=0"}, "go", "build", "-o", filepath.Join(binDir, "testapp"), "./testapp"); err != nil {
+		return fail("%v", err)
 	}
 	cleanupDocker("") // what an earlier, killed run left
 	code := m.Run()
@@ -432,8 +426,7 @@ func (b *box) usePlugin(plugin string) {
 	}
 }
 
-// runAgent runs bin (monky-deployd, monky-deployd-heartbeat or monky-deployd-fp) with the box's
-// config.
+// runAgent runs bin (monky-deployd) with the box's config.
 func (b *box) runAgent(bin string, env []string, args ...string) (stdout, stderr string, code int, sig syscall.Signal) {
 	b.t.Helper()
 	cmd := exec.Command(filepath.Join(binDir, bin), append([]string{"--config", b.cfg}, args...)...)
@@ -447,12 +440,12 @@ func (b *box) runAgent(bin string, env []string, args ...string) (stdout, stderr
 	return r.Stdout, r.Stderr, r.Code, r.Sig
 }
 
-// tick runs `run --once` (plus extra args) as the timer does, through the heartbeat build, and
-// fails the test unless it exits with want.
+// tick runs `run --once` (plus extra args) as the timer does and fails the test unless it exits
+// with want.
 func (b *box) tick(want int, extra ...string) string {
 	b.t.Helper()
 	start := time.Now()
-	_, e, c, _ := b.runAgent("monky-deployd-heartbeat", nil, append([]string{"run", "--once"}, extra...)...)
+	_, e, c, _ := b.runAgent("monky-deployd", nil, append([]string{"run", "--once"}, extra...)...)
 	b.t.Logf("%s: run --once %v: exit %d in %v", b.env, extra, c, time.Since(start).Round(time.Millisecond))
 	if c != want {
 		b.t.Fatalf("%s: run --once exit %d, want %d; stderr:\n%s", b.env, c, want, e)

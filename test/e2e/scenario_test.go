@@ -284,7 +284,7 @@ func TestAgainstRealPrograms(t *testing.T) {
 			t.Fatalf("bootstrap: exit %d:\n%s", c, e)
 		}
 		sha := w.desire(envB, "v1", rel{tag: "1"})
-		_, e, c, sig := b.runAgent("monky-deployd-fp", []string{"MONKY_DEPLOYD_FAILPOINT=before:Up"}, "run", "--once")
+		_, e, c, sig := b.runAgent("monky-deployd", []string{"MONKY_DEPLOYD_FAILPOINT=before:Up"}, "run", "--once")
 		if sig != syscall.SIGKILL {
 			t.Fatalf("failpoint before:Up: exit %d signal %v, want SIGKILL:\n%s", c, sig, e)
 		}

@@ -23,18 +23,15 @@ var (
 	canaries    map[string]string
 )
 
-// TestMain builds the agent with failpoints compiled in (as monky-deployd, and its heartbeat
-// build as monky-deployd-heartbeat) and what a box runs beside it, and writes the releases the boxes serve.
+// TestMain builds the agent as the package ships it (`make agent`; its failpoints are inert
+// unless MONKY_DEPLOYD_FAILPOINT names one) and what a box runs beside it, and writes the
+// releases the boxes serve.
 func TestMain(m *testing.M) {
 	os.Exit(testkit.Run(m, func() error {
 		if err := testkit.BuildBox(); err != nil {
 			return err
 		}
-		if _, err := testkit.Build("monky-deployd", "./cmd/monky-deployd", "-tags", "failpoints"); err != nil {
-			return err
-		}
-		// the timer's build beside it: its handovers exec the monky-deployd above
-		if _, err := testkit.Build("monky-deployd-heartbeat", "./cmd/monky-deployd", "-tags", "failpoints,heartbeat"); err != nil {
+		if _, err := testkit.BuildAgent(""); err != nil {
 			return err
 		}
 		releasesDir = filepath.Join(testkit.BinDir(), "releases")
@@ -95,7 +92,7 @@ func startBoxWith(t testing.TB, rels string) *box {
 	return &box{testkit.StartBox(t, testkit.BoxOptions{Env: envID, Releases: rels})}
 }
 
-// agent runs the agent (failpoints compiled in, none set unless env names some).
+// agent runs the agent (no failpoint set unless env names some).
 func (b *box) agent(env []string, args ...string) testkit.Result {
 	b.T.Helper()
 	return b.Run("monky-deployd", env, append([]string{"--config", b.Config()}, args...)...)

@@ -137,9 +137,9 @@ func soakReleases(t *testing.T, n int) string {
 }
 
 // killedTick runs a tick of bin and SIGKILLs it after delay (no kill when delay < 0).
-func (b *box) killedTick(bin string, delay time.Duration) testkit.Result {
+func (b *box) killedTick(delay time.Duration) testkit.Result {
 	b.T.Helper()
-	return b.RunKilled(delay, bin, nil, "--config", b.Config(), "run", "--once")
+	return b.RunKilled(delay, "monky-deployd", nil, "--config", b.Config(), "run", "--once")
 }
 
 // soakStats are the soak's figures.
@@ -357,12 +357,7 @@ func TestSoak(t *testing.T) {
 			kill = -1
 		}
 		clean := fault == "" && compose == "" && kill < 0 && corrupted != i
-		// every other tick is the timer's: the heartbeat build, handing all but a heartbeat over
-		bin := "monky-deployd"
-		if i%2 == 1 {
-			bin = "monky-deployd-heartbeat"
-		}
-		res := b.killedTick(bin, kill)
+		res := b.killedTick(kill)
 		st.ticks++
 		if res.Sig == syscall.SIGKILL {
 			st.kills++

@@ -1,5 +1,3 @@
-//go:build failpoints
-
 package failpoint
 
 import (
@@ -8,9 +6,6 @@ import (
 	"sync"
 	"syscall"
 )
-
-// Enabled reports whether failpoints are compiled in.
-const Enabled = true
 
 var (
 	once   sync.Once
