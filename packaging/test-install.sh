@@ -118,8 +118,8 @@ mode_is "$ROOT/usr/bin/monky-deployd" 755
 # one program: the package's binary is make build's, byte for byte (a build of its own here, so
 # that the two being equal also shows the build is reproducible)
 if [ -z "${DEB_BINARY:-}" ]; then
-  make --no-print-directory build VERSION="$V1" BIN="$WORK/ref" >"$WORK/build-ref.log" 2>&1 ||
-    { cat "$WORK/build-ref.log" >&2; fail "make build VERSION=$V1"; }
+  make --no-print-directory agent GO="$GO" VERSION="$V1" BIN="$WORK/ref" >"$WORK/build-ref.log" 2>&1 ||
+    { cat "$WORK/build-ref.log" >&2; fail "make agent VERSION=$V1"; }
   cmp -s "$ROOT/usr/bin/monky-deployd" "$WORK/ref/monky-deployd" ||
     fail "/usr/bin/monky-deployd is not make build's bin/monky-deployd (same tags and flags, -trimpath)"
   ok "install $V1: /usr/bin/monky-deployd is make build's bin/monky-deployd, byte for byte"
