@@ -124,8 +124,9 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 				Action: func(c *cli.Context) error { return cmdRun(c, stderr) },
 			},
 			{
-				Name:  "status",
-				Usage: "where the box stands (read-only)",
+				Name:      "status",
+				Usage:     "where the box stands (read-only)",
+				ArgsUsage: "[FILE|DIR ...]",
 				Description: "Exit status: 0 when the box is converged or working on it (in flight, retrying, waiting on\n" +
 					"   the lease budget, a temporary fault younger than stuck_after_s); 1 when it needs a person\n" +
 					"   (Refused, Blocked, a parked Failed, an unhealthy service, a fault every tick repeats, a\n" +
@@ -133,11 +134,12 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 					"   missing or unreadable.\n\n" +
 					"Examples:\n   monky-deployd status\n   monky-deployd status --json | jq .lease_budget\n" +
 					"   monky-deployd status --quiet || echo 'this box needs a person'\n" +
-					"   monky-deployd status --state-file ./state.db   # a copy a box sent to support; no config needed",
+					"   monky-deployd status --state-file ./state.db   # a copy a box sent to support; no config needed\n" +
+					"   monky-deployd status --state-file ./copies/    # many copies: one line per box, who needs a person first",
 				Flags: []cli.Flag{
 					&cli.BoolFlag{Name: "json", Usage: "one JSON document on stdout"},
 					&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "print nothing; only the exit status says whether the box needs a person"},
-					&cli.StringFlag{Name: "state-file", Usage: "read this copy of a state file instead of the config's (as of its newest tick; writes nothing)"},
+					&cli.StringFlag{Name: "state-file", Usage: "read this copy of a state file instead of the config's (as of its newest tick; writes nothing); several files or a directory of copies: one line per box, the ones that need a person first"},
 				},
 				Action: func(c *cli.Context) error {
 					if c.Bool("quiet") {
@@ -443,7 +445,14 @@ func spread(d time.Duration, rnd *rand.Rand) time.Duration {
 
 func cmdStatus(c *cli.Context, stdout io.Writer) error {
 	if path := c.String("state-file"); path != "" {
+		if more := c.Args().Slice(); triageWanted(path, more) {
+			paths, asJSON := triageArgs(path, more, c.Bool("json"))
+			return statusCopies(paths, asJSON, stdout) // triage.go
+		}
 		return statusCopy(c, path, stdout)
+	}
+	if c.NArg() > 0 {
+		return usageErr(c, "unexpected argument %q", c.Args().First())
 	}
 	cfg, err := loadConfig(c)
 	if err != nil {
