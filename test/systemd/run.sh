@@ -17,6 +17,9 @@
 #   4. AGENT_ENV_MISMATCH: exit 78, and the next ticks exit 78 without checking in (no storm)
 #   5. the metrics textfile is written at the documented path under the shipped sandbox, parses
 #      with Prometheus' parser and tells the story of steps 1-4
+#  5j. journald: 100 ticks of a remembered refusal written natively (MONKY_DEPLOYD_JOURNAL=native,
+#      fields CODE, ENV_ID, TICK, STATE, EXIT) and as the `<N>` stream: what `journalctl -u
+#      monky-deployd -p err` (CODE=… when native) selects; the stream must select one a tick
 #   6. `dpkg -i` of a newer build while a tick is mid-apply: that tick ends (applied), every tick
 #      in the journal ended, the timer stays enabled, state file and token survive
 #   8. `systemd-analyze security` inside scores the unit as the offline check does
@@ -385,6 +388,58 @@ want_sample "monky_deployd_sha_info\{env=\"$ENV_ID\",kind=\"applied\",sha=\"$SHA
 warn=$(box journalctl -q --no-pager -o cat -p warning -u monky-deployd | grep -i metrics || true)
 [ -z "$warn" ] || { ev <<<"$warn"; fail "the agent warned about the metrics file"; }
 ok "$METRICS_FILE written by the agent under the shipped sandbox; it parses and counts ticks 75×2, 78×3, 1×1"
+
+# ---- 5j ---------------------------------------------------------------------------------------
+# journal_ticks MODE: $J_N consecutive ticks of a remembered refusal with the agent writing to the
+# journal as MODE ($MONKY_DEPLOYD_JOURNAL: native | stream), the timer at 1 s; sets J_TICKS (the
+# ticks systemd ran), J_UNIT (the agent's err lines `journalctl -u monky-deployd` selects, by
+# CODE= when native) and J_ALL (the agent's err lines in the whole journal).
+J_N=${MONKY_SYSTEMD_JOURNAL_TICKS:-100}
+journal_ticks() {
+	local mode=$1 cursor sel
+	printf '[Service]\nEnvironment=MONKY_DEPLOYD_JOURNAL=%s\n[Unit]\nStartLimitIntervalSec=0\n' "$mode" \
+		>"$BOX/etc/systemd/system/monky-deployd.service.d/e2e-journal.conf"
+	printf '[Timer]\nOnUnitActiveSec=1s\n' >"$BOX/etc/systemd/system/monky-deployd.timer.d/e2e-journal.conf"
+	box systemctl daemon-reload
+	box systemctl stop monky-deployd.timer
+	while [ "$(box systemctl show monky-deployd.service -p ActiveState --value)" = activating ]; do sleep 0.2; done
+	cursor=$(box journalctl -q -n 1 --show-cursor -o cat | sed -n 's/^-- cursor: //p')
+	box systemctl start monky-deployd.timer
+	J_TICKS=0
+	while [ "$J_TICKS" -lt "$J_N" ]; do
+		sleep 2
+		J_TICKS=$(box journalctl -q --no-pager -o cat --after-cursor "$cursor" -u monky-deployd.service _PID=1 | grep -c 'Main process exited' || true)
+	done
+	box systemctl stop monky-deployd.timer
+	while [ "$(box systemctl show monky-deployd.service -p ActiveState --value)" = activating ]; do sleep 0.2; done
+	J_TICKS=$(box journalctl -q --no-pager -o cat --after-cursor "$cursor" -u monky-deployd.service _PID=1 | grep -c 'Main process exited' || true)
+	sel=()
+	[ "$mode" = native ] && sel=(CODE=ROLLBACK_REFUSED)
+	J_UNIT=$(box journalctl -q --no-pager -o cat --after-cursor "$cursor" -p err -u monky-deployd.service "${sel[@]}" | grep -c 'ROLLBACK_REFUSED' || true)
+	J_ALL=$(box journalctl -q --no-pager -o cat --after-cursor "$cursor" -p err | grep -c 'ROLLBACK_REFUSED' || true)
+	say "  $mode: $J_TICKS ticks; journalctl -u monky-deployd -p err ${sel[*]} selects $J_UNIT of the agent's $J_ALL err lines"
+	box journalctl -q --no-pager -o verbose --after-cursor "$cursor" -p err -n 1 "${sel[@]}" | grep -E '^ *(PRIORITY|CODE|ENV_ID|TICK|STATE|EXIT|_SYSTEMD_UNIT)=' | ev || true
+	rm -f "$BOX/etc/systemd/system/monky-deployd.service.d/e2e-journal.conf" "$BOX/etc/systemd/system/monky-deployd.timer.d/e2e-journal.conf"
+	box systemctl daemon-reload
+	box systemctl restart monky-deployd.timer
+}
+STEP="5j (journald: $J_N ticks natively with fields, and as the <N> stream)"
+banner "step $STEP"
+sim desire --release v1 | ev # a rollback: refused, then remembered at every tick
+next_tick 1
+journal_ticks native
+N_TICKS=$J_TICKS N_UNIT=$J_UNIT N_ALL=$J_ALL
+journal_ticks stream
+[ "$J_UNIT" = "$J_TICKS" ] && [ "$J_ALL" = "$J_TICKS" ] ||
+	fail "the stream: $J_TICKS ticks but journalctl -u selects $J_UNIT err lines of $J_ALL (one a tick is promised)"
+if [ "$N_UNIT" = "$N_TICKS" ] && [ "$N_ALL" = "$N_TICKS" ]; then
+	say "  native: every tick's err line is the unit's and CODE= selects it ($N_TICKS of $N_TICKS)"
+else
+	say "  native: $((N_ALL - N_UNIT)) of $N_ALL err lines lost the unit (systemd issue 2913); the stream stays the default"
+fi
+sim desire --release v2 | ev
+next_tick 0
+ok "stream: one err line a tick, all the unit's ($J_TICKS ticks); native: $N_UNIT of $N_ALL err lines selected by -u and CODE= over $N_TICKS ticks"
 
 # ---- 6 ----------------------------------------------------------------------------------------
 STEP="6 (dpkg -i of a newer build while a tick is mid-apply)"
