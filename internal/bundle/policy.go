@@ -1,5 +1,3 @@
-//go:build !heartbeat
-
 package bundle
 
 import (
