@@ -18,10 +18,14 @@ import (
 	"time"
 
 	"github.com/compose-spec/compose-go/v2/dotenv"
+	"github.com/compose-spec/compose-go/v2/loader"
+	"github.com/distribution/reference"
+	"github.com/hashicorp/vault/api"
 	"github.com/looplab/fsm"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/rs/zerolog"
+	"github.com/rs/zerolog/journald"
 	"github.com/urfave/cli/v2"
 	bolt "go.etcd.io/bbolt"
 	"go.yaml.in/yaml/v3"
@@ -29,10 +33,17 @@ import (
 	"github.com/tikali/monky-deployd/internal/phase"
 )
 
-// the textfile's encoder is linked, and its packages initialised, as in the agent
+// every third-party library the agent links is linked here, and its packages initialised, as
+// in the agent (test/bench's TestDesignFloorLinksTheAgentsLibraries holds the two lists equal):
+// the textfile's encoder, OpenBao's client, compose's loader and the image reference parser, so
+// that "agent / design floor" is the price of the agent's own code
 var (
 	_ = expfmt.MetricFamilyToText
 	_ = dto.MetricType_GAUGE
+	_ = api.NewClient
+	_ = loader.LoadWithContext
+	_ = reference.ParseNormalizedNamed
+	_ = journald.NewJournalDWriter
 )
 
 // mandates holds the design floor's flags, its logger and the tick lock.
