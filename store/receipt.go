@@ -67,7 +67,8 @@ func decodeReceipt(raw []byte) *receipt {
 	return &receipt{Size: size, CRC32C: uint32(crc), CheckedAt: at}
 }
 
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+// castagnoli is built when a receipt is first summed, not at start
+var castagnoli = sync.OnceValue(func() *crc32.Table { return crc32.MakeTable(crc32.Castagnoli) })
 
 // sumBuf is the read buffer of sumOf, kept across calls: a tick hashes the file up to three
 // times.
@@ -76,7 +77,7 @@ var sumBuf = sync.Pool{New: func() any { b := make([]byte, 64<<10); return &b }}
 // sumOf hashes f from its start. It reads through a small buffer: the file is not mapped, so
 // its pages do not count in the process's memory.
 func sumOf(f *os.File) (size int64, crc uint32, err error) {
-	h := crc32.New(castagnoli)
+	h := crc32.New(castagnoli())
 	buf := sumBuf.Get().(*[]byte)
 	defer sumBuf.Put(buf)
 	n, err := io.CopyBuffer(h, io.NewSectionReader(f, 0, 1<<62), *buf)

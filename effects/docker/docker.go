@@ -34,6 +34,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -217,7 +218,7 @@ func (c *CLI) compose(ctx context.Context, op, code, dir string, timeout time.Du
 	return c.run(ctx, op, code, wd, timeout, append(r.args, sub...)...)
 }
 
-var ansi = regexp.MustCompile(`\x1b\[[0-9;?]*[A-Za-z]`)
+var ansi = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\x1b\[[0-9;?]*[A-Za-z]`) })
 
 // Meaningful turns a command's output into one line: every registered secret masked first
 // (whole, then line by line: internal/redact), ANSI codes and progress redraws gone, blank
@@ -226,7 +227,7 @@ var ansi = regexp.MustCompile(`\x1b\[[0-9;?]*[A-Za-z]`)
 // sanitizes it (after masking, so that a secret holding a control character is still
 // recognised).
 func Meaningful(out []byte) string {
-	s := ansi.ReplaceAllString(redact.String(string(out)), "")
+	s := ansi().ReplaceAllString(redact.String(string(out)), "")
 	var lines []string
 	for _, l := range strings.Split(s, "\n") {
 		if i := strings.LastIndexByte(strings.TrimRight(l, "\r"), '\r'); i >= 0 {

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/compose-spec/compose-go/v2/dotenv"
@@ -115,12 +116,14 @@ func parseEnvTemplate(tpl []byte) (*envTemplate, error) {
 	return t, nil
 }
 
-var dotenvLine = regexp.MustCompile(`^line \d+: (unterminated quoted value|unexpected character|key cannot contain a space)`)
+var dotenvLine = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^line \d+: (unterminated quoted value|unexpected character|key cannot contain a space)`)
+})
 
 // dotenvProblem is the dotenv parser's words without the template text it quotes.
 func dotenvProblem(err error) string {
 	msg := err.Error()
-	if m := dotenvLine.FindString(msg); m != "" {
+	if m := dotenvLine().FindString(msg); m != "" {
 		return m
 	}
 	if strings.Contains(msg, "Invalid template") {
