@@ -91,7 +91,7 @@ func (tk *tick) stepPreflight(ctx context.Context) error {
 				if src == "" {
 					src = SourceBootstrap
 				}
-				return tk.eng.Fire(machine.Outcome{Event: machine.EvReuse, Detail: redact.String(err.Error()) + ": applying with the " + src + " token; the swap waits for the next apply"}, started)
+				return tk.eng.Fire(machine.Outcome{Event: machine.EvReuse, Code: effects.CodeOf(err), Detail: redact.String(err.Error()) + ": applying with the " + src + " token; the swap waits for the next apply"}, started)
 			}
 			tk.noteStop(machine.NoteLeaseDeferred, err, started, "")
 			return err
@@ -162,7 +162,7 @@ func (tk *tick) reusableToken(ctx context.Context) (string, bool, error) {
 		r.Token.ExpiresAt, r.Token.CheckedAt = now.Add(ttl), now
 		return nil
 	})
-	return fmt.Sprintf("reusing the lease-derived token (ttl %s): no new lease", ttl.Round(time.Minute)), true, nil
+	return fmt.Sprintf("reusing the lease-derived token (ttl %s): no new lease", ttl.Round(time.Second)), true, nil
 }
 
 // tokenWorks reports whether the current token still answers lookup-self.
@@ -238,6 +238,12 @@ func (tk *tick) askLease(ctx context.Context, reason string) (effects.Lease, err
 				r.LeaseRetryAfter = now.Add(wait)
 				return nil
 			})
+			if e.Code == "" {
+				// tenancy's 429 without a code of its own: the entry carries the code in its field
+				cp := *e
+				cp.Code = machine.CodeLeaseRateLimit
+				err = &cp
+			}
 		}
 		return lease, err
 	}

@@ -91,7 +91,7 @@ func (tk *tick) stepLogin(ctx context.Context) error {
 		return err
 	}
 	failpoint.Hit("file:grant-removed")
-	if err := tk.loggedIn(started, t.TTL, t.Meta["grant_jti"], t.Meta["env_id"], fmt.Sprintf("logged in with the lease's grant (ttl %s); token replaced", t.TTL.Round(time.Minute))); err != nil {
+	if err := tk.loggedIn(started, t.TTL, t.Meta["grant_jti"], t.Meta["env_id"], fmt.Sprintf("logged in with the lease's grant (ttl %s); token replaced", t.TTL.Round(time.Second))); err != nil {
 		return err
 	}
 	if old != "" && old != t.Value {

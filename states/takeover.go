@@ -41,6 +41,8 @@ type imported struct {
 	appliedFrom string // state.json or current
 	releases    []store.Applied
 	problems    []string // what was found and not used, each said in the journal
+	// legacy: a 0.1.x state.json is on the box (read, or found unusable)
+	legacy bool
 }
 
 func (im *imported) empty() bool {
@@ -72,7 +74,8 @@ func (tk *tick) fresh() bool {
 func (tk *tick) takeover() error {
 	started := tk.Now()
 	im := tk.scanLegacy()
-	if im.empty() {
+	aside := movedAsideOf(tk.Store)
+	if im.empty() && aside == nil {
 		return nil
 	}
 	rec := tk.eng.Record()
@@ -94,14 +97,30 @@ func (tk *tick) takeover() error {
 		}
 		words = append(words, fmt.Sprintf("%d release(s) as applied before: %s", len(im.releases), strings.Join(shas, ", ")))
 	}
-	detail := "took over a 0.1.x box: imported " + strings.Join(words, "; ")
+	if len(words) == 0 && len(im.problems) == 0 && !im.legacy && aside == nil {
+		return nil // a new install whose token `bootstrap` stored: nothing to say
+	}
+	// "0.1.x" only where its state.json was found; a state file started afresh says so
+	head, what := "took over a 0.1.x box: imported ", "imported nothing"
+	if !im.legacy {
+		head, what = "a fresh state file: took what the box holds: ", "nothing on the box to take"
+		if aside != nil {
+			head = fmt.Sprintf("started afresh: the state file was unusable (%s) and is kept at %s; took what the box holds: ", aside.Problem, aside.Path)
+		}
+	}
+	detail := head + strings.Join(words, "; ")
 	if len(words) == 0 {
-		detail = "took over a 0.1.x box: imported nothing"
+		detail = strings.TrimSuffix(head, "took what the box holds: ") + what
+		if im.legacy {
+			detail = "took over a 0.1.x box: imported nothing"
+		}
 	}
 	if len(im.problems) > 0 {
 		detail += "; ignored: " + strings.Join(im.problems, "; ")
 	}
-	detail += "; " + LegacyStateFile + " left as it was"
+	if im.legacy {
+		detail += "; " + LegacyStateFile + " left as it was"
+	}
 	return tk.eng.Note(machine.NoteTakeover, "", redact.String(detail), started, func(r *store.Record, tx store.Tx) error {
 		if im.tokenSource != "" {
 			r.Token = store.TokenMeta{Present: true, Source: im.tokenSource}
@@ -125,6 +144,7 @@ func (tk *tick) scanLegacy() *imported {
 	if problem != "" {
 		im.problems = append(im.problems, problem)
 	}
+	im.legacy = st != nil || problem != ""
 
 	if tok, err := readSecretFile(tk.Cfg.TokenPath()); err != nil {
 		im.problems = append(im.problems, redact.String(err.Error()))
@@ -266,4 +286,16 @@ func clip(s string) string {
 		s = s[:80] + "…"
 	}
 	return s
+}
+
+// movedAsideOf is the corrupt state file st replaced, when st knows of one.
+func movedAsideOf(st store.Store) *store.MovedAside {
+	if m, ok := st.(interface {
+		MovedAside() (*store.MovedAside, error)
+	}); ok {
+		if a, err := m.MovedAside(); err == nil {
+			return a
+		}
+	}
+	return nil
 }

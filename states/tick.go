@@ -296,7 +296,20 @@ func (tk *tick) noteStop(event string, err error, started time.Time, then string
 	if then != "" {
 		detail += " (" + then + ")"
 	}
-	_ = tk.eng.Note(event, effects.CodeOf(err), detail, started, nil)
+	_ = tk.eng.Note(event, stopCode(event, err), detail, started, nil)
+}
+
+// stopCode is the code a stop note is journaled with: the fault's own, else BAO_UNAVAILABLE
+// for OpenBao that could not answer (a login-failed note is always about OpenBao), else none.
+func stopCode(event string, err error) string {
+	if c := effects.CodeOf(err); c != "" {
+		return c
+	}
+	var e *effects.Error
+	if event == machine.NoteLoginFailed || (errors.As(err, &e) && effects.IsTemporary(err) && strings.HasPrefix(e.Op, "bao")) {
+		return machine.CodeBaoUnavailable
+	}
+	return ""
 }
 
 // endWords is the code and words a tick's ending is journaled with.

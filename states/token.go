@@ -141,7 +141,7 @@ func (tk *tick) bootstrap(ctx context.Context, grant string) error {
 	tk.token = t.Value
 	now := tk.Now()
 	meta := store.TokenMeta{Present: true, Source: SourceBootstrap, ExpiresAt: now.Add(t.TTL), CheckedAt: now, GrantJTI: t.Meta["grant_jti"], EnvID: t.Meta["env_id"]}
-	return tk.eng.Note(machine.NoteBootstrap, "", fmt.Sprintf("logged in with the bootstrap grant; token stored (ttl %s); %s", t.TTL.Round(time.Minute), consumed), started,
+	return tk.eng.Note(machine.NoteBootstrap, "", fmt.Sprintf("logged in with the bootstrap grant; token stored (ttl %s); %s", t.TTL.Round(time.Second), consumed), started,
 		func(r *store.Record, _ store.Tx) error { r.Token = meta; return nil })
 }
 

@@ -22,7 +22,7 @@ var update = flag.Bool("update", false, "rewrite testdata/explain/*.txt from the
 // stable.
 type trace struct {
 	doc *explain.Doc
-	st  *store.Memory
+	st  store.Store
 	raw []byte
 	now time.Time
 }

@@ -12,7 +12,8 @@ import (
 
 // Line is one line of `explain --ndjson`. Type says which field is set:
 //
-//	header   the export: schema, env_id, exported_at
+//	header   the export: schema, env_id, exported_at, state_file_moved_aside when the file
+//	         replaced a corrupt one
 //	record   the machine's record (no secret: the store never holds one)
 //	tick     a tick header, followed by its entries
 //	entry    one journal entry
@@ -24,6 +25,8 @@ type Line struct {
 	Schema     int                 `json:"schema,omitempty"`
 	EnvID      string              `json:"env_id,omitempty"`
 	ExportedAt *time.Time          `json:"exported_at,omitempty"`
+	// MovedAside (on the header) is the corrupt state file this one replaced.
+	MovedAside *store.MovedAside `json:"state_file_moved_aside,omitempty"`
 	Record     *store.Record       `json:"record,omitempty"`
 	Tick       *store.TickSummary  `json:"tick,omitempty"`
 	Entry      *store.Entry        `json:"entry,omitempty"`
@@ -39,13 +42,17 @@ func WriteNDJSON(w io.Writer, st store.Store, now time.Time) error {
 	bw := bufio.NewWriter(w)
 	enc := json.NewEncoder(bw)
 	enc.SetEscapeHTML(false)
-	err := st.View(func(tx store.Tx) error {
+	moved, err := movedAside(st)
+	if err != nil {
+		return fmt.Errorf("export journal: %w", err)
+	}
+	err = st.View(func(tx store.Tx) error {
 		rec, err := tx.Record()
 		if err != nil {
 			return err
 		}
 		at := now.UTC()
-		if err := enc.Encode(Line{Type: "header", Schema: Schema, EnvID: rec.EnvID, ExportedAt: &at}); err != nil {
+		if err := enc.Encode(Line{Type: "header", Schema: Schema, EnvID: rec.EnvID, ExportedAt: &at, MovedAside: moved}); err != nil {
 			return err
 		}
 		if err := enc.Encode(Line{Type: "record", Record: &rec}); err != nil {
@@ -105,10 +112,21 @@ func WriteNDJSON(w io.Writer, st store.Store, now time.Time) error {
 	return bw.Flush()
 }
 
+// Export is an export read back: an in-memory store, and the corrupt state file the exported
+// one replaced (status and explain name it as they do on the box).
+type Export struct {
+	*store.Memory
+	moved *store.MovedAside
+}
+
+// MovedAside is the corrupt state file the exported one replaced, nil when none.
+func (x *Export) MovedAside() (*store.MovedAside, error) { return x.moved, nil }
+
 // ReadNDJSON loads an export into a fresh in-memory store, for a post-mortem or a replay.
 // An unknown line type is an error naming its line: an export is read whole or not at all.
-func ReadNDJSON(r io.Reader) (*store.Memory, error) {
+func ReadNDJSON(r io.Reader) (*Export, error) {
 	m := store.NewMemory()
+	x := &Export{Memory: m}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64*1024), 16<<20)
 	var lines []Line
@@ -126,6 +144,7 @@ func ReadNDJSON(r io.Reader) (*store.Memory, error) {
 		case l.Type == "header" && l.Schema != Schema:
 			return nil, fmt.Errorf("ndjson line %d: schema %d, this build reads %d", n, l.Schema, Schema)
 		case l.Type == "header":
+			x.moved = l.MovedAside
 		case l.Type == "record" && l.Record != nil, l.Type == "tick" && l.Tick != nil, l.Type == "entry" && l.Entry != nil,
 			l.Type == "lease" && l.Lease != nil, l.Type == "outbox" && l.Outbox != nil, l.Type == "applied" && l.Applied != nil:
 		default:
@@ -162,5 +181,5 @@ func ReadNDJSON(r io.Reader) (*store.Memory, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ndjson load: %w", err)
 	}
-	return m, nil
+	return x, nil
 }

@@ -180,3 +180,21 @@ func TestWhyOfIsTheReportsWhy(t *testing.T) {
 		t.Errorf("report why %+v (verdict %+v)", r, v)
 	}
 }
+
+// TestOpenBaoDownIsNotALeaseWanted: a tick that could not ask OpenBao whether the token in hand
+// still works says so, not that the apply needs a new lease (the token was fine and reused).
+func TestOpenBaoDownIsNotALeaseWanted(t *testing.T) {
+	at := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	exit := machine.ExitTemporary
+	in := explain.Input{
+		Rec:    store.Record{EnvID: "env-a", State: string(machine.BundleVerified), Tick: 2, Action: machine.ActionApply, Sha: strings.Repeat("b", 64)},
+		Recent: []store.TickSummary{{Tick: 2, StartedAt: at, EndedAt: at, Exit: &exit}},
+		Entries: map[uint64][]store.Entry{2: {{Tick: 2, At: at, From: "BundleVerified", To: "BundleVerified", Event: machine.NoteLeaseDeferred,
+			Code: machine.CodeBaoUnavailable, Detail: "bao lookup-self (HTTP 503): Vault is sealed (whether the token is reusable is asked again next tick)"}}},
+		Now: at.Add(time.Minute),
+	}
+	w := explain.Decide(in).Why
+	if w == nil || strings.Contains(w.Fault, "needs a new lease") || !strings.Contains(w.Fault, "token in hand") || !strings.Contains(w.Next, "asks OpenBao again") {
+		t.Errorf("why %+v", w)
+	}
+}

@@ -271,10 +271,18 @@ func explainWhy(in Input) *Why {
 	if e, ok := in.temporary(); ok {
 		lastSum, _, _ := in.newest()
 		fault := temporaryEvents[e.Event]
+		reuseUnasked := e.Event == machine.NoteLeaseDeferred && (strings.HasPrefix(e.Code, "BAO_") || strings.Contains(e.Detail, "whether the token is reusable"))
+		if reuseUnasked {
+			// OpenBao could not be asked about the token in hand: no new lease is needed yet
+			fault = "OpenBao could not be asked whether the token in hand still reads the secrets, so no lease was asked on a guess"
+		}
 		if c, known := causes[e.Code]; known {
 			fault += ": " + c.fault
 		}
 		next := "the next tick (" + nextTick + ") tries again; nothing is lost"
+		if reuseUnasked {
+			next = "the next tick (" + nextTick + ") asks OpenBao again and goes on with the token in hand when it answers; nothing is lost"
+		}
 		if lastSum.Exit != nil && *lastSum.Exit == machine.ExitFail {
 			next = "the next tick (" + nextTick + ") runs again and ends the same way until the fix below is done"
 		}
