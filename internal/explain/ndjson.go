@@ -21,12 +21,12 @@ import (
 //	outbox   one report waiting for tenancy (its meta and attempts; not its body)
 //	applied  one sha of the applied history
 type Line struct {
-	Type       string              `json:"type"`
-	Schema     int                 `json:"schema,omitempty"`
-	EnvID      string              `json:"env_id,omitempty"`
-	ExportedAt *time.Time          `json:"exported_at,omitempty"`
+	Type       string     `json:"type"`
+	Schema     int        `json:"schema,omitempty"`
+	EnvID      string     `json:"env_id,omitempty"`
+	ExportedAt *time.Time `json:"exported_at,omitempty"`
 	// MovedAside (on the header) is the corrupt state file this one replaced.
-	MovedAside *store.MovedAside `json:"state_file_moved_aside,omitempty"`
+	MovedAside *store.MovedAside   `json:"state_file_moved_aside,omitempty"`
 	Record     *store.Record       `json:"record,omitempty"`
 	Tick       *store.TickSummary  `json:"tick,omitempty"`
 	Entry      *store.Entry        `json:"entry,omitempty"`
