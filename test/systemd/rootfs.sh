@@ -8,7 +8,9 @@ set -euo pipefail
 
 SUITE=bookworm
 VARIANT=minbase
-PACKAGES=systemd,systemd-sysv,dbus
+# ansible-core needs python3-cffi-backend named: debootstrap resolves no virtual package (its
+# python3-cryptography asks for python3-cffi-backend-api-min)
+PACKAGES=systemd,systemd-sysv,dbus,ansible-core,python3-apt,python3-cffi-backend
 
 mirror="${DEBIAN_MIRROR:-}"
 if [ -z "$mirror" ]; then

@@ -9,6 +9,14 @@
 # journalctl, `monky-deployd explain/status/resume` as the agent's user, the metrics file, and the
 # simulator's record. Each step prints its evidence and fails the run on the first wrong answer:
 #
+#   0. the package on a box without Docker: postinst says the docker group and the compose plugin
+#      are missing; with no docker group the unit runs (no 216/GROUP) and its tick exits 1 with
+#      DOCKER_GROUP_MISSING and the fix, as it does when Docker's group exists without the agent
+#   R. the Ansible role (packaging/ansible), run with ansible-playbook -c local inside the box on
+#      Debian 12's ansible-core: a bad key in its input fails the play with the agent's words and
+#      writes nothing; a good run (step 1) keeps docker_bin and registry_host set by hand, adds the
+#      agent to the docker group and enables the timer
+#
 #   1. the timer fires; the first tick applies v1 (one lease, one report `applied`)
 #   2. a tenancy outage: ticks exit 75, the unit is not failed, the timer keeps firing; the first
 #      tick after the outage converges (applies v2, desired meanwhile)
@@ -132,7 +140,8 @@ TICKS_SEEN=0
 next_tick() {
 	local want=${1:-} after deadline=$((SECONDS + 6 * TICK_S + 90))
 	snap
-	after=$S_START # a tick in flight now started at $after: it is not the fresh one
+	after=${NEXT_AFTER:-$S_START} # a tick in flight now started at $after: it is not the fresh one
+	NEXT_AFTER=""
 	while :; do
 		snap
 		if [ "$S_START" -gt "$after" ] && [ "$S_ACTIVE" != activating ] && [ "$S_EXIT" -ge "$S_START" ]; then
@@ -220,18 +229,18 @@ say "  simulator: $(tr -d '\n' <"$WORK/addr.json")"
 SHA1=$(sha_of v1) SHA2=$(sha_of v2) SHA3=$(sha_of v3)
 say "  releases: v1 ${SHA1:0:12}  v2 ${SHA2:0:12}  v3 ${SHA3:0:12}"
 
-# ---- install, as install.sh does it ----------------------------------------------------------
-banner "install: dpkg -i monky-deployd_${V1}_amd64.deb, the kit, the timer"
-# what install.sh finds on a box: Docker Engine's group (SupplementaryGroups=docker) and the
-# tunneller's group ziti
-box groupadd --system docker
+# ---- install: the package on a box without Docker yet --------------------------------------------
+STEP="0 (the package without Docker: postinst says so; no 216/GROUP; DOCKER_GROUP_MISSING)"
+banner "install: dpkg -i monky-deployd_${V1}_amd64.deb on a box with the tunneller's group and no Docker"
 box groupadd --system ziti
 cp "$WORK"/*.deb "$BOX/root/"
-box dpkg -i "/root/monky-deployd_${V1}_amd64.deb" 2>&1 | ev
+box dpkg -i "/root/monky-deployd_${V1}_amd64.deb" >"$WORK/dpkg-i.log" 2>&1 || { ev <"$WORK/dpkg-i.log"; fail "dpkg -i $V1"; }
+ev <"$WORK/dpkg-i.log"
 [ "$(box dpkg-query -W -f '${Version} ${db:Status-Abbrev}' monky-deployd)" = "$V1 ii " ] || fail "dpkg did not install $V1"
+grep -q "no group docker" "$WORK/dpkg-i.log" && grep -q "docker compose (the compose v2 plugin" "$WORK/dpkg-i.log" ||
+	fail "postinst did not say that the docker group and the compose plugin are missing"
 say "  $(box id monky-deployd)"
-box id -nG monky-deployd | grep -qw docker && box id -nG monky-deployd | grep -qw ziti ||
-	fail "postinst did not put monky-deployd in groups docker and ziti"
+box id -nG monky-deployd | grep -qw ziti || fail "postinst did not put monky-deployd in group ziti"
 
 # The recording docker stub stands in for the docker CLI and engine. An engine keeps its state
 # outside the agent's sandbox (dockerd, through the socket); the stub keeps it in $STUB_STATE,
@@ -267,15 +276,96 @@ cp "$WORK/kit/bootstrap.jwt" "$BOX/root/kit/bootstrap.jwt"
 box install -m 0640 -o root -g monky-deployd /root/kit/config.yaml /etc/monky-deployd/config.yaml
 box install -m 0600 -o monky-deployd -g monky-deployd /root/kit/bootstrap.jwt /etc/monky-deployd/bootstrap.jwt
 rm -rf "$BOX/root/kit" "$WORK/kit/bootstrap.jwt"
-say "  /etc/monky-deployd/config.yaml:"
+printf 'registry_host: registry.e2e.example:5000   # set by hand on this box\n' >>"$BOX/etc/monky-deployd/config.yaml"
+say "  /etc/monky-deployd/config.yaml (the kit's, docker_bin and registry_host set by hand):"
 box cat /etc/monky-deployd/config.yaml | ev
 box systemctl daemon-reload
 
+# start_tick: one tick started by hand (the timer is not enabled yet); prints it, sets TICK_*
+start_tick() {
+	box systemctl start monky-deployd.service || true
+	snap
+	TICK_STATUS=$S_STATUS TICK_RESULT=$S_RESULT TICK_INV=$S_INV
+	say "  tick ${TICK_INV:0:12}: exit $TICK_STATUS, unit result '$TICK_RESULT'"
+	tick_log "$TICK_INV" | ev
+}
+# a docker socket the agent's user may not use: a stand-in file with the engine socket's mode
+box install -m 0660 -o root -g root /dev/null /run/docker.sock
+start_tick
+[ "$TICK_STATUS" = 1 ] && [ "$TICK_RESULT" = exit-code ] ||
+	fail "with no docker group the tick ended $TICK_STATUS/'$TICK_RESULT', want exit 1 (the unit must run: no 216/GROUP)"
+tick_log "$TICK_INV" | grep -q "DOCKER_GROUP_MISSING" || fail "the tick did not name DOCKER_GROUP_MISSING"
+tick_log "$TICK_INV" | grep -q "install Docker Engine's docker group" || fail "the tick did not say how to fix it"
+# Docker Engine installed after the package: its group exists, the agent is not in it
+box groupadd --system docker
+box chgrp docker /run/docker.sock
+start_tick
+[ "$TICK_STATUS" = 1 ] || fail "the tick exited $TICK_STATUS, want 1"
+tick_log "$TICK_INV" | grep -q "DOCKER_GROUP_MISSING: monky-deployd may not use docker's socket /var/run/docker.sock" ||
+	fail "the tick did not name DOCKER_GROUP_MISSING and the socket"
+tick_log "$TICK_INV" | grep -q "sudo usermod -aG docker monky-deployd" || fail "the tick did not name the fix"
+as_agent monky-deployd explain -n 1 >"$WORK/explain0.txt" || true
+ev <"$WORK/explain0.txt"
+grep -q "DOCKER_GROUP_MISSING" "$WORK/explain0.txt" || fail "explain does not name DOCKER_GROUP_MISSING"
+box rm -f /run/docker.sock
+ok "postinst said what is missing; no 216/GROUP: the ticks exited 1 with DOCKER_GROUP_MISSING and the fix, explain names it"
+
+# ---- R: the Ansible role ----------------------------------------------------------------------
+STEP="R (the Ansible role with ansible-playbook -c local, Debian 12's ansible-core)"
+banner "step $STEP"
+box ansible-playbook --version | head -n 1 | ev
+mkdir -p "$BOX/root/ansible/roles"
+cp -r packaging/ansible/roles/monky_deployd "$BOX/root/ansible/roles/"
+printf '%s\n' '- name: A monky box' '  hosts: localhost' '  gather_facts: false' '  roles: [monky_deployd]' >"$BOX/root/ansible/site.yml"
+kit() { sed -n "s/^$1: *//p" "$BOX/etc/monky-deployd/config.yaml" | tr -d '"'; }
+kit2() { sed -n "/^$1:/,/^[^ ]/s/^  $2: *//p" "$BOX/etc/monky-deployd/config.yaml" | tr -d '"'; }
+# the box's values as role variables: registry_host as a variable, docker_bin through config_extra
+{
+	printf 'monky_deployd_version: "%s"\n' "$V1"
+	printf 'monky_deployd_install_from: deb\n'
+	printf 'monky_deployd_deb_src: /root/monky-deployd_%s_amd64.deb\n' "$V1"
+	printf 'monky_deployd_env_id: %s\n' "$(kit env_id)"
+	printf 'monky_deployd_site: %s\n' "$(kit site)"
+	printf 'monky_deployd_transport: system\n'
+	printf 'monky_deployd_tenancy_base_url: "%s"\n' "$(kit2 tenancy base_url)"
+	printf 'monky_deployd_bao_addr: "%s"\n' "$(kit2 bao addr)"
+	printf 'monky_deployd_bao_auth_mount: %s\n' "$(kit2 bao auth_mount)"
+	printf 'monky_deployd_bao_role: %s\n' "$(kit2 bao role)"
+	printf 'monky_deployd_bao_kv_mount: %s\n' "$(kit2 bao kv_mount)"
+	printf 'monky_deployd_state_dir: /var/lib/monky-deployd\n'
+	printf 'monky_deployd_registry_host: "registry.e2e.example:5000"\n'
+	printf 'monky_deployd_metrics_path: "%s"\n' "$METRICS_FILE"
+	printf 'monky_deployd_config_extra:\n  docker_bin: "%s"\n' "$STUB_DIR/docker"
+} >"$BOX/root/ansible/vars.yml"
+ev <"$BOX/root/ansible/vars.yml"
+playbook() { box sh -c "cd /root/ansible && ANSIBLE_ROLES_PATH=/root/ansible/roles ansible-playbook -i localhost, -c local site.yml -e @vars.yml $*"; }
+cfg_sum=$(box sha256sum /etc/monky-deployd/config.yaml)
+say "  a bad key in the role's input (monky_deployd_config_extra: {dokcer_bin: …}):"
+if playbook "-e '{\"monky_deployd_config_extra\": {\"dokcer_bin\": \"/usr/bin/docker\"}}'" >"$WORK/role-bad.log" 2>&1; then
+	ev <"$WORK/role-bad.log"
+	fail "the play with a bad key succeeded"
+fi
+grep -E 'failed to validate|unknown key' "$WORK/role-bad.log" | ev
+grep -q 'unknown key .*dokcer_bin' "$WORK/role-bad.log" || { ev <"$WORK/role-bad.log"; fail "the failed play does not carry the agent's line for the bad key"; }
+[ "$(box sha256sum /etc/monky-deployd/config.yaml)" = "$cfg_sum" ] || fail "the failed play changed config.yaml"
+if box systemctl is-enabled monky-deployd.timer >/dev/null 2>&1; then fail "the failed play enabled the timer"; fi
+ok "a bad key failed the play with the agent's words; config.yaml unchanged, the timer not enabled"
+
 # ---- 1 ----------------------------------------------------------------------------------------
-STEP="1 (the timer fires; the first tick applies)"
+STEP="1 (the role keeps the keys set by hand and enables the timer; the first tick applies)"
 banner "step $STEP"
 sim desire --release v1 | ev
-box systemctl enable --now monky-deployd.timer 2>&1 | ev
+snap
+NEXT_AFTER=$S_START # the first tick may start before the play ends
+playbook >"$WORK/role.log" 2>&1 || { ev <"$WORK/role.log"; fail "the role's play failed"; }
+grep -E '^(TASK|ok:|changed:|skipping:)|localhost +:' "$WORK/role.log" | ev
+say "  /etc/monky-deployd/config.yaml after the role:"
+box cat /etc/monky-deployd/config.yaml | ev
+box monky-deployd check config 2>&1 | ev
+grep -qx "docker_bin: $STUB_DIR/docker" "$BOX/etc/monky-deployd/config.yaml" && grep -qx "registry_host: registry.e2e.example:5000" "$BOX/etc/monky-deployd/config.yaml" ||
+	fail "the role run lost docker_bin or registry_host"
+grep -qx "metrics_path: $METRICS_FILE" "$BOX/etc/monky-deployd/config.yaml" || fail "the role did not write metrics_path"
+box id -nG monky-deployd | grep -qw docker || fail "the role did not add monky-deployd to group docker"
 box systemctl list-timers monky-deployd.timer --no-pager | ev
 next_tick 0
 [ "$TICK_RESULT" = success ] || fail "unit result $TICK_RESULT after exit 0"
