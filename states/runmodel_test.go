@@ -143,3 +143,31 @@ func TestResumedUpNeverRunsAChangedRelease(t *testing.T) {
 		})
 	}
 }
+
+// A service of a profile compose is not asked for does not run: it is checked (with every
+// network and volume it names) but not handed to compose, nor what only it uses.
+func TestProfileServiceCheckedButNotRun(t *testing.T) {
+	h := newHarness(t)
+	h.release("v1", func(f map[string][]byte) {
+		f["compose.yaml"] = []byte(`services:
+  api:
+    image: harbor.example/monky/api:v1
+    healthcheck:
+      test: ["CMD", "true"]
+  debug:
+    image: harbor.example/monky/debug:v1
+    profiles: [debug]
+    volumes: [scratch:/scratch]
+volumes:
+  scratch: {}
+`)
+	})
+	h.wantExit(h.tick(), 0)
+	model, _ := h.modelHanded("up")
+	if strings.Contains(model, "debug") || strings.Contains(model, "scratch") {
+		t.Errorf("compose was handed what no service it runs uses:\n%s", model)
+	}
+	if !strings.Contains(model, "api:v1") {
+		t.Errorf("the model lacks api:\n%s", model)
+	}
+}

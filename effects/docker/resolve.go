@@ -90,8 +90,12 @@ func Load(ctx context.Context, rel, composeFile string, content, env []byte, pro
 // every env_file folded into its service's environment and label_file into its labels (both
 // dropped), marshalled as compose's own `config` prints it — every `$` written `$$`, so that
 // compose, reading it again, interpolates nothing.
+//
+// As for compose, a service of a profile compose is not asked for is not part of it, nor a
+// network, volume, secret or config that no service it runs uses (the policy has decided on
+// them all).
 func Resolve(p *types.Project) ([]byte, error) {
-	r, err := p.WithServicesEnvironmentResolved(true)
+	r, err := p.WithoutUnnecessaryResources().WithServicesEnvironmentResolved(true)
 	if err != nil {
 		return nil, err
 	}

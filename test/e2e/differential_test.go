@@ -23,7 +23,8 @@ import (
 // — is the model the real compose plugin reads from what the agent hands it: the resolved file,
 // the empty --env-file, the release as project directory, in the environment the agent sets
 // (plus variables that used to change what compose resolved). `docker compose config` of that
-// must print the same model.
+// must print the same model. (The policy decided on more: services of a profile compose is not
+// asked for, and what only they use, are checked too; neither is handed to compose.)
 func TestDifferentialCheckedModelIsWhatComposeRuns(t *testing.T) {
 	paths, err := filepath.Glob("../../testdata/compose/*.txt")
 	if err != nil || len(paths) < 30 {
