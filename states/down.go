@@ -32,7 +32,12 @@ func (tk *tick) retire(ctx context.Context, resp effects.CheckinResponse) error 
 		volumes = false
 		note += "; volumes kept: prod never purges"
 	} else if volumes {
-		note += " -v (volumes purged)"
+		// say what asked for it: tenancy's purge_volumes, or this box's config
+		asked := "tenancy's purge_volumes"
+		if !resp.PurgeVolumes {
+			asked = "volumes_on_absent: purge in " + tk.Cfg.Path
+		}
+		note += " -v (volumes purged, asked by " + asked + ")"
 	}
 	if err := tk.Fx.Compose.Down(ctx, tk.currentDir(), volumes); err != nil {
 		if effects.IsTemporary(err) {

@@ -156,3 +156,30 @@ func TestLoginFailedHasACode(t *testing.T) {
 		t.Errorf("login-failed entry %+v, want a code", e)
 	}
 }
+
+// TestAPurgeSaysWhatAskedForIt: a retire that removes volumes names what asked for it —
+// tenancy's purge_volumes, or volumes_on_absent: purge in this box's config.
+func TestAPurgeSaysWhatAskedForIt(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		purge  bool
+		config string
+		want   string
+	}{{"tenancy", true, "", "asked by tenancy's purge_volumes"}, {"config", false, "volumes_on_absent: purge\n", "asked by volumes_on_absent: purge in "}} {
+		t.Run(c.name, func(t *testing.T) {
+			h := newHarness(t)
+			if c.config != "" {
+				h.appendConfig(c.config)
+			}
+			h.apply("v1")
+			if err := h.sim.Retire(env, c.purge); err != nil {
+				t.Fatal(err)
+			}
+			h.wantExit(h.tick(), 0)
+			e, ok := h.entry(func(e store.Entry) bool { return e.To == "Down" && e.From != e.To })
+			if !ok || !strings.Contains(e.Detail, "volumes purged, "+c.want) {
+				t.Errorf("the down entry %q lacks %q", e.Detail, c.want)
+			}
+		})
+	}
+}

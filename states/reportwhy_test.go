@@ -13,7 +13,7 @@ import (
 // explainWhy is what `explain --json` says now, as its why block.
 func (h *harness) explainWhy() *explain.Why {
 	h.t.Helper()
-	doc, err := explain.Build(h.st, explain.Options{Now: h.clock.Now()})
+	doc, err := explain.Build(h.st, explain.Options{Now: h.clock.Now(), Limits: explain.LimitsOf(h.cfg)})
 	if err != nil {
 		h.t.Fatal(err)
 	}

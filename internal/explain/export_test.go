@@ -40,3 +40,13 @@ func codeSpan(s string) string {
 	}
 	return fence + pad + cell(s) + pad + fence
 }
+
+// CauseCodes are every code explain has words for.
+func CauseCodes() []string {
+	codes := make([]string, 0, len(causes))
+	for c := range causes {
+		codes = append(codes, c)
+	}
+	sort.Strings(codes)
+	return codes
+}

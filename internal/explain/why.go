@@ -35,7 +35,7 @@ type Why struct {
 // cause is the fixed part of a code's explanation.
 type cause struct {
 	fault  string
-	fix    string // may hold {project} and {env}
+	fix    string // may hold {project}, {env} and the box's paths: {state_dir}, {deploy_dir}, {config}, {bootstrap}, {bao_ca}
 	clears string // for a refusal: what clears it
 }
 
@@ -44,11 +44,11 @@ var causes = map[string]cause{
 	"BUNDLE_INVALID": {"the bundle breaks the agent's rules: its archive holds a link, a device, `..`, a duplicate, too many entries or bytes, or a `files` list that differs, or a file the agent must read (bundle.json, secrets.manifest.json, the compose file) does not parse; none of it was used",
 		"fix the bundle in monky-deploy and publish it; the new desired sha clears the refusal", ""},
 	"BUNDLE_SHA_MISMATCH": {"the bundle's bytes do not hash to the sha tenancy asked for: it was changed or rebuilt after its sha was computed",
-		"cd releases/<sha> && find . -type f ! -name .env -printf '%P\\n' | LC_ALL=C sort | xargs -d '\\n' sha256sum | sha256sum   # PROTOCOL §2", "a new desired sha clears it, or `monky-deployd resume` once tenancy serves this sha's true bytes (resume fetches the bundle again)"},
+		"find . -type f ! -name .env -printf '%P\\n' | LC_ALL=C sort | xargs -d '\\n' sha256sum | sha256sum   # in the bundle's tree where it is built (monky-deploy): PROTOCOL §2; the refused bytes were never unpacked on this box", "a new desired sha clears it, or `monky-deployd resume` once tenancy serves this sha's true bytes (resume fetches the bundle again)"},
 	"BUNDLE_ENV_MISMATCH": {"the bundle was rendered for another env than this box's",
 		"fix the bundle's env in its descriptor, or tenancy's desired release for {env}", ""},
 	"ENV_INCOMPLETE": {"`.env.template` needs variables that no manifest entry supplies, so nothing was started",
-		"add the entries to secrets.manifest.json, or set the secrets in the console", ""},
+		"add the entries to the bundle's secrets.manifest.json (or drop the variables from .env.template) and publish the bundle: the new desired sha clears the refusal", ""},
 	"MANIFEST_PATH_REFUSED": {"a manifest entry points outside `<mount>/data/{env}/see/`, the only place this box may read",
 		"fix the entry's path in secrets.manifest.json", ""},
 	"PRIVILEGED_REFUSED": {"a service asks for power over the host (privileged, host network or pid, SYS_ADMIN or ALL, or a bind of / or the docker socket) and the bundle's `agent` profile does not allow it",
@@ -70,17 +70,17 @@ var causes = map[string]cause{
 	"REGISTRY_AUTH_INVALID": {"the `use: registry-auth` entry does not hold a registry credential of a known shape",
 		"bao kv metadata get -mount=<mount> <path>   # then fix the entry: {\"registry\",\"username\",\"password\"} or username:password", ""},
 	"COMPOSE_PULL_FAILED": {"the registry refused or could not serve an image",
-		"sudo ls -l /var/lib/monky-deployd/docker/config.json   # and `use: registry-auth` in the manifest", ""},
+		"sudo ls -l {state_dir}/docker/config.json   # and `use: registry-auth` in the manifest", ""},
 	"COMPOSE_UP_FAILED": {"compose could not start the project",
-		"cd <deploy_dir>/current && docker compose -p {project} logs --tail 50", ""},
+		"cd {deploy_dir}/current && docker compose -p {project} logs --tail 50", ""},
 	"RELEASE_CHANGED": {"before a compose call the release directory was not what was verified (a file of the bundle changed, a symlink was planted in its tree) or its resolved model was missing or not the agent's own, so compose was not run; the error names the path",
-		"ls -la <deploy_dir>/current/ <deploy_dir>/resolved/   # which service can write the release? the next apply stages it again", ""},
+		"ls -la {deploy_dir}/current/ {deploy_dir}/resolved/   # which service can write the release? the next apply stages it again", ""},
 	"UNHEALTHY": {"a service is not running and healthy",
 		"docker compose -p {project} ps", ""},
 	"AGENT_UNAUTHENTICATED": {"tenancy refused the OpenBao token (the kit was re-revealed, the env retired, or the token revoked) and no fresh bootstrap grant is on disk",
 		"re-run the install kit (a new bootstrap.jwt unblocks), or `monky-deployd bootstrap --force`", ""},
 	"AGENT_ENV_MISMATCH": {"the token is pinned to another env than config.yaml's env_id",
-		"fix env_id in /etc/monky-deployd/config.yaml (a changed config unblocks), or re-issue the identity and grant", ""},
+		"fix env_id in {config} (a changed config unblocks), or re-issue the identity and grant", ""},
 	"SDK_UNAVAILABLE": {"`transport: sdk` is set but this build has no OpenZiti SDK",
 		"set `transport: proxy` (and enable monky-deployd-proxy.service) or `system`", ""},
 	"IDENTITY_UNUSABLE": {"the agent cannot use the box's ziti identity (absent, not readable by its user, or not an identity)",
@@ -94,7 +94,7 @@ var causes = map[string]cause{
 	"TLS_NAME_MISMATCH": {"the certificate the far side shows is not valid for the name the agent dialled",
 		"check bao.addr (or the tenancy host) in config.yaml against the intercept name", ""},
 	"TLS_UNKNOWN_CA": {"the far side's certificate is signed by an authority bao.ca_file does not hold",
-		"openssl x509 -in /etc/monky-deployd/openbao-ca.pem -noout -subject", ""},
+		"openssl x509 -in {bao_ca} -noout -subject", ""},
 	"TLS_CERT_INVALID": {"the far side's certificate is not valid (expired, not yet valid, or malformed)",
 		"openssl s_client -connect <host>:<port> </dev/null | openssl x509 -noout -dates", ""},
 	"TLS_HANDSHAKE": {"the TLS handshake with the far side failed",
@@ -118,7 +118,7 @@ var causes = map[string]cause{
 	"TICK_DEADLINE": {"the tick ran past tick_timeout_s and stopped at a step boundary (committed, resumed next tick)",
 		"monky-deployd explain -n 3   # the step durations show what was slow", ""},
 	"LOCAL_FAILURE": {"the agent's own files failed it (state_dir, the token file, the lock file, deploy_dir or the state file): nothing was sent",
-		"ls -la /var/lib/monky-deployd   # owner monky-deployd, not group- or world-writable; then monky-deployd run --once", ""},
+		"ls -la {state_dir} {deploy_dir}   # owner monky-deployd, not group- or world-writable, no symlink for bao.token, lock or state.db; then monky-deployd run --once (a bao.token removed as unusable is made again from a fresh bootstrap.jwt: re-run the install kit first)", ""},
 	"TOKEN_EXPIRED": {"the box's OpenBao token has expired: it was not renewed and no new lease replaced it",
 		"monky-deployd status   # then: monky-deployd bootstrap --force with a fresh bootstrap.jwt from the install kit", ""},
 	"TOKEN_EXPIRING": {"the box's OpenBao token is about to expire and is not being kept alive: renew-self no longer extends it (its max ttl) and no new lease replaced it",
@@ -130,19 +130,19 @@ var causes = map[string]cause{
 	"BUNDLE_NOT_FOUND": {"tenancy does not serve the bundle of the desired sha",
 		"check the release in tenancy's console: the desired sha must have a rendered bundle", ""},
 	"STAGE_FAILED": {"the agent could not write the release directory or the registry credential",
-		"ls -la <deploy_dir> <state_dir>/docker   # owner monky-deployd; and df -h", ""},
+		"ls -la {deploy_dir} {state_dir}/docker   # owner monky-deployd; and df -h", ""},
 	"BUNDLE_FETCH_FAILED": {"tenancy refused to serve the desired sha's bundle (an answer that waiting does not change)",
 		"check the release in tenancy's console and tenancy's log for GET /v1/agent/bundle/{env}/<sha>", ""},
 	"LEASE_FAILED": {"tenancy refused the lease (an answer other than 429 that waiting does not change)",
 		"check the env's deploy grant in tenancy's console and tenancy's log for POST /v1/agent/lease", ""},
 	"KV_NOT_FOUND": {"a secret the manifest names has no data in OpenBao at that path (or that version)",
-		"bao kv metadata get -mount=<mount> <path>   # the entry's path (no value); set the secret in the console", ""},
+		"bao kv metadata get -mount=<mount> <path>   # the entry's path (no value); then set the secret in OpenBao at that path", ""},
 	"KV_VERSION_DELETED": {"the version of a secret the manifest pins is deleted or destroyed in OpenBao",
 		"bao kv metadata get -mount=<mount> <path>   # its versions; undelete it, or publish the bundle with a live version", ""},
 	"KV_KEY_MISSING": {"a secret the manifest names exists but lacks the key the entry reads (the evidence lists the keys it has)",
-		"bao kv metadata get -mount=<mount> <path>   # then set the key in the console, or fix the entry's key in the manifest", ""},
+		"bao kv metadata get -mount=<mount> <path>   # then add the key to the secret in OpenBao, or fix the entry's key in the manifest", ""},
 	"BAO_NOT_FOUND": {"OpenBao answered 404: the auth mount, the role or the KV mount the config names does not exist there",
-		"grep -A6 '^bao:' /etc/monky-deployd/config.yaml   # auth_mount, role, kv_mount must match OpenBao's", ""},
+		"grep -A6 '^bao:' {config}   # auth_mount, role, kv_mount must match OpenBao's", ""},
 	"BAO_PATH": {"a manifest entry's path is empty or not clean (`..`, `//`, a trailing `/`), so it was not read",
 		"fix the entry's path in the bundle's secrets.manifest.json and publish the bundle", ""},
 	"BAO_ANSWER": {"OpenBao's answer was not one the agent can use: none, too large, not JSON, or not a KV-v2 secret (the path must be <mount>/data/…)",
@@ -150,15 +150,15 @@ var causes = map[string]cause{
 	"BAO_REQUEST_REFUSED": {"OpenBao refused the request with an answer the agent has no other name for (the evidence holds OpenBao's words)",
 		"read OpenBao's audit log for the box's token at that time", ""},
 	"CREDENTIAL_SHAPE": {"a credential is empty, too long or not printable ASCII (OpenBao's token, tenancy's login_jwt, or the stored token file: the evidence names which), so it was not used",
-		"sudo wc -c /var/lib/monky-deployd/bao.token   # a stored token; for an answer: is it OpenBao or tenancy that answers, not a proxy's page?", ""},
+		"sudo wc -c {state_dir}/bao.token   # a stored token; for an answer: is it OpenBao or tenancy that answers, not a proxy's page?", ""},
 	"TENANCY_URL": {"tenancy's base URL, or a URL in tenancy's answer (bundle_url), is not one the agent may call",
-		"grep -A4 '^tenancy:' /etc/monky-deployd/config.yaml   # base_url; a bundle_url must stay on tenancy's host", ""},
+		"grep -A4 '^tenancy:' {config}   # base_url; a bundle_url must stay on tenancy's host", ""},
 	"TLS_CA_FILE": {"the CA file the config names is unreadable or holds no PEM certificate",
 		"openssl x509 -noout -subject -in <ca_file>   # as the monky-deployd user: bao.ca_file / tenancy.ca_file", ""},
 	"NO_MAPPING": {"the transport was asked for an address it maps to no intercept: only tenancy's and OpenBao's are",
-		"grep -E 'addr|host|port|base_url' /etc/monky-deployd/config.yaml   # bao.addr and tenancy's name must be the intercepts'", ""},
+		"grep -E 'addr|host|port|base_url' {config}   # bao.addr and tenancy's name must be the intercepts'", ""},
 	"TRANSPORT_CONFIG": {"the transport's own settings are incomplete or wrong (proxy_addr for `proxy`, the identity for `sdk`)",
-		"grep -E 'transport|proxy_addr|identity' /etc/monky-deployd/config.yaml", ""},
+		"grep -E 'transport|proxy_addr|identity' {config}", ""},
 	"TRANSPORT_UNKNOWN": {"config.yaml names no transport, or one this build does not have",
 		"monky-deployd version   # the transports built in; then set `transport:` to one of them", ""},
 	"DOCKER_NOT_FOUND": {"the docker CLI (docker_bin) is not there, so compose could not run",
@@ -172,7 +172,7 @@ var causes = map[string]cause{
 	"COMPOSE_LOGS_FAILED": {"`docker compose logs` failed, so the report carries no log tail",
 		"sudo -u monky-deployd docker compose -p {project} logs --tail 50", ""},
 	"COMPOSE_DOWN_FAILED": {"`docker compose down` failed for tenancy's action down",
-		"cd <deploy_dir>/current && docker compose -p {project} down   # then monky-deployd resume", ""},
+		"cd {deploy_dir}/current && docker compose -p {project} down   # then monky-deployd resume", ""},
 	"DOCKER_PRUNE_FAILED": {"removing the images no kept release uses (`run --prune`) failed; the apply itself stands",
 		"docker image ls --filter label=com.docker.compose.project={project}   # then docker image prune", ""},
 }
@@ -230,8 +230,7 @@ func (in Input) maker() maker {
 		if fault == "" {
 			fault = c.fault
 		}
-		fix := c.fix
-		fix = strings.NewReplacer("{project}", project, "{env}", env).Replace(fix)
+		fix := in.paths().Replace(strings.NewReplacer("{project}", project, "{env}", env).Replace(c.fix))
 		return &Why{Code: code, Fault: sentence(fault), Evidence: evidence, Next: sentence(next), Fix: fix, At: at.UTC(), Tick: tick, Since: at.UTC(), short: next}
 	}
 }
@@ -251,18 +250,31 @@ func explainWhy(in Input) *Why {
 			next = "every tick exits 78 at once without touching the network until config.yaml changes or `monky-deployd resume`"
 		}
 		code, fault, evidence := b.Code, "", trimCode(b.Code, b.Detail)
-		if e, ok := in.find(func(e store.Entry) bool { return e.Event == machine.NoteUnauthenticated }); ok && b.Code == machine.CodeUnauthenticated {
+		refusedBearer := b.Code == machine.CodeUnauthenticated && !strings.Contains(b.Detail, "is unreadable")
+		if e, ok := in.find(func(e store.Entry) bool { return e.Event == machine.NoteUnauthenticated }); ok && refusedBearer {
 			evidence = e.Detail + "; no fresh bootstrap grant on disk"
 		}
 		if e, ok := in.find(func(e store.Entry) bool {
 			return e.Event == machine.NoteUnauthenticated && strings.HasPrefix(e.Code, "BAO_")
-		}); ok && b.Code == machine.CodeUnauthenticated {
+		}); ok && refusedBearer {
 			// OpenBao refused the token, not tenancy: name OpenBao's code
 			code = e.Code
 			fault = "OpenBao refused the box's token (" + e.Code + ": OpenBao's refusal, not tenancy's), so the agent deleted it; no fresh bootstrap grant is on disk to log in again"
 		}
+		unreadable := b.Code == machine.CodeUnauthenticated && strings.Contains(b.Detail, "is unreadable")
+		switch {
+		case unreadable:
+			// no one refused anything: the agent's user cannot read the grant on disk
+			code, fault = b.Code, "no token is stored and the bootstrap grant on disk cannot be read by the agent's user (its owner or mode): nothing was sent to tenancy or OpenBao"
+			next = "every tick exits 1 at once without touching the network until the grant is readable and `monky-deployd resume` (or a new bootstrap.jwt) lifts the block"
+		case b.Code == machine.CodeUnauthenticated && strings.Contains(b.Detail, "no bootstrap grant at") && !strings.HasPrefix(b.Detail, "bearer refused"):
+			fault = "no OpenBao token is stored and no bootstrap grant is on disk: the box has not logged in since its token went, and has nothing to log in with"
+		}
 		w := mk(code, fault, evidence, next, b.At, in.tickWhere(func(e store.Entry) bool { return e.To == string(machine.Blocked) && e.From != e.To }))
-		if code != b.Code {
+		switch {
+		case unreadable:
+			w.Fix = in.paths().Replace("sudo ls -l {bootstrap}; sudo chown monky-deployd {bootstrap} && sudo chmod 0600 {bootstrap}   # then monky-deployd resume --now")
+		case code != b.Code:
 			w.Fix = causes[machine.CodeBaoDenied].fix + "   # then re-run the install kit (a new bootstrap.jwt unblocks)"
 		}
 		return w
@@ -538,6 +550,20 @@ func (in Input) unhealthyWhy(mk maker, nextTick string) *Why {
 		evidence, "checked again at every tick (the next "+nextTick+"); reported failed to tenancy until the service is healthy; the agent does not restart it", at, tick)
 	w.person = true
 	return w
+}
+
+// paths replaces the fix lines' path words with this box's own (its config's), or with a
+// placeholder where the config is not known (a copy read without it).
+func (in Input) paths() *strings.Replacer {
+	p := in.Limits.Paths
+	or := func(v, placeholder string) string {
+		if v == "" {
+			return placeholder
+		}
+		return v
+	}
+	return strings.NewReplacer("{state_dir}", or(p.StateDir, "<state_dir>"), "{deploy_dir}", or(p.DeployDir, "<deploy_dir>"),
+		"{config}", or(p.Config, "<config.yaml>"), "{bootstrap}", or(p.BootstrapPath, "<bootstrap_path>"), "{bao_ca}", or(p.BaoCAFile, "<bao.ca_file>"))
 }
 
 // implausibleNeed is a disk need no bundle has: its declared size is wrong, not the disk.

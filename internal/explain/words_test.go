@@ -1,0 +1,115 @@
+package explain_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tikali/monky-deployd/internal/explain"
+	"github.com/tikali/monky-deployd/machine"
+	"github.com/tikali/monky-deployd/store"
+)
+
+// boxPaths are a box whose paths are none of the defaults.
+var boxPaths = explain.Paths{StateDir: "/srv/box/state", DeployDir: "/srv/box/deploy/env-a", Config: "/srv/box/etc/config.yaml",
+	BootstrapPath: "/srv/box/etc/grant.jwt", BaoCAFile: "/srv/box/etc/ca.pem"}
+
+// TestFixNamesTheBoxsPaths: for every code of the vocabulary, the fix names only this box's
+// configured paths (never a default it does not use, never a placeholder when the config is
+// known) and starts with a command or the step that addresses the fault; the codes whose words
+// were wrong say the right thing.
+func TestFixNamesTheBoxsPaths(t *testing.T) {
+	at := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	exit := machine.ExitFail
+	starts := []string{"ls ", "sudo ", "cd ", "docker ", "bao ", "systemctl ", "openssl ", "curl ", "grep ", "df ", "monky-deployd ",
+		"resolvectl ", "command ", "find ", "getent ", "fix ", "set ", "add ", "drop ", "upgrade ", "check ", "read ", "re-run "}
+	want := map[string][]string{
+		"LOCAL_FAILURE":          {"ls -la /srv/box/state /srv/box/deploy/env-a", "bootstrap.jwt"},
+		"COMPOSE_PULL_FAILED":    {"/srv/box/state/docker/config.json"},
+		"COMPOSE_UP_FAILED":      {"cd /srv/box/deploy/env-a/current"},
+		"AGENT_ENV_MISMATCH":     {"/srv/box/etc/config.yaml"},
+		"TLS_UNKNOWN_CA":         {"/srv/box/etc/ca.pem"},
+		"CREDENTIAL_SHAPE":       {"/srv/box/state/bao.token"},
+		"STAGE_FAILED":           {"/srv/box/deploy/env-a", "/srv/box/state/docker"},
+		explain.CodeTicksStopped: {"systemctl list-timers monky-deployd.timer"},
+	}
+	never := map[string][]string{
+		"BUNDLE_SHA_MISMATCH": {"releases/"},
+		"ENV_INCOMPLETE":      {"console"},
+	}
+	for _, code := range explain.CauseCodes() {
+		in := explain.Input{
+			Rec: store.Record{EnvID: "env-a", State: string(machine.Failed), Tick: 2, Action: machine.ActionApply,
+				Failure: &store.Failure{Sha: strings.Repeat("b", 64), Code: code, Detail: code + ": the step's words", State: string(machine.Staged), At: at}},
+			Recent: []store.TickSummary{{Tick: 2, StartedAt: at, EndedAt: at, Exit: &exit}},
+			Now:    at.Add(time.Minute), Limits: explain.Limits{Paths: boxPaths},
+		}
+		w := explain.Decide(in).Why
+		if w == nil || w.Code != code {
+			t.Errorf("%s: why %+v", code, w)
+			continue
+		}
+		for _, bad := range []string{"/var/lib/monky-deployd", "/etc/monky-deployd/", "<state_dir>", "<deploy_dir>", "<config.yaml>", "<bootstrap_path>", "<bao.ca_file>",
+			"{state_dir}", "{deploy_dir}", "{config}", "{bootstrap}", "{bao_ca}", "{project}", "{env}"} {
+			if strings.Contains(w.Fix, bad) {
+				t.Errorf("%s: fix names %q, not this box's paths: %s", code, bad, w.Fix)
+			}
+		}
+		ok := false
+		for _, s := range starts {
+			ok = ok || strings.HasPrefix(w.Fix, s)
+		}
+		if !ok {
+			t.Errorf("%s: fix does not start with a command or a step: %s", code, w.Fix)
+		}
+		for _, s := range want[code] {
+			if !strings.Contains(w.Fix, s) {
+				t.Errorf("%s: fix lacks %q: %s", code, s, w.Fix)
+			}
+		}
+		for _, s := range never[code] {
+			if strings.Contains(w.Fix, s) {
+				t.Errorf("%s: fix says %q: %s", code, s, w.Fix)
+			}
+		}
+	}
+}
+
+// TestUnreadableGrantIsNotARefusal: a block on a bootstrap grant the agent's user cannot read
+// is said as that — no one refused a token — and its fix is the file's owner and mode.
+func TestUnreadableGrantIsNotARefusal(t *testing.T) {
+	at := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	exit := machine.ExitFail
+	in := explain.Input{
+		Rec: store.Record{EnvID: "env-a", State: string(machine.Blocked), Tick: 2,
+			Block: &store.Block{Code: machine.CodeUnauthenticated, At: at,
+				Detail: "no token and the bootstrap grant at /srv/box/etc/grant.jwt is unreadable: open /srv/box/etc/grant.jwt: permission denied"}},
+		Recent: []store.TickSummary{{Tick: 2, StartedAt: at, EndedAt: at, Exit: &exit}},
+		Now:    at.Add(time.Minute), Limits: explain.Limits{Paths: boxPaths},
+	}
+	v := explain.Decide(in)
+	w := v.Why
+	if w == nil || strings.Contains(w.Fault, "refused") || strings.Contains(w.Fix, "install kit") ||
+		!strings.Contains(w.Fix, "chown monky-deployd /srv/box/etc/grant.jwt") || !strings.Contains(w.Fix, "chmod 0600") {
+		t.Errorf("why %+v", w)
+	}
+	if v.Verdict != explain.NeedsPerson {
+		t.Errorf("verdict %s", v.Verdict)
+	}
+}
+
+// TestUnhealthyNextSaysNotConverged: an unhealthy box's next reads like every other sick
+// box's: `not converged: UNHEALTHY — …`.
+func TestUnhealthyNextSaysNotConverged(t *testing.T) {
+	at := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	exit := machine.ExitFail
+	in := explain.Input{
+		Rec: store.Record{EnvID: "env-a", State: string(machine.Failed), Tick: 2, Action: machine.ActionNone, AppliedSha: strings.Repeat("a", 64),
+			Failure: &store.Failure{Sha: strings.Repeat("a", 64), Code: machine.CodeUnhealthy, Detail: "api (running/unhealthy)", State: "CheckedIn", At: at}},
+		Recent: []store.TickSummary{{Tick: 2, StartedAt: at, EndedAt: at, Exit: &exit}},
+		Now:    at.Add(time.Minute),
+	}
+	if next := explain.Decide(in).Next; !strings.HasPrefix(next, "not converged: UNHEALTHY — ") {
+		t.Errorf("next %q", next)
+	}
+}
