@@ -115,6 +115,18 @@ func TestSupportCorpusGoldens(t *testing.T) {
 			if err := json.Unmarshal([]byte(outputs["explain --json"]), &doc); err != nil {
 				t.Fatal(err)
 			}
+			if doc.Why == nil && name == "moved-aside" {
+				// a box that started afresh after its state file was moved aside, converged since:
+				// no why, but status and explain name the file moved aside
+				for _, o := range []string{outputs["status"], outputs["explain"], outputs["status --json"]} {
+					if !strings.Contains(o, ".corrupt-") {
+						t.Errorf("the moved-aside file is not named:\n%s", o)
+					}
+				}
+				supportGolden(t, name+".explain.txt", outputs["explain"])
+				supportGolden(t, name+".status.txt", outputs["status"])
+				return
+			}
 			if doc.Why == nil || doc.Why.Code == "" || doc.Why.Next == "" || doc.Why.Fix == "" {
 				t.Fatalf("a box in trouble without a why block: %s", outputs["explain --json"])
 			}

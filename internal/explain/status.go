@@ -115,7 +115,7 @@ func BuildStatusWith(st store.Store, now time.Time, tokenPresent *bool, lim Limi
 		s.Attempts = rec.TotalAttempts()
 		if now.Before(rec.LeaseRetryAfter) {
 			s.LeaseRetryAfter = ptime(rec.LeaseRetryAfter)
-			if e, ok := in.find(func(e store.Entry) bool { return e.Code == machine.CodeLeaseRateLimit }); ok {
+			if e, ok := in.leaseRefusal(); ok {
 				s.leaseRefusal = trimCode(e.Code, e.Detail)
 			}
 		}

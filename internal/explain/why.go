@@ -521,13 +521,24 @@ func (in Input) stale(mk maker) *Why {
 	return w
 }
 
+// leaseRefusal is the newest entry with tenancy's own answer to a lease (429), else the
+// newest that names the code (the agent's own wait).
+func (in Input) leaseRefusal() (store.Entry, bool) {
+	if e, ok := in.find(func(e store.Entry) bool {
+		return e.Code == machine.CodeLeaseRateLimit && !strings.Contains(e.Detail, "tenancy asked to wait")
+	}); ok {
+		return e, true
+	}
+	return in.find(func(e store.Entry) bool { return e.Code == machine.CodeLeaseRateLimit })
+}
+
 // rateLimited is the why of a lease tenancy refused with 429, while its Retry-After lasts.
 func (in Input) rateLimited(mk maker) *Why {
 	rec := in.Rec
 	if !in.Now.Before(rec.LeaseRetryAfter) {
 		return nil
 	}
-	e, ok := in.find(func(e store.Entry) bool { return e.Code == machine.CodeLeaseRateLimit })
+	e, ok := in.leaseRefusal()
 	evidence := "no lease before " + machine.Stamp(rec.LeaseRetryAfter) + " (tenancy's Retry-After)"
 	at, tick := in.Now, in.newestTick()
 	if ok {
