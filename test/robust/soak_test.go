@@ -21,7 +21,8 @@ package robust
 // many ticks it ran.
 // Once, half-way, both meta pages of the state file are overwritten (SOAK_CORRUPT=0 skips
 // it): the next tick, never killed, must move it aside and start afresh (AGENT.md's
-// amendments).
+// amendments), importing the releases still on disk as applied before; the next checkpoint
+// desires one of them again, a rollback the fresh file must still refuse.
 // Not injected: disk-full windows (they need a filesystem of their own; the state-commit
 // faults of states/diskfault_test.go stand in for them).
 
@@ -34,6 +35,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -136,6 +138,56 @@ func soakReleases(t *testing.T, n int) string {
 	return dir
 }
 
+// releasesOnDisk are the names of the release directories under deploy_dir/releases/.
+func (b *box) releasesOnDisk() map[string]bool {
+	b.T.Helper()
+	entries, err := os.ReadDir(filepath.Join(b.StateDir, b.Env, "releases"))
+	if err != nil {
+		b.T.Fatal(err)
+	}
+	on := map[string]bool{}
+	for _, e := range entries {
+		if e.IsDir() {
+			on[e.Name()] = true
+		}
+	}
+	return on
+}
+
+// importedHistory is what a state file started afresh remembers of the applies in history
+// (AGENT.md, "Taking over a 0.1.x box" and "A corrupt state file never crashes the agent"):
+// the first tick imports every release still under releases/ as applied before, so a
+// rollback to one stays refused; an apply whose directory keep_releases already removed is
+// forgotten, and a directory never applied (staged, then failed) is no apply. It also names
+// the release to desire next, to check that refusal: the oldest release applied before and
+// kept on disk, other than the applied one, preferring one whose bundle forbids a rollback;
+// "" when there is none.
+func importedHistory(onDisk map[string]bool, history []string, applied string, shas map[string]string) ([]string, string) {
+	var kept []string
+	for _, sha := range history {
+		if onDisk[sha] {
+			kept = append(kept, sha)
+		}
+	}
+	var names []string
+	for name, sha := range shas {
+		if onDisk[sha] && sha != applied && slices.Contains(kept, sha) {
+			names = append(names, name)
+		}
+	}
+	odd := func(name string) bool { n, _ := strconv.Atoi(strings.TrimPrefix(name, "r")); return n%2 == 1 }
+	sort.Slice(names, func(i, j int) bool {
+		if oi, oj := odd(names[i]), odd(names[j]); oi != oj {
+			return oi // an odd release refuses a rollback to it
+		}
+		return names[i] < names[j]
+	})
+	if len(names) == 0 {
+		return kept, ""
+	}
+	return kept, names[0]
+}
+
 // killedTick runs a tick of bin and SIGKILLs it after delay (no kill when delay < 0).
 func (b *box) killedTick(delay time.Duration) testkit.Result {
 	b.T.Helper()
@@ -185,6 +237,9 @@ func TestSoak(t *testing.T) {
 	// comes back later (unless its bundle allows it)
 	var history []string
 	appliedNow := ""
+	// revisit: a release applied before the corruption whose directory the fresh state file
+	// imported, desired at the next checkpoint
+	revisit := ""
 
 	afterTick := func(i int, res testkit.Result) {
 		st.exits[res.Code]++
@@ -305,6 +360,9 @@ func TestSoak(t *testing.T) {
 			// the next desired sha: mostly a new release; now and then one applied before
 			// (refused as a rollback), or the same one again
 			switch x := rng.Intn(10); {
+			case revisit != "":
+				desire(revisit)
+				revisit = ""
 			case x < 8 && next < nrel:
 				next++
 				desire(fmt.Sprintf("r%04d", next))
@@ -321,7 +379,7 @@ func TestSoak(t *testing.T) {
 				f.Close()
 				st.faults["state.db corrupted"]++
 				corrupted = i
-				history = nil // a fresh state file remembers no apply to refuse a rollback to
+				history, revisit = importedHistory(b.releasesOnDisk(), history, appliedNow, shas)
 			}
 		}
 		// this tick's faults
