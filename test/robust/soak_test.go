@@ -20,9 +20,9 @@ package robust
 // SOAK_MINUTES, when set, bounds the time: the soak ends early with a checkpoint and says how
 // many ticks it ran.
 // Once, half-way, both meta pages of the state file are overwritten (SOAK_CORRUPT=0 skips
-// it): the next tick, never killed, must move it aside and start afresh (AGENT.md's
-// amendments), importing the releases still on disk as applied before; the next checkpoint
-// desires one of them again, a rollback the fresh file must still refuse.
+// it): the next tick, never killed, must move it aside and start afresh (docs/JOURNAL.md),
+// importing the releases still on disk as applied before; the next checkpoint desires one of
+// them again, a rollback the fresh file must still refuse.
 // Not injected: disk-full windows (they need a filesystem of their own; the state-commit
 // faults of states/diskfault_test.go stand in for them).
 
@@ -155,7 +155,7 @@ func (b *box) releasesOnDisk() map[string]bool {
 }
 
 // importedHistory is what a state file started afresh remembers of the applies in history
-// (AGENT.md, "Taking over a 0.1.x box" and "A corrupt state file never crashes the agent"):
+// (docs/JOURNAL.md, "How the file is used"; docs/OPERATIONS.md, "Moving a fleet from 0.1.x"):
 // the first tick imports every release still under releases/ as applied before, so a
 // rollback to one stays refused; an apply whose directory keep_releases already removed is
 // forgotten, and a directory never applied (staged, then failed) is no apply. It also names
@@ -270,7 +270,7 @@ func TestSoak(t *testing.T) {
 		case (sr.Code != 0 && sr.Code != 1) || json.Unmarshal([]byte(sr.Stdout), &d) != nil:
 			violate(i, "status --json: exit %d: %s", sr.Code, sr.Stderr)
 		case sr.Code == 1 && d.State != "Refused" && d.State != "Blocked" && d.State != "Failed":
-			// exit 1 means the box needs a person (AGENT.md, exit codes outside run)
+			// exit 1 means the box needs a person (docs/OPERATIONS.md, "Exit codes")
 			violate(i, "status --json: exit 1 with the box %s", d.State)
 		case d.Next == "":
 			violate(i, "status --json says nothing about next")
