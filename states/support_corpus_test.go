@@ -28,8 +28,11 @@ type supportCase struct {
 	// verdict, when set, is the one verdict the copy reads; codes, when set, every active code
 	verdict string
 	codes   []string
-	sim     func(*sim.Options)
-	run     func(h *harness)
+	// sentAfter, when set, reads the copy that long after its newest tick (the box sent it
+	// then): testdata/support/<name>.asof holds that time for status and explain --as-of.
+	sentAfter time.Duration
+	sim       func(*sim.Options)
+	run       func(h *harness)
 	// next runs the next tick and checks that what explain says happens next, happens.
 	next func(h *harness)
 }
@@ -457,6 +460,19 @@ func supportCases(t *testing.T) []supportCase {
 			h.sim.ClearFails()
 			h.wantExit(h.tick(), 0)
 		}},
+		{name: "stale-box", code: "TICKS_STOPPED", verdict: explain.NeedsPerson, sentAfter: 20 * time.Minute, run: func(h *harness) {
+			h.apply("v1")
+			h.wantTicks(2, 0)
+			// then the timer stops: no tick for 20 minutes when the box sends its copy
+		}, next: func(h *harness) {
+			// once the timer runs a tick again, the box is converged as it was
+			h.clock.Advance(20 * time.Minute)
+			h.wantExit(h.tick(), 0)
+			doc, err := explain.Build(h.st, explain.Options{Now: h.clock.Now()})
+			if err != nil || doc.Verdict != explain.Converged {
+				h.t.Errorf("after the timer ran again: verdict %s (%v)", doc.Verdict, err)
+			}
+		}},
 		{name: "lock-file-unusable", code: "LOCAL_FAILURE", run: func(h *harness) {
 			h.apply("v1")
 			if err := os.Remove(h.cfg.LockPath()); err != nil {
@@ -485,7 +501,15 @@ func TestSupportCorpus(t *testing.T) {
 			}
 			h := newHarness(t, opts...)
 			c.run(h)
-			doc, err := explain.Build(h.st, explain.Options{Copy: true, Now: h.clock.Now()})
+			var sent time.Time
+			if c.sentAfter > 0 {
+				newest, err := explain.AsOf(h.st)
+				if err != nil {
+					t.Fatal(err)
+				}
+				sent = newest.Add(c.sentAfter).UTC()
+			}
+			doc, err := explain.Build(h.st, explain.Options{Copy: true, Now: h.clock.Now(), AsOf: sent})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -515,9 +539,14 @@ func TestSupportCorpus(t *testing.T) {
 				if err := os.WriteFile(path, raw, 0o644); err != nil {
 					t.Fatal(err)
 				}
+				if !sent.IsZero() {
+					if err := os.WriteFile(filepath.Join(supportDir, c.name+".asof"), []byte(sent.Format(time.RFC3339)+"\n"), 0o644); err != nil {
+						t.Fatal(err)
+					}
+				}
 			} else {
 				committed := copyOf(t, path)
-				got, err := explain.Build(committed, explain.Options{Copy: true})
+				got, err := explain.Build(committed, explain.Options{Copy: true, AsOf: sent})
 				if err != nil {
 					t.Fatal(err)
 				}

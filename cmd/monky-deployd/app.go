@@ -140,6 +140,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 					&cli.BoolFlag{Name: "json", Usage: "one JSON document on stdout"},
 					&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "print nothing; only the exit status says whether the box needs a person"},
 					&cli.StringFlag{Name: "state-file", Usage: "read this copy of a state file instead of the config's (as of its newest tick; writes nothing); several files or a directory of copies: one line per box, the ones that need a person first"},
+					&cli.StringFlag{Name: "as-of", Usage: "with --state-file FILE: read the copy as of this RFC 3339 time (when the box sent it) instead of its newest tick, so a box whose timer stopped reads stale"},
 				},
 				Action: func(c *cli.Context) error {
 					if c.Bool("quiet") {
@@ -160,6 +161,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 					&cli.IntFlag{Name: "n", Value: 20, Usage: "how many ticks"},
 					&cli.DurationFlag{Name: "since", Usage: "only ticks of the last DURATION (e.g. 1h)"},
 					&cli.StringFlag{Name: "state-file", Usage: "read this copy of a state file instead of the config's"},
+					&cli.StringFlag{Name: "as-of", Usage: "with --state-file: read the copy as of this RFC 3339 time (when the box sent it) instead of its newest tick"},
 				},
 				Action: func(c *cli.Context) error { return cmdExplain(c, stdout) },
 			},
@@ -485,6 +487,23 @@ func cmdStatus(c *cli.Context, stdout io.Writer) error {
 	return statusExit(s)
 }
 
+// asOf is --as-of: the time a copy is read as of (zero: its newest tick). Only with
+// --state-file: the box's own file is read as of now.
+func asOf(c *cli.Context) (time.Time, error) {
+	v := c.String("as-of")
+	if v == "" {
+		return time.Time{}, nil
+	}
+	if c.String("state-file") == "" {
+		return time.Time{}, usageErr(c, "--as-of reads a copy: give --state-file FILE")
+	}
+	t, err := time.Parse(time.RFC3339, v)
+	if err != nil {
+		return time.Time{}, usageErr(c, "--as-of %q is not an RFC 3339 time (2026-12-01T14:05:00Z)", v)
+	}
+	return t, nil
+}
+
 // statusCopy is `status --state-file`: a copy read as of its newest tick, with no config, no
 // lock file and nothing about the machine that reads it (its token, its lock).
 func statusCopy(c *cli.Context, path string, stdout io.Writer) error {
@@ -495,7 +514,11 @@ func statusCopy(c *cli.Context, path string, stdout io.Writer) error {
 	if err != nil {
 		return fail(1, "state file %s: %v", path, err)
 	}
-	s, err := explain.BuildStatusCopy(st)
+	at, err := asOf(c)
+	if err != nil {
+		return err
+	}
+	s, err := explain.BuildStatusCopyAsOf(st, at)
 	if err != nil {
 		return fail(1, "status: %v", err)
 	}
@@ -540,7 +563,11 @@ func cmdExplain(c *cli.Context, stdout io.Writer) error {
 		_, err := fmt.Fprint(stdout, redact.String(b.String()))
 		return err
 	}
-	o := explain.Options{N: c.Int("n"), Now: now, Since: c.Duration("since"), Copy: c.String("state-file") != "", Limits: explain.LimitsOf(cfg)}
+	at, err := asOf(c)
+	if err != nil {
+		return err
+	}
+	o := explain.Options{N: c.Int("n"), Now: now, Since: c.Duration("since"), Copy: c.String("state-file") != "", AsOf: at, Limits: explain.LimitsOf(cfg)}
 	if cfg != nil {
 		o.Limits.TickRunning = states.TickRunning(cfg.LockPath())
 	}

@@ -64,6 +64,8 @@ type Doc struct {
 	Ticks []Tick `json:"ticks"`
 	// MovedAside is the corrupt state file this one replaced (where the copy is), nil when none.
 	MovedAside *store.MovedAside `json:"state_file_moved_aside,omitempty"`
+	// sent: AsOf is the time given (Options.AsOf), not the copy's newest tick.
+	sent bool
 }
 
 // Options select the ticks.
@@ -97,7 +99,7 @@ func Build(st store.Store, o Options) (Doc, error) {
 				return err
 			}
 			if !o.AsOf.IsZero() {
-				at = o.AsOf
+				at, d.sent = o.AsOf, true
 			}
 			if !at.IsZero() {
 				now = at

@@ -17,7 +17,11 @@ func WriteText(w io.Writer, d Doc) {
 	}
 	fmt.Fprintf(w, "monky-deployd explain — %s\n", env)
 	if d.AsOf != nil {
-		fmt.Fprintf(w, "a copy, read as of its newest tick: %s\n", machine.Stamp(*d.AsOf))
+		if d.sent {
+			fmt.Fprintf(w, "a copy, read as of %s (--as-of), not of its newest tick\n", machine.Stamp(*d.AsOf))
+		} else {
+			fmt.Fprintf(w, "a copy, read as of its newest tick: %s\n", machine.Stamp(*d.AsOf))
+		}
 	}
 	if d.Since != "" {
 		from := "now"

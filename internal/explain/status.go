@@ -73,6 +73,8 @@ type Status struct {
 	MovedAside *store.MovedAside `json:"state_file_moved_aside"`
 	// leaseRefusal is tenancy's own words when it refused a lease (429).
 	leaseRefusal string
+	// sent: AsOf is the time given (--as-of), not the copy's newest tick.
+	sent bool
 }
 
 // NeedsPerson reports whether status exits 1: the verdict is needs_person.
@@ -147,6 +149,7 @@ func BuildStatusCopy(st store.Store) (Status, error) { return BuildStatusCopyAsO
 // BuildStatusCopyAsOf reads a copy as of at (zero: its newest tick): a copy read as of when
 // the box sent it shows a stopped timer.
 func BuildStatusCopyAsOf(st store.Store, at time.Time) (Status, error) {
+	sent := !at.IsZero()
 	if at.IsZero() {
 		var err error
 		if at, err = AsOf(st); err != nil {
@@ -154,6 +157,7 @@ func BuildStatusCopyAsOf(st store.Store, at time.Time) (Status, error) {
 		}
 	}
 	s, err := BuildStatus(st, at, nil)
+	s.sent = sent
 	if !at.IsZero() {
 		u := at.UTC()
 		s.AsOf = &u
@@ -164,7 +168,11 @@ func BuildStatusCopyAsOf(st store.Store, at time.Time) (Status, error) {
 // WriteStatusText prints status for a person: the one thing wrong first, then aligned facts.
 func WriteStatusText(w io.Writer, s Status) {
 	if s.AsOf != nil {
-		fmt.Fprintf(w, "a copy, read as of its newest tick: %s\n\n", machine.Stamp(*s.AsOf))
+		if s.sent {
+			fmt.Fprintf(w, "a copy, read as of %s (--as-of), not of its newest tick\n\n", machine.Stamp(*s.AsOf))
+		} else {
+			fmt.Fprintf(w, "a copy, read as of its newest tick: %s\n\n", machine.Stamp(*s.AsOf))
+		}
 	}
 	if m := s.MovedAside; m != nil {
 		fmt.Fprintf(w, "state file: started afresh at %s; the corrupt one (%s) is kept at %s\n\n", m.At.UTC().Format(time.RFC3339), m.Problem, m.Path)
