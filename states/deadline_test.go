@@ -27,7 +27,9 @@ func TestTickDeadlineStopsAtAStepBoundary(t *testing.T) {
 	h.release("v1", nil)
 	a := h.agent()
 	a.Fx.Bao = stallBao{a.Fx.Bao}
-	a.TickTimeout = 300 * time.Millisecond
+	// long enough that only the stalled read meets it on a loaded machine; where the deadline
+	// lands first elsewhere (the login after the lease), the tick stops at that boundary instead
+	a.TickTimeout = 2 * time.Second
 	done := make(chan int, 1)
 	go func() { done <- a.Tick(context.Background()).Exit }()
 	var exit int
@@ -38,7 +40,7 @@ func TestTickDeadlineStopsAtAStepBoundary(t *testing.T) {
 	}
 	h.wantExit(exit, 75)
 	rec := h.record()
-	if rec.State != "LoggedIn" || rec.Failure != nil || rec.TotalAttempts() != 0 {
+	if (rec.State != "LoggedIn" && rec.State != "Leased") || rec.Failure != nil || rec.TotalAttempts() != 0 {
 		t.Fatalf("state %s failure %+v attempts %v", rec.State, rec.Failure, rec.Attempts)
 	}
 	doc, err := explain.Build(h.st, explain.Options{Now: h.clock.Now()})
