@@ -13,8 +13,9 @@
 #      are missing; with no docker group the unit runs (no 216/GROUP) and its tick exits 1 with
 #      DOCKER_GROUP_MISSING and the fix, as it does when Docker's group exists without the agent
 #   R. the Ansible role (packaging/ansible), run with ansible-playbook -c local inside the box on
-#      Debian 12's ansible-core: a bad key in its input fails the play with the agent's words and
-#      writes nothing; a good run (step 1) keeps docker_bin and registry_host set by hand, adds the
+#      Debian 12's ansible-core: a download that fails says why; the .deb by a file:// URL passes
+#      its .sha256; a bad key in its input fails the play with the agent's words and writes no
+#      config; a good run (step 1) keeps docker_bin and registry_host set by hand, adds the
 #      agent to the docker group and enables the timer
 #
 #   1. the timer fires; the first tick applies v1 (one lease, one report `applied`)
@@ -340,16 +341,28 @@ kit2() { sed -n "/^$1:/,/^[^ ]/s/^  $2: *//p" "$BOX/etc/monky-deployd/config.yam
 ev <"$BOX/root/ansible/vars.yml"
 playbook() { box sh -c "cd /root/ansible && ANSIBLE_ROLES_PATH=/root/ansible/roles ansible-playbook -i localhost, -c local site.yml -e @vars.yml $*"; }
 cfg_sum=$(box sha256sum /etc/monky-deployd/config.yaml)
-say "  a bad key in the role's input (monky_deployd_config_extra: {dokcer_bin: …}):"
-if playbook "-e '{\"monky_deployd_config_extra\": {\"dokcer_bin\": \"/usr/bin/docker\"}}'" >"$WORK/role-bad.log" 2>&1; then
+# the package by URL: file:// (what crashed uri on ansible-core 2.14), checked against its .sha256
+(cd "$BOX/root" && sha256sum "monky-deployd_${V1}_amd64.deb" >"monky-deployd_${V1}_amd64.deb.sha256")
+by_url="-e monky_deployd_install_from=url -e monky_deployd_base_url=file:///root"
+say "  a download that fails (install_from url, file:///root/gone/…): the play says why"
+if playbook "$by_url -e monky_deployd_base_url=file:///root/gone" >"$WORK/role-download.log" 2>&1; then
+	ev <"$WORK/role-download.log"
+	fail "the play with a missing .deb succeeded"
+fi
+grep -E '^fatal' "$WORK/role-download.log" | cut -c1-300 | ev
+grep -E '^fatal.*/root/gone/monky-deployd_' "$WORK/role-download.log" | grep -qv 'censored' ||
+	fail "the failed download does not say why (the URL and the error), or hides it"
+say "  a bad key in the role's input (monky_deployd_config_extra: {dokcer_bin: …}), the package by file:// URL:"
+if playbook "$by_url -e '{\"monky_deployd_config_extra\": {\"dokcer_bin\": \"/usr/bin/docker\"}}'" >"$WORK/role-bad.log" 2>&1; then
 	ev <"$WORK/role-bad.log"
 	fail "the play with a bad key succeeded"
 fi
-grep -E 'failed to validate|unknown key' "$WORK/role-bad.log" | ev
+grep -E '^(ok|changed): .*|failed to validate|unknown key' "$WORK/role-bad.log" | cut -c1-300 | ev
+grep -A1 'TASK .*Download the .deb' "$WORK/role-bad.log" | grep -Eq '^(ok|changed):' || { ev <"$WORK/role-bad.log"; fail "the .deb was not downloaded from its file:// URL"; }
 grep -q 'unknown key .*dokcer_bin' "$WORK/role-bad.log" || { ev <"$WORK/role-bad.log"; fail "the failed play does not carry the agent's line for the bad key"; }
 [ "$(box sha256sum /etc/monky-deployd/config.yaml)" = "$cfg_sum" ] || fail "the failed play changed config.yaml"
 if box systemctl is-enabled monky-deployd.timer >/dev/null 2>&1; then fail "the failed play enabled the timer"; fi
-ok "a bad key failed the play with the agent's words; config.yaml unchanged, the timer not enabled"
+ok "a failed download said why; the file:// download passed its .sha256; a bad key failed the play with the agent's words, config.yaml unchanged, the timer not enabled"
 
 # ---- 1 ----------------------------------------------------------------------------------------
 STEP="1 (the role keeps the keys set by hand and enables the timer; the first tick applies)"
