@@ -456,9 +456,13 @@ func supportCases(t *testing.T) []supportCase {
 				h.clock.Advance(9 * time.Minute)
 			}
 		}, next: func(h *harness) {
-			// once OpenBao answers, the apply goes on by itself
+			// once OpenBao answers, the apply goes on by itself, and the box reads converged
 			h.sim.ClearFails()
 			h.wantExit(h.tick(), 0)
+			doc, err := explain.Build(h.st, explain.Options{Now: h.clock.Now()})
+			if err != nil || doc.Verdict != explain.Converged {
+				h.t.Errorf("after OpenBao came back: verdict %s codes %v (%v)", doc.Verdict, doc.Codes, err)
+			}
 		}},
 		{name: "stale-box", code: "TICKS_STOPPED", verdict: explain.NeedsPerson, sentAfter: 20 * time.Minute, run: func(h *harness) {
 			h.apply("v1")

@@ -9,11 +9,17 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/tikali/monky-deployd/internal/explain"
+	"github.com/tikali/monky-deployd/internal/metrics"
 	"github.com/tikali/monky-deployd/internal/testkit"
+	"github.com/tikali/monky-deployd/store"
 )
 
 var updateSupport = flag.Bool("update", false, "rewrite testdata/support/*.{explain,status}.txt from the corpus")
@@ -89,16 +95,19 @@ func TestSupportCorpusGoldens(t *testing.T) {
 			if raw, err := os.ReadFile(strings.TrimSuffix(src, ".db") + ".asof"); err == nil {
 				asOf = []string{"--as-of", strings.TrimSpace(string(raw))}
 			}
+			statusExits := map[int]bool{}
 			for _, args := range [][]string{
 				{"explain", "--state-file", copyPath},
 				{"explain", "--json", "--state-file", copyPath},
 				{"status", "--state-file", copyPath},
 				{"status", "--json", "--state-file", copyPath},
+				{"status", "--quiet", "--state-file", copyPath},
 			} {
 				var out, errb bytes.Buffer
 				code := run(append(append([]string{"monky-deployd"}, args...), asOf...), &out, &errb)
-				if args[0] == "status" && code == 1 {
-					code = 0 // status may exit 1 for a box that needs a person; its words are what matter here
+				if args[0] == "status" {
+					statusExits[code] = true // 1 for a box that needs a person: checked below
+					code = 0
 				}
 				if code != 0 || (errb.Len() > 0 && args[0] != "status") {
 					t.Fatalf("%v: exit %d, stderr %s", args, code, errb.String())
@@ -110,6 +119,27 @@ func TestSupportCorpusGoldens(t *testing.T) {
 			}
 			if wd, _ := os.Getwd(); wd != cwd {
 				t.Errorf("the working directory changed")
+			}
+			// one verdict on every surface: explain --json, status --json, status's exit code (all
+			// three forms), and the metrics the agent would write from this file
+			var verdicts struct {
+				Verdict string `json:"verdict"`
+			}
+			var sv struct {
+				Verdict string `json:"verdict"`
+			}
+			if err := json.Unmarshal([]byte(outputs["explain --json"]), &verdicts); err != nil {
+				t.Fatal(err)
+			}
+			if err := json.Unmarshal([]byte(outputs["status --json"]), &sv); err != nil {
+				t.Fatal(err)
+			}
+			needs := verdicts.Verdict == explain.NeedsPerson
+			if sv.Verdict != verdicts.Verdict || len(statusExits) != 1 || statusExits[1] != needs {
+				t.Errorf("explain's verdict %s, status's %s, status exits %v", verdicts.Verdict, sv.Verdict, statusExits)
+			}
+			if m := copyMetrics(t, src, asOf); (m == 1) != needs {
+				t.Errorf("monky_deployd_needs_person %v for verdict %s", m, verdicts.Verdict)
 			}
 			var doc struct {
 				Next string `json:"next"`
@@ -165,6 +195,51 @@ func TestSupportCorpusGoldens(t *testing.T) {
 	if after := dirState(t, supportDir); !*updateSupport && after != corpusBefore {
 		t.Errorf("the corpus directory changed while it was read")
 	}
+}
+
+// copyMetrics writes, from a copy of src read as of its newest tick (or --as-of), the metrics
+// file the agent writes after a tick, and returns its monky_deployd_needs_person.
+func copyMetrics(t *testing.T, src string, asOf []string) float64 {
+	t.Helper()
+	dir := t.TempDir()
+	raw, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, "state.db")
+	if err := os.WriteFile(p, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.OpenBolt(p, store.BoltOptions{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	at, err := explain.AsOf(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(asOf) == 2 {
+		if at, err = time.Parse(time.RFC3339, asOf[1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := filepath.Join(dir, "m.prom")
+	if err := metrics.Write(out, filepath.Join(dir, metrics.CountersFile), st, metrics.Tick{EndedAt: at, Interval: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	text, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^monky_deployd_needs_person\{[^}]*\} (\S+)$`).FindSubmatch(text)
+	if m == nil {
+		t.Fatalf("no monky_deployd_needs_person in\n%s", text)
+	}
+	v, err := strconv.ParseFloat(string(m[1]), 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
 }
 
 func supportGolden(t *testing.T, name, got string) {
