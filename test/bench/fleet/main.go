@@ -197,12 +197,12 @@ func run() error {
 		return err
 	}
 	defer func() { _ = child.Process.Signal(syscall.SIGTERM); _ = child.Wait() }()
-	for deadline := time.Now().Add(60 * time.Second); ; {
+	for deadline := time.Now().Add(5 * time.Minute); ; { // 10,000 kits and releases: a minute on a quiet machine
 		if _, err := os.Stat(filepath.Join(*dir, "ready")); err == nil {
 			break
 		}
 		if time.Now().After(deadline) {
-			return errors.New("simulator not ready within 60 s")
+			return errors.New("simulator not ready within 5 min")
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
