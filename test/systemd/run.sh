@@ -515,6 +515,9 @@ journal_ticks() {
 	done
 	box systemctl stop monky-deployd.timer
 	while [ "$(box systemctl show monky-deployd.service -p ActiveState --value)" = activating ]; do sleep 0.2; done
+	# journald may not have read the last tick's stream or datagrams yet: have it store all
+	box journalctl --sync
+	sleep 1
 	J_TICKS=$(box journalctl -q --no-pager -o cat --after-cursor "$cursor" -u monky-deployd.service _PID=1 | grep -c 'Main process exited' || true)
 	sel=()
 	[ "$mode" = native ] && sel=(CODE=ROLLBACK_REFUSED)
