@@ -175,9 +175,6 @@ func (e *Engine) State() State { return State(e.fsm.Current()) }
 // Record returns a copy of the current record.
 func (e *Engine) Record() store.Record { return cloneRecord(e.rec) }
 
-// Now is the engine's clock.
-func (e *Engine) Now() time.Time { return e.now() }
-
 // Fire validates ev against the table from the current state, then commits the new state,
 // the outcome's writes and one journal entry in one transaction. started is when the step
 // whose outcome this is began (for the entry's duration). Nothing changes when it fails.

@@ -114,7 +114,3 @@ func fold(tx store.Tx, sum store.TickSummary, now time.Time) (bool, error) {
 	prev.LastAt = now
 	return true, tx.PutTick(prev)
 }
-
-// Written reports whether the tick begun last has written anything yet (its header goes with
-// its first commit).
-func (e *Engine) Written() bool { return e.pendingTick == nil }

@@ -15,7 +15,6 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/tikali/monky-deployd/internal/failpoint"
 )
@@ -201,27 +200,13 @@ func MkdirAllFS(fsys FS, path string, perm os.FileMode) error {
 	return nil
 }
 
-// SyncDir fsyncs a directory so a rename or a new entry in it survives a power loss.
-func SyncDir(dir string) error { return SyncDirFS(OS, dir) }
-
-// SyncDirFS is SyncDir on fsys.
+// SyncDirFS fsyncs a directory so a rename or a new entry in it survives a power loss.
 func SyncDirFS(fsys FS, dir string) error {
 	if err := fsys.SyncDir(dir); err != nil {
 		return fmt.Errorf("sync %s: %w", dir, err)
 	}
 	return nil
 }
-
-// SyncFile fsyncs a written file.
-func SyncFile(path string) error {
-	if err := OS.SyncFile(path); err != nil {
-		return fmt.Errorf("sync %s: %w", path, err)
-	}
-	return nil
-}
-
-// ReplaceSymlink points link at target atomically on the real filesystem (ReplaceSymlinkFS).
-func ReplaceSymlink(target, link string) error { return ReplaceSymlinkFS(OS, target, link) }
 
 // ReplaceSymlinkFS points link at target atomically: a symlink under a temp name, renamed
 // over link, and the directory fsynced.
@@ -239,10 +224,7 @@ func ReplaceSymlinkFS(fsys FS, target, link string) error {
 	return SyncDirFS(fsys, dir)
 }
 
-// Remove deletes path when it exists and fsyncs its directory; an absent file is not an error.
-func Remove(path string) error { return RemoveFS(OS, path) }
-
-// RemoveFS is Remove on fsys.
+// RemoveFS deletes path when it exists and fsyncs its directory; an absent file is not an error.
 func RemoveFS(fsys FS, path string) error {
 	if err := fsys.Remove(path); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -261,15 +243,6 @@ func Stamp(path string) string {
 		return ""
 	}
 	return fmt.Sprintf("%d:%d:%d", st.Size(), st.ModTime().UnixNano(), inode(st))
-}
-
-// ModTime is a file's modification time, zero when absent.
-func ModTime(path string) time.Time {
-	st, err := os.Stat(path)
-	if err != nil {
-		return time.Time{}
-	}
-	return st.ModTime()
 }
 
 func randomSuffix() string {

@@ -111,9 +111,6 @@ func VerdictWords(verdict string) string {
 	return verdict
 }
 
-// Read gathers a verdict's input as of now, with the default limits.
-func Read(tx store.Tx, now time.Time) (Input, error) { return ReadWith(tx, now, Limits{}) }
-
 // ReadWith gathers a verdict's input as of now.
 func ReadWith(tx store.Tx, now time.Time, lim Limits) (Input, error) {
 	in := Input{Now: now, Entries: map[uint64][]store.Entry{}, Limits: lim}
@@ -203,9 +200,6 @@ func (in Input) verdict(whys []*Why, converged bool) string {
 	}
 	return Working
 }
-
-// Next says what happens next, in the words status and explain share.
-func Next(in Input) string { return Decide(in).Next }
 
 // next is the machine's own answer, and whether the machine rests converged.
 func next(in Input) (string, bool) {

@@ -55,17 +55,6 @@ func WhyOf(tx store.Tx, now time.Time, lim Limits) (*ReportWhy, Verdict, error) 
 	return r, v, nil
 }
 
-// VerdictOf is WhyOf's verdict alone, in its own read transaction.
-func VerdictOf(st store.Store, now time.Time, lim Limits) (Verdict, error) {
-	var v Verdict
-	err := st.View(func(tx store.Tx) error {
-		var err error
-		_, v, err = WhyOf(tx, now, lim)
-		return err
-	})
-	return v, err
-}
-
 // LimitsOf are the limits and paths of a box's config (nil: the defaults, no paths).
 func LimitsOf(cfg *config.Config) Limits {
 	if cfg == nil {
