@@ -9,7 +9,7 @@ import "fmt"
 // State is a machine state. The store keeps its name; a name read back is validated by Parse.
 type State string
 
-// The states of AGENT.md §The state machine.
+// The states (docs/MACHINE.md, "The states").
 const (
 	Idle           State = "Idle"
 	CheckedIn      State = "CheckedIn"

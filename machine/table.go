@@ -59,7 +59,7 @@ var Table = fsm.Events{
 	{Name: EvResume, Src: names(Refused, Failed), Dst: string(Idle)},
 }
 
-// New returns an fsm over Table starting at s. It has no callbacks: no I/O happens in it.
+// newFSM returns an fsm over Table starting at s. It has no callbacks: no I/O happens in it.
 func newFSM(s State) *fsm.FSM {
 	return fsm.NewFSM(string(s), Table, fsm.Callbacks{})
 }

@@ -70,7 +70,7 @@ const (
 	CodeOutboxStuck    = "OUTBOX_STUCK"
 )
 
-// Exit codes: a contract with the timer and the loop (AGENT.md §Exit codes).
+// Exit codes: a contract with the timer and the loop (docs/OPERATIONS.md, "Exit codes").
 const (
 	ExitOK          = 0
 	ExitFail        = 1

@@ -12,7 +12,7 @@ import (
 	"github.com/tikali/monky-deployd/internal/redact"
 )
 
-// The bundle cache (AGENT.md, 2026-12-01 "A stuck apply does not hammer tenancy"): a bundle
+// The bundle cache (docs/JOURNAL.md, "Disk use beside the file"): a bundle
 // verified for a sha is kept as <state_dir>/bundles/<sha>.bundle (0600, the directory 0700)
 // until that sha is applied, refused or no longer desired. While its apply retries (OpenBao
 // down, a pull failing) fetchBundle reads it from there — opened without following a symlink,

@@ -11,7 +11,7 @@ import (
 	"syscall"
 )
 
-// The files the agent trusts (AGENT.md, "Files the agent trusts"): bao.token, the kept grant,
+// The files the agent trusts (docs/OPERATIONS.md, "Files and modes"): bao.token, the kept grant,
 // bootstrap.jwt, state.db and docker/config.json are opened without following a symlink, and
 // the opened descriptor must be a regular file owned by the agent's user and not group- or
 // world-writable; state_dir, deploy_dir and releases/ must be directories owned by the agent's

@@ -27,7 +27,7 @@ const (
 	MaxDepth     = 10      // mappings/sequences nested deeper than this are refused
 )
 
-// Defaults of AGENT.md §Configuration. Values derived from env_id are filled in by Parse.
+// Defaults, as config.example.yaml shows them. Values derived from env_id are filled in by Parse.
 const (
 	DefaultTenancyService   = "monky.tenancy.deploy"
 	DefaultTenancyPort      = 443

@@ -450,7 +450,7 @@ func checkEnd(b *box, ref reference, sc string, before testkit.SimCounts, stats 
 		bad = append(bad, fmt.Sprintf("state.db was moved aside as corrupt: %v", aside))
 	}
 	// exactly the uncrashed run's leases and logins: no kill may cost a second of either
-	// (AGENT.md), the bootstrap login included
+	// (docs/RELIABILITY.md, "Crash matrix"), the bootstrap login included
 	after := b.Counts()
 	leases, logins := after.Leases-before.Leases, after.Logins-before.Logins
 	if sc == "first" {
