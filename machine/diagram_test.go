@@ -239,8 +239,9 @@ func TestParkedStatesAreRestStates(t *testing.T) {
 		if s.Rest() != rest[s] {
 			t.Errorf("%s.Rest() = %t, want %t", s, s.Rest(), rest[s])
 		}
-		if s.InFlight() == s.Rest() {
-			t.Errorf("%s is both or neither in flight and at rest", s)
+		// in flight is what a new desired sha may supersede, as the table says through the fsm
+		if supersede := newFSM(s).Can(EvSupersede); s.InFlight() != supersede {
+			t.Errorf("%s.InFlight() = %t, but the table %s supersede from it", s, s.InFlight(), map[bool]string{true: "allows", false: "does not allow"}[supersede])
 		}
 	}
 }
