@@ -17,8 +17,8 @@ import (
 	"github.com/tikali/monky-deployd/internal/sanitize"
 )
 
-// What compose runs is the model the agent checked (AGENT.md, amendment "Compose runs the
-// checked model"). After the secrets are read and the release is written, the agent loads the
+// What compose runs is the model the agent checked (docs/SECURITY.md, "What runs is exactly
+// what was checked"). After the secrets are read and the release is written, the agent loads the
 // release's compose file with compose-go from exactly what compose would be handed — the
 // release's files, the values of its rendered `.env`, and no process environment at all — and
 // the policy decides on that model. The model is then resolved (env_file and label_file folded

@@ -14,7 +14,7 @@ import (
 // exit 75, a lease every tick, a token refused again and again.
 const recentTicks = 10
 
-// The three verdicts (AGENT.md "One verdict, on every surface").
+// The three verdicts (docs/OPERATIONS.md, "The one verdict").
 const (
 	// Converged: the box runs what tenancy wants and nothing is wrong.
 	Converged = "converged"

@@ -13,7 +13,7 @@ import (
 )
 
 // TestOneVerdict: each kind of box reads one verdict, with every active code: what needs a
-// person (AGENT.md "One verdict, on every surface") does, and what clears by itself does not.
+// person (docs/OPERATIONS.md, "The one verdict") does, and what clears by itself does not.
 func TestOneVerdict(t *testing.T) {
 	at := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	a, b := strings.Repeat("a", 64), strings.Repeat("b", 64)
