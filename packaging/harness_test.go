@@ -220,16 +220,13 @@ func (s *sandbox) wantModes(t *testing.T, modes map[string]os.FileMode) {
 	}
 }
 
-// needTool returns the tool's path; without it the test is skipped, except under CI, where the
-// tool is part of the contract (.ci/run installs it) and its absence is a failure.
-func needTool(t *testing.T, name string) string {
+// needTool returns the tool's path; without it the test is skipped (and `make test` names it),
+// except under MONKY_REQUIRE_TOOLS=1, where its absence is a failure (.ci/run installs it).
+func needTool(t *testing.T, name, pkg string) string {
 	t.Helper()
-	p, err := exec.LookPath(name)
-	if err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("%s is required in CI (apt-get install -y %s)", name, name)
-		}
-		t.Skipf("%s not installed (apt-get install -y %s)", name, name)
+	p := testkit.Tool(t, name, pkg, t.Name())
+	if p == "" {
+		t.SkipNow()
 	}
 	return p
 }

@@ -345,7 +345,7 @@ func TestInstallScriptIsShellClean(t *testing.T) {
 	if code, out := s.run(nil, nil, "bash", "-n", script); code != 0 {
 		t.Fatalf("bash -n: %s", out)
 	}
-	sc := needTool(t, "shellcheck")
+	sc := needTool(t, "shellcheck", "shellcheck")
 	if code, out := s.run(nil, []string{"PATH=/usr/bin:/bin"}, sc, "-S", "warning", script); code != 0 {
 		t.Errorf("shellcheck -S warning:\n%s", out)
 	}

@@ -306,7 +306,7 @@ func TestMaintainerScriptsArePOSIXAndShellcheckClean(t *testing.T) {
 			t.Errorf("%s enables the timer: only install.sh and the ansible role may", sc)
 		}
 	}
-	sc := needTool(t, "shellcheck")
+	sc := needTool(t, "shellcheck", "shellcheck")
 	s := newSandbox(t)
 	if code, out := s.run(nil, []string{"PATH=/usr/bin:/bin"}, sc, append([]string{"-s", "sh", "-S", "warning"}, scripts...)...); code != 0 {
 		t.Errorf("shellcheck: %s", out)

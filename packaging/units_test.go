@@ -91,7 +91,7 @@ func TestProxyUnitReadsTheIdentityFromItsEnvironmentFile(t *testing.T) {
 // whose ExecStart points at stand-ins in a temp dir.
 func TestUnitsVerify(t *testing.T) {
 	t.Parallel()
-	sa := needTool(t, "systemd-analyze")
+	sa := needTool(t, "systemd-analyze", "systemd")
 	dir := t.TempDir()
 	stand := filepath.Join(dir, "standin")
 	testkit.WriteFile(t, stand, "#!/bin/sh\nexit 0\n", 0o755)
@@ -117,7 +117,7 @@ var exposureRE = regexp.MustCompile(`Overall exposure level for \S+: ([0-9.]+)`)
 
 func TestUnitsExposureAtMostThree(t *testing.T) {
 	t.Parallel()
-	sa := needTool(t, "systemd-analyze")
+	sa := needTool(t, "systemd-analyze", "systemd")
 	sb := newSandbox(t)
 	for _, name := range []string{"monky-deployd.service", "monky-deployd-proxy.service"} {
 		p := filepath.Join(testkit.Root(), "packaging", "systemd", name)

@@ -16,6 +16,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/tikali/monky-deployd/internal/metrics"
+	"github.com/tikali/monky-deployd/internal/testkit"
 	"github.com/tikali/monky-deployd/machine"
 	"github.com/tikali/monky-deployd/store"
 )
@@ -63,9 +64,9 @@ func TestAlertRulesShape(t *testing.T) {
 // answering, no metrics file) and stays silent on a box that looks alike. .ci/run runs it too,
 // with promtool installed (Debian's prometheus package).
 func TestAlertRulesWithPromtool(t *testing.T) {
-	promtool, err := exec.LookPath("promtool")
-	if err != nil {
-		t.Skip("promtool is not installed (apt-get install prometheus); .ci/run installs it and runs these tests")
+	promtool := testkit.Tool(t, "promtool", "prometheus", "the alert rules' tests run by promtool")
+	if promtool == "" {
+		t.SkipNow()
 	}
 	cmd := exec.Command(promtool, "test", "rules", filepath.Base(rulesTestFile))
 	cmd.Dir = filepath.Dir(rulesTestFile)

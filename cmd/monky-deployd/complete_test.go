@@ -130,6 +130,9 @@ func TestCompletionNeverActs(t *testing.T) {
 
 	cmds := []string{"run", "status", "explain", "resume", "bootstrap", "diagram", "version", "completion", "help", "man"}
 	wantFlag := map[string]string{"run": "--once", "status": "--json", "explain": "--ndjson", "resume": "--now", "bootstrap": "--force"}
+	// without zsh or fish, the request their scripts send is run directly below
+	zsh := testkit.Tool(t, "zsh", "zsh", "the zsh completion script run by zsh")
+	fish := testkit.Tool(t, "fish", "fish", "the fish completion script run by fish")
 	for _, c := range cmds {
 		for _, cur := range []string{"", "--"} {
 			// bash, zsh and fish themselves, running the script's function
@@ -138,22 +141,18 @@ func TestCompletionNeverActs(t *testing.T) {
 			if w := wantFlag[c]; w != "" && cur == "--" && !strings.Contains(got, w+"\n") {
 				t.Errorf("bash: %s --<TAB> lacks %s: %q", c, w, got)
 			}
-			if _, err := exec.LookPath("zsh"); err == nil {
-				got := exe("zsh", "-f", "-c", `compdef() { :; }; compadd() { [[ $1 == -- ]] && shift; print -l -- "$@"; }; _files() { :; }
+			if zsh != "" {
+				got := exe(zsh, "-f", "-c", `compdef() { :; }; compadd() { [[ $1 == -- ]] && shift; print -l -- "$@"; }; _files() { :; }
 source "$1"; words=("$2" "$3" "$4"); CURRENT=3; _monky-deployd`, "zsh", scripts["zsh"], bin, c, cur)
 				if w := wantFlag[c]; w != "" && cur == "--" && !strings.Contains(got, w+"\n") {
 					t.Errorf("zsh: %s --<TAB> lacks %s: %q", c, w, got)
 				}
-			} else {
-				t.Log("zsh not installed: its script's request is run directly below")
 			}
-			if _, err := exec.LookPath("fish"); err == nil {
-				got := exe("fish", "--no-config", "-c", `source $argv[1]; complete -C "monky-deployd $argv[2] $argv[3]"`, scripts["fish"], c, cur)
+			if fish != "" {
+				got := exe(fish, "--no-config", "-c", `source $argv[1]; complete -C "monky-deployd $argv[2] $argv[3]"`, scripts["fish"], c, cur)
 				if w := wantFlag[c]; w != "" && cur == "--" && !strings.Contains(got, w) {
 					t.Errorf("fish: %s --<TAB> lacks %s: %q", c, w, got)
 				}
-			} else {
-				t.Log("fish not installed: its script's request is run directly below")
 			}
 			// the request every script sends
 			exe(bin, "__complete", "--", c, cur)

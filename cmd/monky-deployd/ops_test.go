@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/tikali/monky-deployd/internal/config"
+	"github.com/tikali/monky-deployd/internal/testkit"
 	"github.com/tikali/monky-deployd/store"
 )
 
@@ -79,9 +80,9 @@ func TestManPageSections(t *testing.T) {
 			t.Errorf("man page lacks %q", w)
 		}
 	}
-	groff, err := exec.LookPath("groff")
-	if err != nil {
-		t.Skip("groff is not installed (apt install groff-base): the rendering is checked where it is")
+	groff := testkit.Tool(t, "groff", "groff-base", "the man page rendered by groff -ww -man")
+	if groff == "" {
+		t.SkipNow()
 	}
 	cmd := exec.Command(groff, "-ww", "-man", "-Tutf8")
 	cmd.Stdin = strings.NewReader(page)

@@ -3,7 +3,11 @@ package testkit
 import (
 	"archive/tar"
 	"bytes"
+	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -53,5 +57,42 @@ func TestBundleListsEveryOtherFileSorted(t *testing.T) {
 	}
 	if len(names) != 3 || names[0] != ".env.template" || names[1] != "bundle.json" || names[2] != "compose.yaml" {
 		t.Errorf("archive entries %q", names)
+	}
+}
+
+// toolTB records what Tool asks of its test.
+type toolTB struct {
+	testing.TB
+	fatal string
+}
+
+func (r *toolTB) Helper()                   {}
+func (r *toolTB) Log(...any)                {}
+func (r *toolTB) Fatalf(f string, a ...any) { r.fatal = fmt.Sprintf(f, a...) }
+
+func TestToolNamesASkippedCheckAndFailsWhenRequired(t *testing.T) {
+	const missing = "monky-no-such-tool"
+	if p := Tool(t, "sh", "dash", "a check"); p == "" {
+		t.Fatal("Tool did not find sh")
+	}
+	log := filepath.Join(t.TempDir(), "skipped")
+	t.Setenv(SkippedChecksEnv, log)
+	t.Setenv(RequireToolsEnv, "")
+	r := &toolTB{TB: t}
+	if p := Tool(r, missing, "monky-pkg", "the check"); p != "" || r.fatal != "" {
+		t.Fatalf("a missing tool: path %q, fatal %q", p, r.fatal)
+	}
+	raw, err := os.ReadFile(log)
+	if err != nil || string(raw) != "the check: "+missing+" not installed (apt-get install monky-pkg)\n" {
+		t.Errorf("the skipped checks file: %q, %v", raw, err)
+	}
+	t.Setenv(RequireToolsEnv, "1")
+	r = &toolTB{TB: t}
+	Tool(r, missing, "monky-pkg", "the check")
+	if !strings.Contains(r.fatal, "the check is required") {
+		t.Errorf("with %s=1 a missing tool fails: %q", RequireToolsEnv, r.fatal)
+	}
+	if raw2, _ := os.ReadFile(log); !bytes.Equal(raw2, raw) {
+		t.Errorf("a required tool's miss was listed as skipped: %q", raw2)
 	}
 }
