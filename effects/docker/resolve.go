@@ -14,6 +14,7 @@ import (
 	"github.com/compose-spec/compose-go/v2/types"
 	"github.com/sirupsen/logrus"
 
+	"github.com/tikali/monky-deployd/internal/composeguard"
 	"github.com/tikali/monky-deployd/internal/sanitize"
 )
 
@@ -64,7 +65,7 @@ func Load(ctx context.Context, rel, composeFile string, content, env []byte, pro
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", filepath.Join(filepath.Base(rel), ".env"), err)
 	}
-	guard := &releaseGuard{}
+	guard := &composeguard.Guard{}
 	details := types.ConfigDetails{
 		WorkingDir:  rel,
 		ConfigFiles: []types.ConfigFile{{Filename: filepath.Join(rel, composeFile), Content: content}},
@@ -77,8 +78,8 @@ func Load(ctx context.Context, rel, composeFile string, content, env []byte, pro
 		o.SkipResolveLabels = true
 		o.ResourceLoaders = []loader.ResourceLoader{guard}
 	})
-	if len(guard.refused) > 0 {
-		return nil, fmt.Errorf("%s", strings.Join(guard.refused, "; "))
+	if refused := guard.Refused(); len(refused) > 0 {
+		return nil, fmt.Errorf("%s", strings.Join(refused, "; "))
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%s does not load: %s", composeFile, sanitize.Line(strings.ReplaceAll(err.Error(), rel+string(filepath.Separator), "")))
@@ -108,32 +109,3 @@ func Resolve(p *types.Project) ([]byte, error) {
 	}
 	return bytes.ReplaceAll(out, []byte("$"), []byte("$$")), nil
 }
-
-// releaseGuard is the loader's first resource loader: an include or extends path that would
-// lead out of the release directory (absolute, climbing with `..`, remote) is refused before
-// anything is read.
-type releaseGuard struct {
-	mu      sync.Mutex
-	refused []string
-}
-
-func (g *releaseGuard) Accept(p string) bool {
-	if filepath.IsAbs(p) || strings.Contains(p, ":") || strings.HasPrefix(p, "~") {
-		return true
-	}
-	for _, seg := range strings.Split(filepath.ToSlash(p), "/") {
-		if seg == ".." {
-			return true
-		}
-	}
-	return false
-}
-
-func (g *releaseGuard) Load(_ context.Context, p string) (string, error) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.refused = append(g.refused, "include or extends file "+sanitize.Line(p)+" lies outside the release directory")
-	return "", fmt.Errorf("%s: outside the release directory", p)
-}
-
-func (g *releaseGuard) Dir(p string) string { return filepath.Dir(p) }

@@ -21,6 +21,7 @@ import (
 	"github.com/sirupsen/logrus"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/tikali/monky-deployd/internal/composeguard"
 	"github.com/tikali/monky-deployd/internal/sanitize"
 )
 
@@ -124,7 +125,7 @@ func loadCompose(b *Bundle, tpl *envTemplate, env ComposeEnv, envID string) (*mo
 		project = "monky-" + envID
 	}
 	m := &model{root: root, private: private, ph: regexp.MustCompile("/?MONKYVAL" + nonce + "-([se])-([A-Za-z0-9_]+)-")}
-	guard := &pathGuard{}
+	guard := &composeguard.Guard{}
 	details := types.ConfigDetails{
 		WorkingDir:  root,
 		ConfigFiles: []types.ConfigFile{{Filename: filepath.Join(root, name), Content: b.Files[name]}},
@@ -138,8 +139,8 @@ func loadCompose(b *Bundle, tpl *envTemplate, env ComposeEnv, envID string) (*mo
 		o.SkipResolveLabels = true      // label_file likewise
 		o.ResourceLoaders = []loader.ResourceLoader{guard}
 	})
-	if len(guard.refused) > 0 {
-		m.outside = guard.refused
+	if refused := guard.Refused(); len(refused) > 0 {
+		m.outside = refused
 		return m, nil
 	}
 	if err != nil {
@@ -213,37 +214,6 @@ func materialize(root string, b *Bundle, withheld map[string]string) error {
 	}
 	return nil
 }
-
-// pathGuard is the loader's first resource loader: it takes every include and extends path
-// that would lead out of the release directory — absolute, climbing with `..`, or remote
-// (`git@…:`, `oci://`, `https://`) — and refuses it before anything is read. Clean relative
-// paths are left to compose-go's own local loader, which resolves them below the including
-// file's directory.
-type pathGuard struct {
-	mu      sync.Mutex
-	refused []string
-}
-
-func (g *pathGuard) Accept(p string) bool {
-	if filepath.IsAbs(p) || strings.Contains(p, ":") || strings.HasPrefix(p, "~") {
-		return true
-	}
-	for _, seg := range strings.Split(filepath.ToSlash(p), "/") {
-		if seg == ".." {
-			return true
-		}
-	}
-	return false
-}
-
-func (g *pathGuard) Load(ctx context.Context, p string) (string, error) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.refused = append(g.refused, "include or extends file "+sanitize.Line(p)+" lies outside the release directory")
-	return "", fmt.Errorf("%s: outside the release directory", p)
-}
-
-func (g *pathGuard) Dir(p string) string { return filepath.Dir(p) }
 
 // findings lists what PRIVILEGED_REFUSED refuses: what was refused before the loader read it
 // (include settings, include and extends paths), else the loaded model's findings (see
