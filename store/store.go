@@ -1,7 +1,10 @@
 // Package store keeps the agent's durable state: the machine's current state and counters,
 // the transition journal, the lease budget, the report outbox and the applied-sha history.
 //
-// It never holds a secret: no token, grant or secret value is ever given to it. The bbolt
+// It never holds a secret: no token, grant or secret value is ever given to it, and it is the sink
+// that makes sure: every word it keeps (a journal entry's code and detail, the record's failure,
+// refusal, block and last report, a queued report's body) passes redact.Default on the way in,
+// so a caller that forgets to mask leaks nothing. The bbolt
 // implementation opens its file for each transaction and closes it straight after, so the
 // file lock is never held across a network or docker call (status and explain never wait).
 package store

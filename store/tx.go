@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strconv"
 	"time"
+
+	"github.com/tikali/monky-deployd/internal/redact"
 )
 
 // Bucket and key names. They are the layout drawn at the top of bolt.go and documented in
@@ -162,6 +164,7 @@ func (t *tx) Record() (Record, error) {
 }
 
 func (t *tx) PutRecord(r Record) error {
+	r = redactRecord(r)
 	if err := t.putJSON(t.kv.bucket(bucketMeta), []byte(keyRecord), r); err != nil {
 		return fmt.Errorf("put record: %w", err)
 	}
@@ -174,6 +177,7 @@ func (t *tx) Append(e Entry) (uint64, error) {
 		return 0, fmt.Errorf("append: %w", err)
 	}
 	e.Seq = seq
+	e.Code, e.Detail = redact.String(e.Code), redact.String(e.Detail)
 	if err := t.putJSON(t.kv.bucket(bucketJournal), u64key(seq), e); err != nil {
 		return 0, fmt.Errorf("append: %w", err)
 	}
@@ -479,6 +483,9 @@ func (t *tx) Enqueue(q QueuedReport) (uint64, error) {
 		return 0, fmt.Errorf("enqueue: %w", err)
 	}
 	q.ID = id
+	if q.Body, err = redact.Default.JSON(q.Body); err != nil {
+		return 0, fmt.Errorf("enqueue: report body: %w", err)
+	}
 	if err := t.putJSON(t.kv.bucket(bucketOutbox), u64key(id), q); err != nil {
 		return 0, fmt.Errorf("enqueue: %w", err)
 	}
@@ -495,6 +502,10 @@ func (t *tx) UpdateQueued(q QueuedReport) error {
 	b := t.kv.bucket(bucketOutbox)
 	if b.get(u64key(q.ID)) == nil {
 		return fmt.Errorf("update queued report %d: not in the outbox", q.ID)
+	}
+	var err error
+	if q.Body, err = redact.Default.JSON(q.Body); err != nil {
+		return fmt.Errorf("update queued report %d: body: %w", q.ID, err)
 	}
 	if err := t.putJSON(b, u64key(q.ID), q); err != nil {
 		return fmt.Errorf("update queued report %d: %w", q.ID, err)
@@ -547,4 +558,31 @@ func sortedKeys(m map[string][]byte) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// redactRecord is r with every word it keeps from a failure, a refusal, a block or a report
+// masked: the record is written nowhere else, so no caller has to remember to. The pointed-to
+// structs are copied, never changed in place.
+func redactRecord(r Record) Record {
+	if r.Refusal != nil {
+		c := *r.Refusal
+		c.Code, c.Detail = redact.String(c.Code), redact.String(c.Detail)
+		r.Refusal = &c
+	}
+	if r.Block != nil {
+		c := *r.Block
+		c.Detail = redact.String(c.Detail)
+		r.Block = &c
+	}
+	if r.Failure != nil {
+		c := *r.Failure
+		c.Code, c.Detail = redact.String(c.Code), redact.String(c.Detail)
+		r.Failure = &c
+	}
+	if r.LastReport != nil {
+		c := *r.LastReport
+		c.Detail = redact.String(c.Detail)
+		r.LastReport = &c
+	}
+	return r
 }

@@ -216,3 +216,38 @@ func TestMultiLineSecretMaskedThroughLogPrefixes(t *testing.T) {
 		}
 	}
 }
+
+// JSON masks string values whatever escapes they take, keeps keys, order and other values, and
+// keeps the document valid JSON.
+func TestJSON(t *testing.T) {
+	r := New()
+	const secret = `p<a"ss\w0rd`
+	r.Add(secret)
+	v := map[string]any{"detail": "x " + secret + " y", "list": []any{secret, 1.5, true, nil}, "secret": "plain"}
+	raw, _ := json.Marshal(v)
+	out, err := r.JSON(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]any
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, out)
+	}
+	if got["detail"] != "x "+Mask+" y" || got["secret"] != "plain" {
+		t.Errorf("got %s", out)
+	}
+	l, _ := got["list"].([]any)
+	if len(l) != 4 || l[0] != Mask || l[1] != 1.5 || l[2] != true || l[3] != nil {
+		t.Errorf("list = %v", got["list"])
+	}
+	if strings.Index(string(out), `"detail"`) > strings.Index(string(out), `"list"`) {
+		t.Errorf("member order changed: %s", out)
+	}
+	plain := []byte(`{"b":1,"a":"words"}`)
+	if same, err := r.JSON(plain); err != nil || &same[0] != &plain[0] {
+		t.Errorf("nothing to mask: got a copy %s (%v)", same, err)
+	}
+	if _, err := r.JSON([]byte(`{"a":`)); err == nil {
+		t.Error("a broken document was taken")
+	}
+}
