@@ -3,9 +3,17 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
+	"os"
 	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
 
 	"github.com/tikali/monky-deployd/internal/explain"
+	"github.com/tikali/monky-deployd/internal/redact"
+	"github.com/tikali/monky-deployd/states"
+	"github.com/tikali/monky-deployd/store"
 )
 
 // statusExit is status's exit code, read from the one verdict: 0 when the box is converged or
@@ -40,4 +48,107 @@ func privateTmp(stateDir string) string {
 		}
 	}
 	return ""
+}
+
+// statusCommand is `status`: where the box stands, read-only, with an exit status that says
+// whether it needs a person.
+func statusCommand(stdout io.Writer) *cli.Command {
+	return &cli.Command{
+		Name:      "status",
+		Usage:     "where the box stands (read-only)",
+		ArgsUsage: "[FILE|DIR ...]",
+		Description: "Exit status: 0 when the box is converged or working on it (in flight, retrying, waiting on\n" +
+			"   the lease budget, a temporary fault younger than stuck_after_s); 1 when it needs a person\n" +
+			"   (Refused, Blocked, a parked Failed, an unhealthy service, a fault every tick repeats, a\n" +
+			"   temporary fault older than stuck_after_s, no tick for stale_after_s) or the state file is\n" +
+			"   missing or unreadable.\n\n" +
+			"Examples:\n   monky-deployd status\n   monky-deployd status --json | jq .lease_budget\n" +
+			"   monky-deployd status --quiet || echo 'this box needs a person'\n" +
+			"   monky-deployd status --state-file ./state.db   # a copy a box sent to support; no config needed\n" +
+			"   monky-deployd status --state-file ./copies/    # many copies: one line per box, who needs a person first",
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "json", Usage: "one JSON document on stdout"},
+			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "print nothing; only the exit status says whether the box needs a person"},
+			&cli.StringFlag{Name: "state-file", Usage: "read this copy of a state file instead of the config's (as of its newest tick; writes nothing); several files or a directory of copies: one line per box, the ones that need a person first"},
+			&cli.StringFlag{Name: "as-of", Usage: "with --state-file FILE: read the copy as of this RFC 3339 time (when the box sent it) instead of its newest tick, so a box whose timer stopped reads stale"},
+		},
+		Action: func(c *cli.Context) error {
+			if c.Bool("quiet") {
+				return quiet(cmdStatus(c, io.Discard))
+			}
+			return cmdStatus(c, stdout)
+		},
+	}
+}
+
+func cmdStatus(c *cli.Context, stdout io.Writer) error {
+	if path := c.String("state-file"); path != "" {
+		if more := c.Args().Slice(); triageWanted(path, more) {
+			paths, asJSON := triageArgs(path, more, c.Bool("json"))
+			return statusCopies(paths, asJSON, stdout) // triage.go
+		}
+		return statusCopy(c, path, stdout)
+	}
+	if c.NArg() > 0 {
+		return usageErr(c, "unexpected argument %q", c.Args().First())
+	}
+	cfg, err := loadConfig(c)
+	if err != nil {
+		return err
+	}
+	st, err := store.OpenBolt(cfg.StatePath(), store.BoltOptions{ReadOnly: true})
+	if err != nil {
+		if os.IsNotExist(errors.Unwrap(err)) || errors.Is(err, os.ErrNotExist) {
+			return fail(1, "no state file at %s: no tick has run yet%s", cfg.StatePath(), privateTmp(cfg.StateDir))
+		}
+		return corruptOr(err, cfg.StatePath())
+	}
+	_, terr := os.Stat(cfg.TokenPath())
+	present := terr == nil
+	lim := explain.LimitsOf(cfg)
+	lim.TickRunning = states.TickRunning(cfg.LockPath())
+	s, err := explain.BuildStatusWith(st, time.Now(), &present, lim)
+	if err != nil {
+		return fail(1, "status: %v", err)
+	}
+	if c.Bool("json") {
+		if err := writeJSON(stdout, s); err != nil {
+			return err
+		}
+		return statusExit(s)
+	}
+	var b strings.Builder
+	explain.WriteStatusText(&b, s)
+	fmt.Fprint(stdout, redact.String(b.String()))
+	return statusExit(s)
+}
+
+// statusCopy is `status --state-file`: a copy read as of its newest tick, with no config, no
+// lock file and nothing about the machine that reads it (its token, its lock).
+func statusCopy(c *cli.Context, path string, stdout io.Writer) error {
+	if _, err := os.Stat(path); err != nil {
+		return fail(1, "no state file at %s: %v", path, err)
+	}
+	st, err := store.OpenBolt(path, store.BoltOptions{ReadOnly: true})
+	if err != nil {
+		return fail(1, "state file %s: %v", path, err)
+	}
+	at, err := asOf(c)
+	if err != nil {
+		return err
+	}
+	s, err := explain.BuildStatusCopyAsOf(st, at)
+	if err != nil {
+		return fail(1, "status: %v", err)
+	}
+	if c.Bool("json") {
+		if err := writeJSON(stdout, s); err != nil {
+			return err
+		}
+		return statusExit(s)
+	}
+	var b strings.Builder
+	explain.WriteStatusText(&b, s)
+	fmt.Fprint(stdout, redact.String(b.String()))
+	return statusExit(s)
 }

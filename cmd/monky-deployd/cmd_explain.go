@@ -1,0 +1,88 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/tikali/monky-deployd/internal/config"
+	"github.com/tikali/monky-deployd/internal/explain"
+	"github.com/tikali/monky-deployd/internal/redact"
+	"github.com/tikali/monky-deployd/states"
+	"github.com/tikali/monky-deployd/store"
+)
+
+// explainCommand is `explain`: the last ticks' transitions and what happens next, read-only.
+func explainCommand(stdout io.Writer) *cli.Command {
+	return &cli.Command{
+		Name:  "explain",
+		Usage: "why the box is where it is: the last ticks' transitions and what happens next",
+		Description: "Examples:\n   monky-deployd explain\n   monky-deployd explain -n 5 --json\n" +
+			"   monky-deployd explain --state-file ./state.db   # a copy a box sent to support; no config needed\n" +
+			"   monky-deployd explain --ndjson > journal.ndjson  # the whole journal, to attach to a ticket",
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "json", Usage: "one JSON document on stdout (schema v1, with `why`)"},
+			&cli.BoolFlag{Name: "ndjson", Usage: "every journal entry, one JSON object per line, for a post-mortem or a ticket"},
+			&cli.IntFlag{Name: "n", Value: 20, Usage: "how many ticks"},
+			&cli.DurationFlag{Name: "since", Usage: "only ticks of the last DURATION (e.g. 1h)"},
+			&cli.StringFlag{Name: "state-file", Usage: "read this copy of a state file instead of the config's"},
+			&cli.StringFlag{Name: "as-of", Usage: "with --state-file: read the copy as of this RFC 3339 time (when the box sent it) instead of its newest tick"},
+		},
+		Action: func(c *cli.Context) error { return cmdExplain(c, stdout) },
+	}
+}
+
+func cmdExplain(c *cli.Context, stdout io.Writer) error {
+	if n := c.Int("n"); n < 1 {
+		return usageErr(c, "-n must be 1 or more (got %d)", n)
+	}
+	path := c.String("state-file")
+	var cfg *config.Config
+	if path == "" {
+		var err error
+		if cfg, err = loadConfig(c); err != nil {
+			return err
+		}
+		path = cfg.StatePath()
+	}
+	if _, err := os.Stat(path); err != nil {
+		return fail(1, "no state file at %s: %v", path, err)
+	}
+	st, err := store.OpenBolt(path, store.BoltOptions{ReadOnly: true})
+	if err != nil {
+		return corruptOr(err, path)
+	}
+	now := time.Now()
+	if c.Bool("ndjson") {
+		var b strings.Builder
+		if err := explain.WriteNDJSON(&b, st, now); err != nil {
+			return fail(1, "explain: %v", err)
+		}
+		_, err := fmt.Fprint(stdout, redact.String(b.String()))
+		return err
+	}
+	at, err := asOf(c)
+	if err != nil {
+		return err
+	}
+	o := explain.Options{N: c.Int("n"), Now: now, Since: c.Duration("since"), Copy: c.String("state-file") != "", AsOf: at, Limits: explain.LimitsOf(cfg)}
+	if cfg != nil {
+		o.Limits.TickRunning = states.TickRunning(cfg.LockPath())
+	}
+	doc, err := explain.Build(st, o)
+	if err != nil {
+		return fail(1, "explain: %v", err)
+	}
+	if c.Bool("json") {
+		return writeJSON(stdout, doc)
+	}
+	var b strings.Builder
+	writeMovedAside(&b, doc.MovedAside)
+	explain.WriteText(&b, doc)
+	fmt.Fprint(stdout, redact.String(b.String()))
+	return nil
+}
