@@ -1,7 +1,8 @@
-// Package states holds one step per machine state and the tick that drives them: check in
-// first, then resume the flight in progress or start the one tenancy asks for. Each step does
-// its I/O through the effects interfaces and returns an Outcome; the machine.Engine is the
-// only writer of state and journal. No step reads the wall clock: the Agent's Now is injected.
+// Package states holds the steps of the machine, one file each (the table in steps.go), and
+// the tick that drives them: check in first, then resume the flight in progress or start the
+// one tenancy asks for. Each step does its I/O through the effects interfaces and returns an
+// Outcome; the machine.Engine is the only writer of state and journal. No step reads the wall
+// clock: the Agent's Now is injected.
 package states
 
 import (

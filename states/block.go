@@ -68,3 +68,7 @@ func (tk *tick) checkBlock() error {
 	_ = tk.eng.Note(machine.NoteBlocked, b.Code, "still blocked: "+b.Detail, tk.Now(), nil)
 	return &effects.Error{Op: "blocked", Kind: kind, Code: b.Code, Msg: msg}
 }
+
+// isBlocked reports whether a call just blocked the machine: the step's error then ends the
+// tick as it is (no failure, no refusal is fired from Blocked).
+func (tk *tick) isBlocked() bool { return tk.eng.State() == machine.Blocked }

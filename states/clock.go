@@ -19,9 +19,6 @@ func futureLeases(tx store.Tx, now time.Time) (int, error) {
 	return len(evs), err
 }
 
-// maxTokenTTL is OpenBao's max ttl for the agent's token (PROTOCOL.md §3: 30 days).
-const maxTokenTTL = 30 * 24 * time.Hour
-
 // correctClock treats as now every recorded time that lies further in the future than it can
 // (a box that booted with its clock ahead, applied, then had it stepped back by NTP): lease-budget
 // entries, tenancy's Retry-After, the apply's backoff; a token expiry beyond the max ttl is

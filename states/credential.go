@@ -3,9 +3,12 @@ package states
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/http"
 	"os"
 	"strings"
 	"time"
@@ -294,3 +297,269 @@ func answerWords(err error) string {
 	}
 	return redact.String(w + ": " + e.Msg)
 }
+
+// withBearer makes one call that carries the token under PROTOCOL.md §1's rows for 401 and
+// 403, which hold for every call (check-in, bundle, lease, report): a 401 drops the token and,
+// when a fresh bootstrap grant is on disk, logs in with it and makes the call once more in the
+// same tick (a second 401 blocks); without a grant the machine blocks (exit 1). A 403
+// AGENT_ENV_MISMATCH blocks with exit 78, and later ticks touch no network until the config
+// changes or `resume`. call must read tk.token when it runs (the token may change in between).
+func (tk *tick) withBearer(ctx context.Context, call func() error) error {
+	started := tk.Now()
+	err := call()
+	if err != nil && effects.KindOf(err) == effects.Unauthenticated {
+		if rerr := tk.reauthenticate(ctx, err); rerr != nil {
+			return rerr
+		}
+		err = call()
+		if err != nil && effects.KindOf(err) == effects.Unauthenticated {
+			return tk.blockUnauthenticated(err, "the fresh bootstrap grant's token was refused too")
+		}
+	}
+	if err != nil && effects.KindOf(err) == effects.EnvMismatch {
+		return tk.block(codeEnvMismatch, envMismatchWords(tk.Cfg.EnvID, tk.eng.Record().Token.EnvID, err), started, err)
+	}
+	return err
+}
+
+// readKV reads one secret. OpenBao answers 403 (permission denied) both for a path the policy
+// does not grant and for a token it no longer honours (PROTOCOL.md §3); the manifest's paths
+// were checked against the env's prefix before the lease, so a 403 is checked with lookup-self:
+// a refused token is dropped like a refused bearer (a fresh grant on disk logs in and the read
+// is made again, else Blocked) instead of failing the apply with the dead token kept.
+func (tk *tick) readKV(ctx context.Context, path, key string, version int) (string, error) {
+	v, err := tk.Fx.Bao.ReadKV(ctx, tk.token, path, key, version)
+	var e *effects.Error
+	if err == nil || !errors.As(err, &e) || e.Status != http.StatusForbidden {
+		return v, err
+	}
+	if _, lerr := tk.Fx.Bao.LookupSelf(ctx, tk.token); lerr == nil || effects.IsTemporary(lerr) {
+		return v, err // the token is fine: the path is refused
+	} else if rerr := tk.reauthenticate(ctx, lerr); rerr != nil {
+		return "", rerr
+	}
+	return tk.Fx.Bao.ReadKV(ctx, tk.token, path, key, version)
+}
+
+// LeaseLimit and LeaseWindow are tenancy's budget (machine.LeaseLimit per machine.LeaseWindow).
+const (
+	LeaseLimit  = machine.LeaseLimit
+	LeaseWindow = machine.LeaseWindow
+)
+
+// reusableToken: a lease-derived token whose ttl (after a renew where needed) stays above
+// renew_below_s reads the secrets; no new lease. A bootstrap token is swapped once. A lookup
+// or renew that fails for a temporary reason is returned: it proves nothing about the token,
+// and a lease asked on it would spend the budget for nothing.
+func (tk *tick) reusableToken(ctx context.Context) (string, bool, error) {
+	rec := tk.eng.Record()
+	if rec.Token.Source != SourceLease || tk.token == "" {
+		return "", false, nil
+	}
+	below := time.Duration(tk.Cfg.Bao.RenewBelow) * time.Second
+	info, err := tk.Fx.Bao.LookupSelf(ctx, tk.token)
+	if err != nil {
+		if effects.IsTemporary(err) {
+			return "", false, err
+		}
+		tk.Log.Debug().Msg("lease-derived token not reusable: " + redact.String(err.Error()))
+		return "", false, nil
+	}
+	ttl := info.TTL
+	if ttl <= below {
+		ttl, err = tk.Fx.Bao.RenewSelf(ctx, tk.token, 24*time.Hour)
+		if err != nil && effects.IsTemporary(err) {
+			return "", false, err
+		}
+		if err != nil || ttl <= below {
+			return "", false, nil
+		}
+	}
+	now := tk.Now()
+	_ = tk.eng.Save(func(r *store.Record, _ store.Tx) error {
+		r.Token.ExpiresAt, r.Token.CheckedAt = now.Add(ttl), now
+		return nil
+	})
+	return fmt.Sprintf("reusing the lease-derived token (ttl %s): no new lease", ttl.Round(time.Second)), true, nil
+}
+
+// tokenWorks reports whether the current token still answers lookup-self.
+func (tk *tick) tokenWorks(ctx context.Context) bool {
+	if tk.token == "" {
+		return false
+	}
+	info, err := tk.Fx.Bao.LookupSelf(ctx, tk.token)
+	return err == nil && (info.TTL > 0 || info.ExpireTime.IsZero())
+}
+
+// leaseBudget is the leases asked in the window and when the oldest of them leaves it.
+func (tk *tick) leaseBudget() (int, time.Time) {
+	var used int
+	var frees time.Time
+	_ = tk.Store.View(func(tx store.Tx) error {
+		var err error
+		used, frees, err = machine.LeaseBudget(tx, tk.Now())
+		return err
+	})
+	return used, frees
+}
+
+// budgetSpent is the answer to a lease the budget does not afford: used of LeaseLimit in the
+// last hour, until frees.
+func budgetSpent(used int, frees time.Time) error {
+	return &effects.Error{Op: "lease", Kind: effects.RateLimited, Code: machine.CodeLeaseBudget,
+		Msg: fmt.Sprintf("lease budget %d/%d until %s", used, LeaseLimit, machine.Stamp(frees))}
+}
+
+// askLease asks tenancy for a lease unless the durable budget says it would be refused.
+// Every lease asked is recorded before it is asked, granted or not.
+func (tk *tick) askLease(ctx context.Context, reason string) (effects.Lease, error) {
+	now := tk.Now()
+	rec := tk.eng.Record()
+	if now.Before(rec.LeaseRetryAfter) {
+		return effects.Lease{}, &effects.Error{Op: "lease", Kind: effects.RateLimited, Code: machine.CodeLeaseRateLimit,
+			Msg: "tenancy asked to wait: no lease before " + machine.Stamp(rec.LeaseRetryAfter)}
+	}
+	if used, frees := tk.leaseBudget(); used >= LeaseLimit {
+		return effects.Lease{}, budgetSpent(used, frees)
+	}
+	var lease effects.Lease
+	asked := 0
+	err := tk.withBearer(ctx, func() error {
+		if asked > 0 {
+			// asked again with a fresh token: only when the budget still affords it
+			if used, frees := tk.leaseBudget(); used >= LeaseLimit {
+				return budgetSpent(used, frees)
+			}
+		}
+		asked++
+		if err := tk.eng.Save(func(_ *store.Record, tx store.Tx) error {
+			return tx.AddLease(store.LeaseEvent{At: tk.Now(), Outcome: machine.LeaseAsked})
+		}); err != nil {
+			return err
+		}
+		var err error
+		lease, err = tk.Fx.Tenancy.Lease(ctx, tk.token, tk.Cfg.EnvID, reason)
+		return err
+	})
+	if err != nil {
+		var e *effects.Error
+		if errors.As(err, &e) && e.Kind == effects.RateLimited {
+			wait := e.RetryAfter
+			if wait <= 0 {
+				wait = time.Minute
+			}
+			if wait > LeaseWindow {
+				wait = LeaseWindow
+			}
+			_ = tk.eng.Save(func(r *store.Record, _ store.Tx) error {
+				r.LeaseRetryAfter = now.Add(wait)
+				return nil
+			})
+			if e.Code == "" {
+				// tenancy's 429 without a code of its own: the entry carries the code in its field
+				cp := *e
+				cp.Code = machine.CodeLeaseRateLimit
+				err = &cp
+			}
+		}
+		return lease, err
+	}
+	redact.Add(lease.LoginJWT)
+	if err := checkCredential("lease", "the login_jwt in tenancy's lease", lease.LoginJWT); err != nil {
+		return effects.Lease{}, err
+	}
+	if lease.Addr != "" && lease.Addr != tk.Cfg.Bao.Addr {
+		tk.Log.Info().Msgf("lease names OpenBao at %s; the configured %s is used", lease.Addr, tk.Cfg.Bao.Addr)
+	}
+	return lease, nil
+}
+
+// grantJTI reads a JWT's jti without verifying it; "" when it has none.
+func grantJTI(jwt string) string {
+	var claims struct {
+		JTI string `json:"jti"`
+	}
+	if !jwtClaims(jwt, &claims) {
+		return ""
+	}
+	return claims.JTI
+}
+
+// jwtClaims decodes a JWT's payload into v without verifying it.
+func jwtClaims(jwt string, v any) bool {
+	parts := strings.Split(strings.TrimSpace(jwt), ".")
+	if len(parts) != 3 {
+		return false
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(parts[1])
+	return err == nil && json.Unmarshal(raw, v) == nil
+}
+
+// grantExpired reads a JWT's exp without verifying it (OpenBao verifies); true when past.
+func grantExpired(jwt string, now time.Time) bool {
+	parts := strings.Split(jwt, ".")
+	if len(parts) != 3 {
+		return false
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		return false
+	}
+	var claims struct {
+		Exp int64 `json:"exp"`
+	}
+	if json.Unmarshal(raw, &claims) != nil || claims.Exp == 0 {
+		return false
+	}
+	return !now.Before(time.Unix(claims.Exp, 0))
+}
+
+func (tk *tick) loggedIn(started time.Time, ttl time.Duration, jti, env, detail string) error {
+	now := tk.Now()
+	return tk.eng.Fire(machine.Outcome{Event: machine.EvLogin, Detail: detail, Update: func(r *store.Record, _ store.Tx) error {
+		r.Token = store.TokenMeta{Present: true, Source: SourceLease, ExpiresAt: now.Add(ttl), CheckedAt: now, GrantJTI: jti, EnvID: env}
+		r.LeaseJTI = ""
+		return nil
+	}}, started)
+}
+
+// leaseLogin swaps the token outside an apply (upkeep near the max ttl): lease, log in,
+// replace the token. Journaled as notes; the machine's state does not change.
+func (tk *tick) leaseLogin(ctx context.Context, reason string) error {
+	started := tk.Now()
+	lease, err := tk.askLease(ctx, reason)
+	if err != nil && tk.isBlocked() {
+		return err
+	}
+	if err != nil {
+		tk.noteStop(machine.NoteLeaseDeferred, err, started, "")
+		return err
+	}
+	t, err := tk.Fx.Bao.Login(ctx, tk.Cfg.Bao.AuthMount, tk.Cfg.Bao.Role, lease.LoginJWT)
+	if err != nil {
+		return err
+	}
+	redact.Add(t.Value)
+	if err := checkCredential("bao login", "the token in OpenBao's answer", t.Value); err != nil {
+		return err
+	}
+	if err := files.WriteAtomicFS(tk.fs(), tk.Cfg.TokenPath(), []byte(t.Value+"\n"), 0o600); err != nil {
+		return err
+	}
+	failpoint.Hit("file:swap-token-written")
+	old := tk.token
+	tk.token = t.Value
+	now := tk.Now()
+	if err := tk.eng.Note(machine.NoteTokenSwap, "", fmt.Sprintf("token near its max ttl: leased (%s) and logged in again", reason), started, func(r *store.Record, _ store.Tx) error {
+		r.Token = store.TokenMeta{Present: true, Source: SourceLease, ExpiresAt: now.Add(t.TTL), CheckedAt: now, GrantJTI: t.Meta["grant_jti"], EnvID: t.Meta["env_id"]}
+		return nil
+	}); err != nil {
+		return err
+	}
+	_ = tk.Fx.Bao.RevokeSelf(ctx, old)
+	return nil
+}
+
+// maxTokenTTL is OpenBao's max ttl for the agent's token (PROTOCOL.md §3: 30 days).
+const maxTokenTTL = 30 * 24 * time.Hour

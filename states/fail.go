@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/tikali/monky-deployd/effects"
+	"github.com/tikali/monky-deployd/internal/redact"
+	"github.com/tikali/monky-deployd/internal/sanitize"
 	"github.com/tikali/monky-deployd/machine"
 	"github.com/tikali/monky-deployd/store"
 )
@@ -56,4 +58,14 @@ func (tk *tick) fail(ctx context.Context, from machine.State, code, detail strin
 		return ferr
 	}
 	return parked(effects.Permanent, code, "failed: %s: %s", code, detail)
+}
+
+// logTail is the redacted tail of the project's logs for a failed report.
+func (tk *tick) logTail(ctx context.Context) string {
+	dir := tk.currentDir()
+	out, err := tk.Fx.Compose.Logs(ctx, dir, 50)
+	if err != nil {
+		return "compose logs: " + redact.String(err.Error())
+	}
+	return tail(sanitize.Text(redact.String(out)), maxLogTail)
 }

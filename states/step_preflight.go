@@ -2,11 +2,10 @@ package states
 
 import (
 	"context"
-	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
+	"os"
+
 	"time"
 
 	"github.com/tikali/monky-deployd/effects"
@@ -16,12 +15,6 @@ import (
 	"github.com/tikali/monky-deployd/internal/redact"
 	"github.com/tikali/monky-deployd/machine"
 	"github.com/tikali/monky-deployd/store"
-)
-
-// LeaseLimit and LeaseWindow are tenancy's budget (machine.LeaseLimit per machine.LeaseWindow).
-const (
-	LeaseLimit  = machine.LeaseLimit
-	LeaseWindow = machine.LeaseWindow
 )
 
 // stepPreflight: BundleVerified → Refused | Leased | LoggedIn | Failed. The checks that need
@@ -129,170 +122,53 @@ func (tk *tick) appliedBefore(sha string) (time.Time, bool) {
 	return at, found
 }
 
-// reusableToken: a lease-derived token whose ttl (after a renew where needed) stays above
-// renew_below_s reads the secrets; no new lease. A bootstrap token is swapped once. A lookup
-// or renew that fails for a temporary reason is returned: it proves nothing about the token,
-// and a lease asked on it would spend the budget for nothing.
-func (tk *tick) reusableToken(ctx context.Context) (string, bool, error) {
-	rec := tk.eng.Record()
-	if rec.Token.Source != SourceLease || tk.token == "" {
-		return "", false, nil
-	}
-	below := time.Duration(tk.Cfg.Bao.RenewBelow) * time.Second
-	info, err := tk.Fx.Bao.LookupSelf(ctx, tk.token)
+// diskEnough measures every filesystem a pull can fill — docker's data-root and containerd's
+// root where it exists — against need × factor + headroom (headroom alone when need is 0).
+func (tk *tick) diskEnough(ctx context.Context, need int64) (bool, string, error) {
+	root, err := tk.Fx.Compose.DataRoot(ctx)
 	if err != nil {
 		if effects.IsTemporary(err) {
-			return "", false, err
+			return false, "", err
 		}
-		tk.Log.Debug().Msg("lease-derived token not reusable: " + redact.String(err.Error()))
-		return "", false, nil
+		tk.Log.Warn().Msg("docker info: " + redact.String(err.Error()) + "; measuring /var/lib/docker")
+		root = "/var/lib/docker"
 	}
-	ttl := info.TTL
-	if ttl <= below {
-		ttl, err = tk.Fx.Bao.RenewSelf(ctx, tk.token, 24*time.Hour)
-		if err != nil && effects.IsTemporary(err) {
-			return "", false, err
-		}
-		if err != nil || ttl <= below {
-			return "", false, nil
+	paths := []string{root}
+	for _, p := range tk.ContainerdRoots {
+		if st, err := os.Stat(p); err == nil && st.IsDir() && p != root {
+			paths = append(paths, p)
 		}
 	}
-	now := tk.Now()
-	_ = tk.eng.Save(func(r *store.Record, _ store.Tx) error {
-		r.Token.ExpiresAt, r.Token.CheckedAt = now.Add(ttl), now
-		return nil
-	})
-	return fmt.Sprintf("reusing the lease-derived token (ttl %s): no new lease", ttl.Round(time.Second)), true, nil
-}
-
-// tokenWorks reports whether the current token still answers lookup-self.
-func (tk *tick) tokenWorks(ctx context.Context) bool {
-	if tk.token == "" {
-		return false
-	}
-	info, err := tk.Fx.Bao.LookupSelf(ctx, tk.token)
-	return err == nil && (info.TTL > 0 || info.ExpireTime.IsZero())
-}
-
-// leaseBudget is the leases asked in the window and when the oldest of them leaves it.
-func (tk *tick) leaseBudget() (int, time.Time) {
-	var used int
-	var frees time.Time
-	_ = tk.Store.View(func(tx store.Tx) error {
-		var err error
-		used, frees, err = machine.LeaseBudget(tx, tk.Now())
-		return err
-	})
-	return used, frees
-}
-
-// budgetSpent is the answer to a lease the budget does not afford: used of LeaseLimit in the
-// last hour, until frees.
-func budgetSpent(used int, frees time.Time) error {
-	return &effects.Error{Op: "lease", Kind: effects.RateLimited, Code: machine.CodeLeaseBudget,
-		Msg: fmt.Sprintf("lease budget %d/%d until %s", used, LeaseLimit, machine.Stamp(frees))}
-}
-
-// askLease asks tenancy for a lease unless the durable budget says it would be refused.
-// Every lease asked is recorded before it is asked, granted or not.
-func (tk *tick) askLease(ctx context.Context, reason string) (effects.Lease, error) {
-	now := tk.Now()
-	rec := tk.eng.Record()
-	if now.Before(rec.LeaseRetryAfter) {
-		return effects.Lease{}, &effects.Error{Op: "lease", Kind: effects.RateLimited, Code: machine.CodeLeaseRateLimit,
-			Msg: "tenancy asked to wait: no lease before " + machine.Stamp(rec.LeaseRetryAfter)}
-	}
-	if used, frees := tk.leaseBudget(); used >= LeaseLimit {
-		return effects.Lease{}, budgetSpent(used, frees)
-	}
-	var lease effects.Lease
-	asked := 0
-	err := tk.withBearer(ctx, func() error {
-		if asked > 0 {
-			// asked again with a fresh token: only when the budget still affords it
-			if used, frees := tk.leaseBudget(); used >= LeaseLimit {
-				return budgetSpent(used, frees)
-			}
+	var free uint64
+	for i, p := range paths {
+		f, err := tk.Fx.Disk.Free(p)
+		if err != nil {
+			return false, "", fmt.Errorf("measure free space on %s: %w", p, err)
 		}
-		asked++
-		if err := tk.eng.Save(func(_ *store.Record, tx store.Tx) error {
-			return tx.AddLease(store.LeaseEvent{At: tk.Now(), Outcome: machine.LeaseAsked})
-		}); err != nil {
-			return err
+		if i == 0 || f < free {
+			free = f
 		}
-		var err error
-		lease, err = tk.Fx.Tenancy.Lease(ctx, tk.token, tk.Cfg.EnvID, reason)
-		return err
-	})
-	if err != nil {
-		var e *effects.Error
-		if errors.As(err, &e) && e.Kind == effects.RateLimited {
-			wait := e.RetryAfter
-			if wait <= 0 {
-				wait = time.Minute
-			}
-			if wait > LeaseWindow {
-				wait = LeaseWindow
-			}
-			_ = tk.eng.Save(func(r *store.Record, _ store.Tx) error {
-				r.LeaseRetryAfter = now.Add(wait)
-				return nil
-			})
-			if e.Code == "" {
-				// tenancy's 429 without a code of its own: the entry carries the code in its field
-				cp := *e
-				cp.Code = machine.CodeLeaseRateLimit
-				err = &cp
-			}
+	}
+	headroom := tk.Cfg.Disk.HeadroomBytes
+	required := headroom
+	var sized string
+	if need > 0 {
+		required = int64(float64(need)*tk.Cfg.Disk.Factor) + headroom
+		sized = fmt.Sprintf("bundle needs %s (its disk_need_bytes %s × %g + %s headroom)", machine.Size(required), machine.Size(need), tk.Cfg.Disk.Factor, machine.Size(headroom))
+	} else {
+		sized = fmt.Sprintf("a pull needs at least %s headroom (the bundle declares no size)", machine.Size(required))
+	}
+	detail := fmt.Sprintf("image storage (%s) has %s free, %s", joinPaths(paths), machine.Size(int64(min(free, 1<<62))), sized)
+	return free >= uint64(required), detail, nil
+}
+
+func joinPaths(p []string) string {
+	s := ""
+	for i, x := range p {
+		if i > 0 {
+			s += ", "
 		}
-		return lease, err
+		s += x
 	}
-	redact.Add(lease.LoginJWT)
-	if err := checkCredential("lease", "the login_jwt in tenancy's lease", lease.LoginJWT); err != nil {
-		return effects.Lease{}, err
-	}
-	if lease.Addr != "" && lease.Addr != tk.Cfg.Bao.Addr {
-		tk.Log.Info().Msgf("lease names OpenBao at %s; the configured %s is used", lease.Addr, tk.Cfg.Bao.Addr)
-	}
-	return lease, nil
-}
-
-// grantJTI reads a JWT's jti without verifying it; "" when it has none.
-func grantJTI(jwt string) string {
-	var claims struct {
-		JTI string `json:"jti"`
-	}
-	if !jwtClaims(jwt, &claims) {
-		return ""
-	}
-	return claims.JTI
-}
-
-// jwtClaims decodes a JWT's payload into v without verifying it.
-func jwtClaims(jwt string, v any) bool {
-	parts := strings.Split(strings.TrimSpace(jwt), ".")
-	if len(parts) != 3 {
-		return false
-	}
-	raw, err := base64.RawURLEncoding.DecodeString(parts[1])
-	return err == nil && json.Unmarshal(raw, v) == nil
-}
-
-// grantExpired reads a JWT's exp without verifying it (OpenBao verifies); true when past.
-func grantExpired(jwt string, now time.Time) bool {
-	parts := strings.Split(jwt, ".")
-	if len(parts) != 3 {
-		return false
-	}
-	raw, err := base64.RawURLEncoding.DecodeString(parts[1])
-	if err != nil {
-		return false
-	}
-	var claims struct {
-		Exp int64 `json:"exp"`
-	}
-	if json.Unmarshal(raw, &claims) != nil || claims.Exp == 0 {
-		return false
-	}
-	return !now.Before(time.Unix(claims.Exp, 0))
+	return s
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 
 	"github.com/tikali/monky-deployd/effects"
 	"github.com/tikali/monky-deployd/internal/bundle"
@@ -130,55 +129,4 @@ func codeOr(err error, fallback string) string {
 		return c
 	}
 	return fallback
-}
-
-// diskEnough measures every filesystem a pull can fill — docker's data-root and containerd's
-// root where it exists — against need × factor + headroom (headroom alone when need is 0).
-func (tk *tick) diskEnough(ctx context.Context, need int64) (bool, string, error) {
-	root, err := tk.Fx.Compose.DataRoot(ctx)
-	if err != nil {
-		if effects.IsTemporary(err) {
-			return false, "", err
-		}
-		tk.Log.Warn().Msg("docker info: " + redact.String(err.Error()) + "; measuring /var/lib/docker")
-		root = "/var/lib/docker"
-	}
-	paths := []string{root}
-	for _, p := range tk.ContainerdRoots {
-		if st, err := os.Stat(p); err == nil && st.IsDir() && p != root {
-			paths = append(paths, p)
-		}
-	}
-	var free uint64
-	for i, p := range paths {
-		f, err := tk.Fx.Disk.Free(p)
-		if err != nil {
-			return false, "", fmt.Errorf("measure free space on %s: %w", p, err)
-		}
-		if i == 0 || f < free {
-			free = f
-		}
-	}
-	headroom := tk.Cfg.Disk.HeadroomBytes
-	required := headroom
-	var sized string
-	if need > 0 {
-		required = int64(float64(need)*tk.Cfg.Disk.Factor) + headroom
-		sized = fmt.Sprintf("bundle needs %s (its disk_need_bytes %s × %g + %s headroom)", machine.Size(required), machine.Size(need), tk.Cfg.Disk.Factor, machine.Size(headroom))
-	} else {
-		sized = fmt.Sprintf("a pull needs at least %s headroom (the bundle declares no size)", machine.Size(required))
-	}
-	detail := fmt.Sprintf("image storage (%s) has %s free, %s", joinPaths(paths), machine.Size(int64(min(free, 1<<62))), sized)
-	return free >= uint64(required), detail, nil
-}
-
-func joinPaths(p []string) string {
-	s := ""
-	for i, x := range p {
-		if i > 0 {
-			s += ", "
-		}
-		s += x
-	}
-	return s
 }

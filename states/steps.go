@@ -98,18 +98,19 @@ func (tk *tick) drive(ctx context.Context) error {
 	}
 }
 
-// steps is the apply path: the step that leaves each state, in the file named after the state
-// the step reaches (stepVerify in bundleverified.go, stepPreflight in leased.go, …). Adding a
-// state is one file and one row. Reported and the parked states end the flight (drive).
+// steps is the apply path, in the order a flight runs it: the state a step leaves, and the
+// step, each in the file named for it (stepVerify in step_verify.go, stepPreflight in
+// step_preflight.go, …). Adding a state is one file and one row. Reported and the parked
+// states end the flight (drive).
 var steps = map[machine.State]func(*tick, context.Context) error{
-	machine.CheckedIn:      (*tick).stepVerify,
-	machine.BundleVerified: (*tick).stepPreflight,
-	machine.Leased:         (*tick).stepLogin,
-	machine.LoggedIn:       (*tick).stepStage,
-	machine.Staged:         (*tick).stepPull,
-	machine.Pulled:         (*tick).stepUp,
-	machine.Up:             (*tick).stepHealthy,
-	machine.Healthy:        (*tick).stepReport,
+	machine.CheckedIn:      (*tick).stepVerify,    // step_verify.go
+	machine.BundleVerified: (*tick).stepPreflight, // step_preflight.go
+	machine.Leased:         (*tick).stepLogin,     // step_login.go
+	machine.LoggedIn:       (*tick).stepStage,     // step_stage.go
+	machine.Staged:         (*tick).stepPull,      // step_pull.go
+	machine.Pulled:         (*tick).stepUp,        // step_up.go
+	machine.Up:             (*tick).stepHealthy,   // step_healthy.go
+	machine.Healthy:        (*tick).stepReport,    // step_report.go
 }
 
 // stepStart is when the step in flight began (its whole wall time is the entry's), or now.
