@@ -1,0 +1,79 @@
+package vocab
+
+import (
+	"go/ast"
+	"go/importer"
+	"go/parser"
+	"go/token"
+	"go/types"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// consts type-checks this package and returns every constant of type Code, by value.
+func consts(t *testing.T) map[Code]string {
+	t.Helper()
+	fset := token.NewFileSet()
+	var files []*ast.File
+	names, _ := filepath.Glob("*.go")
+	for _, n := range names {
+		if strings.HasSuffix(n, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, n, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, f)
+	}
+	pkg, err := (&types.Config{Importer: importer.Default()}).Check("vocab", fset, files, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	code := pkg.Scope().Lookup("Code").Type()
+	out := map[Code]string{}
+	for _, name := range pkg.Scope().Names() {
+		c, ok := pkg.Scope().Lookup(name).(*types.Const)
+		if !ok || !types.Identical(c.Type(), code) {
+			continue
+		}
+		v := Code(strings.Trim(c.Val().ExactString(), `"`))
+		if other, dup := out[v]; dup {
+			t.Errorf("%s and %s both spell %s", other, name, v)
+		}
+		out[v] = name
+	}
+	return out
+}
+
+var shape = regexp.MustCompile(`^[A-Z][A-Z0-9]*(_[A-Z0-9]+)*$`)
+
+// TestEveryCodeHasARow: every constant of type Code has a row in the registry, with a kind, a
+// fault and a fix, and every row is a constant's; no two constants spell one code.
+func TestEveryCodeHasARow(t *testing.T) {
+	cs := consts(t)
+	if len(cs) < 40 {
+		t.Fatalf("found %d constants of type Code: the reader misses them", len(cs))
+	}
+	for v, name := range cs {
+		c, ok := CauseOf(v)
+		switch {
+		case !ok:
+			t.Errorf("%s (%s) has no row in the registry of causes", name, v)
+		case c.Kind < KindRefusal || c.Kind > KindFinding || c.Fault == "" || c.Fix == "":
+			t.Errorf("%s (%s): row %+v lacks a kind, a fault or a fix", name, v, c)
+		case strings.HasSuffix(c.Fault, "."):
+			t.Errorf("%s: the fault ends with a full stop; explain adds it", name)
+		}
+		if !shape.MatchString(string(v)) {
+			t.Errorf("%s = %q is not spelled like a code", name, v)
+		}
+	}
+	for _, v := range Codes() {
+		if _, ok := cs[v]; !ok {
+			t.Errorf("the registry's row %s is no constant's", v)
+		}
+	}
+}
