@@ -372,7 +372,7 @@ func (b *Bolt) inspect(readOnly bool) (problem string, err error) {
 		// the bytes the check passed, hashed under the same lock for the receipt (receipt.go);
 		// a read-only store never writes one
 		if size, crc, err := sumPath(b.path); err == nil {
-			b.setVouched(&receipt{Size: size, CRC32C: crc, CheckedAt: b.opts.Now().UTC()})
+			b.setVouched(&receipt{Size: size, CRC32: crc, CheckedAt: b.opts.Now().UTC()})
 		}
 	}
 	return problem, nil

@@ -2,6 +2,8 @@ package store
 
 import (
 	"errors"
+	"fmt"
+	"hash/crc32"
 	"os"
 	"path/filepath"
 	"strings"
@@ -130,7 +132,7 @@ func TestAnUntrustedReceiptIsIgnored(t *testing.T) {
 			}
 		},
 		"garbage": func(t *testing.T, p string) {
-			if err := os.WriteFile(p, []byte("monky-deployd-receipt 1 x 0 now\n"), 0o600); err != nil {
+			if err := os.WriteFile(p, []byte("monky-deployd-receipt 2 x 0 now\n"), 0o600); err != nil {
 				t.Fatal(err)
 			}
 		},
@@ -143,8 +145,28 @@ func TestAnUntrustedReceiptIsIgnored(t *testing.T) {
 			if r == nil {
 				t.Fatalf("the receipt does not decode: %q", raw)
 			}
-			r.CRC32C ^= 1
+			r.CRC32 ^= 1
 			if err := os.WriteFile(p, r.encode(), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		},
+		"version 1, CRC-32C": func(t *testing.T, p string) {
+			// the receipt an older agent left: right in its own terms, read as no receipt
+			path := strings.TrimSuffix(p, ReceiptSuffix)
+			raw, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			old, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := decodeReceipt(old)
+			if r == nil {
+				t.Fatal("no receipt to replace")
+			}
+			v1 := fmt.Sprintf("monky-deployd-receipt 1 %d %08x %s\n", len(raw), crc32.Checksum(raw, crc32.MakeTable(crc32.Castagnoli)), r.CheckedAt.Format(time.RFC3339Nano))
+			if err := os.WriteFile(p, []byte(v1), 0o600); err != nil {
 				t.Fatal(err)
 			}
 		},
@@ -155,7 +177,7 @@ func TestAnUntrustedReceiptIsIgnored(t *testing.T) {
 				t.Fatal(err)
 			}
 			b := &Bolt{path: path, opts: BoltOptions{Logf: t.Logf}}
-			b.writeReceipt(receipt{Size: size, CRC32C: crc, CheckedAt: time.Now().Add(time.Hour)})
+			b.writeReceipt(receipt{Size: size, CRC32: crc, CheckedAt: time.Now().Add(time.Hour)})
 		},
 	}
 	for name, spoil := range cases {
@@ -271,7 +293,7 @@ func forge(t *testing.T, path string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	(&Bolt{path: path, opts: BoltOptions{Logf: t.Logf}}).writeReceipt(receipt{Size: size, CRC32C: crc, CheckedAt: fixedNowInternal()})
+	(&Bolt{path: path, opts: BoltOptions{Logf: t.Logf}}).writeReceipt(receipt{Size: size, CRC32: crc, CheckedAt: fixedNowInternal()})
 }
 
 func fixedNowInternal() time.Time { return time.Date(2026, 11, 29, 3, 4, 5, 0, time.UTC) }
