@@ -94,8 +94,23 @@ func completionRequest(args []string) ([]string, bool) {
 func completions(app *cli.App, words []string) []string {
 	cur := words[len(words)-1]
 	done := words[:len(words)-1]
-	var cmd *cli.Command
-	var args []string
+	cmd, args, ok := typed(app, done)
+	if !ok {
+		return nil
+	}
+	var match []string
+	for _, w := range candidates(app, cmd, args, cur) {
+		if strings.HasPrefix(w, cur) {
+			match = append(match, w)
+		}
+	}
+	return match
+}
+
+// typed reads the words before the cursor: the command they name (nil: none yet) and its
+// arguments so far. It is not ok when there is nothing to offer: an unknown command, or the
+// cursor on a flag's value (the shell's own file completion answers).
+func typed(app *cli.App, done []string) (cmd *cli.Command, args []string, ok bool) {
 	valueFlags := flagsTakingValues(app.Flags)
 	for i := 0; i < len(done); i++ {
 		w := done[i]
@@ -111,7 +126,7 @@ func completions(app *cli.App, words []string) []string {
 				valueFlags = flagsTakingValues(c.Flags)
 				continue
 			}
-			return nil // an unknown command: nothing to offer
+			return nil, nil, false // an unknown command: nothing to offer
 		}
 		if sub := cmd.Command(w); sub != nil && len(args) == 0 { // check config|bundle
 			cmd = sub
@@ -122,41 +137,44 @@ func completions(app *cli.App, words []string) []string {
 	}
 	if n := len(done); n > 0 && strings.HasPrefix(done[n-1], "-") && !strings.Contains(done[n-1], "=") &&
 		valueFlags[strings.TrimLeft(done[n-1], "-")] {
-		return nil // a flag's value: the shell's own file completion
+		return nil, nil, false // a flag's value: the shell's own file completion
 	}
-	var out []string
+	return cmd, args, true
+}
+
+// candidates are the words that may follow: cmd's flags, its subcommands or the words its
+// first argument takes; the commands when none is typed yet.
+func candidates(app *cli.App, cmd *cli.Command, args []string, cur string) []string {
 	switch {
 	case cmd == nil && strings.HasPrefix(cur, "-"):
-		out = flagWords(app.Flags)
+		return flagWords(app.Flags)
 	case cmd == nil:
-		for _, c := range app.Commands {
-			if !c.Hidden {
-				out = append(out, c.Name)
-			}
-		}
-		out = append(out, "help")
+		return append(commandNames(app), "help")
 	case strings.HasPrefix(cur, "-"):
-		out = flagWords(cmd.Flags)
+		return flagWords(cmd.Flags)
 	case len(cmd.Subcommands) > 0 && len(args) == 0:
+		var out []string
 		for _, c := range cmd.Subcommands {
 			out = append(out, c.Name)
 		}
+		return out
 	case cmd.Name == "completion" && len(args) == 0:
-		out = []string{"bash", "zsh", "fish"}
+		return []string{"bash", "zsh", "fish"}
 	case cmd.Name == "help" && len(args) == 0:
-		for _, c := range app.Commands {
-			if !c.Hidden {
-				out = append(out, c.Name)
-			}
+		return commandNames(app)
+	}
+	return nil
+}
+
+// commandNames are the visible commands' names, in the app's order.
+func commandNames(app *cli.App) []string {
+	var out []string
+	for _, c := range app.Commands {
+		if !c.Hidden {
+			out = append(out, c.Name)
 		}
 	}
-	var match []string
-	for _, w := range out {
-		if strings.HasPrefix(w, cur) {
-			match = append(match, w)
-		}
-	}
-	return match
+	return out
 }
 
 func visibleCommand(app *cli.App, name string) *cli.Command {
