@@ -40,30 +40,13 @@ func cmdExplain(c *cli.Context, stdout io.Writer) error {
 	if n := c.Int("n"); n < 1 {
 		return usageErr(c, "-n must be 1 or more (got %d)", n)
 	}
-	path := c.String("state-file")
-	var cfg *config.Config
-	if path == "" {
-		var err error
-		if cfg, err = loadConfig(c); err != nil {
-			return err
-		}
-		path = cfg.StatePath()
-	}
-	if _, err := os.Stat(path); err != nil {
-		return fail(1, "no state file at %s: %v", path, err)
-	}
-	st, err := store.OpenBolt(path, store.BoltOptions{ReadOnly: true})
+	cfg, st, err := explainSource(c)
 	if err != nil {
-		return corruptOr(err, path)
+		return err
 	}
 	now := time.Now()
 	if c.Bool("ndjson") {
-		var b strings.Builder
-		if err := explain.WriteNDJSON(&b, st, now); err != nil {
-			return fail(1, "explain: %v", err)
-		}
-		_, err := fmt.Fprint(stdout, redact.String(b.String()))
-		return err
+		return writeJournal(stdout, st, now)
 	}
 	at, err := asOf(c)
 	if err != nil {
@@ -85,4 +68,36 @@ func cmdExplain(c *cli.Context, stdout io.Writer) error {
 	explain.WriteText(&b, doc)
 	fmt.Fprint(stdout, redact.String(b.String()))
 	return nil
+}
+
+// explainSource opens the state file explain reads, read-only: --state-file's copy (and no
+// config: cfg is nil), else the config's.
+func explainSource(c *cli.Context) (*config.Config, *store.Bolt, error) {
+	path := c.String("state-file")
+	var cfg *config.Config
+	if path == "" {
+		var err error
+		if cfg, err = loadConfig(c); err != nil {
+			return nil, nil, err
+		}
+		path = cfg.StatePath()
+	}
+	if _, err := os.Stat(path); err != nil {
+		return nil, nil, fail(1, "no state file at %s: %v", path, err)
+	}
+	st, err := store.OpenBolt(path, store.BoltOptions{ReadOnly: true})
+	if err != nil {
+		return nil, nil, corruptOr(err, path)
+	}
+	return cfg, st, nil
+}
+
+// writeJournal is `explain --ndjson`: every journal entry, one JSON object per line.
+func writeJournal(stdout io.Writer, st store.Store, now time.Time) error {
+	var b strings.Builder
+	if err := explain.WriteNDJSON(&b, st, now); err != nil {
+		return fail(1, "explain: %v", err)
+	}
+	_, err := fmt.Fprint(stdout, redact.String(b.String()))
+	return err
 }

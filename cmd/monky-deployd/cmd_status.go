@@ -16,40 +16,6 @@ import (
 	"github.com/tikali/monky-deployd/store"
 )
 
-// statusExit is status's exit code, read from the one verdict: 0 when the box is converged or
-// working on it (in flight, retrying, a temporary fault younger than stuck_after_s, the lease
-// budget refilling), 1 when it needs a person (explain.NeedsPerson). A missing or unreadable
-// state file is 1 as well (cmdStatus returns before it gets here).
-func statusExit(s explain.Status) error {
-	if s.NeedsPerson() {
-		return &exitError{code: 1}
-	}
-	return nil
-}
-
-// quiet keeps an error's exit code and drops its words (status --quiet prints nothing).
-func quiet(err error) error {
-	if err == nil {
-		return nil
-	}
-	var ee *exitError
-	if errors.As(err, &ee) {
-		return &exitError{code: ee.code}
-	}
-	return &exitError{code: 1}
-}
-
-// privateTmp is what status adds when state_dir lies under /tmp or /var/tmp: the unit runs with
-// PrivateTmp=yes, so the timer's ticks write to a /tmp of their own that no shell sees.
-func privateTmp(stateDir string) string {
-	for _, tmp := range []string{"/tmp", "/var/tmp"} {
-		if stateDir == tmp || strings.HasPrefix(stateDir, tmp+"/") {
-			return fmt.Sprintf(" here — but state_dir %s is under %s, which monky-deployd.service makes private to the unit (PrivateTmp=yes): its ticks write to a %s no shell sees; set state_dir outside it (default /var/lib/monky-deployd)", stateDir, tmp, tmp)
-		}
-	}
-	return ""
-}
-
 // statusCommand is `status`: where the box stands, read-only, with an exit status that says
 // whether it needs a person.
 func statusCommand(stdout io.Writer) *cli.Command {
@@ -111,16 +77,7 @@ func cmdStatus(c *cli.Context, stdout io.Writer) error {
 	if err != nil {
 		return fail(1, "status: %v", err)
 	}
-	if c.Bool("json") {
-		if err := writeJSON(stdout, s); err != nil {
-			return err
-		}
-		return statusExit(s)
-	}
-	var b strings.Builder
-	explain.WriteStatusText(&b, s)
-	fmt.Fprint(stdout, redact.String(b.String()))
-	return statusExit(s)
+	return printStatus(stdout, s, c.Bool("json"))
 }
 
 // statusCopy is `status --state-file`: a copy read as of its newest tick, with no config, no
@@ -141,7 +98,12 @@ func statusCopy(c *cli.Context, path string, stdout io.Writer) error {
 	if err != nil {
 		return fail(1, "status: %v", err)
 	}
-	if c.Bool("json") {
+	return printStatus(stdout, s, c.Bool("json"))
+}
+
+// printStatus writes s, as one JSON document or as text, and returns status's exit code.
+func printStatus(stdout io.Writer, s explain.Status, asJSON bool) error {
+	if asJSON {
 		if err := writeJSON(stdout, s); err != nil {
 			return err
 		}
@@ -151,4 +113,38 @@ func statusCopy(c *cli.Context, path string, stdout io.Writer) error {
 	explain.WriteStatusText(&b, s)
 	fmt.Fprint(stdout, redact.String(b.String()))
 	return statusExit(s)
+}
+
+// statusExit is status's exit code, read from the one verdict: 0 when the box is converged or
+// working on it (in flight, retrying, a temporary fault younger than stuck_after_s, the lease
+// budget refilling), 1 when it needs a person (explain.NeedsPerson). A missing or unreadable
+// state file is 1 as well (cmdStatus returns before it gets here).
+func statusExit(s explain.Status) error {
+	if s.NeedsPerson() {
+		return &exitError{code: 1}
+	}
+	return nil
+}
+
+// quiet keeps an error's exit code and drops its words (status --quiet prints nothing).
+func quiet(err error) error {
+	if err == nil {
+		return nil
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return &exitError{code: ee.code}
+	}
+	return &exitError{code: 1}
+}
+
+// privateTmp is what status adds when state_dir lies under /tmp or /var/tmp: the unit runs with
+// PrivateTmp=yes, so the timer's ticks write to a /tmp of their own that no shell sees.
+func privateTmp(stateDir string) string {
+	for _, tmp := range []string{"/tmp", "/var/tmp"} {
+		if stateDir == tmp || strings.HasPrefix(stateDir, tmp+"/") {
+			return fmt.Sprintf(" here — but state_dir %s is under %s, which monky-deployd.service makes private to the unit (PrivateTmp=yes): its ticks write to a %s no shell sees; set state_dir outside it (default /var/lib/monky-deployd)", stateDir, tmp, tmp)
+		}
+	}
+	return ""
 }
