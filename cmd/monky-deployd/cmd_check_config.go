@@ -2,12 +2,9 @@ package main
 
 import (
 	"bytes"
-	"cmp"
-	"errors"
 	"fmt"
 	"io"
 	"os"
-	"slices"
 
 	"github.com/urfave/cli/v2"
 	"go.yaml.in/yaml/v3"
@@ -44,8 +41,7 @@ func cmdCheckConfig(c *cli.Context, stdout io.Writer) error {
 				cfg.Transport, config.BuiltInTransports())})
 	}
 	if len(errs) > 0 {
-		// in the file's order; a problem of the whole file (no line) first
-		slices.SortStableFunc(errs, func(a, b error) int { return cmp.Compare(errLine(a), errLine(b)) })
+		// in the file's order, as config.ParseAll reports them
 		for _, e := range errs {
 			fmt.Fprintln(stdout, redact.String(sanitize.Line(e.Error())))
 		}
@@ -53,14 +49,6 @@ func cmdCheckConfig(c *cli.Context, stdout io.Writer) error {
 	}
 	_, err := fmt.Fprintf(stdout, "config %s: ok (env %s, site %s, transport %s)\n", path, cfg.EnvID, cfg.Site, cfg.Transport)
 	return err
-}
-
-func errLine(err error) int {
-	var e *config.Error
-	if errors.As(err, &e) {
-		return e.Line
-	}
-	return 0
 }
 
 // keyLine is the line of a top-level key in the YAML file at path, 0 when it is not there.

@@ -332,10 +332,10 @@ func TestLoadNamesAMissingFileAndWhatWritesIt(t *testing.T) {
 	}
 }
 
-// TestParseAllReportsEveryProblem: each key's problem is reported, with its line and key and
-// the words Parse uses for it alone; a value of the wrong type is one problem (not also the
-// "must be positive" of its zero value), a bad state_dir is not also a bad derived deploy_dir;
-// Parse still returns the first.
+// TestParseAllReportsEveryProblem: each key's problem is reported, in the file's order, with
+// its line and key and the words Parse uses for it alone; a value of the wrong type is one
+// problem (not also the "must be positive" of its zero value), a bad state_dir is not also a
+// bad derived deploy_dir; Parse still returns the first.
 func TestParseAllReportsEveryProblem(t *testing.T) {
 	y := "env_id: env-qa-02\nsite: cbs\nbogus: 1\ntenancy:\n  port: abc\n  nope: 2\n" +
 		"state_dir: rel\nkeep_releases: 0\nbao:\n  auth_mount: /x\n  kv_mount: a b\napprole: {}\n"
@@ -351,11 +351,11 @@ func TestParseAllReportsEveryProblem(t *testing.T) {
 		{3, "bogus", `unknown key "bogus"`},
 		{5, "tenancy.port", `tenancy.port: want an integer, got "abc"`},
 		{6, "tenancy.nope", `unknown key "tenancy.nope"`},
-		{12, "approle", "approle: AppRole is gone"},
-		{10, "bao.auth_mount", `bao.auth_mount "/x" must be a plain OpenBao path segment`},
-		{11, "bao.kv_mount", `bao.kv_mount "a b" must be a plain OpenBao path segment`},
 		{7, "state_dir", `state_dir "rel" must be an absolute path`},
 		{8, "keep_releases", "keep_releases must be a positive number, got 0"},
+		{10, "bao.auth_mount", `bao.auth_mount "/x" must be a plain OpenBao path segment`},
+		{11, "bao.kv_mount", `bao.kv_mount "a b" must be a plain OpenBao path segment`},
+		{12, "approle", "approle: AppRole is gone"},
 	}
 	if len(errs) != len(want) {
 		t.Fatalf("%d problems, want %d:\n%v", len(errs), len(want), errs)
@@ -376,5 +376,67 @@ func TestParseAllReportsEveryProblem(t *testing.T) {
 	// a missing required key has no line
 	if _, errs := ParseAll([]byte("site: cbs\nlog_level: x\n"), "/etc/x.yaml"); len(errs) != 2 || errs[0].Line != 0 || errs[0].Key != "env_id" || errs[1].Line != 2 {
 		t.Errorf("no env_id and a bad log_level: %v", errs)
+	}
+}
+
+// yaml decodes some scalars more leniently than a config may be written: each is refused
+// with the key's words, as any other value of the wrong type.
+func TestParseRefusesWhatYAMLWouldLetThrough(t *testing.T) {
+	cases := []struct{ name, y, want string }{
+		{"YAML 1.1 yes", "laptop_mode: yes\n", `line 3: laptop_mode: want true or false, got "yes"`},
+		{"YAML 1.1 on", "prod: on\n", `line 3: prod: want true or false, got "on"`},
+		{"float for int", "keep_releases: 2.0\n", `line 3: keep_releases: want an integer, got "2.0"`},
+		{"nan", "disk:\n  factor: .nan\n", `line 4: disk.factor: want a number, got ".nan"`},
+		{"inf", "disk:\n  factor: .inf\n", `line 4: disk.factor: want a number, got ".inf"`},
+		{"binary", "docker_bin: !!binary ZG9ja2Vy\n", `line 3: docker_bin: want a string, got "ZG9ja2Vy"`},
+		{"list on the next line", "docker_bin:\n  - docker\n", `line 3: docker_bin: want a string, got a list`},
+		{"merge key", "tenancy:\n  <<: {port: 1}\n", `line 4: YAML merge keys (<<) are not allowed`},
+		{"null key", "~: 1\n", `line 3: a key must be a plain name`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, errs := ParseAll([]byte(minimal+tc.y), "/etc/x.yaml")
+			if len(errs) != 1 || errs[0].Error() != "config /etc/x.yaml: "+tc.want {
+				t.Fatalf("problems %q, want the one %q", errs, tc.want)
+			}
+		})
+	}
+}
+
+// Every unknown key is reported, at every depth, in the file's order, each once: a key inside
+// an unknown key is not looked at, and a known key that has an unknown key of its own name
+// (tenancy: {tenancy: …}) is not taken for it.
+func TestParseAllReportsUnknownKeysInTheFilesOrder(t *testing.T) {
+	y := "zeta: 1\nenv_id: env-qa-02\nbao:\n  zz: [1]\n  kv_mount: monky\n  yy:\n    deeper: 1\nalpha: {alpha: 1}\n" +
+		"tenancy: {tenancy: 1, port: x, nope: 2}\nsite: cbs\ndisk:\n  .5: 1\nmid: 2\n"
+	_, errs := ParseAll([]byte(y), "/etc/x.yaml")
+	want := []string{
+		`line 1: unknown key "zeta"`,
+		`line 4: unknown key "bao.zz"`,
+		`line 6: unknown key "bao.yy"`,
+		`line 8: unknown key "alpha"`,
+		`line 9: unknown key "tenancy.tenancy"`,
+		`line 9: tenancy.port: want an integer, got "x"`,
+		`line 9: unknown key "tenancy.nope"`,
+		`line 12: unknown key "disk..5"`,
+		`line 13: unknown key "mid"`,
+	}
+	var got []string
+	for _, e := range errs {
+		got = append(got, strings.TrimPrefix(e.Error(), "config /etc/x.yaml: "))
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("problems:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// A key given twice is a problem of the file's shape: every one is reported, in the file's
+// order, and nothing else, for which of the two values counts is not for the agent to guess.
+func TestParseAllReportsEveryKeyGivenTwice(t *testing.T) {
+	y := "env_id: env-qa-02\nsite: cbs\ntenancy:\n  port: 1\n  port: 2\nbogus: 1\nsite: x\n"
+	_, errs := ParseAll([]byte(y), "/etc/x.yaml")
+	if len(errs) != 2 || errs[0].Line != 5 || errs[0].Key != "tenancy.port" || errs[1].Line != 7 || errs[1].Key != "site" ||
+		!strings.Contains(errs[0].Error(), `key "tenancy.port" given twice (first on line 4)`) {
+		t.Fatalf("problems %q", errs)
 	}
 }
