@@ -27,12 +27,6 @@ const (
 	codeUnauthenticated = machine.CodeUnauthenticated
 )
 
-// Token sources.
-const (
-	SourceBootstrap = "bootstrap"
-	SourceLease     = "lease"
-)
-
 // untrusted reports whether err is a file the agent refuses to trust: the tick ends with exit 1
 // naming the fix, and nothing is blocked (fixing the file is enough).
 func untrusted(err error) bool {
@@ -143,7 +137,7 @@ func (tk *tick) bootstrap(ctx context.Context, grant string) error {
 	failpoint.Hit("file:bootstrap-grant-consumed")
 	tk.token = t.Value
 	now := tk.Now()
-	meta := store.TokenMeta{Present: true, Source: SourceBootstrap, ExpiresAt: now.Add(t.TTL), CheckedAt: now, GrantJTI: t.Meta["grant_jti"], EnvID: t.Meta["env_id"]}
+	meta := store.TokenMeta{Present: true, Source: store.SourceBootstrap, ExpiresAt: now.Add(t.TTL), CheckedAt: now, GrantJTI: t.Meta["grant_jti"], EnvID: t.Meta["env_id"]}
 	return tk.eng.Note(machine.NoteBootstrap, "", fmt.Sprintf("logged in with the bootstrap grant; token stored (ttl %s); %s", t.TTL.Round(time.Second), consumed), started,
 		func(r *store.Record, _ store.Tx) error { r.Token = meta; return nil })
 }
@@ -207,7 +201,7 @@ func (tk *tick) upkeep(ctx context.Context) error {
 		if err := tk.eng.Save(func(r *store.Record, _ store.Tx) error {
 			r.Token.Present = true
 			if r.Token.Source == "" || fromGrant {
-				r.Token.Source = SourceBootstrap
+				r.Token.Source = store.SourceBootstrap
 			}
 			r.Token.ExpiresAt = now.Add(info.TTL)
 			r.Token.CheckedAt = now
@@ -353,7 +347,7 @@ const (
 // and a lease asked on it would spend the budget for nothing.
 func (tk *tick) reusableToken(ctx context.Context) (string, bool, error) {
 	rec := tk.eng.Record()
-	if rec.Token.Source != SourceLease || tk.token == "" {
+	if rec.Token.Source != store.SourceLease || tk.token == "" {
 		return "", false, nil
 	}
 	below := time.Duration(tk.Cfg.Bao.RenewBelow) * time.Second
@@ -518,7 +512,7 @@ func grantExpired(jwt string, now time.Time) bool {
 func (tk *tick) loggedIn(started time.Time, ttl time.Duration, jti, env, detail string) error {
 	now := tk.Now()
 	return tk.eng.Fire(machine.Outcome{Event: machine.EvLogin, Detail: detail, Update: func(r *store.Record, _ store.Tx) error {
-		r.Token = store.TokenMeta{Present: true, Source: SourceLease, ExpiresAt: now.Add(ttl), CheckedAt: now, GrantJTI: jti, EnvID: env}
+		r.Token = store.TokenMeta{Present: true, Source: store.SourceLease, ExpiresAt: now.Add(ttl), CheckedAt: now, GrantJTI: jti, EnvID: env}
 		r.LeaseJTI = ""
 		return nil
 	}}, started)
@@ -552,7 +546,7 @@ func (tk *tick) leaseLogin(ctx context.Context, reason string) error {
 	tk.token = t.Value
 	now := tk.Now()
 	if err := tk.eng.Note(machine.NoteTokenSwap, "", fmt.Sprintf("token near its max ttl: leased (%s) and logged in again", reason), started, func(r *store.Record, _ store.Tx) error {
-		r.Token = store.TokenMeta{Present: true, Source: SourceLease, ExpiresAt: now.Add(t.TTL), CheckedAt: now, GrantJTI: t.Meta["grant_jti"], EnvID: t.Meta["env_id"]}
+		r.Token = store.TokenMeta{Present: true, Source: store.SourceLease, ExpiresAt: now.Add(t.TTL), CheckedAt: now, GrantJTI: t.Meta["grant_jti"], EnvID: t.Meta["env_id"]}
 		return nil
 	}); err != nil {
 		return err

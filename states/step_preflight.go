@@ -82,7 +82,7 @@ func (tk *tick) stepPreflight(ctx context.Context) error {
 			if tk.tokenWorks(ctx) {
 				src := tk.eng.Record().Token.Source
 				if src == "" {
-					src = SourceBootstrap
+					src = store.SourceBootstrap
 				}
 				return tk.eng.Fire(machine.Outcome{Event: machine.EvReuse, Code: effects.CodeOf(err), Detail: redact.String(err.Error()) + ": applying with the " + src + " token; the swap waits for the next apply"}, started)
 			}

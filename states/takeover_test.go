@@ -13,7 +13,6 @@ import (
 	"github.com/tikali/monky-deployd/effects/bao"
 	"github.com/tikali/monky-deployd/internal/bundle"
 	"github.com/tikali/monky-deployd/internal/sim"
-	"github.com/tikali/monky-deployd/states"
 	"github.com/tikali/monky-deployd/store"
 	"github.com/tikali/monky-deployd/transport"
 )
@@ -187,7 +186,7 @@ func TestTakeoverOfA019BoxHeartbeats(t *testing.T) {
 		t.Fatalf("reports %+v, want one heartbeat for v2", reps)
 	}
 	rec := h.record()
-	if rec.AppliedSha != fxV2 || rec.Token.Source != states.SourceLease || !rec.Token.Present {
+	if rec.AppliedSha != fxV2 || rec.Token.Source != store.SourceLease || !rec.Token.Present {
 		t.Fatalf("record: applied %s token %+v", rec.AppliedSha, rec.Token)
 	}
 	if got := history(t, h.st); strings.Join(got, ",") != fxV1+","+fxV2 {

@@ -57,10 +57,16 @@ type Failure struct {
 	Limit int `json:"limit,omitempty"`
 }
 
+// Token sources: how the token was obtained (TokenMeta.Source).
+const (
+	SourceBootstrap = "bootstrap"
+	SourceLease     = "lease"
+)
+
 // TokenMeta describes the bearer without its value (the value lives in bao.token, 0600).
 type TokenMeta struct {
 	Present   bool      `json:"present"`
-	Source    string    `json:"source,omitempty"` // bootstrap | lease
+	Source    string    `json:"source,omitempty"` // SourceBootstrap | SourceLease
 	ExpiresAt time.Time `json:"expires_at,omitempty"`
 	CheckedAt time.Time `json:"checked_at,omitempty"` // last lookup-self or renew
 	GrantJTI  string    `json:"grant_jti,omitempty"`
