@@ -18,6 +18,7 @@ import (
 	"github.com/tikali/monky-deployd/effects/docker"
 	"github.com/tikali/monky-deployd/internal/config"
 	"github.com/tikali/monky-deployd/internal/explain"
+	"github.com/tikali/monky-deployd/internal/gcpace"
 	"github.com/tikali/monky-deployd/internal/logging"
 	"github.com/tikali/monky-deployd/internal/metrics"
 	"github.com/tikali/monky-deployd/internal/phase"
@@ -102,6 +103,7 @@ func tickExit(res states.Result) error {
 // loop runs ticks until SIGTERM or SIGINT, which stop it after the step in flight commits.
 // Tenancy's checkin_interval_s wins over interval_s; an env mismatch (78) ends the loop.
 func loop(cfg *config.Config, a *states.Agent, st store.Store, log zerolog.Logger) error {
+	gcpace.Long() // a process that lives for days: Go's default pace
 	stop := make(chan struct{})
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
