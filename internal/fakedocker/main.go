@@ -19,7 +19,8 @@
 //	                              a wrapper's shell sets],
 //	                     "api_key_set": whether API_KEY is in its environment,
 //	                     "files": {each -f file: its content when the call was made}}
-//	FAKE_DOCKER_STATE   the state directory (default: <tmp>/fakedocker-<uid>). In it:
+//	FAKE_DOCKER_STATE   the state directory (default: <the stub's path>.state when that
+//	                    directory exists, else <tmp>/fakedocker-<uid>). In it:
 //	  projects/<P>.json   what `compose -p P up` started (written by the stub)
 //	  volumes-removed     one line per `compose -p P down -v`: P (written by the stub)
 //	  ps-array            when present, `compose ps --format json` prints one JSON array
@@ -120,6 +121,13 @@ func record() {
 func stateDir() string {
 	if d := os.Getenv("FAKE_DOCKER_STATE"); d != "" {
 		return d
+	}
+	// a directory <the stub's path>.state: the state of a stub the agent runs with its own
+	// environment, found without a wrapper (make bench, where a wrapper's exec would be timed)
+	if exe, err := os.Executable(); err == nil {
+		if fi, err := os.Stat(exe + ".state"); err == nil && fi.IsDir() {
+			return exe + ".state"
+		}
 	}
 	return filepath.Join(os.TempDir(), fmt.Sprintf("fakedocker-%d", os.Getuid()))
 }

@@ -87,7 +87,11 @@ DESIGN_SIZE=$(stat -c %s "$BIN/floor-design")
 awk -v a="$AGENT_SIZE" -v f="$FLOOR_SIZE" -v e="$DESIGN_SIZE" 'BEGIN {printf "monky-deployd: %.1f MiB   floor: %.1f MiB   design floor: %.1f MiB\n", a/1048576, f/1048576, e/1048576}'
 
 banner "converge one box against monky-sim (docker stub)"
-export FAKE_DOCKER_STATE=$WORK/docker-state
+# one docker stub state for all three: the agent hands docker its own environment, so its stub
+# finds the state as <stub>.state (internal/fakedocker); the floors are told the same directory.
+# (Before, the floors read an empty state of their own and the agent's stub the
+# shared <tmp>/fakedocker-<uid> on the root filesystem: the floors' ps listed no container.)
+export FAKE_DOCKER_STATE=$BIN/docker.state
 mkdir -p "$FAKE_DOCKER_STATE"
 KIT=$WORK/kit
 STATE=$WORK/state
