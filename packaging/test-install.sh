@@ -221,7 +221,7 @@ SIM_ENV=env-demo-01
 FX=testdata/takeover/box-0.1.9/var/lib/monky-deployd
 FX_V2=b14f6e29f20b7e8be6862087b4725720d7ac719bda0303b8a3d1c6f360a3db29
 "$GO" build -o "$WORK/monky-sim" ./cmd/monky-sim
-"$GO" build -o "$WORK/fakedocker" ./internal/fakedocker
+"$GO" build -o "$WORK/fakedocker" ./test/fakedocker
 export FAKE_DOCKER_STATE="$WORK/docker-state" FAKE_DOCKER_LOG="$WORK/docker.log"
 mkdir -p "$FAKE_DOCKER_STATE"
 # the agent hands docker an environment it sets whole: the stub's knobs travel in a wrapper

@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/tikali/monky-deployd/internal/sim"
+	"github.com/tikali/monky-deployd/test/sim"
 )
 
 // PROTOCOL.md §1's 401 and 403 rows hold for every call, not the check-in alone.

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tikali/monky-deployd/internal/explain"
+	"github.com/tikali/monky-deployd/machine/explain"
 )
 
 func TestEnvMismatchBlocksWithoutAStorm(t *testing.T) {

@@ -14,7 +14,7 @@ import (
 	"github.com/compose-spec/compose-go/v2/dotenv"
 
 	"github.com/tikali/monky-deployd/internal/bundle"
-	"github.com/tikali/monky-deployd/internal/explain"
+	"github.com/tikali/monky-deployd/machine/explain"
 )
 
 // Issue 14's bypasses, each as an attacker who shapes a bundle (or tenancy's answer) would

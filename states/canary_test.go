@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tikali/monky-deployd/internal/explain"
+	"github.com/tikali/monky-deployd/machine/explain"
 )
 
 // leaks returns which secrets appear in blob, raw or base64- or JSON-encoded.

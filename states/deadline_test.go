@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/tikali/monky-deployd/effects"
-	"github.com/tikali/monky-deployd/internal/explain"
+	"github.com/tikali/monky-deployd/machine/explain"
 )
 
 // stallBao's KV reads hang until the caller's context ends (an OpenBao that accepts and never

@@ -7,10 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tikali/monky-deployd/internal/explain"
-	"github.com/tikali/monky-deployd/internal/sim"
 	"github.com/tikali/monky-deployd/machine"
+	"github.com/tikali/monky-deployd/machine/explain"
 	"github.com/tikali/monky-deployd/store"
+	"github.com/tikali/monky-deployd/test/sim"
 )
 
 // TestCheckinFactsAreFresh: desired_sha is tenancy's answer at the last answered check-in,

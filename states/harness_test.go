@@ -17,10 +17,10 @@ import (
 	"github.com/tikali/monky-deployd/effects/tenancy"
 	"github.com/tikali/monky-deployd/internal/config"
 	"github.com/tikali/monky-deployd/internal/redact"
-	"github.com/tikali/monky-deployd/internal/sim"
 	"github.com/tikali/monky-deployd/internal/testkit"
 	"github.com/tikali/monky-deployd/states"
 	"github.com/tikali/monky-deployd/store"
+	"github.com/tikali/monky-deployd/test/sim"
 	"github.com/tikali/monky-deployd/transport"
 )
 
@@ -249,7 +249,7 @@ func (h *harness) dockerCalls() []string {
 	return out
 }
 
-// dockerKnob writes a knob file of the docker stub (see internal/fakedocker), or removes it
+// dockerKnob writes a knob file of the docker stub (see test/fakedocker), or removes it
 // when content is "".
 func (h *harness) dockerKnob(name, content string) {
 	h.t.Helper()

@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/tikali/monky-deployd/effects"
-	"github.com/tikali/monky-deployd/internal/sim"
 	"github.com/tikali/monky-deployd/machine"
 	"github.com/tikali/monky-deployd/store"
+	"github.com/tikali/monky-deployd/test/sim"
 )
 
 var backticked = regexp.MustCompile("`([^`]+)`")

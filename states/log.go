@@ -9,10 +9,10 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/tikali/monky-deployd/effects"
-	"github.com/tikali/monky-deployd/internal/explain"
 	"github.com/tikali/monky-deployd/internal/logging"
 	"github.com/tikali/monky-deployd/internal/redact"
 	"github.com/tikali/monky-deployd/machine"
+	"github.com/tikali/monky-deployd/machine/explain"
 	"github.com/tikali/monky-deployd/store"
 )
 

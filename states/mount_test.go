@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tikali/monky-deployd/internal/explain"
+	"github.com/tikali/monky-deployd/machine/explain"
 )
 
 // Tenancy's check-in names the KV mount (vault.mount); it reached the journal, the logs and

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tikali/monky-deployd/internal/explain"
+	"github.com/tikali/monky-deployd/machine/explain"
 )
 
 var recordTrace = flag.Bool("record-trace", false, "write testdata/traces/failed-parked.ndjson (explain's golden input)")

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tikali/monky-deployd/internal/explain"
+	"github.com/tikali/monky-deployd/machine/explain"
 )
 
 // Secrets reshaped on their way out (issue 29, class 6): cut into lines by a service and

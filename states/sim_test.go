@@ -1,6 +1,6 @@
 package states_test
 
-import "github.com/tikali/monky-deployd/internal/sim"
+import "github.com/tikali/monky-deployd/test/sim"
 
 func simFail(path string, status int, code, retryAfter string) sim.FailRule {
 	return sim.FailRule{Path: path, Status: status, Code: code, RetryAfter: retryAfter}

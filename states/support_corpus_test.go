@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tikali/monky-deployd/internal/explain"
-	"github.com/tikali/monky-deployd/internal/sim"
 	"github.com/tikali/monky-deployd/internal/testkit"
+	"github.com/tikali/monky-deployd/machine/explain"
 	"github.com/tikali/monky-deployd/store"
+	"github.com/tikali/monky-deployd/test/sim"
 )
 
 var updateSupport = flag.Bool("update-support", false, "write testdata/support/*.db from the scenarios (then: go test ./cmd/monky-deployd -run Support -update)")

@@ -12,8 +12,8 @@ import (
 
 	"github.com/tikali/monky-deployd/effects/bao"
 	"github.com/tikali/monky-deployd/internal/bundle"
-	"github.com/tikali/monky-deployd/internal/sim"
 	"github.com/tikali/monky-deployd/store"
+	"github.com/tikali/monky-deployd/test/sim"
 	"github.com/tikali/monky-deployd/transport"
 )
 

@@ -3,7 +3,7 @@ package states_test
 import (
 	"testing"
 
-	"github.com/tikali/monky-deployd/internal/sim"
+	"github.com/tikali/monky-deployd/test/sim"
 )
 
 // A lookup-self that fails for a temporary reason says nothing about the lease-derived token:

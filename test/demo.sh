@@ -64,7 +64,7 @@ else
 		echo "no Docker engine with compose v2 answers here: using the recording docker stub"
 	fi
 	mkdir -p "$WORK/bin" "$WORK/docker-state"
-	go build -o "$WORK/bin/fakedocker" ./internal/fakedocker
+	go build -o "$WORK/bin/fakedocker" ./test/fakedocker
 	export FAKE_DOCKER_LOG=$WORK/docker-calls.jsonl
 	export FAKE_DOCKER_STATE=$WORK/docker-state
 	# the agent hands docker no variable of its own environment: the stub's knobs travel in a wrapper

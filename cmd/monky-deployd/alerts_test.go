@@ -15,9 +15,9 @@ import (
 	"github.com/prometheus/prometheus/promql/parser"
 	"go.yaml.in/yaml/v3"
 
-	"github.com/tikali/monky-deployd/internal/metrics"
 	"github.com/tikali/monky-deployd/internal/testkit"
 	"github.com/tikali/monky-deployd/machine"
+	"github.com/tikali/monky-deployd/machine/metrics"
 	"github.com/tikali/monky-deployd/store"
 )
 

@@ -16,9 +16,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tikali/monky-deployd/internal/explain"
-	"github.com/tikali/monky-deployd/internal/metrics"
 	"github.com/tikali/monky-deployd/internal/testkit"
+	"github.com/tikali/monky-deployd/machine/explain"
+	"github.com/tikali/monky-deployd/machine/metrics"
 	"github.com/tikali/monky-deployd/store"
 )
 

@@ -35,7 +35,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/tikali/monky-deployd/internal/sim"
+	"github.com/tikali/monky-deployd/test/sim"
 )
 
 func main() {

@@ -286,7 +286,7 @@ func (b *Box) DockerCalls(sub ...string) int {
 	return CountDockerCalls(b.T, b.DockerLog, sub...)
 }
 
-// DockerKnob writes a knob file of the docker stub (see internal/fakedocker), or removes it
+// DockerKnob writes a knob file of the docker stub (see test/fakedocker), or removes it
 // when content is "".
 func (b *Box) DockerKnob(name, content string) {
 	b.T.Helper()

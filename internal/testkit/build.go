@@ -107,9 +107,9 @@ func BuildAgent(version string) (string, error) {
 	return filepath.Join(dir, name), nil
 }
 
-const fakeDockerPkg = "./internal/fakedocker"
+const fakeDockerPkg = "./test/fakedocker"
 
-// FakeDocker is the path of the recording docker stub (internal/fakedocker), built as
+// FakeDocker is the path of the recording docker stub (test/fakedocker), built as
 // "docker" on first use.
 func FakeDocker(tb testing.TB) string {
 	tb.Helper()

@@ -75,7 +75,7 @@ func CountDockerCalls(tb testing.TB, log string, sub ...string) int {
 }
 
 // SetDockerKnob writes the knob file name of the docker stub whose FAKE_DOCKER_STATE is
-// state (see internal/fakedocker for the knobs), or removes it when content is "".
+// state (see test/fakedocker for the knobs), or removes it when content is "".
 func SetDockerKnob(tb testing.TB, state, name, content string) {
 	tb.Helper()
 	p := filepath.Join(state, name)

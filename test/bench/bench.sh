@@ -78,7 +78,7 @@ AGENT_TAGS=$(sed -n 's/^AGENT_TAGS := //p' Makefile)
 CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$BIN/floor" ./test/bench/floor
 CGO_ENABLED=0 go build -tags "$AGENT_TAGS,design" -trimpath -ldflags "-s -w" -o "$BIN/floor-design" ./test/bench/floor
 CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$BIN/monky-sim" ./cmd/monky-sim
-CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$BIN/docker" ./internal/fakedocker
+CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$BIN/docker" ./test/fakedocker
 CGO_ENABLED=0 go build -trimpath -o "$BIN/year" ./test/bench/year
 CGO_ENABLED=0 go build -trimpath -o "$BIN/phases" ./test/bench/phases
 AGENT_SIZE=$(stat -c %s "$BIN/monky-deployd")
@@ -88,7 +88,7 @@ awk -v a="$AGENT_SIZE" -v f="$FLOOR_SIZE" -v e="$DESIGN_SIZE" 'BEGIN {printf "mo
 
 banner "converge one box against monky-sim (docker stub)"
 # one docker stub state for all three: the agent hands docker its own environment, so its stub
-# finds the state as <stub>.state (internal/fakedocker); the floors are told the same directory.
+# finds the state as <stub>.state (test/fakedocker); the floors are told the same directory.
 # (Before, the floors read an empty state of their own and the agent's stub the
 # shared <tmp>/fakedocker-<uid> on the root filesystem: the floors' ps listed no container.)
 export FAKE_DOCKER_STATE=$BIN/docker.state

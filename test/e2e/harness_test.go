@@ -16,10 +16,10 @@ import (
 	"time"
 
 	"github.com/tikali/monky-deployd/effects"
-	"github.com/tikali/monky-deployd/internal/sim"
 	"github.com/tikali/monky-deployd/internal/testkit"
 	"github.com/tikali/monky-deployd/test/e2e/registry"
 	"github.com/tikali/monky-deployd/test/e2e/vault"
+	"github.com/tikali/monky-deployd/test/sim"
 )
 
 // projectPrefix names every compose project the suite makes; cleanup removes what carries it.

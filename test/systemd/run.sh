@@ -180,7 +180,7 @@ for v in "$V1" "$V2"; do
 	cp "dist/monky-deployd_${v}_amd64.deb" "$WORK/"
 done
 mkdir -p "$WORK/bin"
-CGO_ENABLED=0 go build -o "$WORK/bin/fakedocker" ./internal/fakedocker
+CGO_ENABLED=0 go build -o "$WORK/bin/fakedocker" ./test/fakedocker
 go build -o "$WORK/bin/promcheck" ./test/systemd/promcheck
 say "  packages: monky-deployd_${V1}_amd64.deb, monky-deployd_${V2}_amd64.deb"
 

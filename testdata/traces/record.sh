@@ -16,7 +16,7 @@ ENV_ID=env-demo-01
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/monky-traces.XXXXXX")
 # shellcheck source=test/sim.sh
 source test/sim.sh
-go build -o "$WORK/docker" ./internal/fakedocker
+go build -o "$WORK/docker" ./test/fakedocker
 go build -o "$WORK/gen" ./testdata/traces/gen
 
 # releases: the demo's, plus v3, a v2 whose api asks for privileged mode.

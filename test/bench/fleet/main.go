@@ -45,10 +45,10 @@ import (
 	"github.com/tikali/monky-deployd/effects/bao"
 	"github.com/tikali/monky-deployd/effects/tenancy"
 	"github.com/tikali/monky-deployd/internal/config"
-	"github.com/tikali/monky-deployd/internal/sim"
 	"github.com/tikali/monky-deployd/states"
 	"github.com/tikali/monky-deployd/store"
 	"github.com/tikali/monky-deployd/test/bench/rig"
+	"github.com/tikali/monky-deployd/test/sim"
 	"github.com/tikali/monky-deployd/transport"
 )
 

@@ -23,9 +23,9 @@ import (
 	"github.com/tikali/monky-deployd/effects/bao"
 	"github.com/tikali/monky-deployd/effects/tenancy"
 	"github.com/tikali/monky-deployd/internal/config"
-	"github.com/tikali/monky-deployd/internal/sim"
 	"github.com/tikali/monky-deployd/states"
 	"github.com/tikali/monky-deployd/store"
+	"github.com/tikali/monky-deployd/test/sim"
 )
 
 // Clock is a settable clock shared by the agent and the simulator.

@@ -18,7 +18,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/tikali/monky-deployd/internal/explain"
+	"github.com/tikali/monky-deployd/machine/explain"
 	"github.com/tikali/monky-deployd/store"
 	"github.com/tikali/monky-deployd/test/bench/rig"
 )

@@ -26,7 +26,7 @@ import (
 	"time"
 
 	"github.com/tikali/monky-deployd/internal/bundle"
-	"github.com/tikali/monky-deployd/internal/sim"
+	"github.com/tikali/monky-deployd/test/sim"
 )
 
 func main() {

@@ -10,7 +10,7 @@ var CodesMarkdown = codesMarkdown
 
 // codesMarkdown is the table of every code explain has words for, in code order: what it means
 // and what to check, as explain prints them. docs/OPERATIONS.md holds it between marker lines
-// (a test compares; go test ./internal/explain -run TestCodesMatchDocs -update rewrites it).
+// (a test compares; go test ./machine/explain -run TestCodesMatchDocs -update rewrites it).
 func codesMarkdown() string {
 	codes := make([]string, 0, len(causes))
 	for c := range causes {

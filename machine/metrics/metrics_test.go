@@ -11,8 +11,8 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
-	"github.com/tikali/monky-deployd/internal/explain"
-	"github.com/tikali/monky-deployd/internal/metrics"
+	"github.com/tikali/monky-deployd/machine/explain"
+	"github.com/tikali/monky-deployd/machine/metrics"
 	"github.com/tikali/monky-deployd/store"
 )
 

@@ -8,7 +8,7 @@
 // It reads the source directory and writes the archive (and the SHAS file); nothing else. It
 // refuses a symlink or any other non-regular file in the source.
 //
-//	go run ./internal/mkbundle -o testdata/bundles/qa-basic.tar.gz -shas testdata/bundles/SHAS \
+//	go run ./test/mkbundle -o testdata/bundles/qa-basic.tar.gz -shas testdata/bundles/SHAS \
 //	    testdata/bundles/src/qa-basic env-qa-02
 package main
 

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tikali/monky-deployd/internal/explain"
 	"github.com/tikali/monky-deployd/internal/testkit"
+	"github.com/tikali/monky-deployd/machine/explain"
 	"github.com/tikali/monky-deployd/store"
 )
 
@@ -54,7 +54,7 @@ func loadTrace(t *testing.T, name string) trace {
 
 func golden(t *testing.T, name, got string) {
 	t.Helper()
-	testkit.Golden(t, filepath.Join("..", "..", "testdata", "explain", name+".txt"), got, *update, "go test ./internal/explain -update")
+	testkit.Golden(t, filepath.Join("..", "..", "testdata", "explain", name+".txt"), got, *update, "go test ./machine/explain -update")
 }
 
 // traces are real histories recorded by testdata/traces/record.sh.

@@ -4,7 +4,7 @@
 //
 // Build it as `docker` on a test's PATH:
 //
-//	go build -o <tmp>/docker ./internal/fakedocker
+//	go build -o <tmp>/docker ./test/fakedocker
 //
 // The agent hands docker an environment it sets whole, so a test points docker_bin at a
 // wrapper that sets the knobs and execs the stub (testkit.FakeDockerFor writes one).

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/tikali/monky-deployd/effects"
-	"github.com/tikali/monky-deployd/internal/explain"
 	"github.com/tikali/monky-deployd/machine"
+	"github.com/tikali/monky-deployd/machine/explain"
 	"github.com/tikali/monky-deployd/store"
 )
 

@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tikali/monky-deployd/internal/explain"
 	"github.com/tikali/monky-deployd/machine"
+	"github.com/tikali/monky-deployd/machine/explain"
 	"github.com/tikali/monky-deployd/store"
 )
 
@@ -168,5 +168,5 @@ func TestCodesMatchDocs(t *testing.T) {
 		}
 		return
 	}
-	t.Errorf("%s's codes table differs from explain's words; run: go test ./internal/explain -update", doc)
+	t.Errorf("%s's codes table differs from explain's words; run: go test ./machine/explain -update", doc)
 }

@@ -26,8 +26,8 @@ import (
 	"github.com/prometheus/common/expfmt"
 
 	"github.com/tikali/monky-deployd/effects/files"
-	"github.com/tikali/monky-deployd/internal/explain"
 	"github.com/tikali/monky-deployd/machine"
+	"github.com/tikali/monky-deployd/machine/explain"
 	"github.com/tikali/monky-deployd/store"
 )
 
