@@ -98,68 +98,72 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 // Addrs is the --addr-file document.
 type Addrs = sim.Addrs
 
-func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+// serveFlags are serve's flags.
+type serveFlags struct {
+	releases, envID, kit, addrFile, desire *string
+	tenancyAddr, baoAddr, adminAddr        *string
+	interval, kitInterval                  *int
+	gzip, quiet                            *bool
+	kf                                     kitFlags
+}
+
+func parseServeFlags(args []string, stderr io.Writer) (serveFlags, error) {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	releases := fs.String("releases", "", "directory whose subdirectories are releases (and secrets.json)")
-	envID := fs.String("env", "", "env_id the releases belong to")
-	kit := fs.String("kit", "", "write an install kit (config.yaml, bootstrap.jwt) into this directory")
-	addrFile := fs.String("addr-file", "", "write the three URLs as JSON to this file")
-	desire := fs.String("desire", "", "release to make desired at start")
-	tenancyAddr := fs.String("tenancy", "127.0.0.1:0", "tenancy listen address")
-	baoAddr := fs.String("bao", "127.0.0.1:0", "OpenBao listen address")
-	adminAddr := fs.String("admin", "127.0.0.1:0", "admin API listen address")
-	interval := fs.Int("interval", 60, "checkin_interval_s the check-ins answer")
-	gz := fs.Bool("gzip", false, "serve bundles gzip-compressed")
-	kf := addKitFlags(fs, "kit")
-	kitInterval := fs.Int("kit-interval", 0, "kit: interval_s")
-	quiet := fs.Bool("quiet", false, "do not log requests")
+	f := serveFlags{
+		releases:    fs.String("releases", "", "directory whose subdirectories are releases (and secrets.json)"),
+		envID:       fs.String("env", "", "env_id the releases belong to"),
+		kit:         fs.String("kit", "", "write an install kit (config.yaml, bootstrap.jwt) into this directory"),
+		addrFile:    fs.String("addr-file", "", "write the three URLs as JSON to this file"),
+		desire:      fs.String("desire", "", "release to make desired at start"),
+		tenancyAddr: fs.String("tenancy", "127.0.0.1:0", "tenancy listen address"),
+		baoAddr:     fs.String("bao", "127.0.0.1:0", "OpenBao listen address"),
+		adminAddr:   fs.String("admin", "127.0.0.1:0", "admin API listen address"),
+		interval:    fs.Int("interval", 60, "checkin_interval_s the check-ins answer"),
+		gzip:        fs.Bool("gzip", false, "serve bundles gzip-compressed"),
+	}
+	f.kf = addKitFlags(fs, "kit")
+	f.kitInterval = fs.Int("kit-interval", 0, "kit: interval_s")
+	f.quiet = fs.Bool("quiet", false, "do not log requests")
 	if err := fs.Parse(args); err != nil {
-		return err
+		return f, err
 	}
-	if *envID == "" {
-		return fmt.Errorf("%w: serve needs --env", errUsage)
+	if *f.envID == "" {
+		return f, fmt.Errorf("%w: serve needs --env", errUsage)
 	}
-	logger := log.New(stderr, "", log.LstdFlags)
-	logf := logger.Printf
-	if *quiet {
-		logf = func(string, ...any) {}
-	}
-	s, err := sim.New(sim.Options{Logf: logf})
+	return f, nil
+}
+
+func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	f, err := parseServeFlags(args, stderr)
 	if err != nil {
 		return err
 	}
-	s.AddEnv(*envID)
-	s.SetCheckinInterval(*interval)
-	s.SetBundleGzip(*gz)
-	if *releases != "" {
-		if _, err := s.LoadReleasesDir(*envID, *releases); err != nil {
-			return err
-		}
+	logf := log.New(stderr, "", log.LstdFlags).Printf
+	if *f.quiet {
+		logf = func(string, ...any) {}
 	}
-	if *desire != "" {
-		if _, err := s.SetDesiredRelease(*envID, *desire); err != nil {
-			return err
-		}
+	s, err := newSim(f, logf)
+	if err != nil {
+		return err
 	}
-
-	servers, err := s.Listen(*tenancyAddr, *baoAddr, *adminAddr)
+	servers, err := s.Listen(*f.tenancyAddr, *f.baoAddr, *f.adminAddr)
 	if err != nil {
 		return err
 	}
 	defer servers.Close()
 	addrs := servers.Addrs
 
-	if *kit != "" {
-		if err := s.WriteKit(*kit, sim.Kit{EnvID: *envID, TenancyURL: addrs.Tenancy, BaoURL: addrs.Bao,
-			StateDir: *kf.stateDir, DeployDir: *kf.deployDir, DockerBin: *kf.dockerBin, IntervalS: *kitInterval}); err != nil {
+	if *f.kit != "" {
+		if err := s.WriteKit(*f.kit, sim.Kit{EnvID: *f.envID, TenancyURL: addrs.Tenancy, BaoURL: addrs.Bao,
+			StateDir: *f.kf.stateDir, DeployDir: *f.kf.deployDir, DockerBin: *f.kf.dockerBin, IntervalS: *f.kitInterval}); err != nil {
 			return err
 		}
 	}
 	_, _ = fmt.Fprintf(stdout, "tenancy %s\nbao %s\nadmin %s\n", addrs.Tenancy, addrs.Bao, addrs.Admin)
 	// The addr file comes last: whoever waits for it finds everything else done.
-	if *addrFile != "" {
-		if err := addrs.WriteFile(*addrFile); err != nil {
+	if *f.addrFile != "" {
+		if err := addrs.WriteFile(*f.addrFile); err != nil {
 			return fmt.Errorf("addr file: %w", err)
 		}
 	}
@@ -170,133 +174,226 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-func client(ctx context.Context, cmd string, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+// newSim is the simulator serve runs: the env, its releases and the one desired at start.
+func newSim(f serveFlags, logf func(string, ...any)) (*sim.Sim, error) {
+	s, err := sim.New(sim.Options{Logf: logf})
+	if err != nil {
+		return nil, err
+	}
+	s.AddEnv(*f.envID)
+	s.SetCheckinInterval(*f.interval)
+	s.SetBundleGzip(*f.gzip)
+	if *f.releases != "" {
+		if _, err := s.LoadReleasesDir(*f.envID, *f.releases); err != nil {
+			return nil, err
+		}
+	}
+	if *f.desire != "" {
+		if _, err := s.SetDesiredRelease(*f.envID, *f.desire); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// clientFlags are every client command's flags; each command reads its own.
+type clientFlags struct {
+	admin, addrFile, envID, release, kit, name, key, value *string
+	purge, all, asJSON                                     *bool
+	kf                                                     kitFlags
+}
+
+func parseClientFlags(cmd string, args []string, stderr io.Writer) (clientFlags, error) {
 	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	admin := fs.String("admin", "", "admin API URL")
-	addrFile := fs.String("addr-file", "", "the file serve wrote with --addr-file")
-	envID := fs.String("env", "", "env_id")
-	release := fs.String("release", "", "desire: release name")
-	purge := fs.Bool("purge", false, "retire: purge volumes")
-	kit := fs.String("kit", "", "reveal: kit directory")
-	kf := addKitFlags(fs, "reveal")
-	name := fs.String("name", "", "secret: name under <env>/see/")
-	key := fs.String("key", "value", "secret: key")
-	value := fs.String("value", "", "secret: value (- reads one line from stdin)")
-	all := fs.Bool("all", false, "fleet: every env, converged ones too")
-	asJSON := fs.Bool("json", false, "fleet: print the rows as one JSON array")
+	f := clientFlags{
+		admin:    fs.String("admin", "", "admin API URL"),
+		addrFile: fs.String("addr-file", "", "the file serve wrote with --addr-file"),
+		envID:    fs.String("env", "", "env_id"),
+		release:  fs.String("release", "", "desire: release name"),
+		purge:    fs.Bool("purge", false, "retire: purge volumes"),
+		kit:      fs.String("kit", "", "reveal: kit directory"),
+	}
+	f.kf = addKitFlags(fs, "reveal")
+	f.name = fs.String("name", "", "secret: name under <env>/see/")
+	f.key = fs.String("key", "value", "secret: key")
+	f.value = fs.String("value", "", "secret: value (- reads one line from stdin)")
+	f.all = fs.Bool("all", false, "fleet: every env, converged ones too")
+	f.asJSON = fs.Bool("json", false, "fleet: print the rows as one JSON array")
 	if err := fs.Parse(args); err != nil {
-		return err
+		return f, err
 	}
-	if *envID == "" && cmd != "fleet" {
-		return fmt.Errorf("%w: %s needs --env", errUsage, cmd)
+	if *f.envID == "" && cmd != "fleet" {
+		return f, fmt.Errorf("%w: %s needs --env", errUsage, cmd)
 	}
-	base := *admin
-	if base == "" && *addrFile != "" {
-		raw, err := os.ReadFile(*addrFile)
+	return f, nil
+}
+
+// adminBase is the admin API's URL: --admin, else the one in serve's --addr-file.
+func adminBase(cmd string, f clientFlags) (string, error) {
+	base := *f.admin
+	if base == "" && *f.addrFile != "" {
+		raw, err := os.ReadFile(*f.addrFile)
 		if err != nil {
-			return fmt.Errorf("addr file: %w", err)
+			return "", fmt.Errorf("addr file: %w", err)
 		}
 		var a Addrs
 		if err := json.Unmarshal(raw, &a); err != nil {
-			return fmt.Errorf("addr file: %w", err)
+			return "", fmt.Errorf("addr file: %w", err)
 		}
 		base = a.Admin
 	}
 	if base == "" {
-		return fmt.Errorf("%w: %s needs --admin URL or --addr-file F", errUsage, cmd)
+		return "", fmt.Errorf("%w: %s needs --admin URL or --addr-file F", errUsage, cmd)
 	}
-	base = strings.TrimRight(base, "/")
-	q := "?env=" + url.QueryEscape(*envID)
+	return strings.TrimRight(base, "/"), nil
+}
 
+func client(ctx context.Context, cmd string, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	f, err := parseClientFlags(cmd, args, stderr)
+	if err != nil {
+		return err
+	}
+	base, err := adminBase(cmd, f)
+	if err != nil {
+		return err
+	}
+	a := adminCall{ctx: ctx, base: base, f: f, stdin: stdin, stdout: stdout}
 	switch cmd {
 	case "desire":
-		if *release == "" {
-			return fmt.Errorf("%w: desire needs --release", errUsage)
-		}
-		var out struct{ Sha string }
-		if err := call(ctx, "POST", base+"/admin/desire", sim.DesireRequest{Env: *envID, Release: *release}, &out); err != nil {
-			return err
-		}
-		_, _ = fmt.Fprintf(stdout, "%s desired %s %s\n", *envID, *release, out.Sha)
+		return a.desire()
 	case "retire":
-		if err := call(ctx, "POST", base+"/admin/retire", sim.RetireRequest{Env: *envID, Purge: *purge}, nil); err != nil {
-			return err
-		}
-		_, _ = fmt.Fprintf(stdout, "%s retired (purge %t)\n", *envID, *purge)
+		return a.retire()
 	case "reveal":
-		if *kit == "" {
-			return fmt.Errorf("%w: reveal needs --kit", errUsage)
-		}
-		dir, err := filepath.Abs(*kit)
-		if err != nil {
-			return fmt.Errorf("kit: %w", err)
-		}
-		var out struct{ Config, Bootstrap string }
-		req := sim.RevealRequest{Env: *envID, Kit: dir, StateDir: *kf.stateDir, DeployDir: *kf.deployDir, DockerBin: *kf.dockerBin}
-		if err := call(ctx, "POST", base+"/admin/reveal", req, &out); err != nil {
-			return err
-		}
-		_, _ = fmt.Fprintf(stdout, "kit for %s written: %s %s\n", *envID, out.Config, out.Bootstrap)
+		return a.reveal()
 	case "secret":
-		if *name == "" || *value == "" {
-			return fmt.Errorf("%w: secret needs --name and --value", errUsage)
-		}
-		v := *value
-		if v == "-" {
-			line, err := bufio.NewReader(stdin).ReadString('\n')
-			if err != nil && !errors.Is(err, io.EOF) {
-				return fmt.Errorf("read value: %w", err)
-			}
-			v = strings.TrimRight(line, "\r\n")
-		}
-		var out struct{ Version int }
-		req := sim.SecretRequest{Env: *envID, Name: *name, Data: map[string]string{*key: v}}
-		if err := call(ctx, "POST", base+"/admin/secret", req, &out); err != nil {
-			return err
-		}
-		_, _ = fmt.Fprintf(stdout, "%d\n", out.Version)
+		return a.secret()
 	case "reports":
-		var out []json.RawMessage
-		if err := call(ctx, "GET", base+"/admin/reports"+q, nil, &out); err != nil {
-			return err
-		}
-		for _, r := range out {
-			var b bytes.Buffer
-			if err := json.Compact(&b, r); err != nil {
-				return fmt.Errorf("reports: %w", err)
-			}
-			_, _ = fmt.Fprintln(stdout, b.String())
-		}
+		return a.reports()
 	case "fleet":
-		u := base + "/admin/fleet"
-		if *all {
-			u += "?all=1"
-		}
-		var rows []sim.FleetRow
-		if err := call(ctx, "GET", u, nil, &rows); err != nil {
-			return err
-		}
-		if *asJSON {
-			b, err := json.Marshal(rows)
-			if err != nil {
-				return fmt.Errorf("fleet: %w", err)
-			}
-			_, _ = fmt.Fprintln(stdout, string(b))
-			return nil
-		}
-		sim.WriteFleet(stdout, rows)
-	case "counts", "releases":
-		var out json.RawMessage
-		if err := call(ctx, "GET", base+"/admin/"+cmd+q, nil, &out); err != nil {
-			return err
-		}
-		var b bytes.Buffer
-		if err := json.Compact(&b, out); err != nil {
-			return fmt.Errorf("%s: %w", cmd, err)
-		}
-		_, _ = fmt.Fprintln(stdout, b.String())
+		return a.fleet()
 	}
+	return a.compact(cmd) // counts, releases
+}
+
+// adminCall is one client command against the admin API at base.
+type adminCall struct {
+	ctx    context.Context
+	base   string
+	f      clientFlags
+	stdin  io.Reader
+	stdout io.Writer
+}
+
+// query is the env's query string.
+func (a adminCall) query() string { return "?env=" + url.QueryEscape(*a.f.envID) }
+
+func (a adminCall) desire() error {
+	if *a.f.release == "" {
+		return fmt.Errorf("%w: desire needs --release", errUsage)
+	}
+	var out struct{ Sha string }
+	if err := call(a.ctx, "POST", a.base+"/admin/desire", sim.DesireRequest{Env: *a.f.envID, Release: *a.f.release}, &out); err != nil {
+		return err
+	}
+	_, _ = fmt.Fprintf(a.stdout, "%s desired %s %s\n", *a.f.envID, *a.f.release, out.Sha)
+	return nil
+}
+
+func (a adminCall) retire() error {
+	if err := call(a.ctx, "POST", a.base+"/admin/retire", sim.RetireRequest{Env: *a.f.envID, Purge: *a.f.purge}, nil); err != nil {
+		return err
+	}
+	_, _ = fmt.Fprintf(a.stdout, "%s retired (purge %t)\n", *a.f.envID, *a.f.purge)
+	return nil
+}
+
+func (a adminCall) reveal() error {
+	if *a.f.kit == "" {
+		return fmt.Errorf("%w: reveal needs --kit", errUsage)
+	}
+	dir, err := filepath.Abs(*a.f.kit)
+	if err != nil {
+		return fmt.Errorf("kit: %w", err)
+	}
+	var out struct{ Config, Bootstrap string }
+	kf := a.f.kf
+	req := sim.RevealRequest{Env: *a.f.envID, Kit: dir, StateDir: *kf.stateDir, DeployDir: *kf.deployDir, DockerBin: *kf.dockerBin}
+	if err := call(a.ctx, "POST", a.base+"/admin/reveal", req, &out); err != nil {
+		return err
+	}
+	_, _ = fmt.Fprintf(a.stdout, "kit for %s written: %s %s\n", *a.f.envID, out.Config, out.Bootstrap)
+	return nil
+}
+
+func (a adminCall) secret() error {
+	if *a.f.name == "" || *a.f.value == "" {
+		return fmt.Errorf("%w: secret needs --name and --value", errUsage)
+	}
+	v := *a.f.value
+	if v == "-" {
+		line, err := bufio.NewReader(a.stdin).ReadString('\n')
+		if err != nil && !errors.Is(err, io.EOF) {
+			return fmt.Errorf("read value: %w", err)
+		}
+		v = strings.TrimRight(line, "\r\n")
+	}
+	var out struct{ Version int }
+	req := sim.SecretRequest{Env: *a.f.envID, Name: *a.f.name, Data: map[string]string{*a.f.key: v}}
+	if err := call(a.ctx, "POST", a.base+"/admin/secret", req, &out); err != nil {
+		return err
+	}
+	_, _ = fmt.Fprintf(a.stdout, "%d\n", out.Version)
+	return nil
+}
+
+func (a adminCall) reports() error {
+	var out []json.RawMessage
+	if err := call(a.ctx, "GET", a.base+"/admin/reports"+a.query(), nil, &out); err != nil {
+		return err
+	}
+	for _, r := range out {
+		var b bytes.Buffer
+		if err := json.Compact(&b, r); err != nil {
+			return fmt.Errorf("reports: %w", err)
+		}
+		_, _ = fmt.Fprintln(a.stdout, b.String())
+	}
+	return nil
+}
+
+func (a adminCall) fleet() error {
+	u := a.base + "/admin/fleet"
+	if *a.f.all {
+		u += "?all=1"
+	}
+	var rows []sim.FleetRow
+	if err := call(a.ctx, "GET", u, nil, &rows); err != nil {
+		return err
+	}
+	if *a.f.asJSON {
+		b, err := json.Marshal(rows)
+		if err != nil {
+			return fmt.Errorf("fleet: %w", err)
+		}
+		_, _ = fmt.Fprintln(a.stdout, string(b))
+		return nil
+	}
+	sim.WriteFleet(a.stdout, rows)
+	return nil
+}
+
+// compact prints the env's counts or releases as one line of JSON.
+func (a adminCall) compact(cmd string) error {
+	var out json.RawMessage
+	if err := call(a.ctx, "GET", a.base+"/admin/"+cmd+a.query(), nil, &out); err != nil {
+		return err
+	}
+	var b bytes.Buffer
+	if err := json.Compact(&b, out); err != nil {
+		return fmt.Errorf("%s: %w", cmd, err)
+	}
+	_, _ = fmt.Fprintln(a.stdout, b.String())
 	return nil
 }
 
