@@ -33,8 +33,8 @@ type entry struct {
 }
 
 // document reads the one YAML document in data and checks its shape: no anchors, aliases or
-// merge keys, no nesting deeper than MaxDepth, every key a plain name given once, a mapping
-// at the top. It returns that mapping (nil for an empty file), or the problems that stop
+// merge keys, no nesting deeper than MaxDepth, no mapping of more than MaxKeys keys, every key
+// a plain name given once, a mapping at the top. It returns that mapping (nil for an empty file), or the problems that stop
 // everything else.
 func (p *parser) document(data []byte) (*yaml.Node, []*Error) {
 	var doc yaml.Node
@@ -68,7 +68,8 @@ func (p *parser) document(data []byte) (*yaml.Node, []*Error) {
 	return root, nil
 }
 
-// shape refuses anchors, aliases, merge keys and deep nesting before anything is decoded.
+// shape refuses anchors, aliases, merge keys, deep nesting and huge mappings before anything
+// is decoded.
 func (p *parser) shape(n *yaml.Node, depth int) *Error {
 	if n.Kind == yaml.AliasNode || n.Anchor != "" {
 		return &Error{Path: p.path, Line: n.Line, Msg: "YAML anchors and aliases are not allowed"}
@@ -79,6 +80,9 @@ func (p *parser) shape(n *yaml.Node, depth int) *Error {
 	if n.Kind == yaml.MappingNode || n.Kind == yaml.SequenceNode {
 		if depth > MaxDepth {
 			return &Error{Path: p.path, Line: n.Line, Msg: fmt.Sprintf("nesting deeper than %d levels", MaxDepth)}
+		}
+		if n.Kind == yaml.MappingNode && len(n.Content) > 2*MaxKeys {
+			return &Error{Path: p.path, Line: n.Line, Msg: fmt.Sprintf("a mapping of more than %d keys", MaxKeys)}
 		}
 		for _, c := range n.Content {
 			if err := p.shape(c, depth+1); err != nil {

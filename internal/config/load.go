@@ -20,6 +20,7 @@ import (
 const (
 	MaxFileBytes = 1 << 20 // Load refuses a bigger file
 	MaxDepth     = 10      // mappings/sequences nested deeper than this are refused
+	MaxKeys      = 256     // a mapping with more keys than this is refused (yaml's decoding is quadratic in them)
 )
 
 // Defaults, as config.example.yaml shows them. Values derived from env_id are filled in by Parse.

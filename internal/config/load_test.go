@@ -237,6 +237,20 @@ func TestParseRefusesDeepNesting(t *testing.T) {
 	}
 }
 
+// A mapping of more keys than any config has is refused before yaml decodes it (yaml's check
+// for keys given twice is quadratic: 40,000 keys took seconds), as deep nesting is.
+func TestParseRefusesHugeMappings(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(minimal + "tenancy:\n")
+	for i := 0; i <= MaxKeys; i++ {
+		fmt.Fprintf(&b, "  k%d: 1\n", i)
+	}
+	_, errs := ParseAll([]byte(b.String()), "/etc/x.yaml")
+	if len(errs) != 1 || errs[0].Error() != "config /etc/x.yaml: line 4: a mapping of more than 256 keys" {
+		t.Fatalf("problems %q", errs)
+	}
+}
+
 func TestParseNullValuesTakeDefaults(t *testing.T) {
 	c := parse(t, minimal+"tenancy:\ninterval_s:\ndisk:\n  factor:\n")
 	if c.Tenancy.Port != 443 || c.IntervalS != 60 || c.Disk.Factor != 1.5 {
