@@ -10,6 +10,7 @@ import (
 
 	"github.com/tikali/monky-deployd/effects"
 	"github.com/tikali/monky-deployd/internal/testkit"
+	"github.com/tikali/monky-deployd/store"
 )
 
 // Compose runs the model the agent checked (issue 29, classes 1 and 2).
@@ -169,5 +170,66 @@ volumes:
 	}
 	if !strings.Contains(model, "api:v1") {
 		t.Errorf("the model lacks api:\n%s", model)
+	}
+}
+
+// A value only a secret decides, in a way the check before the lease cannot see: there the
+// secret stands as a placeholder, any non-empty value, and `${RELEASE_RO:+:ro}` is `:ro` — a
+// read-only bind of the release. The secret is empty, so the model compose would run binds
+// the release read-write. Only the authoritative check, on the model loaded with the
+// secrets' values, refuses it: after the lease, before any compose call but ps, with the
+// release written but never made current and no model left for compose to run.
+func TestRefusedOnlyOnTheModelWithTheSecretsValues(t *testing.T) {
+	h := newHarness(t)
+	h.sim.PutSecret(env, "mount", map[string]string{"ro": ""})
+	sha := h.release("v1", func(f map[string][]byte) {
+		f["compose.yaml"] = []byte(`services:
+  api:
+    image: harbor.example/monky/api:v1
+    env_file: .env
+    volumes:
+      - ./:/release${RELEASE_RO:+:ro}
+    healthcheck:
+      test: ["CMD", "true"]
+`)
+		f[".env.template"] = append(f[".env.template"], "RELEASE_RO=${RELEASE_RO}\n"...)
+		f["secrets.manifest.json"] = []byte(`{"entries": [
+  {"var": "GEMINI_API_KEY", "path": "monky/data/env-qa-02/see/gemini", "key": "value", "version": 1},
+  {"var": "DB_PASSWORD", "path": "monky/data/env-qa-02/see/db", "key": "password"},
+  {"var": "RELEASE_RO", "path": "monky/data/env-qa-02/see/mount", "key": "ro"}
+]}`)
+	})
+	h.wantExit(h.tick(), 1)
+
+	const want = "service api: writable bind of the release directory → /release (mount it :ro) (in the model compose would run"
+	rec := h.record()
+	if rec.State != "Failed" || rec.Failure == nil || rec.Failure.Code != "PRIVILEGED_REFUSED" || !strings.Contains(rec.Failure.Detail, want) {
+		t.Fatalf("state %s failure %+v, want Failed PRIVILEGED_REFUSED naming %q", rec.State, rec.Failure, want)
+	}
+	if res, detail := h.lastReport(); res != "failed" || !strings.HasPrefix(detail, "PRIVILEGED_REFUSED: ") || !strings.Contains(detail, want) {
+		t.Errorf("report %s %q, want failed PRIVILEGED_REFUSED", res, detail)
+	}
+	// the check before the lease passed it: the lease was taken and the secrets read
+	c := h.sim.Counts(env)
+	if c.Leases != 1 || c.KVReads != 3 {
+		t.Errorf("leases %d, kv reads %d: want the one lease and the three reads the refusal came after", c.Leases, c.KVReads)
+	}
+	e, ok := h.entry(func(e store.Entry) bool { return e.Code == "PRIVILEGED_REFUSED" })
+	if !ok || e.From != "LoggedIn" || e.To != "Failed" || !strings.Contains(e.Detail, want) {
+		t.Errorf("journal: %+v (found %t), want LoggedIn → Failed PRIVILEGED_REFUSED", e, ok)
+	}
+	if calls := h.composeCalls(); len(calls) != 0 {
+		t.Errorf("compose calls after the refusal: %v", calls)
+	}
+	if n := testkit.CountDockerCalls(t, h.dockerLog, "up"); n != 0 {
+		t.Errorf("compose up ran %d time(s)", n)
+	}
+	h.wantGone(filepath.Join(h.cfg.DeployDir, "resolved", sha+".yaml"), "a model of the refused release was written")
+	h.wantGone(filepath.Join(h.cfg.DeployDir, "current"), "current points at the refused release")
+
+	// the refusal is final: the next tick neither leases again nor reads a secret
+	h.wantExit(h.tick(), 1)
+	if c2 := h.sim.Counts(env); c2.Leases != 1 || c2.LeaseAsks != c.LeaseAsks || c2.KVReads != c.KVReads {
+		t.Errorf("the next tick: leases %d, asks %d, kv reads %d; want %d, %d, %d", c2.Leases, c2.LeaseAsks, c2.KVReads, c.Leases, c.LeaseAsks, c.KVReads)
 	}
 }
