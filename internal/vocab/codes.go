@@ -85,7 +85,7 @@ var causes = map[Code]Cause{
 		"add the entries to the bundle's secrets.manifest.json (or drop the variables from .env.template) and publish the bundle: the new desired sha clears the refusal", ""},
 	ManifestPathRefused: {KindRefusal, "a manifest entry points outside `<mount>/data/{env}/see/`, the only place this box may read",
 		"fix the entry's path in secrets.manifest.json", ""},
-	PrivilegedRefused: {KindRefusal, "a service asks for power over the host (privileged, host network or pid, SYS_ADMIN or ALL, or a bind of / or the docker socket) and the bundle's `agent` profile does not allow it",
+	PrivilegedRefused: {KindRefusal, "the compose file holds what the allowlist of what a service may hold does not allow — power over the host (privileged, the host's network or pid, a capability beyond Docker's defaults, a device, a bind outside the release or of the docker socket), a writable bind of what compose reads again, or a field, option, driver or name no one has listed — and the bundle's `agent` profile does not allow it",
 		"drop the finding from compose.yaml, or set `agent.allow_privileged: true` in the bundle when the service truly needs it", ""},
 	RollbackRefused: {KindRefusal, "tenancy asks for a sha this box ran before, and going back needs the bundle's consent",
 		"set `agent.allow_rollback: true` in that bundle, or desire a new sha", "a new desired sha, or this sha published again with `agent.allow_rollback: true` (a new sha), clears it; `monky-deployd resume` checks the same bundle again and refuses it again"},

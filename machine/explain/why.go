@@ -2,6 +2,8 @@ package explain
 
 import (
 	"fmt"
+	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -51,7 +53,7 @@ var causes = map[string]cause{
 		"add the entries to the bundle's secrets.manifest.json (or drop the variables from .env.template) and publish the bundle: the new desired sha clears the refusal", ""},
 	"MANIFEST_PATH_REFUSED": {"a manifest entry points outside `<mount>/data/{env}/see/`, the only place this box may read",
 		"fix the entry's path in secrets.manifest.json", ""},
-	"PRIVILEGED_REFUSED": {"a service asks for power over the host (privileged, host network or pid, SYS_ADMIN or ALL, or a bind of / or the docker socket) and the bundle's `agent` profile does not allow it",
+	"PRIVILEGED_REFUSED": {"the compose file holds what the allowlist of what a service may hold does not allow — power over the host (privileged, the host's network or pid, a capability beyond Docker's defaults, a device, a bind outside the release or of the docker socket), a writable bind of what compose reads again, or a field, option, driver or name no one has listed — and the bundle's `agent` profile does not allow it",
 		"drop the finding from compose.yaml, or set `agent.allow_privileged: true` in the bundle when the service truly needs it", ""},
 	"ROLLBACK_REFUSED": {"tenancy asks for a sha this box ran before, and going back needs the bundle's consent",
 		"set `agent.allow_rollback: true` in that bundle, or desire a new sha", "a new desired sha, or this sha published again with `agent.allow_rollback: true` (a new sha), clears it; `monky-deployd resume` checks the same bundle again and refuses it again"},
@@ -356,7 +358,7 @@ func explainWhy(in Input) *Why {
 				next = "measured again at every tick, but no disk here will hold " + machine.Size(r.NeedBytes) + ": it stays refused until tenancy desires a sha whose bundle declares a true disk_need_bytes"
 			}
 		}
-		fault := ""
+		fault := privilegedFault(r.Code, r.Detail)
 		if r.Code == machine.CodeDisk && r.NeedBytes > implausibleNeed {
 			fault = "the bundle declares it needs " + machine.Size(r.NeedBytes) + " of image storage, which no box has: its disk_need_bytes is wrong, not this disk"
 		}
@@ -383,6 +385,9 @@ func explainWhy(in Input) *Why {
 			next = fmt.Sprintf("attempt %d of %d failed (the step from %s); retry %d of %d at %s (backoff), unless tenancy desires another sha first", n, limit, f.State, n+1, limit, machine.Stamp(rec.NextRetryAt))
 		}
 		fault, fix := causes[f.Code].fault, ""
+		if pf := privilegedFault(f.Code, f.Detail); pf != "" {
+			fault = pf
+		}
 		switch {
 		case f.Code == machine.CodePullFailed:
 			fault, fix = pullKind(f.Detail)
@@ -745,6 +750,41 @@ func (in Input) nextTickWords() string {
 		return "within a minute"
 	}
 	return "about " + machine.Stamp(in.Rec.LastTickAt.Add(in.interval()))
+}
+
+// codePrivileged is the policy's refusal (a service holds what the allowlist does not allow).
+const codePrivileged = "PRIVILEGED_REFUSED"
+
+// unlisted is a finding of a field no list names ("service api: tty is not allowed", "jobs
+// are not allowed"), as the policy words it: its field is the second group.
+var unlisted = regexp.MustCompile(`^(?:(?:service|network|volume|job) [^:]+: )?([a-z0-9_.]+) (?:is|are) not allowed$`)
+
+// privilegedFault words a PRIVILEGED_REFUSED whose findings are all fields the allowlist does
+// not name: such a field is refused because no one has listed it, not because it was found to
+// give power over the host, and the fault says so, naming the fields. "" for any other code or
+// finding (the cause's words then hold).
+func privilegedFault(code, detail string) string {
+	if code != codePrivileged {
+		return ""
+	}
+	d := trimCode(code, detail)
+	for _, tail := range []string{" (in the model compose would run; bundle.json agent.allow_privileged is not set)", " (bundle.json agent.allow_privileged is not set)"} {
+		d = strings.TrimSuffix(d, tail)
+	}
+	var fields []string
+	for _, f := range strings.Split(d, "; ") {
+		m := unlisted.FindStringSubmatch(f)
+		if m == nil {
+			return ""
+		}
+		if !slices.Contains(fields, m[1]) {
+			fields = append(fields, m[1])
+		}
+	}
+	if len(fields) == 0 {
+		return ""
+	}
+	return "the compose file sets " + strings.Join(fields, ", ") + ", which the allowlist of what a service may hold does not name: a field no one has listed is refused until someone checks what it can reach and lists it (docs/SECURITY.md, \"The allowlist\"), so this says nothing of the field's harm; the bundle's `agent` profile does not allow it"
 }
 
 func trimCode(code, detail string) string {

@@ -113,3 +113,67 @@ func TestUnhealthyNextSaysNotConverged(t *testing.T) {
 		t.Errorf("next %q", next)
 	}
 }
+
+// TestPrivilegedRefusedNamesWhatItIs: a PRIVILEGED_REFUSED of fields the allowlist does not
+// name says so and names them, never "power over the host"; one with power over the host, or
+// a mix, keeps the cause's words. Refused before the lease or failed after it alike.
+func TestPrivilegedRefusedNamesWhatItIs(t *testing.T) {
+	at := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	sha := strings.Repeat("c", 64)
+	const tail = " (bundle.json agent.allow_privileged is not set)"
+	for _, c := range []struct {
+		name, state, detail string
+		want, not           []string
+	}{
+		{"unlisted fields", "Refused", "PRIVILEGED_REFUSED: service api: mac_address is not allowed; service api: storage_opt is not allowed; service web: mac_address is not allowed" + tail,
+			[]string{"sets mac_address, storage_opt, which the allowlist", "does not name", "nothing of the field's harm"}, []string{"power over the host"}},
+		{"driver_opts of a volume, after the lease", "Failed", "PRIVILEGED_REFUSED: volume data: driver_opts is not allowed (type=overlay, o=lowerdir=/etc); jobs are not allowed (in the model compose would run; bundle.json agent.allow_privileged is not set)",
+			[]string{"power over the host"}, []string{"does not name"}},
+		{"unlisted top-level key", "Failed", "PRIVILEGED_REFUSED: job migrate: jobs are not allowed (in the model compose would run; bundle.json agent.allow_privileged is not set)",
+			[]string{"sets jobs, which the allowlist"}, []string{"power over the host"}},
+		{"power over the host", "Refused", "PRIVILEGED_REFUSED: service api: privileged: true" + tail,
+			[]string{"power over the host", "a field, option, driver or name no one has listed"}, nil},
+		{"a mix", "Refused", "PRIVILEGED_REFUSED: service api: tty is not allowed; service api: cap_add SYS_ADMIN" + tail,
+			[]string{"power over the host"}, []string{"sets tty"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			rec := store.Record{EnvID: "env-a", State: c.state, Tick: 3, Action: machine.ActionApply, Sha: sha, DesiredSha: sha, LastTickAt: at}
+			if c.state == "Refused" {
+				rec.Refusal = &store.Refusal{Sha: sha, Code: "PRIVILEGED_REFUSED", Detail: c.detail, At: at}
+			} else {
+				rec.Failure = &store.Failure{Sha: sha, Code: "PRIVILEGED_REFUSED", Detail: c.detail, State: "LoggedIn", At: at}
+			}
+			st := store.NewMemory()
+			exit := 1
+			if err := st.Update(func(tx store.Tx) error {
+				if err := tx.PutTick(store.TickSummary{Tick: 3, StartedAt: at, EndedAt: at, Exit: &exit}); err != nil {
+					return err
+				}
+				return tx.PutRecord(rec)
+			}); err != nil {
+				t.Fatal(err)
+			}
+			var r *explain.ReportWhy
+			if err := st.View(func(tx store.Tx) error {
+				var err error
+				r, _, err = explain.WhyOf(tx, at.Add(time.Minute), explain.Limits{TickRunning: true})
+				return err
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if r == nil || r.Code != "PRIVILEGED_REFUSED" {
+				t.Fatalf("why %+v, want PRIVILEGED_REFUSED", r)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(r.Fault, w) {
+					t.Errorf("fault %q lacks %q", r.Fault, w)
+				}
+			}
+			for _, n := range c.not {
+				if strings.Contains(r.Fault, n) {
+					t.Errorf("fault %q holds %q", r.Fault, n)
+				}
+			}
+		})
+	}
+}
