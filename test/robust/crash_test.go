@@ -35,7 +35,7 @@ var applyPoints = []string{
 	"before:LoggedIn", "after:LoggedIn",
 	"file:docker-config-tmp-synced", "file:docker-config-written",
 	"file:stage-written", "file:release-renamed", "file:releases-synced",
-	"file:tmp-linked:current", "file:current-swapped",
+	"file:model-written", "file:tmp-linked:current", "file:current-swapped",
 	"before:Staged", "after:Staged",
 	"before:Pulled", "after:Pulled",
 	"before:Up", "after:Up",
@@ -69,11 +69,39 @@ type reference struct {
 	state, next, applied string
 	env                  map[string][]byte            // release name → its rendered .env
 	files                map[string]map[string][]byte // release name → path → bytes, as the uncrashed run wrote it
+	models               map[string][]byte            // release name → its resolved model, the box's deploy dir as <deploy>
 	shas                 map[string]string
 	leases, logins       int // asked during the apply (the bootstrap login not counted)
 }
 
 var fullMatrix = os.Getenv("MONKY_CRASH_FULL") != ""
+
+// onlyPoints, when MONKY_CRASH_POINTS (a comma list) is set, keeps the part of the matrix that
+// kills at one of them: its single faults and every double or triple fault that names one.
+var onlyPoints = func() map[string]bool {
+	v := os.Getenv("MONKY_CRASH_POINTS")
+	if v == "" {
+		return nil
+	}
+	m := map[string]bool{}
+	for _, p := range strings.Split(v, ",") {
+		m[strings.TrimSpace(p)] = true
+	}
+	return m
+}()
+
+// kept says whether a run killing at points is in the part of the matrix asked for.
+func kept(points []string) bool {
+	if onlyPoints == nil {
+		return true
+	}
+	for _, p := range points {
+		if onlyPoints[p] {
+			return true
+		}
+	}
+	return false
+}
 
 // prepare brings a fresh box to the start of the scenario's crashed tick and returns the
 // counts before it.
@@ -105,7 +133,8 @@ func runReference(t *testing.T, sc string) reference {
 	}
 	st := b.status()
 	after := b.Counts()
-	ref := reference{state: st.State, next: st.Next, applied: st.AppliedSha, env: map[string][]byte{}, files: map[string]map[string][]byte{}, shas: b.ReleaseShas(),
+	ref := reference{state: st.State, next: st.Next, applied: st.AppliedSha, env: map[string][]byte{}, files: map[string]map[string][]byte{},
+		models: map[string][]byte{}, shas: b.ReleaseShas(),
 		leases: after.Leases - before.Leases, logins: after.Logins - before.Logins}
 	if sc == "first" {
 		ref.logins-- // the bootstrap login
@@ -126,14 +155,27 @@ func runReference(t *testing.T, sc string) reference {
 		if len(fm) > 0 {
 			ref.files[name] = fm
 		}
+		if m, err := b.model(sha); err == nil {
+			ref.models[name] = m
+		}
 	}
-	if ref.applied != ref.shas[target(sc)] || ref.env[target(sc)] == nil {
-		t.Fatalf("reference %s: applied %q, want %s's sha %q; .env %q", sc, ref.applied, target(sc), ref.shas[target(sc)], ref.env[target(sc)])
+	if ref.applied != ref.shas[target(sc)] || ref.env[target(sc)] == nil || ref.models[target(sc)] == nil {
+		t.Fatalf("reference %s: applied %q, want %s's sha %q; .env %q; a resolved model: %t", sc, ref.applied, target(sc), ref.shas[target(sc)], ref.env[target(sc)], ref.models[target(sc)] != nil)
 	}
 	return ref
 }
 
 func (b *box) deployDir() string { return filepath.Join(b.StateDir, envID) }
+
+// model reads the resolved model of release sha, the box's deploy dir written <deploy> (it is
+// the one path in it that differs from box to box).
+func (b *box) model(sha string) ([]byte, error) {
+	raw, err := os.ReadFile(filepath.Join(b.deployDir(), "resolved", sha+".yaml"))
+	if err != nil {
+		return nil, err
+	}
+	return bytes.ReplaceAll(raw, []byte(b.deployDir()), []byte("<deploy>")), nil
+}
 
 // matrixStats are the figures the matrix reports.
 type matrixStats struct {
@@ -221,6 +263,9 @@ func (r *runner) group(name string, body func()) {
 
 func (r *runner) run(sc string, ref reference, points []string, mustReach bool) {
 	r.n++
+	if !kept(points) {
+		return
+	}
 	r.t.Run(fmt.Sprintf("%04d", r.n), func(t *testing.T) {
 		t.Parallel()
 		local := &matrixStats{points: map[string]bool{}}
@@ -300,7 +345,12 @@ func TestCrashMatrix(t *testing.T) {
 		len(stats.points), stats.runs, stats.kills, stats.notReached, stats.bootstrapReplays, stats.leaseReplays, len(stats.violations))
 	t.Logf("crash matrix: %d triple faults (seed %d), %d kills in them", stats.triples, crashSeed(), stats.tripleKills)
 	t.Logf("points: %s", strings.Join(names, " "))
-	if !stats.points["file:release-trashed"] {
+	for p := range onlyPoints {
+		if !stats.points[p] {
+			t.Errorf("MONKY_CRASH_POINTS names %s, which no run killed at", p)
+		}
+	}
+	if !stats.points["file:release-trashed"] && onlyPoints == nil {
 		t.Error("the release replacement (file:release-trashed) was never exercised")
 	}
 	for _, v := range stats.violations {
@@ -428,6 +478,16 @@ func checkRelease(b *box, ref reference, sc string) []string {
 	}
 	if !whole {
 		bad = append(bad, fmt.Sprintf("current/.env (%d bytes) is neither release's rendered .env", len(raw)))
+	}
+	// compose runs the resolved model of the release `current` points at: it was written,
+	// whole and 0600, before `current` was swapped to it
+	mp := filepath.Join(b.deployDir(), "resolved", sha+".yaml")
+	if fi, err := os.Stat(mp); err != nil {
+		bad = append(bad, fmt.Sprintf("current → %s, whose resolved model is missing: %v", name, err))
+	} else if fi.Mode().Perm() != 0o600 {
+		bad = append(bad, fmt.Sprintf("resolved model of %s: mode %o, want 600", name, fi.Mode().Perm()))
+	} else if m, _ := b.model(sha); !bytes.Equal(m, ref.models[name]) {
+		bad = append(bad, fmt.Sprintf("resolved model of %s (%d bytes) is not the one the uncrashed run wrote", name, len(m)))
 	}
 	return bad
 }
