@@ -274,6 +274,10 @@ type rel struct {
 	note      string // changes the bundle's bytes (and so its sha)
 	override  string // when set, the bundle also holds a compose.override.yaml that makes api run this tag, privileged
 	tricky    bool   // the manifest also reads the tricky secrets (quotes, $, #, backslashes) into TRICKY_*
+	// compose, when set, is the bundle's compose.yaml instead of the two services' (it is
+	// given the image of tag); files are more files of the bundle.
+	compose func(img string) string
+	files   map[string]string
 }
 
 // trickySecrets are secret values .env must carry to the container unchanged.
@@ -336,6 +340,12 @@ volumes:
 		".env.template":         []byte(tpl),
 		"bundle.json":           []byte(`{"agent": {"allow_privileged": false, "allow_rollback": false}, "disk_need_bytes": 1048576}`),
 		"secrets.manifest.json": manifest,
+	}
+	if r.compose != nil {
+		out["compose.yaml"] = []byte(fmt.Sprintf("# e2e release %s %s\n", r.tag, r.note) + r.compose(img))
+	}
+	for n, body := range r.files {
+		out[n] = []byte(body)
 	}
 	if r.override != "" {
 		out["compose.override.yaml"] = []byte(fmt.Sprintf("services:\n  api:\n    image: %s\n    privileged: true\n", w.images[r.override]))
@@ -482,6 +492,7 @@ func (b *box) retire() {
 
 // container is what `docker inspect` says of one container.
 type container struct {
+	ID     string `json:"Id"`
 	Name   string
 	Image  string // image id
 	Config struct {
@@ -491,6 +502,10 @@ type container struct {
 	}
 	HostConfig struct {
 		Privileged bool
+	}
+	Mounts []struct {
+		Type, Name, Source, Destination string
+		RW                              bool
 	}
 	State struct {
 		Status string
@@ -554,6 +569,20 @@ func (b *box) assertHealthy(tag string) {
 		}
 	}
 }
+
+// exec runs the test image's program in the running container of service svc (as a
+// compromised service would run it) and returns what it printed and its error.
+func (b *box) exec(svc string, args ...string) (string, error) {
+	b.t.Helper()
+	c, ok := b.containers()[svc]
+	if !ok {
+		b.t.Fatalf("%s: no %s container to exec in", b.project, svc)
+	}
+	return runCmd("", nil, dockerBin, append([]string{"exec", c.ID, "/app"}, args...)...)
+}
+
+// release is the directory of release sha on the box.
+func (b *box) release(sha string) string { return filepath.Join(b.deployDir, "releases", sha) }
 
 func keys[V any](m map[string]V) []string {
 	var r []string

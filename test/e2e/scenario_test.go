@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -241,6 +242,163 @@ func TestAgainstRealPrograms(t *testing.T) {
 		}
 		if _, ok := env["COMPOSE_FILE"]; ok {
 			t.Errorf("a secret set COMPOSE_FILE in the container's environment")
+		}
+	})
+
+	// Issue 29, class 2, on the real engine: what a container can do to the release directory
+	// changes nothing compose runs.
+	step("a symlink to / planted in a bind", func(t *testing.T) {
+		a.t = t
+		leases := w.sim.Counts(envA).Leases
+		// a writable bind of ./data holding ./data/conf, which worker binds: api could make it
+		// a symlink to / before worker's next start. Refused before the lease.
+		w.desire(envA, "plant-refused", rel{tag: "3", note: "plant refused", files: map[string]string{"data/conf/app.toml": "x = 1\n"},
+			compose: func(img string) string {
+				return fmt.Sprintf("services:\n  api:\n    image: %[1]s\n    volumes: [\"./data:/data\"]\n  worker:\n    image: %[1]s\n    environment: {LISTEN: \":8081\"}\n    volumes: [\"./data/conf:/conf:ro\"]\n", img)
+			}})
+		e := a.tick(1)
+		if !strings.Contains(e, "PRIVILEGED_REFUSED") || !strings.Contains(e, "writable bind ./data holds ./data/conf, which service worker binds") {
+			t.Errorf("stderr does not refuse the writable bind holding worker's bind:\n%s", e)
+		}
+		if n := w.sim.Counts(envA).Leases; n != leases {
+			t.Errorf("leases %d → %d: the refusal cost a lease", leases, n)
+		}
+		a.assertHealthy("3") // nothing of it ran
+
+		// allowed: api writes ./data, worker binds ./conf beside it. The container can plant a
+		// symlink to / in its own bind; worker still sees the release's conf, and the agent
+		// runs no compose call on the changed release.
+		sha := w.desire(envA, "plant", rel{tag: "3", note: "plant", files: map[string]string{"data/.keep": "", "conf/app.toml": "x = 1\n"},
+			compose: func(img string) string {
+				return fmt.Sprintf("services:\n  api:\n    image: %[1]s\n    volumes: [\"./data:/data\"]\n  worker:\n    image: %[1]s\n    environment: {LISTEN: \":8081\"}\n    volumes: [\"./conf:/conf:ro\"]\n", img)
+			}})
+		a.tick(0)
+		if r := a.lastReport(); r.Result != effects.ResultApplied || r.Sha != sha {
+			t.Fatalf("report %s %s (%s), want applied %s", r.Result, r.Sha, r.Detail, sha)
+		}
+		a.assertHealthy("3")
+		before := a.containers()
+		if out, err := a.exec("api", "-plant", "/data/conf"); err != nil {
+			t.Fatalf("api could not write its own bind: %v %s", err, out)
+		}
+		planted := filepath.Join(a.release(sha), "data", "conf")
+		if fi, err := os.Lstat(planted); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+			t.Fatalf("the container's symlink is not in the release (%v): the case proves nothing", err)
+		}
+		out, err := a.exec("worker", "-ls", "/conf")
+		if err != nil || strings.TrimSpace(out) != "app.toml" {
+			t.Errorf("worker sees in /conf %q (%v), want the release's app.toml alone", out, err)
+		}
+		e = a.tick(1)
+		if !strings.Contains(e, "RELEASE_CHANGED") || !strings.Contains(e, "data/conf is a symlink (→ /)") {
+			t.Errorf("the tick after the plant does not name RELEASE_CHANGED and the symlink:\n%s", e)
+		}
+		after := a.containers()
+		for svc, c := range before {
+			if after[svc].ID != c.ID {
+				t.Errorf("%s was replaced after the plant: compose ran on the changed release", svc)
+			}
+		}
+	})
+
+	step("a rewritten compose file after a cut up", func(t *testing.T) {
+		a.t = t
+		leases := w.sim.Counts(envA).Leases
+		// the release directory mounted read-write would let api rewrite compose.yaml: refused
+		w.desire(envA, "release-rw", rel{tag: "3", note: "release rw",
+			compose: func(img string) string {
+				return fmt.Sprintf("services:\n  api:\n    image: %[1]s\n    volumes: [\"./:/release\"]\n  worker:\n    image: %[1]s\n    environment: {LISTEN: \":8081\"}\n", img)
+			}})
+		e := a.tick(1)
+		if !strings.Contains(e, "PRIVILEGED_REFUSED") || !strings.Contains(e, "writable bind of the release directory → /release") {
+			t.Errorf("stderr does not refuse the writable bind of the release:\n%s", e)
+		}
+		if n := w.sim.Counts(envA).Leases; n != leases {
+			t.Errorf("leases %d → %d: the refusal cost a lease", leases, n)
+		}
+		// `up` ran and the tick was cut before it was committed; meanwhile compose.yaml was
+		// rewritten (as a service holding the release read-write would) to run api privileged
+		// with the host's / mounted. The tick that resumes at `up` runs nothing.
+		sha := w.desire(envA, "v1-cut", rel{tag: "1", note: "cut up"})
+		_, e, c, sig := a.runAgent("monky-deployd", []string{"MONKY_DEPLOYD_FAILPOINT=before:Up"}, "run", "--once")
+		if sig != syscall.SIGKILL {
+			t.Fatalf("failpoint before:Up: exit %d signal %v, want SIGKILL:\n%s", c, sig, e)
+		}
+		before := a.containers()
+		for _, svc := range []string{"api", "worker"} {
+			if c, ok := before[svc]; !ok || c.Config.Image != w.images["1"] {
+				t.Fatalf("after the cut up, %s runs %q, want %s: the cut came elsewhere", svc, c.Config.Image, w.images["1"])
+			}
+		}
+		evil := fmt.Sprintf("services:\n  api:\n    image: %s\n    privileged: true\n    volumes: [\"/:/host\"]\n", w.images["1"])
+		if err := os.WriteFile(filepath.Join(a.release(sha), "compose.yaml"), []byte(evil), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		e = a.tick(1)
+		if !strings.Contains(e, "RELEASE_CHANGED") {
+			t.Errorf("the resumed tick does not name RELEASE_CHANGED:\n%s", e)
+		}
+		after := a.containers()
+		for svc, c := range after {
+			if c.HostConfig.Privileged {
+				t.Errorf("docker inspect: %s runs privileged: the rewritten file ran", svc)
+			}
+			for _, m := range c.Mounts {
+				if m.Source == "/" || m.Destination == "/host" {
+					t.Errorf("docker inspect: %s mounts %s at %s: the rewritten file ran", svc, m.Source, m.Destination)
+				}
+			}
+			if before[svc].ID != c.ID {
+				t.Errorf("%s was replaced: compose ran on the rewritten release", svc)
+			}
+		}
+		if _, err := a.exec("api", "-ls", "/host"); err == nil {
+			t.Errorf("api can list /host")
+		}
+	})
+
+	// Issue 29, class 3: a local volume whose driver_opts mount an overlay of the host's /etc.
+	step("an overlay volume", func(t *testing.T) {
+		a.t = t
+		leases := w.sim.Counts(envA).Leases
+		before := a.containers()
+		w.desire(envA, "overlay", rel{tag: "3", note: "overlay",
+			compose: func(img string) string {
+				return fmt.Sprintf(`services:
+  api:
+    image: %[1]s
+    volumes: ["hostetc:/host-etc"]
+  worker:
+    image: %[1]s
+    environment: {LISTEN: ":8081"}
+volumes:
+  hostetc:
+    driver: local
+    driver_opts: {type: overlay, device: overlay, o: "lowerdir=/etc,upperdir=/tmp/monky-e2e-up,workdir=/tmp/monky-e2e-work"}
+`, img)
+			}})
+		e := a.tick(1)
+		if !strings.Contains(e, "PRIVILEGED_REFUSED") || !strings.Contains(e, `volume hostetc: driver_opts is not allowed (device, o=lowerdir=/etc`) {
+			t.Errorf("stderr does not refuse the overlay's driver_opts:\n%s", e)
+		}
+		if n := w.sim.Counts(envA).Leases; n != leases {
+			t.Errorf("leases %d → %d: the refusal cost a lease", leases, n)
+		}
+		if a.volumeExists("hostetc") {
+			t.Errorf("the engine holds the overlay volume %s_hostetc", a.project)
+		}
+		for svc, c := range a.containers() {
+			for _, m := range c.Mounts {
+				if m.Destination == "/host-etc" {
+					t.Errorf("docker inspect: %s mounts %s at /host-etc", svc, m.Name)
+				}
+			}
+			if before[svc].ID != c.ID {
+				t.Errorf("%s was replaced by a refused release", svc)
+			}
+		}
+		if _, err := a.exec("api", "-ls", "/host-etc"); err == nil {
+			t.Errorf("api can list /host-etc")
 		}
 	})
 

@@ -3,6 +3,11 @@
 // asking that endpoint. With UNHEALTHY=1 it answers /healthz with 500 and prints, as a broken
 // service might, the DB_PASSWORD it was given: the agent must mask it in a failed report.
 //
+// Run by `docker exec` inside a running container, it does what a compromised service would try
+// (the image has no shell): `testapp -plant <path>` replaces path with a symlink to /, and
+// `testapp -ls <dir>` prints the names dir holds, one a line, so a test asserts what a
+// container can see and do.
+//
 // It is built static (CGO_ENABLED=0) into a layer with no base image; it may not dial anything
 // but its own port.
 package main
@@ -17,7 +22,32 @@ import (
 
 func main() {
 	health := flag.Bool("health", false, "ask the running server's /healthz and exit 0 when it answers 200")
+	plant := flag.String("plant", "", "replace `path` with a symlink to / and exit")
+	ls := flag.String("ls", "", "print the names in `dir`, one a line, and exit")
 	flag.Parse()
+	switch {
+	case *plant != "":
+		if err := os.RemoveAll(*plant); err != nil {
+			fmt.Fprintln(os.Stderr, "plant:", err)
+			os.Exit(1)
+		}
+		if err := os.Symlink("/", *plant); err != nil {
+			fmt.Fprintln(os.Stderr, "plant:", err)
+			os.Exit(1)
+		}
+		fmt.Printf("planted %s → /\n", *plant)
+		return
+	case *ls != "":
+		entries, err := os.ReadDir(*ls)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "ls:", err)
+			os.Exit(1)
+		}
+		for _, e := range entries {
+			fmt.Println(e.Name())
+		}
+		return
+	}
 	addr := os.Getenv("LISTEN")
 	if addr == "" {
 		addr = ":8080"
