@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/rs/zerolog"
 
@@ -195,4 +196,52 @@ func droppable(err error) bool {
 		return errors.As(err, &e) && e.Status >= 400 && e.Status < 500
 	}
 	return false
+}
+
+// withWhy is the failed report rep with the box's why, redacted and cut so the whole report
+// stays within effects.MaxReportBytes: evidence first, then fix, are cut (ending "…"); the other
+// fields never are. Any other report goes without one.
+func withWhy(rep effects.Report, w *effects.ReportWhy) effects.Report {
+	if rep.Result != effects.ResultFailed || w == nil {
+		rep.Why = nil
+		return rep
+	}
+	c := *w
+	for _, f := range []*string{&c.Code, &c.Verdict, &c.Since, &c.Fault, &c.Evidence, &c.Next, &c.Fix} {
+		*f = redact.String(*f)
+	}
+	rep.Why = &c
+	for _, f := range []*string{&c.Evidence, &c.Fix} {
+		over := reportSize(rep) - effects.MaxReportBytes
+		if over <= 0 {
+			break
+		}
+		*f = cutTo(*f, len(*f)-over)
+		// JSON escapes can make the cut fall short: cut again until it fits or is gone
+		for reportSize(rep) > effects.MaxReportBytes && *f != "" && *f != "…" {
+			*f = cutTo(*f, len(*f)-len(*f)/8-8)
+		}
+	}
+	return rep
+}
+
+func reportSize(rep effects.Report) int {
+	b, _ := json.Marshal(rep)
+	return len(b)
+}
+
+// cutTo cuts s to at most n bytes, "…" included, on a rune boundary ("" when nothing fits).
+func cutTo(s string, n int) string {
+	const ell = "…"
+	if len(s) <= n {
+		return s
+	}
+	n -= len(ell)
+	if n < 0 {
+		n = 0
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + ell
 }
