@@ -5,7 +5,6 @@ import (
 
 	"github.com/tikali/monky-deployd/effects"
 	"github.com/tikali/monky-deployd/effects/files"
-	"github.com/tikali/monky-deployd/internal/redact"
 	"github.com/tikali/monky-deployd/machine"
 	"github.com/tikali/monky-deployd/store"
 )
@@ -20,7 +19,6 @@ func (tk *tick) blockUnauthenticated(cause error, detail string) error {
 // block parks the machine in Blocked: later ticks touch no network until resume, a changed
 // config, or (for a refused bearer) a new bootstrap grant on disk.
 func (tk *tick) block(code, detail string, started time.Time, cause error) error {
-	detail = redact.String(detail)
 	kind := effects.Permanent
 	if code == codeEnvMismatch {
 		kind = effects.EnvMismatch

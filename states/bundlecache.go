@@ -9,7 +9,6 @@ import (
 
 	"github.com/tikali/monky-deployd/effects"
 	"github.com/tikali/monky-deployd/effects/files"
-	"github.com/tikali/monky-deployd/internal/redact"
 )
 
 // The bundle cache (docs/JOURNAL.md, "Disk use beside the file"): a bundle
@@ -36,13 +35,13 @@ func (tk *tick) keptBundle(sha string) []byte {
 	}
 	dir := tk.bundlesDir()
 	if err := files.CheckDir(dir); err != nil {
-		tk.Log.Warn().Msg("kept bundles: " + redact.String(err.Error()) + "; fetching")
+		tk.Log.Warn().Msg("kept bundles: " + err.Error() + "; fetching")
 		return nil
 	}
 	b, err := files.ReadTrusted(tk.keptBundlePath(sha), tk.Cfg.MaxBundleBytes)
 	if err != nil {
 		if !errors.Is(err, fs.ErrNotExist) {
-			tk.Log.Warn().Msg("kept bundle: " + redact.String(err.Error()) + "; fetching")
+			tk.Log.Warn().Msg("kept bundle: " + err.Error() + "; fetching")
 			tk.dropKeptBundle(sha)
 		}
 		return nil
@@ -56,15 +55,15 @@ func (tk *tick) keepBundle(sha string, body []byte) {
 	tk.keepOnlyBundle(sha)
 	dir := tk.bundlesDir()
 	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
-		tk.Log.Warn().Msg("keep the bundle: " + redact.String(err.Error()))
+		tk.Log.Warn().Msg("keep the bundle: " + err.Error())
 		return
 	}
 	if err := files.CheckDir(dir); err != nil {
-		tk.Log.Warn().Msg("keep the bundle: " + redact.String(err.Error()))
+		tk.Log.Warn().Msg("keep the bundle: " + err.Error())
 		return
 	}
 	if err := files.WriteAtomic(tk.keptBundlePath(sha), body, 0o600); err != nil {
-		tk.Log.Warn().Msg("keep the bundle: " + redact.String(err.Error()))
+		tk.Log.Warn().Msg("keep the bundle: " + err.Error())
 	}
 }
 
@@ -74,7 +73,7 @@ func (tk *tick) dropKeptBundle(sha string) {
 		return
 	}
 	if err := os.Remove(tk.keptBundlePath(sha)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		tk.Log.Warn().Msg("drop the kept bundle: " + redact.String(err.Error()))
+		tk.Log.Warn().Msg("drop the kept bundle: " + err.Error())
 	}
 }
 
@@ -92,7 +91,7 @@ func (tk *tick) keepOnlyBundle(sha string) {
 		}
 		if strings.HasSuffix(e.Name(), ".bundle") || strings.HasPrefix(e.Name(), ".") {
 			if err := os.Remove(filepath.Join(dir, e.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				tk.Log.Warn().Msg("drop a kept bundle: " + redact.String(err.Error()))
+				tk.Log.Warn().Msg("drop a kept bundle: " + err.Error())
 			}
 		}
 	}

@@ -122,7 +122,7 @@ func (tk *tick) bootstrap(ctx context.Context, grant string) error {
 			tk.noteStop(machine.NoteBootstrapFailed, err, started, "")
 			return err
 		}
-		return tk.blockUnauthenticated(err, "the bootstrap grant was refused by OpenBao ("+redact.String(err.Error())+") — re-run the install kit for a fresh grant")
+		return tk.blockUnauthenticated(err, "the bootstrap grant was refused by OpenBao ("+err.Error()+") — re-run the install kit for a fresh grant")
 	}
 	redact.Add(t.Value)
 	if err := checkCredential("bao login", "the token in OpenBao's answer", t.Value); err != nil {
@@ -172,7 +172,7 @@ func consumeGrant(fsys files.FS, path string) string {
 	if terr := os.Truncate(path, 0); terr == nil {
 		return "grant consumed (emptied: its directory is not writable)"
 	}
-	return "the grant could NOT be consumed (" + redact.String(err.Error()) + "): it stays at " + path
+	return "the grant could NOT be consumed (" + err.Error() + "): it stays at " + path
 }
 
 // expiryUnknown: the token's expiry must be learnt from OpenBao (lookup-self) before use.
@@ -283,13 +283,13 @@ func (tk *tick) reauthenticate(ctx context.Context, cause error) error {
 func answerWords(err error) string {
 	var e *effects.Error
 	if !errors.As(err, &e) || e.Msg == "" {
-		return redact.String(err.Error())
+		return err.Error()
 	}
 	w := e.Op
 	if e.Status > 0 {
 		w += fmt.Sprintf(" HTTP %d", e.Status)
 	}
-	return redact.String(w + ": " + e.Msg)
+	return w + ": " + e.Msg
 }
 
 // withBearer makes one call that carries the token under PROTOCOL.md §1's rows for 401 and
@@ -356,7 +356,7 @@ func (tk *tick) reusableToken(ctx context.Context) (string, bool, error) {
 		if effects.IsTemporary(err) {
 			return "", false, err
 		}
-		tk.Log.Debug().Msg("lease-derived token not reusable: " + redact.String(err.Error()))
+		tk.Log.Debug().Msg("lease-derived token not reusable: " + err.Error())
 		return "", false, nil
 	}
 	ttl := info.TTL

@@ -5,8 +5,6 @@ import (
 	"time"
 
 	"github.com/tikali/monky-deployd/effects"
-	"github.com/tikali/monky-deployd/internal/redact"
-	"github.com/tikali/monky-deployd/internal/sanitize"
 	"github.com/tikali/monky-deployd/machine"
 	"github.com/tikali/monky-deployd/store"
 )
@@ -60,12 +58,13 @@ func (tk *tick) fail(ctx context.Context, from machine.State, code, detail strin
 	return parked(effects.Permanent, code, "failed: %s: %s", code, detail)
 }
 
-// logTail is the redacted tail of the project's logs for a failed report.
+// logTail is the project's logs for a failed report, as compose gives them: outgoing masks,
+// escapes and cuts them.
 func (tk *tick) logTail(ctx context.Context) string {
 	dir := tk.currentDir()
 	out, err := tk.Fx.Compose.Logs(ctx, dir, 50)
 	if err != nil {
-		return "compose logs: " + redact.String(err.Error())
+		return "compose logs: " + err.Error()
 	}
-	return tail(sanitize.Text(redact.String(out)), maxLogTail)
+	return out
 }

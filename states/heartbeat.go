@@ -7,7 +7,6 @@ import (
 
 	"github.com/tikali/monky-deployd/effects"
 	"github.com/tikali/monky-deployd/internal/phase"
-	"github.com/tikali/monky-deployd/internal/redact"
 	"github.com/tikali/monky-deployd/machine"
 	"github.com/tikali/monky-deployd/store"
 )
@@ -72,7 +71,7 @@ func (tk *tick) heartbeatAtOnce(ctx context.Context, resp effects.CheckinRespons
 	rep := tk.outgoing(effects.Report{Sha: rec.AppliedSha, Result: effects.ResultApplied, Containers: containers})
 	if err := tk.Fx.Tenancy.Report(ctx, tk.token, rep); err != nil {
 		// the outbox's send that follows says it, once
-		tk.Log.Debug().Msg("report not acknowledged; it goes to the outbox: " + redact.String(err.Error()))
+		tk.Log.Debug().Msg("report not acknowledged; it goes to the outbox: " + err.Error())
 		return false
 	}
 	phase.Mark("report")

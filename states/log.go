@@ -10,7 +10,6 @@ import (
 
 	"github.com/tikali/monky-deployd/effects"
 	"github.com/tikali/monky-deployd/internal/logging"
-	"github.com/tikali/monky-deployd/internal/redact"
 	"github.com/tikali/monky-deployd/machine"
 	"github.com/tikali/monky-deployd/machine/explain"
 	"github.com/tikali/monky-deployd/store"
@@ -43,7 +42,7 @@ type saidLine struct {
 // say remembers words written at level, when that is a warning or an error.
 func (tk *tick) say(level zerolog.Level, words string) {
 	if level >= zerolog.WarnLevel && words != "" {
-		tk.said = append(tk.said, saidLine{level, redact.String(words)})
+		tk.said = append(tk.said, saidLine{level, words})
 	}
 }
 
@@ -82,7 +81,7 @@ func (tk *tick) logTransition(t machine.Transition) {
 	if t.Code != "" {
 		ev = ev.Str(logging.FieldCode, t.Code)
 	}
-	ev.Msg(redact.String(msg))
+	ev.Msg(msg)
 	tk.say(level, d)
 }
 
@@ -103,7 +102,7 @@ func (tk *tick) logNote(e store.Entry) {
 		ev = ev.Str(logging.FieldCode, e.Code)
 	}
 	d := withCode(e.Code, e.Detail)
-	ev.Msg(redact.String(e.Event + ": " + d))
+	ev.Msg(e.Event + ": " + d)
 	tk.say(level, d)
 }
 
@@ -151,7 +150,7 @@ func (tk *tick) logEnd(res Result, took time.Duration) {
 		msg = fmt.Sprintf("exit %d", res.Exit)
 		// one line per fact: words a warning or an error of this tick said are not said again,
 		// even when the verdict raises the closing line above them (its codes name them)
-		if res.Err != nil && !tk.saidAlready(min(level, zerolog.WarnLevel), redact.String(res.Err.Error())) {
+		if res.Err != nil && !tk.saidAlready(min(level, zerolog.WarnLevel), res.Err.Error()) {
 			msg += ": " + res.Err.Error()
 		}
 	}
@@ -165,7 +164,7 @@ func (tk *tick) logEnd(res Result, took time.Duration) {
 			ev = ev.Str("codes", strings.Join(v.Codes, ","))
 		}
 	}
-	ev.Msg(redact.String(msg))
+	ev.Msg(msg)
 }
 
 func healthWords(cs []store.Container) string {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/tikali/monky-deployd/effects"
 	"github.com/tikali/monky-deployd/internal/redact"
+	"github.com/tikali/monky-deployd/internal/sanitize"
 	"github.com/tikali/monky-deployd/machine"
 	"github.com/tikali/monky-deployd/machine/explain"
 	"github.com/tikali/monky-deployd/store"
@@ -40,12 +41,16 @@ func (tk *tick) enqueue(r *store.Record, tx store.Tx, state machine.State, rep e
 	return nil
 }
 
-// outgoing is rep as it is sent: the agent's env and version, detail and log tail redacted.
+// outgoing is rep as it is sent: the agent's env and version, detail and log tail masked and
+// then cut (a cut never leaves part of a secret behind), the log tail's control characters
+// escaped. Every report passes here (and a failed one's why through withWhy) on its way to the
+// outbox or to tenancy: the outbox is the redacting sink of reports, as the store is of the
+// journal and the logger of the logs, so the steps that build a report mask nothing.
 func (tk *tick) outgoing(rep effects.Report) effects.Report {
 	rep.EnvID = tk.Cfg.EnvID
 	rep.AgentVersion = tk.Version
 	rep.Detail = truncate(redact.String(rep.Detail), maxDetail)
-	rep.LogTail = tail(redact.String(rep.LogTail), maxLogTail)
+	rep.LogTail = tail(sanitize.Text(redact.String(rep.LogTail)), maxLogTail)
 	if rep.Containers == nil {
 		rep.Containers = []effects.Container{}
 	}
@@ -88,17 +93,17 @@ func (tk *tick) flushOutbox(ctx context.Context) error {
 		if err != nil && droppable(err) {
 			// tenancy refused this report for good (a 4xx that is not about the bearer): keeping
 			// it would fail every later tick. It is dropped, and the journal says so.
-			tk.Log.Warn().Msg("tenancy refused a report; dropped: " + redact.String(err.Error()))
-			if err := tk.acknowledged(q, started, "refused by tenancy and dropped: "+redact.String(err.Error())); err != nil {
+			tk.Log.Warn().Msg("tenancy refused a report; dropped: " + err.Error())
+			if err := tk.acknowledged(q, started, "refused by tenancy and dropped: "+err.Error()); err != nil {
 				return err
 			}
 			continue
 		}
 		if err != nil {
 			if cerr := tk.eng.ReportNotAcknowledged(q); cerr != nil {
-				tk.Log.Warn().Msg("count the report's attempt: " + redact.String(cerr.Error()))
+				tk.Log.Warn().Msg("count the report's attempt: " + cerr.Error())
 			}
-			tk.Log.Warn().Msg("report not acknowledged (kept in the outbox): " + redact.String(err.Error()))
+			tk.Log.Warn().Msg("report not acknowledged (kept in the outbox): " + err.Error())
 			tk.say(zerolog.WarnLevel, err.Error())
 			return err
 		}
@@ -120,7 +125,7 @@ func (tk *tick) reportWhy(q store.QueuedReport, rep effects.Report) *effects.Rep
 		w, err = boxWhy(tx, tk.Now(), lim)
 		return err
 	}); err != nil {
-		tk.Log.Warn().Msg("the report's why: " + redact.String(err.Error()))
+		tk.Log.Warn().Msg("the report's why: " + err.Error())
 	}
 	if w != nil {
 		return w

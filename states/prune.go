@@ -5,7 +5,6 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/tikali/monky-deployd/internal/redact"
 	"github.com/tikali/monky-deployd/machine"
 	"github.com/tikali/monky-deployd/states/releases"
 	"github.com/tikali/monky-deployd/store"
@@ -43,7 +42,7 @@ func (tk *tick) prune(ctx context.Context) {
 	}
 	detail, err := p.Prune(ctx, protected, applied)
 	if err != nil {
-		tk.Log.Warn().Msg("prune: " + redact.String(err.Error()))
+		tk.Log.Warn().Msg("prune: " + err.Error())
 		return
 	}
 	if detail == "" {

@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/tikali/monky-deployd/effects"
-	"github.com/tikali/monky-deployd/internal/redact"
 	"github.com/tikali/monky-deployd/machine"
 )
 
@@ -31,7 +30,7 @@ func (a *Agent) RecordStartFailure(cause error) Result {
 	if code == "" {
 		code = machine.CodeLocal
 	}
-	if err := eng.Note(machine.NoteTickEnd, code, redact.String(cause.Error()), started, nil); err != nil {
+	if err := eng.Note(machine.NoteTickEnd, code, cause.Error(), started, nil); err != nil {
 		a.Log.Warn().Msg(fmt.Sprintf("journal the failed start: %v", err))
 	}
 	_ = eng.EndTick(machine.TickEnd{Exit: res.Exit}, a.Retention)

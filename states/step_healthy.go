@@ -9,7 +9,6 @@ import (
 
 	"github.com/tikali/monky-deployd/effects"
 	"github.com/tikali/monky-deployd/effects/docker"
-	"github.com/tikali/monky-deployd/internal/redact"
 	"github.com/tikali/monky-deployd/internal/sanitize"
 	"github.com/tikali/monky-deployd/machine"
 	"github.com/tikali/monky-deployd/store"
@@ -47,7 +46,7 @@ func (tk *tick) stepHealthy(ctx context.Context) error {
 			return err
 		}
 		if effects.CodeOf(err) == docker.CodeReleaseChanged {
-			return tk.fail(ctx, machine.Up, docker.CodeReleaseChanged, sanitize.Line(redact.String(err.Error())), false)
+			return tk.fail(ctx, machine.Up, docker.CodeReleaseChanged, sanitize.Line(err.Error()), false)
 		}
 		bad := unhealthy(cs)
 		if err == nil && len(cs) > 0 && len(bad) == 0 {
@@ -57,7 +56,7 @@ func (tk *tick) stepHealthy(ctx context.Context) error {
 		if !now.Before(deadline) {
 			why := strings.Join(bad, ", ")
 			if err != nil {
-				why = "compose ps: " + redact.String(err.Error())
+				why = "compose ps: " + err.Error()
 			} else if len(cs) == 0 {
 				why = "no containers running"
 			}

@@ -41,7 +41,7 @@ func (tk *tick) stepLogin(ctx context.Context) error {
 		case err == nil && jti != "" && info.GrantJTI == jti:
 			consumed := "grant consumed (deleted)"
 			if err := files.RemoveFS(tk.fs(), tk.Cfg.GrantPath()); err != nil {
-				consumed = "the kept grant could NOT be deleted (" + redact.String(err.Error()) + ")"
+				consumed = "the kept grant could NOT be deleted (" + err.Error() + ")"
 			}
 			return tk.loggedIn(started, info.TTL, info.GrantJTI, info.EnvID, "logged in before a restart; "+consumed)
 		case err == nil && jti == "" && grant == "" && info.GrantJTI != "" && info.GrantJTI != rec.Token.GrantJTI:
@@ -56,7 +56,7 @@ func (tk *tick) stepLogin(ctx context.Context) error {
 			if effects.IsTemporary(err) || local(err) || tk.isBlocked() {
 				return err
 			}
-			return tk.fail(ctx, machine.Leased, codeOr(err, "LEASE_FAILED"), redact.String(err.Error()), false)
+			return tk.fail(ctx, machine.Leased, codeOr(err, "LEASE_FAILED"), err.Error(), false)
 		}
 		grant = lease.LoginJWT
 		if err := files.WriteAtomicFS(tk.fs(), tk.Cfg.GrantPath(), []byte(grant+"\n"), 0o600); err != nil {
@@ -75,7 +75,7 @@ func (tk *tick) stepLogin(ctx context.Context) error {
 			tk.noteStop(machine.NoteLoginFailed, err, started, "grant kept for the next tick")
 			return err
 		}
-		return tk.fail(ctx, machine.Leased, codeOr(err, "BAO_LOGIN_REFUSED"), redact.String(err.Error()), false)
+		return tk.fail(ctx, machine.Leased, codeOr(err, "BAO_LOGIN_REFUSED"), err.Error(), false)
 	}
 	redact.Add(t.Value)
 	if err := checkCredential("bao login", "the token in OpenBao's answer", t.Value); err != nil {
@@ -96,7 +96,7 @@ func (tk *tick) stepLogin(ctx context.Context) error {
 	}
 	if old != "" && old != t.Value {
 		if err := tk.Fx.Bao.RevokeSelf(ctx, old); err != nil {
-			tk.Log.Info().Msg("revoking the replaced token: " + redact.String(err.Error()))
+			tk.Log.Info().Msg("revoking the replaced token: " + err.Error())
 		}
 	}
 	return nil

@@ -12,7 +12,6 @@ import (
 	"github.com/tikali/monky-deployd/effects/files"
 	"github.com/tikali/monky-deployd/internal/bundle"
 	"github.com/tikali/monky-deployd/internal/failpoint"
-	"github.com/tikali/monky-deployd/internal/redact"
 	"github.com/tikali/monky-deployd/machine"
 	"github.com/tikali/monky-deployd/store"
 )
@@ -84,12 +83,12 @@ func (tk *tick) stepPreflight(ctx context.Context) error {
 				if src == "" {
 					src = store.SourceBootstrap
 				}
-				return tk.eng.Fire(machine.Outcome{Event: machine.EvReuse, Code: effects.CodeOf(err), Detail: redact.String(err.Error()) + ": applying with the " + src + " token; the swap waits for the next apply"}, started)
+				return tk.eng.Fire(machine.Outcome{Event: machine.EvReuse, Code: effects.CodeOf(err), Detail: err.Error() + ": applying with the " + src + " token; the swap waits for the next apply"}, started)
 			}
 			tk.noteStop(machine.NoteLeaseDeferred, err, started, "")
 			return err
 		}
-		return tk.fail(ctx, machine.BundleVerified, codeOr(err, "LEASE_FAILED"), redact.String(err.Error()), false)
+		return tk.fail(ctx, machine.BundleVerified, codeOr(err, "LEASE_FAILED"), err.Error(), false)
 	}
 	if err := files.WriteAtomicFS(tk.fs(), tk.Cfg.GrantPath(), []byte(lease.LoginJWT+"\n"), 0o600); err != nil {
 		return err
@@ -130,7 +129,7 @@ func (tk *tick) diskEnough(ctx context.Context, need int64) (bool, string, error
 		if effects.IsTemporary(err) {
 			return false, "", err
 		}
-		tk.Log.Warn().Msg("docker info: " + redact.String(err.Error()) + "; measuring /var/lib/docker")
+		tk.Log.Warn().Msg("docker info: " + err.Error() + "; measuring /var/lib/docker")
 		root = "/var/lib/docker"
 	}
 	paths := []string{root}

@@ -5,7 +5,6 @@ import (
 	"errors"
 
 	"github.com/tikali/monky-deployd/effects"
-	"github.com/tikali/monky-deployd/internal/redact"
 	"github.com/tikali/monky-deployd/internal/sanitize"
 	"github.com/tikali/monky-deployd/machine"
 )
@@ -26,10 +25,10 @@ func (tk *tick) composeFailed(ctx context.Context, from machine.State, fallback,
 		return err
 	}
 	// redacted first, then its control characters escaped: a secret is recognised as it is
-	msg := sanitize.Line(redact.String(err.Error()))
+	msg := sanitize.Line(err.Error())
 	var e *effects.Error
 	if errors.As(err, &e) && e.Msg != "" {
-		msg = op + ": " + sanitize.Line(redact.String(e.Msg))
+		msg = op + ": " + sanitize.Line(e.Msg)
 	}
 	return tk.fail(ctx, from, codeOr(err, fallback), msg, op != "compose pull")
 }

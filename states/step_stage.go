@@ -52,17 +52,17 @@ func (tk *tick) stepStage(ctx context.Context) error {
 			if effects.IsTemporary(err) || tk.isBlocked() || untrusted(err) {
 				return err
 			}
-			return tk.fail(ctx, machine.LoggedIn, codeOr(err, "SECRET_READ_FAILED"), fmt.Sprintf("read %s from %s: %s", e.Label(), e.Path, redact.String(err.Error())), false)
+			return tk.fail(ctx, machine.LoggedIn, codeOr(err, "SECRET_READ_FAILED"), fmt.Sprintf("read %s from %s: %s", e.Label(), e.Path, err.Error()), false)
 		}
 		redact.Add(v)
 		if e.Use == bundle.UseRegistryAuth {
 			auth, err := docker.ParseRegistryAuth(v, tk.Cfg.RegistryHost)
 			if err != nil {
-				return tk.fail(ctx, machine.LoggedIn, "REGISTRY_AUTH_INVALID", fmt.Sprintf("registry credential at %s: %s", e.Path, redact.String(err.Error())), false)
+				return tk.fail(ctx, machine.LoggedIn, "REGISTRY_AUTH_INVALID", fmt.Sprintf("registry credential at %s: %s", e.Path, err.Error()), false)
 			}
 			redact.Add(auth.Password)
 			if err := docker.WriteDockerConfigFS(tk.fs(), tk.Cfg.DockerConfigDir(), auth); err != nil {
-				return tk.fail(ctx, machine.LoggedIn, "STAGE_FAILED", redact.String(err.Error()), false)
+				return tk.fail(ctx, machine.LoggedIn, "STAGE_FAILED", err.Error(), false)
 			}
 			registry = true
 			continue
@@ -73,16 +73,16 @@ func (tk *tick) stepStage(ctx context.Context) error {
 	env, err := bundle.Render(b.Files[bundle.TemplateFile], values)
 	clear(values)
 	if err != nil {
-		return tk.fail(ctx, machine.LoggedIn, bundle.CodeEnvIncomplete, redact.String(err.Error()), false)
+		return tk.fail(ctx, machine.LoggedIn, bundle.CodeEnvIncomplete, err.Error(), false)
 	}
 	err = tk.promote(b, env, func(rel string) error { return tk.writeModel(ctx, b, env, rel) })
 	clear(env)
 	var mr *modelRefused
 	switch {
 	case errors.As(err, &mr):
-		return tk.fail(ctx, machine.LoggedIn, mr.code, redact.String(mr.detail), false)
+		return tk.fail(ctx, machine.LoggedIn, mr.code, mr.detail, false)
 	case err != nil:
-		return tk.fail(ctx, machine.LoggedIn, codeOr(err, "STAGE_FAILED"), redact.String(err.Error()), false)
+		return tk.fail(ctx, machine.LoggedIn, codeOr(err, "STAGE_FAILED"), err.Error(), false)
 	}
 	sort.Strings(names)
 	detail := fmt.Sprintf("read %d secret(s): %s", len(names), strings.Join(names, ", "))

@@ -7,7 +7,6 @@ import (
 
 	"github.com/tikali/monky-deployd/effects"
 	"github.com/tikali/monky-deployd/internal/bundle"
-	"github.com/tikali/monky-deployd/internal/redact"
 	"github.com/tikali/monky-deployd/internal/sanitize"
 	"github.com/tikali/monky-deployd/machine"
 )
@@ -45,7 +44,7 @@ func (tk *tick) fetchBundle(ctx context.Context) (*bundle.Bundle, error) {
 	})
 	if err != nil {
 		if effects.CodeOf(err) == bundle.CodeInvalid {
-			return nil, &bundle.Refusal{Code: bundle.CodeInvalid, Detail: redact.String(err.Error())}
+			return nil, &bundle.Refusal{Code: bundle.CodeInvalid, Detail: err.Error()}
 		}
 		return nil, err
 	}
@@ -87,12 +86,12 @@ func (tk *tick) stepVerify(ctx context.Context) error {
 	case errors.As(err, &r):
 		return tk.refuse(ctx, r.Code, r.Detail, 0)
 	case err != nil && effects.KindOf(err) == effects.NotFound:
-		return tk.fail(ctx, machine.CheckedIn, "BUNDLE_NOT_FOUND", redact.String(err.Error()), false)
+		return tk.fail(ctx, machine.CheckedIn, "BUNDLE_NOT_FOUND", err.Error(), false)
 	case err != nil && effects.IsTemporary(err):
 		tk.noteStop(machine.NoteFetchFailed, err, started, "")
 		return err
 	case err != nil:
-		return tk.fail(ctx, machine.CheckedIn, codeOr(err, "BUNDLE_FETCH_FAILED"), redact.String(err.Error()), false)
+		return tk.fail(ctx, machine.CheckedIn, codeOr(err, "BUNDLE_FETCH_FAILED"), err.Error(), false)
 	}
 	tk.bundle = b
 	detail := fmt.Sprintf("bundle %s verified: %d files, sha matches", machine.ShortSha(b.Sha), len(b.Files))
@@ -117,7 +116,7 @@ func (tk *tick) resumeBundleError(ctx context.Context, from machine.State, err e
 	if effects.IsTemporary(err) || tk.isBlocked() {
 		return err
 	}
-	return tk.fail(ctx, from, codeOr(err, "BUNDLE_FETCH_FAILED"), "fetching the bundle again to resume: "+redact.String(err.Error()), false)
+	return tk.fail(ctx, from, codeOr(err, "BUNDLE_FETCH_FAILED"), "fetching the bundle again to resume: "+err.Error(), false)
 }
 
 func codeOr(err error, fallback string) string {

@@ -1,7 +1,6 @@
 package states
 
 import (
-	"github.com/tikali/monky-deployd/internal/redact"
 	"github.com/tikali/monky-deployd/machine"
 	"github.com/tikali/monky-deployd/states/takeover"
 	"github.com/tikali/monky-deployd/store"
@@ -35,5 +34,5 @@ func (tk *tick) takeover() error {
 	if !p.Say {
 		return nil
 	}
-	return tk.eng.Note(machine.NoteTakeover, "", redact.String(p.Detail), started, p.Update)
+	return tk.eng.Note(machine.NoteTakeover, "", p.Detail, started, p.Update)
 }

@@ -14,7 +14,6 @@ import (
 	"github.com/tikali/monky-deployd/internal/config"
 	"github.com/tikali/monky-deployd/internal/logging"
 	"github.com/tikali/monky-deployd/internal/phase"
-	"github.com/tikali/monky-deployd/internal/redact"
 	"github.com/tikali/monky-deployd/machine"
 	"github.com/tikali/monky-deployd/machine/explain"
 	"github.com/tikali/monky-deployd/store"
@@ -83,7 +82,7 @@ func (a *Agent) Tick(ctx context.Context) Result {
 	leftovers := tk.cleanLeftovers()
 	tk.maskBoxSecrets()
 	if err := tk.correctClock(future); err != nil {
-		tk.Log.Warn().Msg("clock check: " + redact.String(err.Error()))
+		tk.Log.Warn().Msg("clock check: " + err.Error())
 	}
 	parent := ctx
 	if tk.TickTimeout > 0 {
@@ -99,7 +98,7 @@ func (a *Agent) Tick(ctx context.Context) Result {
 		cause := err
 		err = tk.errTickTimeout()
 		detail := fmt.Sprintf("the tick ran past tick_timeout_s (%s) and stopped at a step boundary, at %s; the next tick resumes there (%s)",
-			tk.TickTimeout, tk.eng.State(), redact.String(cause.Error()))
+			tk.TickTimeout, tk.eng.State(), cause.Error())
 		_ = tk.eng.Note(machine.NoteTickEnd, machine.CodeTickDeadline, detail, tk.Now(), nil)
 	}
 	res := Result{Exit: ExitCode(err), Err: err, IntervalS: eng.Record().IntervalS, Tick: n}
@@ -107,7 +106,7 @@ func (a *Agent) Tick(ctx context.Context) Result {
 		tk.journalEnd(err)
 	}
 	if err != nil && tk.Cfg.LaptopMode && res.Exit == ExitTemporary {
-		tk.Log.Debug().Msg("offline (laptop mode): " + redact.String(err.Error()))
+		tk.Log.Debug().Msg("offline (laptop mode): " + err.Error())
 		res = Result{Exit: ExitOK, IntervalS: res.IntervalS, Tick: n}
 	}
 	// the tick's verdict, read in its end's transaction: its closing line's priority
@@ -229,7 +228,7 @@ func (tk *tick) ps(ctx context.Context) []effects.Container {
 	}
 	cs, err := tk.Fx.Compose.PS(ctx, dir)
 	if err != nil {
-		tk.Log.Warn().Msg("compose ps: " + redact.String(err.Error()))
+		tk.Log.Warn().Msg("compose ps: " + err.Error())
 		return []effects.Container{}
 	}
 	return cs
@@ -278,7 +277,7 @@ func (tk *tick) journalEnd(err error) {
 		}
 	}
 	if err := tk.eng.Note(machine.NoteTickEnd, code, detail, tk.Now(), nil); err != nil {
-		tk.Log.Warn().Msg("journal the tick's end: " + redact.String(err.Error()))
+		tk.Log.Warn().Msg("journal the tick's end: " + err.Error())
 	}
 }
 
@@ -292,7 +291,7 @@ func endNote(ev string) bool {
 // its redacted words; then, when not empty, says what the next tick does. The note ends the
 // tick's story (endNote): journalEnd adds nothing after it.
 func (tk *tick) noteStop(event string, err error, started time.Time, then string) {
-	detail := redact.String(err.Error())
+	detail := err.Error()
 	if then != "" {
 		detail += " (" + then + ")"
 	}
@@ -314,7 +313,7 @@ func stopCode(event string, err error) string {
 
 // endWords is the code and words a tick's ending is journaled with.
 func endWords(err error) (string, string) {
-	msg := redact.String(err.Error())
+	msg := err.Error()
 	var e *effects.Error
 	switch {
 	case errors.Is(err, context.DeadlineExceeded):
@@ -340,7 +339,7 @@ func (a *Agent) traceEarly(err error) {
 		code = machine.CodeLocal
 	}
 	if terr := machine.RecordFailedTick(a.Store, a.Now, a.Cfg.EnvID, ExitCode(err), code, detail); terr != nil {
-		a.Log.Warn().Msg("journal the failed tick: " + redact.String(terr.Error()))
+		a.Log.Warn().Msg("journal the failed tick: " + terr.Error())
 	}
 }
 

@@ -220,14 +220,13 @@ func (c *CLI) compose(ctx context.Context, op, code, dir string, timeout time.Du
 
 var ansi = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\x1b\[[0-9;?]*[A-Za-z]`) })
 
-// Meaningful turns a command's output into one line: every registered secret masked first
-// (whole, then line by line: internal/redact), ANSI codes and progress redraws gone, blank
-// lines dropped, the rest trimmed and joined with " | ", the last MsgMax bytes kept — cut only
-// after masking, so that a secret the window cuts leaves no tail in clear. The caller
-// sanitizes it (after masking, so that a secret holding a control character is still
-// recognised).
+// Meaningful turns a command's output into one line: ANSI codes and progress redraws gone,
+// blank lines dropped, the rest trimmed and joined with " | ", the last MsgMax bytes kept —
+// masked before the cut (redact.Tail), so that a secret the window cuts leaves no tail in clear;
+// what is kept is masked again by whatever sink it reaches. The caller sanitizes it (after
+// masking, so that a secret holding a control character is still recognised).
 func Meaningful(out []byte) string {
-	s := ansi().ReplaceAllString(redact.String(string(out)), "")
+	s := ansi().ReplaceAllString(string(out), "")
 	var lines []string
 	for _, l := range strings.Split(s, "\n") {
 		if i := strings.LastIndexByte(strings.TrimRight(l, "\r"), '\r'); i >= 0 {
@@ -237,14 +236,7 @@ func Meaningful(out []byte) string {
 			lines = append(lines, l)
 		}
 	}
-	msg := strings.Join(lines, " | ")
-	if len(msg) > MsgMax {
-		msg = msg[len(msg)-MsgMax:]
-		for i := 0; i < 4 && len(msg) > 0 && msg[0]&0xc0 == 0x80; i++ {
-			msg = msg[1:] // not half a rune
-		}
-	}
-	return msg
+	return redact.Tail(strings.Join(lines, " | "), MsgMax)
 }
 
 // PS is `compose ps --format json` in dir.

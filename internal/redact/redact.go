@@ -257,3 +257,21 @@ func (lw *LineWriter) Flush() error {
 
 // Close flushes. It does not close the wrapped writer.
 func (lw *LineWriter) Close() error { return lw.Flush() }
+
+// Tail is the last n bytes of s, masked before the cut: a secret the cut goes through leaves no
+// part of it in clear, as it would if s were cut first and masked after. The cut never splits a
+// rune (the result may then be a few bytes short of n).
+func (r *Redactor) Tail(s string, n int) string {
+	s = r.String(s)
+	if len(s) <= n {
+		return s
+	}
+	s = s[len(s)-n:]
+	for i := 0; i < 4 && len(s) > 0 && s[0]&0xc0 == 0x80; i++ {
+		s = s[1:]
+	}
+	return s
+}
+
+// Tail is Redactor.Tail with Default.
+func Tail(s string, n int) string { return Default.Tail(s, n) }

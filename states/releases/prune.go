@@ -15,7 +15,6 @@ import (
 	"github.com/tikali/monky-deployd/effects/docker"
 	"github.com/tikali/monky-deployd/effects/files"
 	"github.com/tikali/monky-deployd/internal/bundle"
-	"github.com/tikali/monky-deployd/internal/redact"
 	"github.com/tikali/monky-deployd/machine"
 )
 
@@ -62,7 +61,7 @@ func (p Pruner) Prune(ctx context.Context, protected map[string]bool, applied ma
 	var removed, failed []string
 	for _, name := range gone {
 		if err := p.FS.RemoveAll(filepath.Join(releases, name)); err != nil {
-			failed = append(failed, machine.ShortSha(name)+": "+redact.String(err.Error()))
+			failed = append(failed, machine.ShortSha(name)+": "+err.Error())
 			continue
 		}
 		removed = append(removed, machine.ShortSha(name))
@@ -99,7 +98,7 @@ func (p Pruner) removeOrphanModels(releases string) []string {
 		}
 		if _, err := p.FS.Lstat(filepath.Join(releases, sha)); errors.Is(err, fs.ErrNotExist) {
 			if err := p.FS.Remove(filepath.Join(models, m.Name())); err != nil {
-				failed = append(failed, "model "+machine.ShortSha(sha)+": "+redact.String(err.Error()))
+				failed = append(failed, "model "+machine.ShortSha(sha)+": "+err.Error())
 			}
 		}
 	}
@@ -120,13 +119,13 @@ func (p Pruner) pruneImages(ctx context.Context, keptDirs []string) string {
 	for _, dir := range keptDirs {
 		refs, err := ReleaseImages(ctx, dir, p.Project)
 		if err != nil {
-			return "images: none removed (" + redact.String(err.Error()) + ")"
+			return "images: none removed (" + err.Error() + ")"
 		}
 		used = append(used, refs...)
 	}
 	have, err := is.Images(ctx)
 	if err != nil {
-		return "images: none removed (" + redact.String(err.Error()) + ")"
+		return "images: none removed (" + err.Error() + ")"
 	}
 	var gone, left []string
 	for _, ref := range Images(used, have) {
@@ -144,7 +143,7 @@ func (p Pruner) pruneImages(ctx context.Context, keptDirs []string) string {
 		msg += fmt.Sprintf("; %d still in use or not removable: %s", len(left), strings.Join(left, ", "))
 	}
 	if err := p.Compose.ImagePrune(ctx); err != nil {
-		msg += "; docker image prune: " + redact.String(err.Error())
+		msg += "; docker image prune: " + err.Error()
 	} else {
 		msg += "; dangling images pruned"
 	}

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tikali/monky-deployd/internal/redact"
 	"github.com/tikali/monky-deployd/machine"
 	"github.com/tikali/monky-deployd/store"
 )
@@ -151,7 +150,7 @@ func scan(b Box) *imported {
 // swapped for a lease at the next apply, which is what 0.1.x did too).
 func (im *imported) token(b Box) {
 	if b.tokenErr != nil {
-		im.problems = append(im.problems, redact.String(b.tokenErr.Error()))
+		im.problems = append(im.problems, b.tokenErr.Error())
 		return
 	}
 	if b.token == "" {
