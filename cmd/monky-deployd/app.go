@@ -42,8 +42,13 @@ func fail(code int, format string, args ...any) error {
 	return &exitError{code: code, msg: fmt.Sprintf(format, args...)}
 }
 
-// run is main without os.Exit: it returns the exit code.
+// run is main without os.Exit: it returns the exit code. Everything it writes to stdout, and
+// its closing line on stderr, passes redact.Default on the way out, as every log line does
+// (internal/logging): the commands write their words and mask nothing themselves.
 func run(args []string, stdout, stderr io.Writer) int {
+	sink := redact.Default.Writer(stdout)
+	defer func() { _ = sink.(*redact.LineWriter).Flush() }()
+	stdout = sink
 	app := newApp(stdout, stderr)
 	app.Metadata = map[string]any{"args": args}
 	if words, ok := completionRequest(args); ok {
@@ -64,15 +69,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 			prefix = "<3>"
 		}
 	}
+	stderr = redact.Default.Writer(stderr) // each closing line is written whole
 	var ee *exitError
 	if errors.As(err, &ee) {
 		if ee.msg != "" {
-			fmt.Fprintln(stderr, prefix+"monky-deployd: "+redact.String(ee.msg))
+			fmt.Fprintln(stderr, prefix+"monky-deployd: "+ee.msg)
 		}
 		return ee.code
 	}
 	// what else the cli library answers (help for no such topic) is a usage error too
-	fmt.Fprintln(stderr, prefix+"monky-deployd: "+redact.String(usageLine("", flagErrorWords(strings.TrimSpace(err.Error()))).Error()))
+	fmt.Fprintln(stderr, prefix+"monky-deployd: "+usageLine("", flagErrorWords(strings.TrimSpace(err.Error()))).Error())
 	return 1
 }
 

@@ -9,7 +9,6 @@ import (
 
 	"github.com/tikali/monky-deployd/internal/bundle"
 	"github.com/tikali/monky-deployd/internal/bundlecheck"
-	"github.com/tikali/monky-deployd/internal/redact"
 	"github.com/tikali/monky-deployd/internal/sanitize"
 	"github.com/tikali/monky-deployd/machine"
 )
@@ -76,7 +75,7 @@ func printFindings(stdout io.Writer, path string, res bundlecheck.Result) error 
 		return err
 	}
 	for _, f := range res.Findings {
-		fmt.Fprintln(stdout, redact.String(sanitize.Line(f.String())))
+		fmt.Fprintln(stdout, sanitize.Line(f.String()))
 	}
 	return &exitError{code: 1}
 }

@@ -10,7 +10,6 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/tikali/monky-deployd/internal/config"
-	"github.com/tikali/monky-deployd/internal/redact"
 	"github.com/tikali/monky-deployd/internal/sanitize"
 )
 
@@ -43,7 +42,7 @@ func cmdCheckConfig(c *cli.Context, stdout io.Writer) error {
 	if len(errs) > 0 {
 		// in the file's order, as config.ParseAll reports them
 		for _, e := range errs {
-			fmt.Fprintln(stdout, redact.String(sanitize.Line(e.Error())))
+			fmt.Fprintln(stdout, sanitize.Line(e.Error()))
 		}
 		return &exitError{code: 1}
 	}

@@ -10,7 +10,6 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/tikali/monky-deployd/internal/config"
-	"github.com/tikali/monky-deployd/internal/redact"
 	"github.com/tikali/monky-deployd/machine/explain"
 	"github.com/tikali/monky-deployd/states"
 	"github.com/tikali/monky-deployd/store"
@@ -66,7 +65,7 @@ func cmdExplain(c *cli.Context, stdout io.Writer) error {
 	var b strings.Builder
 	writeMovedAside(&b, doc.MovedAside)
 	explain.WriteText(&b, doc)
-	fmt.Fprint(stdout, redact.String(b.String()))
+	fmt.Fprint(stdout, b.String())
 	return nil
 }
 
@@ -98,6 +97,6 @@ func writeJournal(stdout io.Writer, st store.Store, now time.Time) error {
 	if err := explain.WriteNDJSON(&b, st, now); err != nil {
 		return fail(1, "explain: %v", err)
 	}
-	_, err := fmt.Fprint(stdout, redact.String(b.String()))
+	_, err := fmt.Fprint(stdout, b.String())
 	return err
 }

@@ -9,7 +9,6 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/tikali/monky-deployd/internal/config"
-	"github.com/tikali/monky-deployd/internal/redact"
 	"github.com/tikali/monky-deployd/internal/version"
 	"github.com/tikali/monky-deployd/machine"
 	"github.com/tikali/monky-deployd/states"
@@ -54,10 +53,10 @@ func cmdResume(c *cli.Context, stdout, stderr io.Writer) error {
 		fmt.Fprintln(stdout, "nothing to clear: the machine is not parked")
 	}
 	for _, s := range cleared {
-		fmt.Fprintf(stdout, "%s: %s\n", verb, redact.String(s))
+		fmt.Fprintf(stdout, "%s: %s\n", verb, s)
 	}
 	for _, s := range resumeChecks(cfg, before) {
-		fmt.Fprintln(stdout, "check: "+redact.String(s))
+		fmt.Fprintln(stdout, "check: "+s)
 	}
 	if dry || !c.Bool("now") {
 		if !dry && len(cleared) > 0 {

@@ -20,7 +20,6 @@ import (
 	"github.com/tikali/monky-deployd/internal/gcpace"
 	"github.com/tikali/monky-deployd/internal/logging"
 	"github.com/tikali/monky-deployd/internal/phase"
-	"github.com/tikali/monky-deployd/internal/redact"
 	"github.com/tikali/monky-deployd/internal/version"
 	"github.com/tikali/monky-deployd/machine/explain"
 	"github.com/tikali/monky-deployd/machine/metrics"
@@ -88,7 +87,7 @@ func writeMetrics(cfg *config.Config, st store.Store, res states.Result, started
 		if res.Tick > 0 {
 			ev = ev.Uint64(logging.FieldTick, res.Tick)
 		}
-		ev.Msg(redact.String(err.Error()))
+		ev.Msg(err.Error())
 	}
 }
 

@@ -10,7 +10,6 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/tikali/monky-deployd/internal/redact"
 	"github.com/tikali/monky-deployd/machine/explain"
 	"github.com/tikali/monky-deployd/states"
 	"github.com/tikali/monky-deployd/store"
@@ -111,7 +110,7 @@ func printStatus(stdout io.Writer, s explain.Status, asJSON bool) error {
 	}
 	var b strings.Builder
 	explain.WriteStatusText(&b, s)
-	fmt.Fprint(stdout, redact.String(b.String()))
+	fmt.Fprint(stdout, b.String())
 	return statusExit(s)
 }
 

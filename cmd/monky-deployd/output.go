@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-
-	"github.com/tikali/monky-deployd/internal/redact"
 )
 
 func writeJSON(w io.Writer, v any) error {
@@ -13,6 +11,6 @@ func writeJSON(w io.Writer, v any) error {
 	if err != nil {
 		return fail(1, "json: %v", err)
 	}
-	_, err = fmt.Fprintln(w, redact.String(string(b)))
+	_, err = fmt.Fprintln(w, string(b))
 	return err
 }
