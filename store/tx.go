@@ -177,7 +177,7 @@ func (t *tx) Append(e Entry) (uint64, error) {
 		return 0, fmt.Errorf("append: %w", err)
 	}
 	e.Seq = seq
-	e.Code, e.Detail = redact.String(e.Code), redact.String(e.Detail)
+	e.Detail = redact.String(e.Detail)
 	if err := t.putJSON(t.kv.bucket(bucketJournal), u64key(seq), e); err != nil {
 		return 0, fmt.Errorf("append: %w", err)
 	}
@@ -483,9 +483,7 @@ func (t *tx) Enqueue(q QueuedReport) (uint64, error) {
 		return 0, fmt.Errorf("enqueue: %w", err)
 	}
 	q.ID = id
-	if q.Body, err = redact.Default.JSON(q.Body); err != nil {
-		return 0, fmt.Errorf("enqueue: report body: %w", err)
-	}
+	q.Body = redact.Default.JSON(q.Body)
 	if err := t.putJSON(t.kv.bucket(bucketOutbox), u64key(id), q); err != nil {
 		return 0, fmt.Errorf("enqueue: %w", err)
 	}
@@ -503,10 +501,7 @@ func (t *tx) UpdateQueued(q QueuedReport) error {
 	if b.get(u64key(q.ID)) == nil {
 		return fmt.Errorf("update queued report %d: not in the outbox", q.ID)
 	}
-	var err error
-	if q.Body, err = redact.Default.JSON(q.Body); err != nil {
-		return fmt.Errorf("update queued report %d: body: %w", q.ID, err)
-	}
+	q.Body = redact.Default.JSON(q.Body)
 	if err := t.putJSON(b, u64key(q.ID), q); err != nil {
 		return fmt.Errorf("update queued report %d: %w", q.ID, err)
 	}
@@ -561,12 +556,12 @@ func sortedKeys(m map[string][]byte) []string {
 }
 
 // redactRecord is r with every word it keeps from a failure, a refusal, a block or a report
-// masked: the record is written nowhere else, so no caller has to remember to. The pointed-to
+// masked (a code is the vocabulary's or the far side's, never masked): the record is written nowhere else, so no caller has to remember to. The pointed-to
 // structs are copied, never changed in place.
 func redactRecord(r Record) Record {
 	if r.Refusal != nil {
 		c := *r.Refusal
-		c.Code, c.Detail = redact.String(c.Code), redact.String(c.Detail)
+		c.Detail = redact.String(c.Detail)
 		r.Refusal = &c
 	}
 	if r.Block != nil {
@@ -576,7 +571,7 @@ func redactRecord(r Record) Record {
 	}
 	if r.Failure != nil {
 		c := *r.Failure
-		c.Code, c.Detail = redact.String(c.Code), redact.String(c.Detail)
+		c.Detail = redact.String(c.Detail)
 		r.Failure = &c
 	}
 	if r.LastReport != nil {

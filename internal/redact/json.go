@@ -3,25 +3,21 @@ package redact
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 )
 
 // JSON returns the JSON document raw with every string value masked (object keys are the
 // writer's own names and stay), its shape and member order unchanged: a masked value never breaks
 // the document, whatever escapes the secret takes in it. It returns raw itself when nothing was
-// masked, and an error when raw is not one JSON value.
-func (r *Redactor) JSON(raw []byte) ([]byte, error) {
+// masked; what is not one JSON value (nothing, say) is masked as text.
+func (r *Redactor) JSON(raw []byte) []byte {
 	if !json.Valid(raw) {
-		return nil, fmt.Errorf("redact: not a JSON value")
+		return r.Bytes(raw)
 	}
 	var b bytes.Buffer
-	if err := r.json(&b, raw); err != nil {
-		return nil, err
+	if err := r.json(&b, raw); err != nil || bytes.Equal(b.Bytes(), raw) {
+		return raw // err: json.Valid said it decodes
 	}
-	if bytes.Equal(b.Bytes(), raw) {
-		return raw, nil
-	}
-	return b.Bytes(), nil
+	return b.Bytes()
 }
 
 func (r *Redactor) json(b *bytes.Buffer, raw json.RawMessage) error {
