@@ -1,29 +1,109 @@
 package effects
 
-import "github.com/tikali/monky-deployd/effects/fault"
+// The agent's classified error: what failed (Op), how (Kind), the far side's code and words, and
+// what to check. Every effect returns one for a failure it has classified; Classify turns what
+// the transport and the network return into one.
 
-// Error is the typed error every effect returns for a failure it has classified (fault.Error).
-type Error = fault.Error
-
-// Kind classifies an effect's failure (fault.Kind).
-type Kind = fault.Kind
-
-// The kinds of fault.Kind, under the names the agent's callers use.
-const (
-	Permanent       = fault.Permanent
-	Temporary       = fault.Temporary
-	Unauthenticated = fault.Unauthenticated
-	EnvMismatch     = fault.EnvMismatch
-	RateLimited     = fault.RateLimited
-	NotFound        = fault.NotFound
-	TLS             = fault.TLS
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
 )
 
+// Kind classifies an effect's failure; the exit code is derived from it in one place (cmd).
+type Kind int
+
+const (
+	// Permanent: a failure of this attempt (exit 1).
+	Permanent Kind = iota
+	// Temporary: mesh down, unreachable, 5xx, timeout, 429 (exit 75); the next tick retries.
+	Temporary
+	// Unauthenticated: 401 AGENT_UNAUTHENTICATED — the bearer was refused.
+	Unauthenticated
+	// EnvMismatch: 403 AGENT_ENV_MISMATCH — the token is pinned to another env (exit 78).
+	EnvMismatch
+	// RateLimited: 429 — temporary, with RetryAfter when tenancy gave one.
+	RateLimited
+	// NotFound: 404 — the named bundle or secret does not exist.
+	NotFound
+	// TLS: certificate verification failed — retrying cannot fix a wrong CA (exit 1).
+	TLS
+)
+
+func (k Kind) String() string {
+	switch k {
+	case Permanent:
+		return "permanent"
+	case Temporary:
+		return "temporary"
+	case Unauthenticated:
+		return "unauthenticated"
+	case EnvMismatch:
+		return "env-mismatch"
+	case RateLimited:
+		return "rate-limited"
+	case NotFound:
+		return "not-found"
+	case TLS:
+		return "tls"
+	}
+	return fmt.Sprintf("kind(%d)", int(k))
+}
+
+// Error is the typed error every effect returns for a failure it has classified.
+type Error struct {
+	Op         string        // "checkin", "lease", "login", "compose pull", …
+	Kind       Kind          //
+	Status     int           // HTTP status, 0 when none
+	Code       string        // protocol or refusal code, e.g. AGENT_ENV_MISMATCH, LEASE_SHAPE
+	Msg        string        // the far side's own words, redacted; never a secret
+	Hint       string        // what to check, for a person
+	RetryAfter time.Duration // 429's Retry-After, 0 when absent
+	Err        error         // the cause
+}
+
+func (e *Error) Error() string {
+	s := e.Op
+	if e.Code != "" && !strings.Contains(e.Msg, e.Code) {
+		s += ": " + e.Code
+	}
+	if e.Status != 0 {
+		s += fmt.Sprintf(" (HTTP %d)", e.Status)
+	}
+	if e.Msg != "" {
+		s += ": " + e.Msg
+	} else if e.Err != nil {
+		s += ": " + e.Err.Error()
+	}
+	if e.Hint != "" {
+		s += " — " + e.Hint
+	}
+	return s
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
 // KindOf returns the Kind of the first *Error in err's chain; an unclassified error is Permanent.
-func KindOf(err error) Kind { return fault.KindOf(err) }
+func KindOf(err error) Kind {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Kind
+	}
+	return Permanent
+}
 
 // CodeOf returns the Code of the first *Error in err's chain, "" when none.
-func CodeOf(err error) string { return fault.CodeOf(err) }
+func CodeOf(err error) string {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return ""
+}
 
 // IsTemporary reports whether the next tick may succeed by itself (exit 75).
-func IsTemporary(err error) bool { return fault.IsTemporary(err) }
+func IsTemporary(err error) bool {
+	k := KindOf(err)
+	return k == Temporary || k == RateLimited
+}

@@ -148,7 +148,7 @@ func (h *harness) reload() {
 
 func (h *harness) agent() *states.Agent {
 	h.t.Helper()
-	d, err := transport.New(h.cfg)
+	d, err := transport.New(transport.FromConfig(h.cfg))
 	if err != nil {
 		h.t.Fatal(err)
 	}

@@ -55,7 +55,7 @@ func takeoverHarness(t *testing.T, mutate func(stateDir string)) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := transport.New(h.cfg) // the first kit's: transport system
+	d, err := transport.New(transport.FromConfig(h.cfg)) // the first kit's: transport system
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,8 +13,6 @@ import (
 	"os"
 	"sync"
 	"time"
-
-	"github.com/tikali/monky-deployd/effects/fault"
 )
 
 // DefaultTimeout is used when HTTPClient is given no timeout.
@@ -29,8 +27,8 @@ const maxTLSHandshake = 10 * time.Second
 // the certificate is verified for serverName — the intercept name, even when the TCP connection
 // goes to 127.0.0.1 — against the CA in caFile when that file exists, else the system roots.
 // The TLS configuration is built at the first https request, so a plain-http client never reads
-// caFile; an unreadable or garbage caFile then fails that request with an *fault.Error of Kind
-// TLS, Code TLS_CA_FILE. timeout bounds each whole call.
+// caFile; an unreadable or garbage caFile then fails that request with an *Error, TLS set,
+// Code TLS_CA_FILE. timeout bounds each whole call.
 func HTTPClient(d Dialer, serverName, caFile string, timeout time.Duration) (*http.Client, error) {
 	if d == nil {
 		return nil, fmt.Errorf("http client: no dialer")
@@ -129,12 +127,12 @@ func loadRoots(caFile string) (*x509.CertPool, error) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, &fault.Error{Op: "tls", Kind: fault.TLS, Code: "TLS_CA_FILE",
+		return nil, &Error{Op: "tls", TLS: true, Code: "TLS_CA_FILE",
 			Msg: fmt.Sprintf("CA file %s is unreadable: %v", caFile, errors.Unwrap(err)), Err: err}
 	}
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(pem) {
-		return nil, &fault.Error{Op: "tls", Kind: fault.TLS, Code: "TLS_CA_FILE",
+		return nil, &Error{Op: "tls", TLS: true, Code: "TLS_CA_FILE",
 			Msg: fmt.Sprintf("CA file %s holds no PEM certificate", caFile)}
 	}
 	return pool, nil

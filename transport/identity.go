@@ -11,8 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-
-	"github.com/tikali/monky-deployd/effects/fault"
 )
 
 // maxIdentityBytes bounds the identity read: a ziti identity is a few KiB of JSON.
@@ -21,7 +19,7 @@ const maxIdentityBytes = 1 << 20
 // CheckIdentity checks that the box's ziti identity at path exists, is readable by this user
 // and is a ziti identity (JSON with `ztAPI` and `id`). The ziti SDK accepts a broken identity
 // and fails later, at dial, in words that point at the mesh; this names the real fault.
-// The error is an *fault.Error, Kind Permanent, Code IDENTITY_UNUSABLE. It never quotes the
+// The error is an *Error, Code IDENTITY_UNUSABLE. It never quotes the
 // file's content (it holds the identity's private key).
 func CheckIdentity(path string) error {
 	return checkIdentity("", path)
@@ -33,7 +31,7 @@ func checkIdentity(transport, path string) error {
 		op += " " + transport
 	}
 	fail := func(msg, hint string, err error) error {
-		return &fault.Error{Op: op, Kind: fault.Permanent, Code: "IDENTITY_UNUSABLE", Msg: msg, Hint: hint, Err: err}
+		return &Error{Op: op, Code: "IDENTITY_UNUSABLE", Msg: msg, Hint: hint, Err: err}
 	}
 	if path == "" {
 		return fail("no identity configured (`identity:` is empty)", "", nil)

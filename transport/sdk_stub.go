@@ -2,14 +2,9 @@
 
 package transport
 
-import (
-	"github.com/tikali/monky-deployd/effects/fault"
-	"github.com/tikali/monky-deployd/internal/config"
-)
-
 // newSDK in the default build: there is no OpenZiti SDK in it (the `sdk` Makefile target
 // builds one with -tags ziti), so the sdk transport is refused with one line saying what to use.
-func newSDK(*config.Config) (Dialer, error) {
-	return nil, &fault.Error{Op: "transport sdk", Kind: fault.Permanent, Code: "SDK_UNAVAILABLE",
+func newSDK(Config) (Dialer, error) {
+	return nil, &Error{Op: "transport sdk", Code: "SDK_UNAVAILABLE",
 		Msg: "this build has no OpenZiti SDK; set `transport: proxy` (monky-deployd-proxy.service) or `transport: system`"}
 }

@@ -15,7 +15,6 @@ import (
 
 	"github.com/openziti/sdk-golang/ziti"
 
-	"github.com/tikali/monky-deployd/effects/fault"
 	"github.com/tikali/monky-deployd/internal/config"
 )
 
@@ -24,21 +23,21 @@ type sdkDialer struct {
 	routes routes // intercept host:port → ziti service name
 }
 
-func newSDK(cfg *config.Config) (Dialer, error) {
+func newSDK(cfg Config) (Dialer, error) {
 	if err := checkIdentity(config.TransportSDK, cfg.Identity); err != nil {
 		return nil, err
 	}
 	rs, err := fixedRoutes(cfg, cfg.Tenancy.Service, cfg.Bao.Service, "service")
 	if err != nil {
-		return nil, &fault.Error{Op: "transport sdk", Kind: fault.Permanent, Code: "TRANSPORT_CONFIG", Err: err}
+		return nil, &Error{Op: "transport sdk", Code: "TRANSPORT_CONFIG", Err: err}
 	}
 	zcfg, err := ziti.NewConfigFromFile(cfg.Identity)
 	if err != nil {
-		return nil, &fault.Error{Op: "transport sdk", Kind: fault.Permanent, Code: "IDENTITY_UNUSABLE", Err: err}
+		return nil, &Error{Op: "transport sdk", Code: "IDENTITY_UNUSABLE", Err: err}
 	}
 	zctx, err := ziti.NewContext(zcfg)
 	if err != nil {
-		return nil, &fault.Error{Op: "transport sdk", Kind: fault.Permanent, Code: "IDENTITY_UNUSABLE", Err: err}
+		return nil, &Error{Op: "transport sdk", Code: "IDENTITY_UNUSABLE", Err: err}
 	}
 	return &sdkDialer{zctx: zctx, routes: rs}, nil
 }

@@ -1,7 +1,8 @@
 // Package transport is the only place in the agent that opens sockets. It turns the config's
-// `transport` (sdk, proxy or system) into a Dialer, builds the HTTP clients tenancy and OpenBao
-// are reached with, and classifies what goes wrong on the way into *fault.Error values that
-// name the host:port, the transport and what to check.
+// `transport` (sdk, proxy or system) into a Dialer and builds the HTTP clients tenancy and
+// OpenBao are reached with. What it decides itself (no usable transport, an unusable identity,
+// an address outside the mapping, a bad CA file) it returns as an *Error; what the network
+// returns it passes on wrapped. It does not classify: effects.Classify does, for both.
 //
 // It may not speak any protocol above HTTP: no tenancy or OpenBao semantics live here, and it
 // never logs — errors are returned to the caller, which decides.
@@ -16,7 +17,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/tikali/monky-deployd/effects/fault"
 	"github.com/tikali/monky-deployd/internal/config"
 )
 
@@ -27,12 +27,42 @@ type Dialer interface {
 	Name() string
 }
 
+// Config is what the transport reads of the agent's config (FromConfig): which transport, the
+// box's ziti identity, and how tenancy and OpenBao are reached.
+type Config struct {
+	Transport string // sdk, proxy or system (config.TransportSDK, …)
+	Identity  string // the box's ziti identity file, for sdk and proxy
+	Tenancy   Tenancy
+	Bao       Bao
+}
+
+// Tenancy is where tenancy is reached: its intercept host:port is Host (default Service) and
+// Port, falling back to BaseURL's and then to Scheme's port; the proxy transport sends it to
+// ProxyAddr, the sdk transport to the ziti service Service.
+type Tenancy struct {
+	Service, Host   string
+	Port            int
+	BaseURL, Scheme string
+	ProxyAddr       string
+}
+
+// Bao is where OpenBao is reached: its intercept host:port is Addr's; the proxy transport sends
+// it to ProxyAddr, the sdk transport to the ziti service Service.
+type Bao struct {
+	Addr, Service, ProxyAddr string
+}
+
+// FromConfig is the transport's part of the agent's config.
+func FromConfig(c *config.Config) Config {
+	t, b := c.Tenancy, c.Bao
+	return Config{Transport: c.Transport, Identity: c.Identity,
+		Tenancy: Tenancy{Service: t.Service, Host: t.Host, Port: t.Port, BaseURL: t.BaseURL, Scheme: t.Scheme, ProxyAddr: t.ProxyAddr},
+		Bao:     Bao{Addr: b.Addr, Service: b.Service, ProxyAddr: b.ProxyAddr}}
+}
+
 // New builds the Dialer the config asks for. For sdk and proxy it first checks that the box's
 // ziti identity is usable (CheckIdentity), before anything touches the mesh.
-func New(cfg *config.Config) (Dialer, error) {
-	if cfg == nil {
-		return nil, fmt.Errorf("transport: no config")
-	}
+func New(cfg Config) (Dialer, error) {
 	switch cfg.Transport {
 	case config.TransportSystem:
 		return systemDialer{}, nil
@@ -44,10 +74,10 @@ func New(cfg *config.Config) (Dialer, error) {
 	case config.TransportSDK:
 		return newSDK(cfg)
 	case "":
-		return nil, &fault.Error{Op: "transport", Kind: fault.Permanent, Code: "TRANSPORT_UNKNOWN",
+		return nil, &Error{Op: "transport", Code: "TRANSPORT_UNKNOWN",
 			Msg: "no transport configured; set `transport: sdk`, `proxy` or `system`"}
 	}
-	return nil, &fault.Error{Op: "transport", Kind: fault.Permanent, Code: "TRANSPORT_UNKNOWN",
+	return nil, &Error{Op: "transport", Code: "TRANSPORT_UNKNOWN",
 		Msg: fmt.Sprintf("unknown transport %q; set `transport: sdk`, `proxy` or `system`", cfg.Transport)}
 }
 
@@ -92,13 +122,13 @@ func (rs routes) String() string {
 
 // refuse is the error for a destination outside the mapping.
 func (rs routes) refuse(transport, addr string) error {
-	return &fault.Error{Op: "transport " + transport, Kind: fault.Permanent, Code: "NO_MAPPING",
+	return &Error{Op: "transport " + transport, Code: "NO_MAPPING",
 		Msg: fmt.Sprintf("no mapping for %s (maps %s)", addr, rs)}
 }
 
 // tenancyHostPort is tenancy's intercept host:port: tenancy.host (default tenancy.service) and
 // tenancy.port, falling back to tenancy.base_url and then to the scheme's port.
-func tenancyHostPort(cfg *config.Config) (string, error) {
+func tenancyHostPort(cfg Config) (string, error) {
 	host, port := cfg.Tenancy.Host, cfg.Tenancy.Port
 	if host == "" {
 		host = cfg.Tenancy.Service
@@ -125,7 +155,7 @@ func tenancyHostPort(cfg *config.Config) (string, error) {
 }
 
 // baoHostPort is OpenBao's intercept host:port from bao.addr.
-func baoHostPort(cfg *config.Config) (string, error) {
+func baoHostPort(cfg Config) (string, error) {
 	h, p, err := urlHostPort(cfg.Bao.Addr)
 	if err != nil {
 		return "", fmt.Errorf("bao.addr: %w", err)
@@ -171,16 +201,16 @@ func normHostPort(addr string) string {
 // monky-deployd-proxy.service and refuses everything else.
 type proxyDialer struct{ routes routes }
 
-func newProxy(cfg *config.Config) (Dialer, error) {
+func newProxy(cfg Config) (Dialer, error) {
 	rs, err := fixedRoutes(cfg, cfg.Tenancy.ProxyAddr, cfg.Bao.ProxyAddr, "proxy_addr")
 	if err != nil {
-		return nil, &fault.Error{Op: "transport proxy", Kind: fault.Permanent, Code: "TRANSPORT_CONFIG", Err: err}
+		return nil, &Error{Op: "transport proxy", Code: "TRANSPORT_CONFIG", Err: err}
 	}
 	return &proxyDialer{routes: rs}, nil
 }
 
 // fixedRoutes maps tenancy's and OpenBao's intercept host:port to the two targets.
-func fixedRoutes(cfg *config.Config, tenancyTo, baoTo, what string) (routes, error) {
+func fixedRoutes(cfg Config, tenancyTo, baoTo, what string) (routes, error) {
 	t, err := tenancyHostPort(cfg)
 	if err != nil {
 		return nil, err

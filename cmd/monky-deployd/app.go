@@ -14,6 +14,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/urfave/cli/v2"
 
+	"github.com/tikali/monky-deployd/effects"
 	"github.com/tikali/monky-deployd/effects/disk"
 	"github.com/tikali/monky-deployd/effects/docker"
 	"github.com/tikali/monky-deployd/effects/tenancy"
@@ -180,9 +181,9 @@ func newLogger(cfg *config.Config, stderr io.Writer) zerolog.Logger {
 // CLI, the disk. A transport that cannot work (no SDK in this build, an unusable identity)
 // fails here, before anything touches the mesh.
 func newAgent(cfg *config.Config, log zerolog.Logger, st store.Store) (*states.Agent, error) {
-	d, err := transport.New(cfg)
+	d, err := transport.New(transport.FromConfig(cfg))
 	if err != nil {
-		return nil, &exitError{code: 1, msg: err.Error(), cause: err}
+		return nil, &exitError{code: 1, msg: err.Error(), cause: effects.Classify("transport", "", cfg.Transport, err)}
 	}
 	host := cfg.Tenancy.Host
 	if host == "" {

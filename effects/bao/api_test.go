@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tikali/monky-deployd/effects/fault"
+	"github.com/tikali/monky-deployd/effects"
 	"github.com/tikali/monky-deployd/transport"
 )
 
@@ -39,7 +39,7 @@ func session(t *testing.T, c *Client, f *fakeBao) []call {
 		t.Fatalf("read: %v", err)
 	}
 	_, err := c.ReadKV(ctx, tok, "monky/data/env-qa-02/see/sealed", "value", 0)
-	wantErr(t, err, fault.Temporary, "", "Vault is sealed")
+	wantErr(t, err, effects.Temporary, "", "Vault is sealed")
 	if err := c.RevokeSelf(ctx, tok); err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +139,7 @@ func TestVaultEnvironmentChangesNothing(t *testing.T) {
 			// TLS: no CA given to the agent, so the test server's certificate is refused,
 			// whatever VAULT_CACERT and VAULT_SKIP_VERIFY say.
 			_, err := newClient(t, tlsSrv.URL).Login(context.Background(), "jwt-tenancy", "see-env", grant)
-			wantErr(t, err, fault.TLS, "TLS_UNKNOWN_CA", "signed by an unknown authority")
+			wantErr(t, err, effects.TLS, "TLS_UNKNOWN_CA", "signed by an unknown authority")
 		})
 	}
 }
@@ -189,14 +189,14 @@ func TestOneRequestPerCall(t *testing.T) {
 	c := newClient(t, srv.URL)
 	for _, tc := range []struct {
 		status int
-		kind   fault.Kind
+		kind   effects.Kind
 		msg    string
 	}{
-		{500, fault.Temporary, "(HTTP 500): internal error"},
-		{502, fault.Temporary, "(HTTP 502): internal error"},
-		{412, fault.Temporary, "(HTTP 412)"},
-		{429, fault.RateLimited, "rate limit quota exceeded"},
-		{307, fault.Temporary, "redirected to \"" + decoy.URL + "/v1/auth/token/lookup-self\" (not followed"},
+		{500, effects.Temporary, "(HTTP 500): internal error"},
+		{502, effects.Temporary, "(HTTP 502): internal error"},
+		{412, effects.Temporary, "(HTTP 412)"},
+		{429, effects.RateLimited, "rate limit quota exceeded"},
+		{307, effects.Temporary, "redirected to \"" + decoy.URL + "/v1/auth/token/lookup-self\" (not followed"},
 	} {
 		hits.Store(0)
 		status.Store(int32(tc.status))
@@ -206,7 +206,7 @@ func TestOneRequestPerCall(t *testing.T) {
 			t.Errorf("%d: %d requests, want 1", tc.status, n)
 		}
 		if tc.status == 429 {
-			if e := err.(*fault.Error); e.RetryAfter != 7*time.Second {
+			if e := err.(*effects.Error); e.RetryAfter != 7*time.Second {
 				t.Errorf("429: RetryAfter %v, want 7s", e.RetryAfter)
 			}
 		}
@@ -241,13 +241,13 @@ func TestAnswers(t *testing.T) {
 	ctx := context.Background()
 	for _, tc := range []struct {
 		mode, code string
-		kind       fault.Kind
+		kind       effects.Kind
 		msg        string
 	}{
-		{"huge", "BAO_ANSWER", fault.Permanent, "(HTTP 200): answer larger than 1048576 bytes"},
-		{"cut", "CONNECTION_RESET", fault.Temporary, "was reset or cut short"},
-		{"garbage", "BAO_ANSWER", fault.Permanent, "(HTTP 200): answer is not JSON"},
-		{"empty", "BAO_ANSWER", fault.Permanent, "lookup-self answer has no data"},
+		{"huge", "BAO_ANSWER", effects.Permanent, "(HTTP 200): answer larger than 1048576 bytes"},
+		{"cut", "CONNECTION_RESET", effects.Temporary, "was reset or cut short"},
+		{"garbage", "BAO_ANSWER", effects.Permanent, "(HTTP 200): answer is not JSON"},
+		{"empty", "BAO_ANSWER", effects.Permanent, "lookup-self answer has no data"},
 	} {
 		mode.Store(tc.mode)
 		_, err := c.LookupSelf(ctx, tok)
@@ -282,14 +282,14 @@ func TestTLS(t *testing.T) {
 		t.Fatalf("with the CA: %v", err)
 	}
 	_, err := client("", "").Login(ctx, "jwt-tenancy", "see-env", grant)
-	wantErr(t, err, fault.TLS, "TLS_UNKNOWN_CA", "check bao.ca_file")
+	wantErr(t, err, effects.TLS, "TLS_UNKNOWN_CA", "check bao.ca_file")
 	_, err = client("bao.elsewhere.example", caFile).Login(ctx, "jwt-tenancy", "see-env", grant)
-	wantErr(t, err, fault.TLS, "TLS_NAME_MISMATCH", "not valid for bao.elsewhere.example")
+	wantErr(t, err, effects.TLS, "TLS_NAME_MISMATCH", "not valid for bao.elsewhere.example")
 	garbage := filepath.Join(t.TempDir(), "garbage.pem")
 	os.WriteFile(garbage, []byte("not a certificate"), 0o600)
 	_, err = client("", garbage).Login(ctx, "jwt-tenancy", "see-env", grant)
-	wantErr(t, err, fault.TLS, "TLS_CA_FILE", "holds no PEM certificate")
+	wantErr(t, err, effects.TLS, "TLS_CA_FILE", "holds no PEM certificate")
 	plain := newFakeBao(t)
 	_, err = newClient(t, strings.Replace(plain.URL, "http:", "https:", 1)).Login(ctx, "jwt-tenancy", "see-env", grant)
-	wantErr(t, err, fault.TLS, "TLS_HANDSHAKE", "did not answer TLS")
+	wantErr(t, err, effects.TLS, "TLS_HANDSHAKE", "did not answer TLS")
 }

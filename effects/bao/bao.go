@@ -1,5 +1,5 @@
 // Package bao is the agent's OpenBao client (PROTOCOL.md §3): login with a deploy grant,
-// lookup-self, renew-self, revoke-self and KV-v2 reads, each classified into a *fault.Error.
+// lookup-self, renew-self, revoke-self and KV-v2 reads, each classified into a *effects.Error.
 //
 // The calls are vault/api's (Logical().WriteWithContext for the login, Auth().Token()'s
 // LookupSelf/RenewSelf/RevokeSelf, Logical().ReadWithDataWithContext with a pinned version for
@@ -30,7 +30,6 @@ import (
 	"github.com/hashicorp/vault/api"
 
 	"github.com/tikali/monky-deployd/effects"
-	"github.com/tikali/monky-deployd/effects/fault"
 	"github.com/tikali/monky-deployd/transport"
 )
 
@@ -194,18 +193,18 @@ func (c *Client) call(ctx context.Context, op, token, secret string, f func(cont
 	s, err := f(context.WithValue(ctx, exchangeKey{}, x), c.api.WithRequestCallbacks(only(token)))
 	switch {
 	case x.status == 0 && err != nil:
-		return nil, scrub(transport.Classify(op, c.hostport, c.transport, err), secret)
+		return nil, scrub(effects.Classify(op, c.hostport, c.transport, err), secret)
 	case x.status == 0:
-		return nil, &fault.Error{Op: op, Kind: fault.Permanent, Code: "BAO_ANSWER", Msg: "no answer"}
+		return nil, &effects.Error{Op: op, Kind: effects.Permanent, Code: "BAO_ANSWER", Msg: "no answer"}
 	case x.tooBig:
-		return nil, &fault.Error{Op: op, Kind: fault.Permanent, Code: "BAO_ANSWER", Status: x.status,
+		return nil, &effects.Error{Op: op, Kind: effects.Permanent, Code: "BAO_ANSWER", Status: x.status,
 			Msg: fmt.Sprintf("answer larger than %d bytes", maxAnswerBytes)}
 	case x.status < 200 || x.status > 299:
 		return nil, scrub(statusErr(op, x.status, x.header, x.raw), secret)
 	case len(bytes.TrimSpace(x.raw)) == 0:
 		return nil, nil // 204
 	case err != nil:
-		return nil, &fault.Error{Op: op, Kind: fault.Permanent, Code: "BAO_ANSWER", Status: x.status,
+		return nil, &effects.Error{Op: op, Kind: effects.Permanent, Code: "BAO_ANSWER", Status: x.status,
 			Msg: "answer is not JSON"}
 	}
 	return s, nil
@@ -224,7 +223,7 @@ func (c *Client) Login(ctx context.Context, mount, role, jwt string) (effects.To
 		return effects.Token{}, err
 	}
 	if s == nil || s.Auth == nil || s.Auth.ClientToken == "" {
-		return effects.Token{}, &fault.Error{Op: op, Kind: fault.Permanent, Code: "BAO_ANSWER",
+		return effects.Token{}, &effects.Error{Op: op, Kind: effects.Permanent, Code: "BAO_ANSWER",
 			Msg: "login answer has no auth.client_token"}
 	}
 	return effects.Token{
@@ -245,7 +244,7 @@ func (c *Client) LookupSelf(ctx context.Context, token string) (effects.TokenInf
 		return effects.TokenInfo{}, err
 	}
 	if s == nil || s.Data == nil {
-		return effects.TokenInfo{}, &fault.Error{Op: op, Kind: fault.Permanent, Code: "BAO_ANSWER",
+		return effects.TokenInfo{}, &effects.Error{Op: op, Kind: effects.Permanent, Code: "BAO_ANSWER",
 			Msg: "lookup-self answer has no data"}
 	}
 	d := s.Data
@@ -273,7 +272,7 @@ func (c *Client) RenewSelf(ctx context.Context, token string, increment time.Dur
 		return 0, err
 	}
 	if s == nil || s.Auth == nil {
-		return 0, &fault.Error{Op: op, Kind: fault.Permanent, Code: "BAO_ANSWER",
+		return 0, &effects.Error{Op: op, Kind: effects.Permanent, Code: "BAO_ANSWER",
 			Msg: "renew-self answer has no auth"}
 	}
 	return time.Duration(s.Auth.LeaseDuration) * time.Second, nil
@@ -308,7 +307,7 @@ func (c *Client) ReadKV(ctx context.Context, token, path, key string, version in
 	s, err := c.call(ctx, op, token, token, func(ctx context.Context, cl *api.Client) (*api.Secret, error) {
 		return cl.Logical().ReadWithDataWithContext(ctx, path, q)
 	})
-	var ee *fault.Error
+	var ee *effects.Error
 	if errors.As(err, &ee) && ee.Status == http.StatusNotFound && ee.Code == "KV_VERSION_DELETED" {
 		ee.Msg = where + " is deleted or destroyed"
 		return "", ee
@@ -327,14 +326,14 @@ func (c *Client) ReadKV(ctx context.Context, token, path, key string, version in
 		return "", err
 	}
 	if s == nil || s.Data == nil {
-		return "", &fault.Error{Op: op, Kind: fault.NotFound, Code: "KV_NOT_FOUND", Msg: where + " has no data"}
+		return "", &effects.Error{Op: op, Kind: effects.NotFound, Code: "KV_NOT_FOUND", Msg: where + " has no data"}
 	}
 	if deleted(s.Data) {
-		return "", &fault.Error{Op: op, Kind: fault.NotFound, Code: "KV_VERSION_DELETED", Msg: where + " is deleted or destroyed"}
+		return "", &effects.Error{Op: op, Kind: effects.NotFound, Code: "KV_VERSION_DELETED", Msg: where + " is deleted or destroyed"}
 	}
 	data, ok := s.Data["data"].(map[string]any)
 	if !ok {
-		return "", &fault.Error{Op: op, Kind: fault.Permanent, Code: "BAO_ANSWER",
+		return "", &effects.Error{Op: op, Kind: effects.Permanent, Code: "BAO_ANSWER",
 			Msg: where + " is not a KV-v2 secret (no data.data); is the path <mount>/data/…?"}
 	}
 	v, ok := data[key]
@@ -344,7 +343,7 @@ func (c *Client) ReadKV(ctx context.Context, token, path, key string, version in
 			keys = append(keys, k)
 		}
 		sort.Strings(keys)
-		return "", &fault.Error{Op: op, Kind: fault.Permanent, Code: "KV_KEY_MISSING",
+		return "", &effects.Error{Op: op, Kind: effects.Permanent, Code: "KV_KEY_MISSING",
 			Msg: fmt.Sprintf("key %q is not in %s (keys: %s)", key, where, strings.Join(keys, ", "))}
 	}
 	if s, ok := v.(string); ok {
@@ -352,7 +351,7 @@ func (c *Client) ReadKV(ctx context.Context, token, path, key string, version in
 	}
 	b, err := json.Marshal(v)
 	if err != nil {
-		return "", &fault.Error{Op: op, Kind: fault.Permanent, Code: "BAO_ANSWER", Msg: fmt.Sprintf("key %q of %s: unusable value", key, where)}
+		return "", &effects.Error{Op: op, Kind: effects.Permanent, Code: "BAO_ANSWER", Msg: fmt.Sprintf("key %q of %s: unusable value", key, where)}
 	}
 	return string(b), nil
 }
@@ -374,32 +373,32 @@ func deleted(d map[string]any) bool {
 
 // statusErr maps an error answer: 400 at login BAO_LOGIN_REFUSED, 401/403
 // BAO_PERMISSION_DENIED, 404 NotFound, 429 RateLimited, 5xx and 412 Temporary.
-func statusErr(op string, status int, header http.Header, raw []byte) *fault.Error {
+func statusErr(op string, status int, header http.Header, raw []byte) *effects.Error {
 	words := errorWords(raw)
-	e := &fault.Error{Op: op, Status: status, Msg: words}
+	e := &effects.Error{Op: op, Status: status, Msg: words}
 	switch s := status; {
 	case s == http.StatusBadRequest && op == "bao login":
-		e.Kind, e.Code = fault.Permanent, "BAO_LOGIN_REFUSED"
+		e.Kind, e.Code = effects.Permanent, "BAO_LOGIN_REFUSED"
 		e.Hint = "the grant was refused: expired, superseded or for another role"
 	case s == http.StatusUnauthorized || s == http.StatusForbidden:
-		e.Kind, e.Code = fault.Permanent, "BAO_PERMISSION_DENIED"
+		e.Kind, e.Code = effects.Permanent, "BAO_PERMISSION_DENIED"
 	case s == http.StatusNotFound:
-		e.Kind, e.Code = fault.NotFound, "BAO_NOT_FOUND"
+		e.Kind, e.Code = effects.NotFound, "BAO_NOT_FOUND"
 		if s, err := api.ParseSecret(bytes.NewReader(raw)); err == nil && s != nil && s.Data != nil && deleted(s.Data) {
 			e.Code = "KV_VERSION_DELETED"
 		}
 	case s == http.StatusTooManyRequests:
-		e.Kind = fault.RateLimited
+		e.Kind = effects.RateLimited
 		if n, err := strconv.Atoi(strings.TrimSpace(header.Get("Retry-After"))); err == nil && n > 0 {
 			e.RetryAfter = time.Duration(n) * time.Second
 		}
 	case s >= 500 || s == http.StatusPreconditionFailed:
-		e.Kind = fault.Temporary
+		e.Kind = effects.Temporary
 	case s >= 300 && s < 400:
-		e.Kind = fault.Temporary
+		e.Kind = effects.Temporary
 		e.Msg = fmt.Sprintf("redirected to %q (not followed; a standby node?)", header.Get("Location"))
 	default:
-		e.Kind, e.Code = fault.Permanent, "BAO_REQUEST_REFUSED"
+		e.Kind, e.Code = effects.Permanent, "BAO_REQUEST_REFUSED"
 	}
 	return e
 }
@@ -416,7 +415,7 @@ func errorWords(raw []byte) string {
 	return clip(string(raw))
 }
 
-func scrub(e *fault.Error, secret string) *fault.Error {
+func scrub(e *effects.Error, secret string) *effects.Error {
 	if e == nil || secret == "" || !strings.Contains(e.Error(), secret) {
 		return e
 	}
@@ -440,11 +439,11 @@ func clip(s string) string {
 // checkSegments refuses an empty path or one with empty, "." or ".." segments.
 func checkSegments(op, p string) error {
 	if p == "" {
-		return &fault.Error{Op: op, Kind: fault.Permanent, Code: "BAO_PATH", Msg: "empty path"}
+		return &effects.Error{Op: op, Kind: effects.Permanent, Code: "BAO_PATH", Msg: "empty path"}
 	}
 	for _, seg := range strings.Split(p, "/") {
 		if seg == "" || seg == "." || seg == ".." {
-			return &fault.Error{Op: op, Kind: fault.Permanent, Code: "BAO_PATH", Msg: fmt.Sprintf("path %q is not clean", p)}
+			return &effects.Error{Op: op, Kind: effects.Permanent, Code: "BAO_PATH", Msg: fmt.Sprintf("path %q is not clean", p)}
 		}
 	}
 	return nil

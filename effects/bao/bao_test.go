@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/tikali/monky-deployd/effects"
-	"github.com/tikali/monky-deployd/effects/fault"
 	"github.com/tikali/monky-deployd/internal/testkit"
 	"github.com/tikali/monky-deployd/transport"
 )
@@ -137,9 +136,9 @@ func (sysDialer) DialContext(ctx context.Context, network, addr string) (net.Con
 	return d.DialContext(ctx, network, addr)
 }
 
-func wantErr(t *testing.T, err error, kind fault.Kind, code, msg string) {
+func wantErr(t *testing.T, err error, kind effects.Kind, code, msg string) {
 	t.Helper()
-	e := testkit.ErrorAs[*fault.Error](t, err)
+	e := testkit.ErrorAs[*effects.Error](t, err)
 	if e.Kind != kind || e.Code != code {
 		t.Fatalf("kind %v code %q, want %v %q: %v", e.Kind, e.Code, kind, code, err)
 	}
@@ -207,29 +206,29 @@ func TestErrors(t *testing.T) {
 	ctx := context.Background()
 
 	_, err := c.Login(ctx, "jwt-tenancy", "see-env", grant+"x")
-	wantErr(t, err, fault.Permanent, "BAO_LOGIN_REFUSED", "bao login: BAO_LOGIN_REFUSED (HTTP 400): error validating token: token is expired")
+	wantErr(t, err, effects.Permanent, "BAO_LOGIN_REFUSED", "bao login: BAO_LOGIN_REFUSED (HTTP 400): error validating token: token is expired")
 
 	_, err = c.LookupSelf(ctx, "s.other")
-	wantErr(t, err, fault.Permanent, "BAO_PERMISSION_DENIED", "permission denied")
+	wantErr(t, err, effects.Permanent, "BAO_PERMISSION_DENIED", "permission denied")
 
 	_, err = c.ReadKV(ctx, tok, "monky/data/env-qa-03/see/x", "value", 0)
-	wantErr(t, err, fault.Permanent, "BAO_PERMISSION_DENIED", "(HTTP 403)")
+	wantErr(t, err, effects.Permanent, "BAO_PERMISSION_DENIED", "(HTTP 403)")
 
 	// a secret never set: OpenBao's 404 read as what it means for a KV read
 	_, err = c.ReadKV(ctx, tok, "monky/data/env-qa-02/see/nothing", "value", 0)
-	wantErr(t, err, fault.NotFound, "KV_NOT_FOUND", "(HTTP 404): monky/data/env-qa-02/see/nothing has no data")
+	wantErr(t, err, effects.NotFound, "KV_NOT_FOUND", "(HTTP 404): monky/data/env-qa-02/see/nothing has no data")
 
 	_, err = c.ReadKV(ctx, tok, "monky/data/env-qa-02/see/sealed", "value", 0)
-	wantErr(t, err, fault.Temporary, "", "Vault is sealed")
+	wantErr(t, err, effects.Temporary, "", "Vault is sealed")
 
 	_, err = c.ReadKV(ctx, tok, "monky/data/../see/x", "value", 0)
-	wantErr(t, err, fault.Permanent, "BAO_PATH", "not clean")
+	wantErr(t, err, effects.Permanent, "BAO_PATH", "not clean")
 
 	l, _ := net.Listen("tcp", "127.0.0.1:0")
 	dead := l.Addr().String()
 	l.Close()
 	_, err = newClient(t, "http://"+dead).Login(ctx, "jwt-tenancy", "see-env", grant)
-	wantErr(t, err, fault.Temporary, "CONNECTION_REFUSED", "nothing listens at "+dead+" (transport system)")
+	wantErr(t, err, effects.Temporary, "CONNECTION_REFUSED", "nothing listens at "+dead+" (transport system)")
 }
 
 func TestReadKV(t *testing.T) {
@@ -257,11 +256,11 @@ func TestReadKV(t *testing.T) {
 	}
 
 	_, err = c.ReadKV(ctx, tok, "monky/data/env-qa-02/see/gemini", "value", 2)
-	wantErr(t, err, fault.NotFound, "KV_VERSION_DELETED", "monky/data/env-qa-02/see/gemini version 2 is deleted or destroyed")
+	wantErr(t, err, effects.NotFound, "KV_VERSION_DELETED", "monky/data/env-qa-02/see/gemini version 2 is deleted or destroyed")
 	_, err = c.ReadKV(ctx, tok, "monky/data/env-qa-02/see/gemini", "value", 1)
-	wantErr(t, err, fault.NotFound, "KV_VERSION_DELETED", "version 1 is deleted or destroyed")
+	wantErr(t, err, effects.NotFound, "KV_VERSION_DELETED", "version 1 is deleted or destroyed")
 	_, err = c.ReadKV(ctx, tok, "monky/data/env-qa-02/see/gemini", "api_key", 3)
-	wantErr(t, err, fault.Permanent, "KV_KEY_MISSING", `key "api_key" is not in monky/data/env-qa-02/see/gemini version 3 (keys: alt, value)`)
+	wantErr(t, err, effects.Permanent, "KV_KEY_MISSING", `key "api_key" is not in monky/data/env-qa-02/see/gemini version 3 (keys: alt, value)`)
 }
 
 func TestIncrementSeconds(t *testing.T) {

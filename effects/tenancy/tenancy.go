@@ -1,5 +1,5 @@
 // Package tenancy is the HTTP client of monky-tenancy's agent API (PROTOCOL.md §1): check-in,
-// bundle download, lease and report, each classified into an *fault.Error.
+// bundle download, lease and report, each classified into an *effects.Error.
 //
 // It may not open sockets itself (the *http.Client it is given comes from package transport),
 // decide what the agent does next, or log. The bearer token never appears in an error.
@@ -19,7 +19,6 @@ import (
 	"time"
 
 	"github.com/tikali/monky-deployd/effects"
-	"github.com/tikali/monky-deployd/effects/fault"
 	"github.com/tikali/monky-deployd/internal/sanitize"
 	"github.com/tikali/monky-deployd/internal/version"
 	"github.com/tikali/monky-deployd/transport"
@@ -134,15 +133,15 @@ func (c *Client) Report(ctx context.Context, token string, r effects.Report) err
 // at tenancy itself, because the bearer goes with it.
 func (c *Client) resolve(op, ref string) (*url.URL, error) {
 	if c.baseErr != nil {
-		return nil, &fault.Error{Op: op, Kind: fault.Permanent, Code: "TENANCY_URL", Msg: "tenancy base URL: " + c.baseErr.Error()}
+		return nil, &effects.Error{Op: op, Kind: effects.Permanent, Code: "TENANCY_URL", Msg: "tenancy base URL: " + c.baseErr.Error()}
 	}
 	r, err := url.Parse(ref)
 	if err != nil {
-		return nil, &fault.Error{Op: op, Kind: fault.Permanent, Code: "TENANCY_URL", Msg: fmt.Sprintf("bad URL %q", ref)}
+		return nil, &effects.Error{Op: op, Kind: effects.Permanent, Code: "TENANCY_URL", Msg: fmt.Sprintf("bad URL %q", ref)}
 	}
 	if r.IsAbs() || r.Host != "" {
 		if !strings.EqualFold(r.Host, c.base.Host) || (r.Scheme != "" && r.Scheme != c.base.Scheme) {
-			return nil, &fault.Error{Op: op, Kind: fault.Permanent, Code: "TENANCY_URL",
+			return nil, &effects.Error{Op: op, Kind: effects.Permanent, Code: "TENANCY_URL",
 				Msg: fmt.Sprintf("refusing to send the bearer to %s://%s: tenancy is %s", r.Scheme, r.Host, c.base.Host)}
 		}
 		u := *c.base
@@ -170,13 +169,13 @@ func (c *Client) call(ctx context.Context, op, method, ref, token string, in any
 	if in != nil {
 		b, err := json.Marshal(in)
 		if err != nil {
-			return nil, nil, &fault.Error{Op: op, Kind: fault.Permanent, Err: fmt.Errorf("encode request: %w", err)}
+			return nil, nil, &effects.Error{Op: op, Kind: effects.Permanent, Err: fmt.Errorf("encode request: %w", err)}
 		}
 		rd = bytes.NewReader(b)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, u.String(), rd)
 	if err != nil {
-		return nil, nil, &fault.Error{Op: op, Kind: fault.Permanent, Err: err}
+		return nil, nil, &effects.Error{Op: op, Kind: effects.Permanent, Err: err}
 	}
 	req.Header.Set("Authorization", "Bearer "+token)
 	req.Header.Set("User-Agent", "monky-deployd/"+c.Version)
@@ -204,17 +203,17 @@ func (c *Client) call(ctx context.Context, op, method, ref, token string, in any
 	}
 	if int64(len(body)) > limit {
 		if op == "bundle" {
-			return nil, nil, &fault.Error{Op: op, Kind: fault.Permanent, Status: resp.StatusCode, Code: "BUNDLE_INVALID",
+			return nil, nil, &effects.Error{Op: op, Kind: effects.Permanent, Status: resp.StatusCode, Code: "BUNDLE_INVALID",
 				Msg: fmt.Sprintf("bundle larger than max_bundle_bytes (%d bytes)", limit)}
 		}
-		return nil, nil, &fault.Error{Op: op, Kind: fault.Permanent, Status: resp.StatusCode,
+		return nil, nil, &effects.Error{Op: op, Kind: effects.Permanent, Status: resp.StatusCode,
 			Msg: fmt.Sprintf("answer larger than %d bytes", limit)}
 	}
 	return body, resp.Header, nil
 }
 
 func (c *Client) transportErr(op, hostport string, err error, token string) error {
-	e := transport.Classify(op, hostport, c.transport, err)
+	e := effects.Classify(op, hostport, c.transport, err)
 	if token != "" && (strings.Contains(e.Msg, token) || strings.Contains(e.Error(), token)) {
 		cp := *e
 		cp.Msg = strings.ReplaceAll(cp.Error(), token, mask)
@@ -231,32 +230,32 @@ func (c *Client) statusErr(op string, resp *http.Response, raw []byte, token str
 		msg = strings.ReplaceAll(msg, token, mask)
 		code = strings.ReplaceAll(code, token, mask)
 	}
-	e := &fault.Error{Op: op, Status: resp.StatusCode, Code: code, Msg: msg}
+	e := &effects.Error{Op: op, Status: resp.StatusCode, Code: code, Msg: msg}
 	switch s := resp.StatusCode; {
 	case s == http.StatusUnauthorized:
-		e.Kind = fault.Unauthenticated
+		e.Kind = effects.Unauthenticated
 		if e.Code == "" {
 			e.Code = "AGENT_UNAUTHENTICATED"
 		}
 		e.Hint = "the bearer was refused (grant superseded by a kit re-reveal or retire, or the token revoked)"
 	case s == http.StatusForbidden:
-		e.Kind = fault.EnvMismatch
+		e.Kind = effects.EnvMismatch
 		if e.Code == "" {
 			e.Code = "AGENT_ENV_MISMATCH"
 		}
 		e.Hint = "the token is pinned to another env than config.yaml says"
 	case s == http.StatusNotFound:
-		e.Kind = fault.NotFound
+		e.Kind = effects.NotFound
 	case s == http.StatusTooManyRequests:
-		e.Kind = fault.RateLimited
+		e.Kind = effects.RateLimited
 		e.RetryAfter = retryAfter(resp.Header.Get("Retry-After"), c.now())
 	case s >= 500:
-		e.Kind = fault.Temporary
+		e.Kind = effects.Temporary
 	case s >= 300 && s < 400:
-		e.Kind = fault.Permanent
+		e.Kind = effects.Permanent
 		e.Msg = fmt.Sprintf("unexpected redirect to %q (not followed)", resp.Header.Get("Location"))
 	default:
-		e.Kind = fault.Permanent
+		e.Kind = effects.Permanent
 	}
 	return e
 }

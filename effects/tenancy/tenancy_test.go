@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/tikali/monky-deployd/effects"
-	"github.com/tikali/monky-deployd/effects/fault"
 	"github.com/tikali/monky-deployd/internal/testkit"
 	"github.com/tikali/monky-deployd/transport"
 )
@@ -93,9 +92,9 @@ func answer(status int, body string, hdr ...string) http.HandlerFunc {
 	}
 }
 
-func asErr(t *testing.T, err error) *fault.Error {
+func asErr(t *testing.T, err error) *effects.Error {
 	t.Helper()
-	e := testkit.ErrorAs[*fault.Error](t, err)
+	e := testkit.ErrorAs[*effects.Error](t, err)
 	if strings.Contains(err.Error(), token) {
 		t.Fatalf("the bearer leaked into the error: %v", err)
 	}
@@ -170,7 +169,7 @@ func TestCheckinAnswers(t *testing.T) {
 			got, err := client(t, f.URL).Checkin(context.Background(), token, effects.CheckinRequest{})
 			if tc.wantErr != "" {
 				e := asErr(t, err)
-				if e.Kind != fault.Permanent || !strings.Contains(err.Error(), tc.wantErr) {
+				if e.Kind != effects.Permanent || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("got %v (%v), want permanent %q", err, e.Kind, tc.wantErr)
 				}
 				return
@@ -188,26 +187,26 @@ func TestStatusMapping(t *testing.T) {
 		status int
 		body   string
 		hdr    []string
-		kind   fault.Kind
+		kind   effects.Kind
 		code   string
 		msg    string
 		retry  time.Duration
 	}{
-		{"401 detail", 401, `{"detail": {"code": "AGENT_UNAUTHENTICATED", "message": "bearer refused"}}`, nil, fault.Unauthenticated, "AGENT_UNAUTHENTICATED", "bearer refused", 0},
-		{"401 plain", 401, `Unauthorized`, nil, fault.Unauthenticated, "AGENT_UNAUTHENTICATED", "Unauthorized", 0},
-		{"403 mismatch", 403, `{"detail": {"code": "AGENT_ENV_MISMATCH", "message": "token is for env-qa-03"}}`, nil, fault.EnvMismatch, "AGENT_ENV_MISMATCH", "token is for env-qa-03", 0},
-		{"403 other", 403, `{"code": "FORBIDDEN", "message": "no"}`, nil, fault.EnvMismatch, "FORBIDDEN", "no", 0},
-		{"404", 404, `{"detail": "Not Found"}`, nil, fault.NotFound, "", "Not Found", 0},
-		{"429 seconds", 429, `{"detail": {"code": "LEASE_RATE_LIMITED", "message": "5 leases per hour"}}`, []string{"Retry-After", "120"}, fault.RateLimited, "LEASE_RATE_LIMITED", "5 leases per hour", 120 * time.Second},
-		{"429 date", 429, `{"code": "LEASE_RATE_LIMITED"}`, []string{"Retry-After", fixedNow.Add(17 * time.Minute).Format(http.TimeFormat)}, fault.RateLimited, "LEASE_RATE_LIMITED", "", 17 * time.Minute},
-		{"429 bare", 429, ``, nil, fault.RateLimited, "", "", 0},
-		{"500", 500, `Internal Server Error`, nil, fault.Temporary, "", "Internal Server Error", 0},
-		{"502", 502, `<html>bad gateway</html>`, nil, fault.Temporary, "", "bad gateway", 0},
-		{"503 detail", 503, `{"detail": {"code": "MAINTENANCE", "message": "later"}}`, nil, fault.Temporary, "MAINTENANCE", "later", 0},
-		{"400 code", 400, `{"detail": {"code": "BAD_ENV", "message": "env_id malformed"}}`, nil, fault.Permanent, "BAD_ENV", "env_id malformed", 0},
-		{"409 top-level", 409, `{"code": "CONFLICT", "message": "busy"}`, nil, fault.Permanent, "CONFLICT", "busy", 0},
-		{"422 plain", 422, "unprocessable\n", nil, fault.Permanent, "", "unprocessable", 0},
-		{"302 not followed", 302, ``, []string{"Location", "http://elsewhere.example/"}, fault.Permanent, "", "redirect", 0},
+		{"401 detail", 401, `{"detail": {"code": "AGENT_UNAUTHENTICATED", "message": "bearer refused"}}`, nil, effects.Unauthenticated, "AGENT_UNAUTHENTICATED", "bearer refused", 0},
+		{"401 plain", 401, `Unauthorized`, nil, effects.Unauthenticated, "AGENT_UNAUTHENTICATED", "Unauthorized", 0},
+		{"403 mismatch", 403, `{"detail": {"code": "AGENT_ENV_MISMATCH", "message": "token is for env-qa-03"}}`, nil, effects.EnvMismatch, "AGENT_ENV_MISMATCH", "token is for env-qa-03", 0},
+		{"403 other", 403, `{"code": "FORBIDDEN", "message": "no"}`, nil, effects.EnvMismatch, "FORBIDDEN", "no", 0},
+		{"404", 404, `{"detail": "Not Found"}`, nil, effects.NotFound, "", "Not Found", 0},
+		{"429 seconds", 429, `{"detail": {"code": "LEASE_RATE_LIMITED", "message": "5 leases per hour"}}`, []string{"Retry-After", "120"}, effects.RateLimited, "LEASE_RATE_LIMITED", "5 leases per hour", 120 * time.Second},
+		{"429 date", 429, `{"code": "LEASE_RATE_LIMITED"}`, []string{"Retry-After", fixedNow.Add(17 * time.Minute).Format(http.TimeFormat)}, effects.RateLimited, "LEASE_RATE_LIMITED", "", 17 * time.Minute},
+		{"429 bare", 429, ``, nil, effects.RateLimited, "", "", 0},
+		{"500", 500, `Internal Server Error`, nil, effects.Temporary, "", "Internal Server Error", 0},
+		{"502", 502, `<html>bad gateway</html>`, nil, effects.Temporary, "", "bad gateway", 0},
+		{"503 detail", 503, `{"detail": {"code": "MAINTENANCE", "message": "later"}}`, nil, effects.Temporary, "MAINTENANCE", "later", 0},
+		{"400 code", 400, `{"detail": {"code": "BAD_ENV", "message": "env_id malformed"}}`, nil, effects.Permanent, "BAD_ENV", "env_id malformed", 0},
+		{"409 top-level", 409, `{"code": "CONFLICT", "message": "busy"}`, nil, effects.Permanent, "CONFLICT", "busy", 0},
+		{"422 plain", 422, "unprocessable\n", nil, effects.Permanent, "", "unprocessable", 0},
+		{"302 not followed", 302, ``, []string{"Location", "http://elsewhere.example/"}, effects.Permanent, "", "redirect", 0},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -235,8 +234,8 @@ func TestExitClassOfStatuses(t *testing.T) {
 	for status, temp := range map[int]bool{429: true, 500: true, 503: true, 400: false, 401: false, 403: false, 404: false} {
 		f := newFake(t, answer(status, ""))
 		err := client(t, f.URL).Report(context.Background(), token, effects.Report{})
-		if fault.IsTemporary(err) != temp {
-			t.Errorf("status %d: temporary=%v, want %v", status, fault.IsTemporary(err), temp)
+		if effects.IsTemporary(err) != temp {
+			t.Errorf("status %d: temporary=%v, want %v", status, effects.IsTemporary(err), temp)
 		}
 	}
 }
@@ -260,7 +259,7 @@ func TestTransportFailures(t *testing.T) {
 	l.Close()
 	_, err := client(t, "http://"+dead).Checkin(context.Background(), token, effects.CheckinRequest{})
 	e := asErr(t, err)
-	if e.Kind != fault.Temporary || e.Code != "CONNECTION_REFUSED" || !strings.Contains(err.Error(), "nothing listens at "+dead+" (transport system)") {
+	if e.Kind != effects.Temporary || e.Code != "CONNECTION_REFUSED" || !strings.Contains(err.Error(), "nothing listens at "+dead+" (transport system)") {
 		t.Fatalf("refused: %v (%v)", err, e.Kind)
 	}
 
@@ -272,7 +271,7 @@ func TestTransportFailures(t *testing.T) {
 	})
 	_, err = client(t, cut.URL).Checkin(context.Background(), token, effects.CheckinRequest{})
 	e = asErr(t, err)
-	if e.Kind != fault.Temporary {
+	if e.Kind != effects.Temporary {
 		t.Fatalf("truncated body: %v (%v)", err, e.Kind)
 	}
 
@@ -280,7 +279,7 @@ func TestTransportFailures(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
 	_, err = client(t, slow.URL).Checkin(ctx, token, effects.CheckinRequest{})
-	if e = asErr(t, err); e.Kind != fault.Temporary || e.Code != "TIMEOUT" {
+	if e = asErr(t, err); e.Kind != effects.Temporary || e.Code != "TIMEOUT" {
 		t.Fatalf("timeout: %v (%v %q)", err, e.Kind, e.Code)
 	}
 }
@@ -307,7 +306,7 @@ func TestLease(t *testing.T) {
 			}
 			if tc.wantErr != "" {
 				e := asErr(t, err)
-				if e.Kind != fault.Permanent || e.Code != "LEASE_SHAPE" || !strings.Contains(err.Error(), tc.wantErr) {
+				if e.Kind != effects.Permanent || e.Code != "LEASE_SHAPE" || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("got %v, want %q", err, tc.wantErr)
 				}
 				if strings.Contains(err.Error(), "s.wrapwrapwrap") || strings.Contains(err.Error(), "eyJ") {
@@ -324,7 +323,7 @@ func TestLease(t *testing.T) {
 		f := newFake(t, answer(429, `{"detail":{"code":"LEASE_RATE_LIMITED","message":"5 per hour"}}`, "Retry-After", "900"))
 		_, err := client(t, f.URL).Lease(context.Background(), token, "env-qa-02", "renew")
 		e := asErr(t, err)
-		if e.Kind != fault.RateLimited || e.Code != "LEASE_RATE_LIMITED" || e.RetryAfter != 15*time.Minute || !fault.IsTemporary(err) {
+		if e.Kind != effects.RateLimited || e.Code != "LEASE_RATE_LIMITED" || e.RetryAfter != 15*time.Minute || !effects.IsTemporary(err) {
 			t.Fatalf("got %v %v %v", err, e.Kind, e.RetryAfter)
 		}
 	})
@@ -366,18 +365,18 @@ func TestFetchBundle(t *testing.T) {
 
 	_, err = c.FetchBundle(ctx, token, "/v1/agent/bundle/env-qa-02/abc", 999)
 	e := asErr(t, err)
-	if e.Kind != fault.Permanent || e.Code != "BUNDLE_INVALID" || !strings.Contains(e.Msg, "bundle larger than max_bundle_bytes") {
+	if e.Kind != effects.Permanent || e.Code != "BUNDLE_INVALID" || !strings.Contains(e.Msg, "bundle larger than max_bundle_bytes") {
 		t.Fatalf("over the limit: %v", err)
 	}
 
 	_, err = c.FetchBundle(ctx, token, "/v1/agent/bundle/env-qa-02/gone", 0)
-	if e = asErr(t, err); e.Kind != fault.NotFound || e.Code != "BUNDLE_NOT_FOUND" {
+	if e = asErr(t, err); e.Kind != effects.NotFound || e.Code != "BUNDLE_NOT_FOUND" {
 		t.Fatalf("404: %v", err)
 	}
 
 	before := len(f.reqs)
 	_, err = c.FetchBundle(ctx, token, "http://evil.example/v1/agent/bundle/x", 0)
-	if e = asErr(t, err); e.Kind != fault.Permanent || !strings.Contains(e.Msg, "refusing to send the bearer to http://evil.example") {
+	if e = asErr(t, err); e.Kind != effects.Permanent || !strings.Contains(e.Msg, "refusing to send the bearer to http://evil.example") {
 		t.Fatalf("foreign host: %v", err)
 	}
 	if len(f.reqs) != before {
@@ -424,7 +423,7 @@ func TestReportCarriesTheWhy(t *testing.T) {
 
 func TestBadBaseURL(t *testing.T) {
 	_, err := New("monky.tenancy.deploy:443", &http.Client{}, "system", nil).Checkin(context.Background(), token, effects.CheckinRequest{})
-	if e := asErr(t, err); e.Kind != fault.Permanent || e.Code != "TENANCY_URL" {
+	if e := asErr(t, err); e.Kind != effects.Permanent || e.Code != "TENANCY_URL" {
 		t.Fatalf("got %v", err)
 	}
 }

@@ -368,7 +368,7 @@ func newAgent(cfgPath string) (*agent, error) {
 	if err != nil {
 		return nil, err
 	}
-	d, err := transport.New(cfg)
+	d, err := transport.New(transport.FromConfig(cfg))
 	if err != nil {
 		return nil, err
 	}

@@ -1,4 +1,4 @@
-package transport
+package effects
 
 import (
 	"context"
@@ -12,20 +12,21 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/tikali/monky-deployd/effects/fault"
 	"github.com/tikali/monky-deployd/internal/config"
+	"github.com/tikali/monky-deployd/transport"
 )
 
 // Classify turns a transport-level failure of op towards hostport (the intercept host:port)
-// over transport into an *fault.Error whose message names both and says what to check.
+// over the transport named via into an *Error whose message names both and says what to check.
 // Refused, DNS, timeout and reset/truncated are Temporary (the next tick may succeed); a
-// certificate problem is Kind TLS (retrying cannot fix a wrong CA). An *fault.Error already
-// in err's chain is returned as it is. nil stays nil.
-func Classify(op, hostport, transport string, err error) *fault.Error {
+// certificate problem is Kind TLS (retrying cannot fix a wrong CA). A *transport.Error in err's
+// chain (a fault the transport decided itself) keeps its op, code and words, Kind TLS when it
+// is one, else Permanent; an *Error already in err's chain is returned as it is. nil stays nil.
+func Classify(op, hostport, via string, err error) *Error {
 	if err == nil {
 		return nil
 	}
-	var ee *fault.Error
+	var ee *Error
 	if errors.As(err, &ee) {
 		if ee.Op == "" || ee.Op == "tls" {
 			c := *ee
@@ -34,8 +35,19 @@ func Classify(op, hostport, transport string, err error) *fault.Error {
 		}
 		return ee
 	}
-	where := fmt.Sprintf("%s (transport %s%s)", hostport, transport, dialled(err, hostport))
-	e := &fault.Error{Op: op, Err: err}
+	var te *transport.Error
+	if errors.As(err, &te) {
+		e := &Error{Op: te.Op, Kind: Permanent, Code: te.Code, Msg: te.Msg, Hint: te.Hint, Err: te.Err}
+		if te.TLS {
+			e.Kind = TLS
+		}
+		if e.Op == "" || e.Op == "tls" {
+			e.Op = op
+		}
+		return e
+	}
+	where := fmt.Sprintf("%s (transport %s%s)", hostport, via, dialled(err, hostport))
+	e := &Error{Op: op, Err: err}
 	var (
 		hostErr x509.HostnameError
 		caErr   x509.UnknownAuthorityError
@@ -48,60 +60,60 @@ func Classify(op, hostport, transport string, err error) *fault.Error {
 	)
 	switch {
 	case errors.As(err, &hostErr):
-		e.Kind, e.Code = fault.TLS, "TLS_NAME_MISMATCH"
+		e.Kind, e.Code = TLS, "TLS_NAME_MISMATCH"
 		e.Msg = fmt.Sprintf("certificate of %s is not valid for %s", where, hostErr.Host)
 		e.Hint = "check bao.addr / the intercept name"
 	case errors.As(err, &caErr):
-		e.Kind, e.Code = fault.TLS, "TLS_UNKNOWN_CA"
+		e.Kind, e.Code = TLS, "TLS_UNKNOWN_CA"
 		e.Msg = fmt.Sprintf("certificate of %s is signed by an unknown authority", where)
 		e.Hint = "check bao.ca_file (tenancy.ca_file for tenancy over https): it must hold the CA that signed this certificate"
 	case errors.As(err, &invErr):
-		e.Kind, e.Code = fault.TLS, "TLS_CERT_INVALID"
+		e.Kind, e.Code = TLS, "TLS_CERT_INVALID"
 		e.Msg = fmt.Sprintf("certificate of %s is invalid: %v", where, invErr)
 		e.Hint = "check the server's certificate (expiry, usage) and the box's clock"
 	case errors.As(err, &recErr), strings.Contains(err.Error(), "server gave HTTP response to HTTPS client"):
-		e.Kind, e.Code = fault.TLS, "TLS_HANDSHAKE"
+		e.Kind, e.Code = TLS, "TLS_HANDSHAKE"
 		e.Msg = fmt.Sprintf("%s did not answer TLS", where)
 		e.Hint = "check the scheme (http or https) of bao.addr / tenancy.scheme"
 	case errors.As(err, &alert):
-		e.Kind, e.Code = fault.TLS, "TLS_HANDSHAKE"
+		e.Kind, e.Code = TLS, "TLS_HANDSHAKE"
 		e.Msg = fmt.Sprintf("TLS handshake with %s failed: %v", where, alert)
 		e.Hint = "check the server's TLS setup"
 	case errors.As(err, &dnsErr):
-		e.Kind, e.Code = fault.Temporary, "DNS_FAILURE"
+		e.Kind, e.Code = Temporary, "DNS_FAILURE"
 		e.Msg = fmt.Sprintf("cannot resolve %s for %s: %s", dnsErr.Name, where, dnsErr.Err)
-		e.Hint = hint(transport, "check the tunneller's DNS intercept (ziti-edge-tunnel) and the name in the config")
+		e.Hint = hint(via, "check the tunneller's DNS intercept (ziti-edge-tunnel) and the name in the config")
 	case errors.Is(err, syscall.ECONNREFUSED):
-		e.Kind, e.Code = fault.Temporary, "CONNECTION_REFUSED"
+		e.Kind, e.Code = Temporary, "CONNECTION_REFUSED"
 		e.Msg = fmt.Sprintf("nothing listens at %s", where)
-		e.Hint = hint(transport, "check the tunneller (ziti-edge-tunnel) and the service's intercept")
+		e.Hint = hint(via, "check the tunneller (ziti-edge-tunnel) and the service's intercept")
 	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE),
 		errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
-		e.Kind, e.Code = fault.Temporary, "CONNECTION_RESET"
+		e.Kind, e.Code = Temporary, "CONNECTION_RESET"
 		e.Msg = fmt.Sprintf("connection to %s was reset or cut short", where)
-		e.Hint = hint(transport, "check the tunneller and the far side's health")
+		e.Hint = hint(via, "check the tunneller and the far side's health")
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, os.ErrDeadlineExceeded),
 		errors.As(err, &netErr) && netErr.Timeout():
-		e.Kind, e.Code = fault.Temporary, "TIMEOUT"
+		e.Kind, e.Code = Temporary, "TIMEOUT"
 		e.Msg = fmt.Sprintf("no answer from %s in time", where)
-		e.Hint = hint(transport, "check the tunneller and the far side's health")
+		e.Hint = hint(via, "check the tunneller and the far side's health")
 	case errors.Is(err, context.Canceled):
-		e.Kind, e.Code = fault.Temporary, "CANCELLED"
+		e.Kind, e.Code = Temporary, "CANCELLED"
 		e.Msg = fmt.Sprintf("call to %s was cancelled", where)
 	case errors.As(err, &opErr):
-		e.Kind, e.Code = fault.Temporary, "UNREACHABLE"
+		e.Kind, e.Code = Temporary, "UNREACHABLE"
 		e.Msg = fmt.Sprintf("cannot reach %s: %v", where, opErr.Err)
-		e.Hint = hint(transport, "check the tunneller and the mesh")
+		e.Hint = hint(via, "check the tunneller and the mesh")
 	default:
-		e.Kind = fault.Permanent
+		e.Kind = Permanent
 		e.Msg = fmt.Sprintf("%s: %v", where, err)
 	}
 	return e
 }
 
 // hint points a proxy-transport failure at the proxy unit, the others at the tunneller.
-func hint(transport, other string) string {
-	if transport == config.TransportProxy {
+func hint(via, other string) string {
+	if via == config.TransportProxy {
 		return "check monky-deployd-proxy.service (systemctl status monky-deployd-proxy)"
 	}
 	return other
