@@ -1,6 +1,10 @@
 // Package explain reads the state file and says, in words a support engineer reads at 3 a.m.,
 // why the box is where it is: the journal of the last ticks (`explain`) and where the box
 // stands now (`status`). It only reads: it never changes the state file, never dials out.
+//
+// It is the read model of the state machine, so it sits in machine/, above machine and store
+// (whose records and words it reads) and below states (which journals with its words) and cmd
+// (which prints it): a folder above it would import it back, a folder below could not hold it.
 package explain
 
 import (

@@ -8,6 +8,9 @@
 // init. Counters that must survive the journal's folding and pruning (ticks by exit code,
 // failures and refusals by code) are kept in `<state_dir>/metrics.json`, replaced atomically
 // each tick.
+//
+// Like explain (machine/explain, whose verdicts it counts) it reads what the state machine
+// wrote, so it sits in machine/, above machine and store and below the cmd that runs it.
 package metrics
 
 import (
