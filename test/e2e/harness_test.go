@@ -570,6 +570,34 @@ func (b *box) assertHealthy(tag string) {
 	}
 }
 
+// refusedBeforeLease runs a tick that must refuse the desired release as PRIVILEGED_REFUSED
+// naming want, before any lease and with no container of the project replaced.
+func (b *box) refusedBeforeLease(want string) {
+	b.t.Helper()
+	leases := b.w.sim.Counts(b.env).Leases
+	before := b.containers()
+	e := b.tick(1)
+	if !strings.Contains(e, "PRIVILEGED_REFUSED") || !strings.Contains(e, want) {
+		b.t.Errorf("stderr does not refuse the release naming %q:\n%s", want, e)
+	}
+	if n := b.w.sim.Counts(b.env).Leases; n != leases {
+		b.t.Errorf("leases %d → %d: the refusal cost a lease", leases, n)
+	}
+	b.sameContainers(before, "by a refused release")
+}
+
+// sameContainers fails the test when a container of before is no longer the project's (why
+// says what replaced it).
+func (b *box) sameContainers(before map[string]container, why string) {
+	b.t.Helper()
+	after := b.containers()
+	for svc, c := range before {
+		if after[svc].ID != c.ID {
+			b.t.Errorf("%s was replaced %s", svc, why)
+		}
+	}
+}
+
 // exec runs the test image's program in the running container of service svc (as a
 // compromised service would run it) and returns what it printed and its error.
 func (b *box) exec(svc string, args ...string) (string, error) {
