@@ -74,6 +74,8 @@ type tick struct {
 	Log zerolog.Logger
 	// eng is the machine over the state file, as this tick loaded it.
 	eng *machine.Engine
+	// number is the tick's, once it began (0 before).
+	number uint64
 	// token is the bearer the tick holds ("" before ensureToken, or once it was dropped).
 	token string
 	// grantFresh: this process leased the kept grant, so no login with it can have happened

@@ -20,24 +20,15 @@ import (
 )
 
 // Tick runs one tick: the lock, the check-in, and the machine as far as it can go now.
-// Two ticks never run at once: a second one returns exit 0 at once.
+// Two ticks never run at once: a second one returns exit 0 at once. Its phases, in order:
+// enter (the lock), open (the state file read, the tick begun), settle (the box readied before
+// any network call), work (the check-in and the machine, under the tick's deadline), decide
+// (the exit code), end (the tick's end committed) and finish (compaction, the closing line).
 func (a *Agent) Tick(ctx context.Context) Result {
 	a.defaults()
-	if err := os.MkdirAll(a.Cfg.StateDir, 0o700); err != nil {
-		return Result{Exit: ExitFail, Err: fmt.Errorf("state dir: %w", err)}
-	}
-	if err := CheckTrust(a.Cfg); err != nil {
-		return Result{Exit: ExitFail, Err: err}
-	}
-	lk, held, err := a.takeLock()
-	if err != nil {
-		// the lock file is unusable: the tick still leaves its trace
-		a.traceEarly(err)
-		return Result{Exit: ExitFail, Err: err}
-	}
+	lk, res, held := a.enter()
 	if !held {
-		a.Log.Debug().Msg("another tick holds the lock; nothing to do")
-		return Result{Exit: ExitOK}
+		return res
 	}
 	defer func() {
 		if lk != nil {
@@ -45,9 +36,49 @@ func (a *Agent) Tick(ctx context.Context) Result {
 		}
 	}()
 	phase.Mark("lock")
+	tk, fresh, future, err := a.open()
+	if err != nil {
+		return Result{Exit: ExitFail, Err: err}
+	}
+	began := tk.Now()
+	leftovers, err := tk.settle(fresh, future)
+	if err != nil {
+		return Result{Exit: ExitFail, Err: err}
+	}
+	res = tk.end(tk.decide(tk.work(ctx, leftovers)))
+	phase.Mark("commit")
+	tk.finish(res, tk.Now().Sub(began))
+	return res
+}
 
-	// the tick's reads before its check-in, in one open of the state file
-	outboxEmpty, future := false, 0
+// enter takes the tick's lock, once the state dir and the files the agent trusts are fit:
+// held is false when the tick goes no further (res says how it ended: another tick holds the
+// lock, exit 0; or the lock cannot be taken).
+func (a *Agent) enter() (lk *tickLock, res Result, held bool) {
+	if err := os.MkdirAll(a.Cfg.StateDir, 0o700); err != nil {
+		return nil, Result{Exit: ExitFail, Err: fmt.Errorf("state dir: %w", err)}, false
+	}
+	if err := CheckTrust(a.Cfg); err != nil {
+		return nil, Result{Exit: ExitFail, Err: err}, false
+	}
+	lk, held, err := a.takeLock()
+	if err != nil {
+		// the lock file is unusable: the tick still leaves its trace
+		a.traceEarly(err)
+		return nil, Result{Exit: ExitFail, Err: err}, false
+	}
+	if !held {
+		a.Log.Debug().Msg("another tick holds the lock; nothing to do")
+		return nil, Result{Exit: ExitOK}, false
+	}
+	return lk, Result{}, true
+}
+
+// open reads the state file (the tick's reads before its check-in, in one open of it) and
+// begins the tick: its number, on every line it logs. fresh: the state file had never recorded
+// anything a takeover could clobber; future: the lease-budget entries recorded in the future.
+func (a *Agent) open() (tk *tick, fresh bool, future int, err error) {
+	outboxEmpty := false
 	eng, err := machine.LoadWith(a.Store, a.Now, func(tx store.Tx) error {
 		q, err := tx.Outbox()
 		if err != nil {
@@ -58,32 +89,44 @@ func (a *Agent) Tick(ctx context.Context) Result {
 		return err
 	})
 	if err != nil {
-		return Result{Exit: ExitFail, Err: err}
+		return nil, false, 0, err
 	}
-	tk := a.newTick(eng)
+	tk = a.newTick(eng)
 	tk.outboxEmpty = outboxEmpty
 	eng.OnTransition = tk.logTransition
 	eng.OnNote = tk.logNote
-	fresh := tk.fresh()
+	fresh = tk.fresh()
 	n, err := eng.BeginTick(tk.Cfg.EnvID)
 	if err != nil {
-		return Result{Exit: ExitFail, Err: fmt.Errorf("begin tick: %w", err)}
+		return nil, false, 0, fmt.Errorf("begin tick: %w", err)
 	}
+	tk.number = n
 	// every line of this tick carries its number (loop mode runs many ticks on one logger)
 	tk.Log = a.Log.With().Uint64(logging.FieldTick, n).Logger()
-	began := tk.Now()
+	return tk, fresh, future, nil
+}
+
+// settle readies the box before any network call: a box upgraded in place from 0.1.x is taken
+// over (its token, applied sha and releases), the temp files a kill left are settled, the box's
+// secrets are masked and times recorded in the future corrected. A takeover that fails is err;
+// a temp file that cannot be settled is leftovers, which ends the tick before its work.
+func (tk *tick) settle(fresh bool, future int) (leftovers, err error) {
 	if fresh {
-		// a box upgraded in place from 0.1.x: its token, applied sha and releases
 		if err := tk.takeover(); err != nil {
-			return Result{Exit: ExitFail, Err: fmt.Errorf("take over: %w", err)}
+			return nil, fmt.Errorf("take over: %w", err)
 		}
 	}
-	// a temp file that cannot be settled ends the tick before any network call
-	leftovers := tk.cleanLeftovers()
+	leftovers = tk.cleanLeftovers()
 	tk.maskBoxSecrets()
 	if err := tk.correctClock(future); err != nil {
 		tk.Log.Warn().Msg("clock check: " + err.Error())
 	}
+	return leftovers, nil
+}
+
+// work runs the tick's body (run) under its deadline, unless leftovers ended it: a temporary
+// or local fault met past tick_timeout_s is the deadline's, said as such.
+func (tk *tick) work(ctx context.Context, leftovers error) error {
 	parent := ctx
 	if tk.TickTimeout > 0 {
 		var cancel context.CancelFunc
@@ -91,7 +134,8 @@ func (a *Agent) Tick(ctx context.Context) Result {
 		defer cancel()
 	}
 	phase.Mark("state-read")
-	if err = leftovers; err == nil {
+	err := leftovers
+	if err == nil {
 		err = tk.run(ctx)
 	}
 	if pastDeadline(ctx) && parent.Err() == nil && err != nil && (effects.IsTemporary(err) || local(err)) && !tk.isBlocked() {
@@ -101,52 +145,78 @@ func (a *Agent) Tick(ctx context.Context) Result {
 			tk.TickTimeout, tk.eng.State(), cause.Error())
 		_ = tk.eng.Note(machine.NoteTickEnd, machine.CodeTickDeadline, detail, tk.Now(), nil)
 	}
-	res := Result{Exit: ExitCode(err), Err: err, IntervalS: eng.Record().IntervalS, Tick: n}
+	return err
+}
+
+// decide is how the tick ends, from its error: the exit code, the reason journaled when it
+// ended early (exit 75 or 1); a temporary fault in laptop mode is exit 0.
+func (tk *tick) decide(err error) Result {
+	res := Result{Exit: ExitCode(err), Err: err, IntervalS: tk.eng.Record().IntervalS, Tick: tk.number}
 	if res.Exit == ExitTemporary || res.Exit == ExitFail {
 		tk.journalEnd(err)
 	}
 	if err != nil && tk.Cfg.LaptopMode && res.Exit == ExitTemporary {
 		tk.Log.Debug().Msg("offline (laptop mode): " + err.Error())
-		res = Result{Exit: ExitOK, IntervalS: res.IntervalS, Tick: n}
+		res = Result{Exit: ExitOK, IntervalS: res.IntervalS, Tick: tk.number}
 	}
-	// the tick's verdict, read in its end's transaction: its closing line's priority
-	readVerdict := func(tx store.Tx) error {
-		lim := explain.LimitsOf(tk.Cfg)
-		lim.TickRunning = true // this tick holds the lock
-		if _, v, err := explain.WhyOf(tx, tk.Now(), lim); err == nil {
-			tk.verdict = &v
-		}
-		return nil
+	return res
+}
+
+// end commits the tick's end (with a heartbeat's writes, when it has them) and reads the box's
+// verdict in its transaction. An end that cannot be committed fails a tick that was to exit 0.
+func (tk *tick) end(res Result) Result {
+	var err error
+	if tk.tail != nil {
+		err = tk.endWithTail(res.Exit)
+	} else {
+		err = tk.eng.EndTick(tk.tickEnd(res.Exit), tk.Retention)
 	}
-	end := func() error {
-		return eng.EndTick(machine.TickEnd{Exit: res.Exit, Action: tk.action, Read: readVerdict}, tk.Retention)
-	}
-	if tail := tk.tail; tail != nil {
-		// a heartbeat's transitions and the tick's end: one open, one commit (docs/MACHINE.md)
-		end = func() error {
-			err := eng.Batch(func() error {
-				if err := tail(); err != nil {
-					return err
-				}
-				return eng.EndTick(machine.TickEnd{Exit: res.Exit, Action: tk.action, Read: readVerdict}, tk.Retention)
-			})
-			if err != nil {
-				// nothing of the heartbeat was written: the tick's header still says how it ended
-				_ = eng.EndTick(machine.TickEnd{Exit: ExitFail, Action: tk.action}, tk.Retention)
-			}
-			return err
-		}
-	}
-	if err := end(); err != nil {
+	if err != nil {
 		tk.Log.Error().Err(err).Msg("end tick")
 		if res.Exit == ExitOK {
-			res = Result{Exit: ExitFail, Err: err, Tick: n}
+			res = Result{Exit: ExitFail, Err: err, Tick: tk.number}
 		}
 	}
-	phase.Mark("commit")
-	tk.compact(eng.Record().Tick)
-	tk.logEnd(res, tk.Now().Sub(began))
 	return res
+}
+
+// endWithTail commits a heartbeat's transitions and the tick's end: one open, one commit
+// (docs/MACHINE.md).
+func (tk *tick) endWithTail(exit int) error {
+	tail := tk.tail
+	err := tk.eng.Batch(func() error {
+		if err := tail(); err != nil {
+			return err
+		}
+		return tk.eng.EndTick(tk.tickEnd(exit), tk.Retention)
+	})
+	if err != nil {
+		// nothing of the heartbeat was written: the tick's header still says how it ended
+		_ = tk.eng.EndTick(machine.TickEnd{Exit: ExitFail, Action: tk.action}, tk.Retention)
+	}
+	return err
+}
+
+// tickEnd is the tick's end, with exit, as committed.
+func (tk *tick) tickEnd(exit int) machine.TickEnd {
+	return machine.TickEnd{Exit: exit, Action: tk.action, Read: tk.readVerdict}
+}
+
+// readVerdict reads the box's verdict, in the tick's end's transaction: its closing line's
+// priority.
+func (tk *tick) readVerdict(tx store.Tx) error {
+	lim := explain.LimitsOf(tk.Cfg)
+	lim.TickRunning = true // this tick holds the lock
+	if _, v, err := explain.WhyOf(tx, tk.Now(), lim); err == nil {
+		tk.verdict = &v
+	}
+	return nil
+}
+
+// finish compacts the state file when it is due and logs the tick's closing line.
+func (tk *tick) finish(res Result, took time.Duration) {
+	tk.compact(tk.eng.Record().Tick)
+	tk.logEnd(res, took)
 }
 
 // run is the tick's body; its error decides the exit code.
