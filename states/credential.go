@@ -557,3 +557,84 @@ func (tk *tick) leaseLogin(ctx context.Context, reason string) error {
 
 // maxTokenTTL is OpenBao's max ttl for the agent's token (PROTOCOL.md §3: 30 days).
 const maxTokenTTL = 30 * 24 * time.Hour
+
+// credentialForApply gives an apply whose bundle reads secrets a token fit to read them
+// (preflight's last part): reused when it can be, a grant kept from an interrupted tick when
+// there is one, leased when it must be (planCredential) — never a lease on a guess.
+func (tk *tick) credentialForApply(ctx context.Context, started time.Time) error {
+	why, reusable, err := tk.reusableToken(ctx)
+	var kept string
+	if err == nil && !reusable {
+		kept, _ = readSecretFile(tk.Cfg.GrantPath())
+	}
+	p := planCredential(why, reusable, err, kept, tk.Now())
+	switch {
+	case p.stop:
+		// OpenBao could not say whether the token lives: no lease on a guess; the next tick asks again
+		tk.noteStop(machine.NoteLeaseDeferred, err, started, "whether the token is reusable is asked again next tick")
+		return err
+	case p.reuse:
+		return tk.eng.Fire(machine.Outcome{Event: machine.EvReuse, Detail: p.detail}, started)
+	case p.keptGrant:
+		return tk.eng.Fire(machine.Outcome{Event: machine.EvLease, Detail: p.detail, Update: func(r *store.Record, _ store.Tx) error {
+			r.LeaseJTI = p.jti
+			return nil
+		}}, started)
+	}
+	return tk.leaseForApply(ctx, started)
+}
+
+// credentialPlan is how an apply gets its token: stop (ask again next tick), reuse the one
+// held, take the kept grant (its jti), or, none of them, ask a lease.
+type credentialPlan struct {
+	stop, reuse, keptGrant bool
+	detail, jti            string
+}
+
+// planCredential decides from whether the token held is reusable (why, or the error that left
+// it unknown) and the grant kept from an interrupted tick ("" when none) at now.
+func planCredential(why string, reusable bool, reuseErr error, kept string, now time.Time) credentialPlan {
+	switch {
+	case reuseErr != nil:
+		return credentialPlan{stop: true}
+	case reusable:
+		return credentialPlan{reuse: true, detail: why}
+	case kept != "" && !grantExpired(kept, now):
+		return credentialPlan{keptGrant: true, jti: grantJTI(kept), detail: "a lease's grant kept from an interrupted tick: no new lease"}
+	}
+	return credentialPlan{}
+}
+
+// leaseForApply asks tenancy for a lease for this apply and keeps its grant 0600 until the
+// login. When tenancy cannot answer now, a working token applies and the swap waits.
+func (tk *tick) leaseForApply(ctx context.Context, started time.Time) error {
+	lease, err := tk.askLease(ctx, "apply")
+	if local(err) || (err != nil && tk.isBlocked()) {
+		return err
+	}
+	if err != nil {
+		if effects.IsTemporary(err) {
+			if tk.tokenWorks(ctx) {
+				src := tk.eng.Record().Token.Source
+				if src == "" {
+					src = store.SourceBootstrap
+				}
+				return tk.eng.Fire(machine.Outcome{Event: machine.EvReuse, Code: effects.CodeOf(err), Detail: err.Error() + ": applying with the " + src + " token; the swap waits for the next apply"}, started)
+			}
+			tk.noteStop(machine.NoteLeaseDeferred, err, started, "")
+			return err
+		}
+		return tk.fail(ctx, machine.BundleVerified, codeOr(err, "LEASE_FAILED"), err.Error(), false)
+	}
+	if err := files.WriteAtomicFS(tk.fs(), tk.Cfg.GrantPath(), []byte(lease.LoginJWT+"\n"), 0o600); err != nil {
+		return err
+	}
+	failpoint.Hit("file:grant-written")
+	tk.grantFresh = true
+	used, _ := tk.leaseBudget()
+	jti := grantJTI(lease.LoginJWT)
+	return tk.eng.Fire(machine.Outcome{Event: machine.EvLease, Detail: fmt.Sprintf("lease granted (%d/%d this hour); grant kept 0600 until login", used, LeaseLimit), Update: func(r *store.Record, _ store.Tx) error {
+		r.LeaseJTI = jti
+		return nil
+	}}, started)
+}

@@ -9,9 +9,7 @@ import (
 	"time"
 
 	"github.com/tikali/monky-deployd/effects"
-	"github.com/tikali/monky-deployd/effects/files"
 	"github.com/tikali/monky-deployd/internal/bundle"
-	"github.com/tikali/monky-deployd/internal/failpoint"
 	"github.com/tikali/monky-deployd/machine"
 	"github.com/tikali/monky-deployd/store"
 )
@@ -30,16 +28,17 @@ func (tk *tick) stepPreflight(ctx context.Context) error {
 		return tk.resumeBundleError(ctx, machine.BundleVerified, err)
 	}
 	rec := tk.eng.Record()
+	var at time.Time
+	var before bool
 	if rec.Sha != rec.AppliedSha {
-		if at, ok := tk.appliedBefore(rec.Sha); ok {
-			if !b.Meta.Agent.AllowRollback {
-				return tk.refuse(ctx, codeRollback, fmt.Sprintf("%s was applied on this box before (%s) and is not the one applied now (%s); bundle.json agent.allow_rollback is not set",
-					machine.ShortSha(rec.Sha), machine.Stamp(at), machine.ShortSha(rec.AppliedSha)), 0)
-			}
-			if err := tk.eng.Note(machine.NoteRollbackAllowed, "", fmt.Sprintf("rollback to %s (applied on this box before, %s; applied now %s): allowed by bundle.json agent.allow_rollback",
-				machine.ShortSha(rec.Sha), machine.Stamp(at), machine.ShortSha(rec.AppliedSha)), started, nil); err != nil {
-				return err
-			}
+		at, before = tk.appliedBefore(rec.Sha)
+	}
+	switch refuse, note := planRollback(rec.Sha, rec.AppliedSha, at, before, b.Meta.Agent.AllowRollback); {
+	case refuse != "":
+		return tk.refuse(ctx, codeRollback, refuse, 0)
+	case note != "":
+		if err := tk.eng.Note(machine.NoteRollbackAllowed, "", note, started, nil); err != nil {
+			return err
 		}
 	}
 	ok, detail, err := tk.diskEnough(ctx, b.Meta.DiskNeedBytes)
@@ -56,51 +55,23 @@ func (tk *tick) stepPreflight(ctx context.Context) error {
 	if len(man.Entries) == 0 {
 		return tk.eng.Fire(machine.Outcome{Event: machine.EvReuse, Detail: "no secrets to read: no lease needed"}, started)
 	}
-	why, ok, err := tk.reusableToken(ctx)
-	if err != nil {
-		// OpenBao could not say whether the token lives: no lease on a guess; the next tick asks again
-		tk.noteStop(machine.NoteLeaseDeferred, err, started, "whether the token is reusable is asked again next tick")
-		return err
+	return tk.credentialForApply(ctx, started)
+}
+
+// planRollback decides on a flight towards sha when applied is the sha applied now and sha was
+// applied on this box before (before, at at): refused, with the refusal's words, unless
+// bundle.json's agent.allow_rollback is set (allow); then allowed, with the note's words. Both
+// are "" when the flight is no rollback.
+func planRollback(sha, applied string, at time.Time, before, allow bool) (refuse, note string) {
+	if sha == applied || !before {
+		return "", ""
 	}
-	if ok {
-		return tk.eng.Fire(machine.Outcome{Event: machine.EvReuse, Detail: why}, started)
+	if !allow {
+		return fmt.Sprintf("%s was applied on this box before (%s) and is not the one applied now (%s); bundle.json agent.allow_rollback is not set",
+			machine.ShortSha(sha), machine.Stamp(at), machine.ShortSha(applied)), ""
 	}
-	if kept, _ := readSecretFile(tk.Cfg.GrantPath()); kept != "" && !grantExpired(kept, tk.Now()) {
-		jti := grantJTI(kept)
-		return tk.eng.Fire(machine.Outcome{Event: machine.EvLease, Detail: "a lease's grant kept from an interrupted tick: no new lease", Update: func(r *store.Record, _ store.Tx) error {
-			r.LeaseJTI = jti
-			return nil
-		}}, started)
-	}
-	lease, err := tk.askLease(ctx, "apply")
-	if local(err) || (err != nil && tk.isBlocked()) {
-		return err
-	}
-	if err != nil {
-		if effects.IsTemporary(err) {
-			if tk.tokenWorks(ctx) {
-				src := tk.eng.Record().Token.Source
-				if src == "" {
-					src = store.SourceBootstrap
-				}
-				return tk.eng.Fire(machine.Outcome{Event: machine.EvReuse, Code: effects.CodeOf(err), Detail: err.Error() + ": applying with the " + src + " token; the swap waits for the next apply"}, started)
-			}
-			tk.noteStop(machine.NoteLeaseDeferred, err, started, "")
-			return err
-		}
-		return tk.fail(ctx, machine.BundleVerified, codeOr(err, "LEASE_FAILED"), err.Error(), false)
-	}
-	if err := files.WriteAtomicFS(tk.fs(), tk.Cfg.GrantPath(), []byte(lease.LoginJWT+"\n"), 0o600); err != nil {
-		return err
-	}
-	failpoint.Hit("file:grant-written")
-	tk.grantFresh = true
-	used, _ := tk.leaseBudget()
-	jti := grantJTI(lease.LoginJWT)
-	return tk.eng.Fire(machine.Outcome{Event: machine.EvLease, Detail: fmt.Sprintf("lease granted (%d/%d this hour); grant kept 0600 until login", used, LeaseLimit), Update: func(r *store.Record, _ store.Tx) error {
-		r.LeaseJTI = jti
-		return nil
-	}}, started)
+	return "", fmt.Sprintf("rollback to %s (applied on this box before, %s; applied now %s): allowed by bundle.json agent.allow_rollback",
+		machine.ShortSha(sha), machine.Stamp(at), machine.ShortSha(applied))
 }
 
 // appliedBefore reports whether sha is in the applied history since the last retire (a
