@@ -180,6 +180,32 @@ func (tk *tick) expiryUnknown(rec store.Record) bool {
 	return rec.Token.ExpiresAt.IsZero() || !rec.Token.Present || tk.tokenRecovered
 }
 
+// learnExpiry asks OpenBao who the token is (lookup-self) when the state file does not know
+// its expiry, and records what it says.
+func (tk *tick) learnExpiry(ctx context.Context, now time.Time) error {
+	info, err := tk.Fx.Bao.LookupSelf(ctx, tk.token)
+	if err != nil {
+		return tk.tokenUnusable(ctx, err)
+	}
+	// A kill between the bootstrap login's token write and the grant's consumption leaves
+	// the grant on disk: the token's grant_jti says it was used.
+	fromGrant := false
+	if g, _ := readSecretFile(tk.Cfg.BootstrapPath); g != "" && info.GrantJTI != "" && grantJTI(g) == info.GrantJTI {
+		consumeGrant(tk.fs(), tk.Cfg.BootstrapPath)
+		fromGrant = true
+	}
+	return tk.eng.Save(func(r *store.Record, _ store.Tx) error {
+		r.Token.Present = true
+		if r.Token.Source == "" || fromGrant {
+			r.Token.Source = store.SourceBootstrap
+		}
+		r.Token.ExpiresAt = now.Add(info.TTL)
+		r.Token.CheckedAt = now
+		r.Token.EnvID, r.Token.GrantJTI = info.EnvID, info.GrantJTI
+		return nil
+	})
+}
+
 // upkeep renews the token when its ttl falls under renew_below_s, learning the expiry with
 // lookup-self when it is not known. A token OpenBao no longer honours is dropped.
 func (tk *tick) upkeep(ctx context.Context) error {
@@ -187,27 +213,7 @@ func (tk *tick) upkeep(ctx context.Context) error {
 	now := tk.Now()
 	below := time.Duration(tk.Cfg.Bao.RenewBelow) * time.Second
 	if tk.expiryUnknown(rec) {
-		info, err := tk.Fx.Bao.LookupSelf(ctx, tk.token)
-		if err != nil {
-			return tk.tokenUnusable(ctx, err)
-		}
-		// A kill between the bootstrap login's token write and the grant's consumption leaves
-		// the grant on disk: the token's grant_jti says it was used.
-		fromGrant := false
-		if g, _ := readSecretFile(tk.Cfg.BootstrapPath); g != "" && info.GrantJTI != "" && grantJTI(g) == info.GrantJTI {
-			consumeGrant(tk.fs(), tk.Cfg.BootstrapPath)
-			fromGrant = true
-		}
-		if err := tk.eng.Save(func(r *store.Record, _ store.Tx) error {
-			r.Token.Present = true
-			if r.Token.Source == "" || fromGrant {
-				r.Token.Source = store.SourceBootstrap
-			}
-			r.Token.ExpiresAt = now.Add(info.TTL)
-			r.Token.CheckedAt = now
-			r.Token.EnvID, r.Token.GrantJTI = info.EnvID, info.GrantJTI
-			return nil
-		}); err != nil {
+		if err := tk.learnExpiry(ctx, now); err != nil {
 			return err
 		}
 		rec = tk.eng.Record()
@@ -405,6 +411,34 @@ func budgetSpent(used int, frees time.Time) error {
 		Msg: fmt.Sprintf("lease budget %d/%d until %s", used, LeaseLimit, machine.Stamp(frees))}
 }
 
+// leaseRefused keeps tenancy's rate limit on a lease asked at now: no lease is asked before
+// its Retry-After (a minute when it gave none, at most the budget's window). It returns err,
+// with the rate limit's code when tenancy's 429 had none of its own.
+func (tk *tick) leaseRefused(err error, now time.Time) error {
+	var e *effects.Error
+	if !errors.As(err, &e) || e.Kind != effects.RateLimited {
+		return err
+	}
+	wait := e.RetryAfter
+	if wait <= 0 {
+		wait = time.Minute
+	}
+	if wait > LeaseWindow {
+		wait = LeaseWindow
+	}
+	_ = tk.eng.Save(func(r *store.Record, _ store.Tx) error {
+		r.LeaseRetryAfter = now.Add(wait)
+		return nil
+	})
+	if e.Code == "" {
+		// tenancy's 429 without a code of its own: the entry carries the code in its field
+		cp := *e
+		cp.Code = machine.CodeLeaseRateLimit
+		return &cp
+	}
+	return err
+}
+
 // askLease asks tenancy for a lease unless the durable budget says it would be refused.
 // Every lease asked is recorded before it is asked, granted or not.
 func (tk *tick) askLease(ctx context.Context, reason string) (effects.Lease, error) {
@@ -437,27 +471,7 @@ func (tk *tick) askLease(ctx context.Context, reason string) (effects.Lease, err
 		return err
 	})
 	if err != nil {
-		var e *effects.Error
-		if errors.As(err, &e) && e.Kind == effects.RateLimited {
-			wait := e.RetryAfter
-			if wait <= 0 {
-				wait = time.Minute
-			}
-			if wait > LeaseWindow {
-				wait = LeaseWindow
-			}
-			_ = tk.eng.Save(func(r *store.Record, _ store.Tx) error {
-				r.LeaseRetryAfter = now.Add(wait)
-				return nil
-			})
-			if e.Code == "" {
-				// tenancy's 429 without a code of its own: the entry carries the code in its field
-				cp := *e
-				cp.Code = machine.CodeLeaseRateLimit
-				err = &cp
-			}
-		}
-		return lease, err
+		return lease, tk.leaseRefused(err, now)
 	}
 	redact.Add(lease.LoginJWT)
 	if err := checkCredential("lease", "the login_jwt in tenancy's lease", lease.LoginJWT); err != nil {

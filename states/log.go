@@ -109,6 +109,22 @@ func (tk *tick) logNote(e store.Entry) {
 // errNoVerdict: the tick's end did not commit, so no verdict was read with it.
 var errNoVerdict = errors.New("no verdict")
 
+// endLevel is the closing line's priority before its words: from the box's verdict when the
+// tick's end read one (known), else from the exit code; NoLevel when neither raises it.
+func endLevel(exit int, v explain.Verdict, known, laptop bool) zerolog.Level {
+	switch {
+	case !known && exit == ExitTemporary:
+		return zerolog.WarnLevel
+	case !known && exit != ExitOK:
+		return zerolog.ErrorLevel
+	case known && v.NeedsPerson():
+		return zerolog.ErrorLevel
+	case known && v.Verdict == explain.Working && !(laptop && exit == ExitOK):
+		return zerolog.WarnLevel
+	}
+	return zerolog.NoLevel
+}
+
 // logEnd is the tick's closing line, at the priority of the box's verdict (explain's, read in
 // the tick end's transaction): error when it needs a person, warning when it is working on it
 // (a backoff, a temporary fault), and for a converged box info for a heartbeat's one line,
@@ -120,17 +136,7 @@ func (tk *tick) logEnd(res Result, took time.Duration) {
 	if tk.verdict != nil {
 		v, verr = *tk.verdict, nil
 	}
-	level := zerolog.NoLevel
-	switch {
-	case verr != nil && res.Exit == ExitTemporary:
-		level = zerolog.WarnLevel
-	case verr != nil && res.Exit != ExitOK:
-		level = zerolog.ErrorLevel
-	case verr == nil && v.NeedsPerson():
-		level = zerolog.ErrorLevel
-	case verr == nil && v.Verdict == explain.Working && !(tk.Cfg.LaptopMode && res.Exit == ExitOK):
-		level = zerolog.WarnLevel
-	}
+	level := endLevel(res.Exit, v, verr == nil, tk.Cfg.LaptopMode)
 	var msg string
 	if res.Exit == ExitOK {
 		rec := tk.eng.Record()

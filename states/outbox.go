@@ -73,45 +73,48 @@ func (tk *tick) flushOutbox(ctx context.Context) error {
 		return err
 	}
 	for _, q := range queued {
-		var rep effects.Report
-		if err := json.Unmarshal(q.Body, &rep); err != nil {
-			return fmt.Errorf("outbox report %d: %w", q.ID, err)
-		}
-		if rep.Result == effects.ResultFailed && rep.Why == nil {
-			// the why is the verdict as the state file holds it once the report's transition is
-			// committed; it goes into the queued body, which keeps it until tenancy has it
-			rep = withWhy(rep, tk.reportWhy(q, rep))
-			if body, err := json.Marshal(rep); err == nil {
-				q.Body = body
-			}
-		}
-		started := tk.Now()
-		err := tk.withBearer(ctx, func() error { return tk.Fx.Tenancy.Report(ctx, tk.token, rep) })
-		if err != nil && tk.isBlocked() {
-			return err
-		}
-		if err != nil && droppable(err) {
-			// tenancy refused this report for good (a 4xx that is not about the bearer): keeping
-			// it would fail every later tick. It is dropped, and the journal says so.
-			tk.Log.Warn().Msg("tenancy refused a report; dropped: " + err.Error())
-			if err := tk.acknowledged(q, started, "refused by tenancy and dropped: "+err.Error()); err != nil {
-				return err
-			}
-			continue
-		}
-		if err != nil {
-			if cerr := tk.eng.ReportNotAcknowledged(q); cerr != nil {
-				tk.Log.Warn().Msg("count the report's attempt: " + cerr.Error())
-			}
-			tk.Log.Warn().Msg("report not acknowledged (kept in the outbox): " + err.Error())
-			tk.say(zerolog.WarnLevel, err.Error())
-			return err
-		}
-		if err := tk.acknowledged(q, started, "acknowledged"); err != nil {
+		if err := tk.send(ctx, q); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// send sends one queued report: acknowledged, it leaves the outbox; refused for good, it is
+// dropped; otherwise it stays, and the error ends the flush.
+func (tk *tick) send(ctx context.Context, q store.QueuedReport) error {
+	var rep effects.Report
+	if err := json.Unmarshal(q.Body, &rep); err != nil {
+		return fmt.Errorf("outbox report %d: %w", q.ID, err)
+	}
+	if rep.Result == effects.ResultFailed && rep.Why == nil {
+		// the why is the verdict as the state file holds it once the report's transition is
+		// committed; it goes into the queued body, which keeps it until tenancy has it
+		rep = withWhy(rep, tk.reportWhy(q, rep))
+		if body, err := json.Marshal(rep); err == nil {
+			q.Body = body
+		}
+	}
+	started := tk.Now()
+	err := tk.withBearer(ctx, func() error { return tk.Fx.Tenancy.Report(ctx, tk.token, rep) })
+	if err != nil && tk.isBlocked() {
+		return err
+	}
+	if err != nil && droppable(err) {
+		// tenancy refused this report for good (a 4xx that is not about the bearer): keeping
+		// it would fail every later tick. It is dropped, and the journal says so.
+		tk.Log.Warn().Msg("tenancy refused a report; dropped: " + err.Error())
+		return tk.acknowledged(q, started, "refused by tenancy and dropped: "+err.Error())
+	}
+	if err != nil {
+		if cerr := tk.eng.ReportNotAcknowledged(q); cerr != nil {
+			tk.Log.Warn().Msg("count the report's attempt: " + cerr.Error())
+		}
+		tk.Log.Warn().Msg("report not acknowledged (kept in the outbox): " + err.Error())
+		tk.say(zerolog.WarnLevel, err.Error())
+		return err
+	}
+	return tk.acknowledged(q, started, "acknowledged")
 }
 
 // reportWhy is the box's why for the failed report q: explain's, or, when explain names nothing

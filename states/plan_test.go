@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/tikali/monky-deployd/effects"
+	"github.com/tikali/monky-deployd/machine"
+	"github.com/tikali/monky-deployd/store"
 )
 
 // The pure plans of the steps, decided from what a step read, with no simulator.
@@ -105,6 +107,33 @@ func TestPlanCredential(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			if got := planCredential(c.why, c.reusable, c.err, c.kept, planNow); got != c.want {
 				t.Fatalf("plan %+v, want %+v", got, c.want)
+			}
+		})
+	}
+}
+
+func TestPlanResume(t *testing.T) {
+	v1 := strings.Repeat("1", 64)
+	for _, c := range []struct {
+		name    string
+		st      machine.State
+		rec     store.Record
+		ev      string
+		cleared []string
+	}{
+		{name: "nothing parked", st: machine.Reported},
+		{name: "a refusal", st: machine.Refused, rec: store.Record{Refusal: &store.Refusal{Code: "ROLLBACK_REFUSED", Sha: v1, Detail: "applied before"}},
+			ev: machine.EvResume, cleared: []string{"refusal ROLLBACK_REFUSED of 111111111111 (applied before)"}},
+		{name: "a block", st: machine.Blocked, rec: store.Record{Block: &store.Block{Code: "UNAUTHENTICATED", Detail: "token refused"}},
+			ev: machine.EvUnblock, cleared: []string{"block UNAUTHENTICATED (token refused)"}},
+		{name: "tenancy's Retry-After is not cleared", st: machine.Idle, rec: store.Record{LeaseRetryAfter: planNow.Add(time.Minute)},
+			cleared: []string{"nothing about the lease budget: tenancy's Retry-After still holds until " + machine.Stamp(planNow.Add(time.Minute))}},
+		{name: "a Retry-After passed", st: machine.Idle, rec: store.Record{LeaseRetryAfter: planNow.Add(-time.Minute)}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ev, cleared := planResume(c.st, c.rec, planNow)
+			if ev != c.ev || strings.Join(cleared, "|") != strings.Join(c.cleared, "|") {
+				t.Fatalf("%q %q, want %q %q", ev, cleared, c.ev, c.cleared)
 			}
 		})
 	}

@@ -7,6 +7,7 @@ import (
 	"os/user"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/tikali/monky-deployd/machine"
 	"github.com/tikali/monky-deployd/store"
@@ -30,28 +31,7 @@ func (a *Agent) Resume(dryRun bool) ([]string, error) {
 		return nil, err
 	}
 	rec := eng.Record()
-	var cleared []string
-	var ev string
-	switch eng.State() {
-	case machine.Refused:
-		ev = machine.EvResume
-		if rec.Refusal != nil {
-			cleared = append(cleared, fmt.Sprintf("refusal %s of %s (%s)", rec.Refusal.Code, machine.ShortSha(rec.Refusal.Sha), rec.Refusal.Detail))
-		}
-	case machine.Failed:
-		ev = machine.EvResume
-		if rec.Failure != nil {
-			cleared = append(cleared, fmt.Sprintf("failure %s of %s after %d attempt(s)%s", rec.Failure.Code, machine.ShortSha(rec.Failure.Sha), rec.TotalAttempts(), parkedWord(rec.Parked)))
-		}
-	case machine.Blocked:
-		ev = machine.EvUnblock
-		if rec.Block != nil {
-			cleared = append(cleared, fmt.Sprintf("block %s (%s)", rec.Block.Code, rec.Block.Detail))
-		}
-	}
-	if !rec.LeaseRetryAfter.IsZero() && rec.LeaseRetryAfter.After(a.Now()) {
-		cleared = append(cleared, "nothing about the lease budget: tenancy's Retry-After still holds until "+machine.Stamp(rec.LeaseRetryAfter))
-	}
+	ev, cleared := planResume(eng.State(), rec, a.Now())
 	if ev == "" || dryRun {
 		return cleared, nil
 	}
@@ -78,6 +58,33 @@ func (a *Agent) Resume(dryRun bool) ([]string, error) {
 		return cleared, err
 	}
 	return cleared, eng.EndTick(machine.TickEnd{Exit: ExitOK, Action: machine.ActionResume}, a.Retention)
+}
+
+// planResume is what a resume of a machine in st clears: the event that clears it ("" when
+// st is not parked) and the words for each thing cleared, with what it cannot clear (tenancy's
+// Retry-After on leases, until now passes it).
+func planResume(st machine.State, rec store.Record, now time.Time) (ev string, cleared []string) {
+	switch st {
+	case machine.Refused:
+		ev = machine.EvResume
+		if rec.Refusal != nil {
+			cleared = append(cleared, fmt.Sprintf("refusal %s of %s (%s)", rec.Refusal.Code, machine.ShortSha(rec.Refusal.Sha), rec.Refusal.Detail))
+		}
+	case machine.Failed:
+		ev = machine.EvResume
+		if rec.Failure != nil {
+			cleared = append(cleared, fmt.Sprintf("failure %s of %s after %d attempt(s)%s", rec.Failure.Code, machine.ShortSha(rec.Failure.Sha), rec.TotalAttempts(), parkedWord(rec.Parked)))
+		}
+	case machine.Blocked:
+		ev = machine.EvUnblock
+		if rec.Block != nil {
+			cleared = append(cleared, fmt.Sprintf("block %s (%s)", rec.Block.Code, rec.Block.Detail))
+		}
+	}
+	if !rec.LeaseRetryAfter.IsZero() && rec.LeaseRetryAfter.After(now) {
+		cleared = append(cleared, "nothing about the lease budget: tenancy's Retry-After still holds until "+machine.Stamp(rec.LeaseRetryAfter))
+	}
+	return ev, cleared
 }
 
 // operator names who runs this command: uid and user, and the sudo user behind root.

@@ -35,40 +35,9 @@ func (tk *tick) stepStage(ctx context.Context) error {
 	if err != nil {
 		return tk.fail(ctx, machine.LoggedIn, bundle.CodeInvalid, err.Error(), false)
 	}
-	values := map[string]string{}
-	var names []string
-	registry := false
-	for _, e := range man.Entries {
-		key := e.Key
-		if key == "" {
-			key = bundle.DefaultKey
-		}
-		version := 0
-		if e.Version != nil {
-			version = *e.Version
-		}
-		v, err := tk.readKV(ctx, e.Path, key, version)
-		if err != nil {
-			if effects.IsTemporary(err) || tk.isBlocked() || untrusted(err) {
-				return err
-			}
-			return tk.fail(ctx, machine.LoggedIn, codeOr(err, "SECRET_READ_FAILED"), fmt.Sprintf("read %s from %s: %s", e.Label(), e.Path, err.Error()), false)
-		}
-		redact.Add(v)
-		if e.Use == bundle.UseRegistryAuth {
-			auth, err := docker.ParseRegistryAuth(v, tk.Cfg.RegistryHost)
-			if err != nil {
-				return tk.fail(ctx, machine.LoggedIn, "REGISTRY_AUTH_INVALID", fmt.Sprintf("registry credential at %s: %s", e.Path, err.Error()), false)
-			}
-			redact.Add(auth.Password)
-			if err := docker.WriteDockerConfigFS(tk.fs(), tk.Cfg.DockerConfigDir(), auth); err != nil {
-				return tk.fail(ctx, machine.LoggedIn, "STAGE_FAILED", err.Error(), false)
-			}
-			registry = true
-			continue
-		}
-		values[e.Var] = v
-		names = append(names, e.Var)
+	values, names, registry, ended, err := tk.readSecrets(ctx, man)
+	if ended {
+		return err
 	}
 	env, err := bundle.Render(b.Files[bundle.TemplateFile], values)
 	clear(values)
@@ -94,6 +63,46 @@ func (tk *tick) stepStage(ctx context.Context) error {
 	}
 	detail += fmt.Sprintf("; release %s promoted, its model checked and resolved, current → releases/%s", machine.ShortSha(b.Sha), machine.ShortSha(b.Sha))
 	return tk.eng.Fire(machine.Outcome{Event: machine.EvStage, Detail: detail}, started)
+}
+
+// readSecrets reads the manifest's secrets (pinned versions): the .env's values by variable,
+// their names, and whether a registry credential was written to the agent's DOCKER_CONFIG.
+// ended: the step ends here, with err (a failure of the apply is committed as such).
+func (tk *tick) readSecrets(ctx context.Context, man bundle.Manifest) (values map[string]string, names []string, registry, ended bool, err error) {
+	values = map[string]string{}
+	for _, e := range man.Entries {
+		key := e.Key
+		if key == "" {
+			key = bundle.DefaultKey
+		}
+		version := 0
+		if e.Version != nil {
+			version = *e.Version
+		}
+		v, err := tk.readKV(ctx, e.Path, key, version)
+		if err != nil {
+			if effects.IsTemporary(err) || tk.isBlocked() || untrusted(err) {
+				return nil, nil, false, true, err
+			}
+			return nil, nil, false, true, tk.fail(ctx, machine.LoggedIn, codeOr(err, "SECRET_READ_FAILED"), fmt.Sprintf("read %s from %s: %s", e.Label(), e.Path, err.Error()), false)
+		}
+		redact.Add(v)
+		if e.Use == bundle.UseRegistryAuth {
+			auth, err := docker.ParseRegistryAuth(v, tk.Cfg.RegistryHost)
+			if err != nil {
+				return nil, nil, false, true, tk.fail(ctx, machine.LoggedIn, "REGISTRY_AUTH_INVALID", fmt.Sprintf("registry credential at %s: %s", e.Path, err.Error()), false)
+			}
+			redact.Add(auth.Password)
+			if err := docker.WriteDockerConfigFS(tk.fs(), tk.Cfg.DockerConfigDir(), auth); err != nil {
+				return nil, nil, false, true, tk.fail(ctx, machine.LoggedIn, "STAGE_FAILED", err.Error(), false)
+			}
+			registry = true
+			continue
+		}
+		values[e.Var] = v
+		names = append(names, e.Var)
+	}
+	return values, names, registry, false, nil
 }
 
 // modelRefused is a model compose would run that the stage refuses: the policy's findings
@@ -146,15 +155,11 @@ func (tk *tick) writeModel(ctx context.Context, b *bundle.Bundle, env []byte, re
 // is fsynced before the renames that publish them. When ready fails, `current` is left as it
 // was.
 func (tk *tick) promote(b *bundle.Bundle, env []byte, ready func(rel string) error) error {
-	deploy := tk.Cfg.DeployDir
-	releases := filepath.Join(deploy, "releases")
+	releases := filepath.Join(tk.Cfg.DeployDir, "releases")
 	fsys := tk.fs()
-	if err := files.MkdirAllFS(fsys, releases, 0o700); err != nil {
-		return fmt.Errorf("stage: %w", err)
-	}
-	staging := filepath.Join(deploy, ".staging-"+machine.ShortSha(b.Sha)+"-"+files.RandomSuffix())
-	if err := fsys.Mkdir(staging, 0o700); err != nil {
-		return fmt.Errorf("stage: %w", err)
+	staging, err := tk.newStaging(fsys, b, env, releases)
+	if err != nil {
+		return err
 	}
 	ok := false
 	defer func() {
@@ -162,6 +167,96 @@ func (tk *tick) promote(b *bundle.Bundle, env []byte, ready func(rel string) err
 			_ = fsys.RemoveAll(staging)
 		}
 	}()
+	failpoint.Hit("file:stage-written")
+	rel := filepath.Join(releases, b.Sha)
+	trash := "" // where a release of the same sha that is not current was moved aside
+	if _, err := fsys.Lstat(rel); err == nil {
+		if tk.currentResolvesTo(rel) {
+			// `current` resolves to the release being staged again (a tick resumed after the
+			// swap): it is never moved aside. Its files are replaced one by one, each by a
+			// rename, so `current` shows a complete release at every instant.
+			if err := refreshRelease(fsys, staging, rel); err != nil {
+				return err
+			}
+			ok = true
+			failpoint.Hit("file:release-refreshed")
+			_ = fsys.RemoveAll(staging)
+			return tk.readyAndSwap(rel, b.Sha, ready)
+		}
+		// another release is current: this one is moved aside whole and replaced
+		trash = filepath.Join(tk.Cfg.DeployDir, ".trash-"+files.RandomSuffix())
+		if err := fsys.Rename(rel, trash); err != nil {
+			return fmt.Errorf("stage: %w", err)
+		}
+		failpoint.Hit("file:release-trashed")
+	}
+	if err := fsys.Rename(staging, rel); err != nil {
+		return fmt.Errorf("promote: %w", err)
+	}
+	ok = true
+	failpoint.Hit("file:release-renamed")
+	if err := files.SyncDirFS(fsys, releases); err != nil {
+		return err
+	}
+	failpoint.Hit("file:releases-synced")
+	if trash == "" {
+		return tk.readyAndSwap(rel, b.Sha, ready)
+	}
+	return tk.swapOverTrash(fsys, rel, b.Sha, trash, ready)
+}
+
+// swapOverTrash runs ready on the release written at rel, in place of one of the same sha that
+// was not current and is now at trash, points `current` at it and then removes trash.
+func (tk *tick) swapOverTrash(fsys files.FS, rel, sha, trash string, ready func(rel string) error) error {
+	if err := ready(rel); err != nil {
+		return err
+	}
+	// the trashed release's new name is in deploy_dir
+	if err := files.SyncDirFS(fsys, tk.Cfg.DeployDir); err != nil {
+		return err
+	}
+	if err := tk.swapCurrent(sha); err != nil {
+		return err
+	}
+	// removed only after the swap is durable, and only when `current` does not resolve
+	// to it; a kill part-way leaves a .trash-* the next tick sweeps the same way
+	return tk.removeUnlessCurrent(trash)
+}
+
+// newStaging writes the bundle and its .env into a new staging directory under deploy_dir,
+// once releases/ exists; a staging directory that could not be written whole is removed.
+func (tk *tick) newStaging(fsys files.FS, b *bundle.Bundle, env []byte, releases string) (string, error) {
+	if err := files.MkdirAllFS(fsys, releases, 0o700); err != nil {
+		return "", fmt.Errorf("stage: %w", err)
+	}
+	staging := filepath.Join(tk.Cfg.DeployDir, ".staging-"+machine.ShortSha(b.Sha)+"-"+files.RandomSuffix())
+	if err := fsys.Mkdir(staging, 0o700); err != nil {
+		return "", fmt.Errorf("stage: %w", err)
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			_ = fsys.RemoveAll(staging)
+		}
+	}()
+	if err := writeStaging(fsys, staging, b, env); err != nil {
+		return "", err
+	}
+	ok = true
+	return staging, nil
+}
+
+// readyAndSwap runs ready on the release written at rel, then points `current` at it.
+func (tk *tick) readyAndSwap(rel, sha string, ready func(rel string) error) error {
+	if err := ready(rel); err != nil {
+		return err
+	}
+	return tk.swapCurrent(sha)
+}
+
+// writeStaging writes the bundle's directories and files and its .env (0600) into staging,
+// each file fsynced, then every directory written into.
+func writeStaging(fsys files.FS, staging string, b *bundle.Bundle, env []byte) error {
 	dirs := map[string]bool{staging: true}
 	for _, d := range b.Dirs {
 		p := filepath.Join(staging, d)
@@ -188,57 +283,7 @@ func (tk *tick) promote(b *bundle.Bundle, env []byte, ready func(rel string) err
 			return err
 		}
 	}
-	failpoint.Hit("file:stage-written")
-	rel := filepath.Join(releases, b.Sha)
-	trash := "" // where a release of the same sha that is not current was moved aside
-	if _, err := fsys.Lstat(rel); err == nil {
-		if tk.currentResolvesTo(rel) {
-			// `current` resolves to the release being staged again (a tick resumed after the
-			// swap): it is never moved aside. Its files are replaced one by one, each by a
-			// rename, so `current` shows a complete release at every instant.
-			if err := refreshRelease(fsys, staging, rel); err != nil {
-				return err
-			}
-			ok = true
-			failpoint.Hit("file:release-refreshed")
-			_ = fsys.RemoveAll(staging)
-			if err := ready(rel); err != nil {
-				return err
-			}
-			return tk.swapCurrent(b.Sha)
-		}
-		// another release is current: this one is moved aside whole and replaced
-		trash = filepath.Join(deploy, ".trash-"+files.RandomSuffix())
-		if err := fsys.Rename(rel, trash); err != nil {
-			return fmt.Errorf("stage: %w", err)
-		}
-		failpoint.Hit("file:release-trashed")
-	}
-	if err := fsys.Rename(staging, rel); err != nil {
-		return fmt.Errorf("promote: %w", err)
-	}
-	ok = true
-	failpoint.Hit("file:release-renamed")
-	if err := files.SyncDirFS(fsys, releases); err != nil {
-		return err
-	}
-	failpoint.Hit("file:releases-synced")
-	if err := ready(rel); err != nil {
-		return err
-	}
-	if trash == "" {
-		return tk.swapCurrent(b.Sha)
-	}
-	// the trashed release's new name is in deploy_dir
-	if err := files.SyncDirFS(fsys, deploy); err != nil {
-		return err
-	}
-	if err := tk.swapCurrent(b.Sha); err != nil {
-		return err
-	}
-	// removed only after the swap is durable, and only when `current` does not resolve
-	// to it; a kill part-way leaves a .trash-* the next tick sweeps the same way
-	return tk.removeUnlessCurrent(trash)
+	return nil
 }
 
 // swapCurrent points `current` at releases/<sha>, durably.
@@ -283,67 +328,12 @@ func (tk *tick) removeUnlessCurrent(dir string) error {
 // tick stages and refreshes again.
 func refreshRelease(fsys files.FS, staging, rel string) error {
 	want := map[string]bool{}
-	var walk func(rp string) error
-	walk = func(rp string) error {
-		entries, err := fsys.ReadDir(filepath.Join(staging, rp))
-		if err != nil {
-			return fmt.Errorf("refresh: %w", err)
-		}
-		for _, e := range entries {
-			name := filepath.Join(rp, e.Name())
-			want[name] = true
-			src, dst := filepath.Join(staging, name), filepath.Join(rel, name)
-			if e.IsDir() {
-				if fi, err := fsys.Lstat(dst); err != nil || !fi.IsDir() {
-					_ = fsys.RemoveAll(dst)
-					if err := fsys.Rename(src, dst); err != nil {
-						return fmt.Errorf("refresh: %w", err)
-					}
-					if err := files.SyncDirFS(fsys, filepath.Dir(dst)); err != nil {
-						return err
-					}
-					continue
-				}
-				if err := walk(name); err != nil {
-					return err
-				}
-				continue
-			}
-			if sameFile(fsys, src, dst) {
-				continue
-			}
-			if err := fsys.Rename(src, dst); err != nil {
-				return fmt.Errorf("refresh: %w", err)
-			}
-			if err := files.SyncDirFS(fsys, filepath.Dir(dst)); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	if err := walk(""); err != nil {
+	if err := moveIn(fsys, staging, rel, "", want); err != nil {
 		return err
 	}
 	// what the staged tree lacks (deepest first, so a directory goes after its files)
 	var extra []string
-	var list func(rp string)
-	list = func(rp string) {
-		entries, err := fsys.ReadDir(filepath.Join(rel, rp))
-		if err != nil {
-			return
-		}
-		for _, e := range entries {
-			name := filepath.Join(rp, e.Name())
-			if !want[name] {
-				extra = append(extra, name)
-				continue
-			}
-			if e.IsDir() {
-				list(name)
-			}
-		}
-	}
-	list("")
+	listExtra(fsys, rel, "", want, &extra)
 	for i := len(extra) - 1; i >= 0; i-- {
 		p := filepath.Join(rel, extra[i])
 		if err := fsys.RemoveAll(p); err != nil {
@@ -354,6 +344,58 @@ func refreshRelease(fsys files.FS, staging, rel string) error {
 		}
 	}
 	return nil
+}
+
+// moveIn moves each entry of staging's directory rp that rel lacks or holds otherwise into rel,
+// by a rename, the directory renamed into synced; a directory both hold is walked into. want
+// gathers every path the staged tree holds.
+func moveIn(fsys files.FS, staging, rel, rp string, want map[string]bool) error {
+	entries, err := fsys.ReadDir(filepath.Join(staging, rp))
+	if err != nil {
+		return fmt.Errorf("refresh: %w", err)
+	}
+	for _, e := range entries {
+		name := filepath.Join(rp, e.Name())
+		want[name] = true
+		src, dst := filepath.Join(staging, name), filepath.Join(rel, name)
+		if e.IsDir() {
+			if fi, err := fsys.Lstat(dst); err == nil && fi.IsDir() {
+				if err := moveIn(fsys, staging, rel, name, want); err != nil {
+					return err
+				}
+				continue
+			}
+			_ = fsys.RemoveAll(dst)
+		} else if sameFile(fsys, src, dst) {
+			continue
+		}
+		if err := fsys.Rename(src, dst); err != nil {
+			return fmt.Errorf("refresh: %w", err)
+		}
+		if err := files.SyncDirFS(fsys, filepath.Dir(dst)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// listExtra adds to extra, parents first, each path under rel's directory rp that the staged
+// tree does not hold (want).
+func listExtra(fsys files.FS, rel, rp string, want map[string]bool, extra *[]string) {
+	entries, err := fsys.ReadDir(filepath.Join(rel, rp))
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		name := filepath.Join(rp, e.Name())
+		if !want[name] {
+			*extra = append(*extra, name)
+			continue
+		}
+		if e.IsDir() {
+			listExtra(fsys, rel, name, want, extra)
+		}
+	}
 }
 
 // sameFile: dst holds src's bytes at src's mode.
