@@ -287,6 +287,8 @@ func TestAgainstRealPrograms(t *testing.T) {
 			t.Errorf("the tick after the plant does not name RELEASE_CHANGED and the symlink:\n%s", e)
 		}
 		a.sameContainers(before, "after the plant: compose ran on the changed release")
+		r := a.lastReport()
+		t.Logf("after the plant: report %s %.12s: %s", r.Result, r.Sha, r.Detail)
 	})
 
 	step("a rewritten compose file after a cut up", func(t *testing.T) {
