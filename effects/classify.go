@@ -13,6 +13,7 @@ import (
 	"syscall"
 
 	"github.com/tikali/monky-deployd/internal/config"
+	"github.com/tikali/monky-deployd/internal/vocab"
 	"github.com/tikali/monky-deployd/transport"
 )
 
@@ -60,48 +61,48 @@ func Classify(op, hostport, via string, err error) *Error {
 	)
 	switch {
 	case errors.As(err, &hostErr):
-		e.Kind, e.Code = TLS, "TLS_NAME_MISMATCH"
+		e.Kind, e.Code = TLS, vocab.TLSNameMismatch
 		e.Msg = fmt.Sprintf("certificate of %s is not valid for %s", where, hostErr.Host)
 		e.Hint = "check bao.addr / the intercept name"
 	case errors.As(err, &caErr):
-		e.Kind, e.Code = TLS, "TLS_UNKNOWN_CA"
+		e.Kind, e.Code = TLS, vocab.TLSUnknownCA
 		e.Msg = fmt.Sprintf("certificate of %s is signed by an unknown authority", where)
 		e.Hint = "check bao.ca_file (tenancy.ca_file for tenancy over https): it must hold the CA that signed this certificate"
 	case errors.As(err, &invErr):
-		e.Kind, e.Code = TLS, "TLS_CERT_INVALID"
+		e.Kind, e.Code = TLS, vocab.TLSCertInvalid
 		e.Msg = fmt.Sprintf("certificate of %s is invalid: %v", where, invErr)
 		e.Hint = "check the server's certificate (expiry, usage) and the box's clock"
 	case errors.As(err, &recErr), strings.Contains(err.Error(), "server gave HTTP response to HTTPS client"):
-		e.Kind, e.Code = TLS, "TLS_HANDSHAKE"
+		e.Kind, e.Code = TLS, vocab.TLSHandshake
 		e.Msg = fmt.Sprintf("%s did not answer TLS", where)
 		e.Hint = "check the scheme (http or https) of bao.addr / tenancy.scheme"
 	case errors.As(err, &alert):
-		e.Kind, e.Code = TLS, "TLS_HANDSHAKE"
+		e.Kind, e.Code = TLS, vocab.TLSHandshake
 		e.Msg = fmt.Sprintf("TLS handshake with %s failed: %v", where, alert)
 		e.Hint = "check the server's TLS setup"
 	case errors.As(err, &dnsErr):
-		e.Kind, e.Code = Temporary, "DNS_FAILURE"
+		e.Kind, e.Code = Temporary, vocab.DNSFailure
 		e.Msg = fmt.Sprintf("cannot resolve %s for %s: %s", dnsErr.Name, where, dnsErr.Err)
 		e.Hint = hint(via, "check the tunneller's DNS intercept (ziti-edge-tunnel) and the name in the config")
 	case errors.Is(err, syscall.ECONNREFUSED):
-		e.Kind, e.Code = Temporary, "CONNECTION_REFUSED"
+		e.Kind, e.Code = Temporary, vocab.ConnectionRefused
 		e.Msg = fmt.Sprintf("nothing listens at %s", where)
 		e.Hint = hint(via, "check the tunneller (ziti-edge-tunnel) and the service's intercept")
 	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE),
 		errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
-		e.Kind, e.Code = Temporary, "CONNECTION_RESET"
+		e.Kind, e.Code = Temporary, vocab.ConnectionReset
 		e.Msg = fmt.Sprintf("connection to %s was reset or cut short", where)
 		e.Hint = hint(via, "check the tunneller and the far side's health")
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, os.ErrDeadlineExceeded),
 		errors.As(err, &netErr) && netErr.Timeout():
-		e.Kind, e.Code = Temporary, "TIMEOUT"
+		e.Kind, e.Code = Temporary, vocab.Timeout
 		e.Msg = fmt.Sprintf("no answer from %s in time", where)
 		e.Hint = hint(via, "check the tunneller and the far side's health")
 	case errors.Is(err, context.Canceled):
 		e.Kind, e.Code = Temporary, "CANCELLED"
 		e.Msg = fmt.Sprintf("call to %s was cancelled", where)
 	case errors.As(err, &opErr):
-		e.Kind, e.Code = Temporary, "UNREACHABLE"
+		e.Kind, e.Code = Temporary, vocab.Unreachable
 		e.Msg = fmt.Sprintf("cannot reach %s: %v", where, opErr.Err)
 		e.Hint = hint(via, "check the tunneller and the mesh")
 	default:

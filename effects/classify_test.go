@@ -117,7 +117,7 @@ func wantClass(t *testing.T, e *Error, kind Kind, code, msg string) {
 	if e == nil {
 		t.Fatal("no error")
 	}
-	if e.Kind != kind || e.Code != code {
+	if e.Kind != kind || string(e.Code) != code {
 		t.Fatalf("kind %v code %q, want %v %q: %v", e.Kind, e.Code, kind, code, e)
 	}
 	if !strings.Contains(e.Error(), msg) {

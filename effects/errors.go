@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/tikali/monky-deployd/internal/vocab"
 )
 
 // Kind classifies an effect's failure; the exit code is derived from it in one place (cmd).
@@ -56,7 +58,7 @@ type Error struct {
 	Op         string        // "checkin", "lease", "login", "compose pull", …
 	Kind       Kind          //
 	Status     int           // HTTP status, 0 when none
-	Code       string        // protocol or refusal code, e.g. AGENT_ENV_MISMATCH, LEASE_SHAPE
+	Code       vocab.Code    // the agent's code, or the far side's (tenancy's, OpenBao's) as it answered
 	Msg        string        // the far side's own words, redacted; never a secret
 	Hint       string        // what to check, for a person
 	RetryAfter time.Duration // 429's Retry-After, 0 when absent
@@ -65,8 +67,8 @@ type Error struct {
 
 func (e *Error) Error() string {
 	s := e.Op
-	if e.Code != "" && !strings.Contains(e.Msg, e.Code) {
-		s += ": " + e.Code
+	if e.Code != "" && !strings.Contains(e.Msg, string(e.Code)) {
+		s += ": " + string(e.Code)
 	}
 	if e.Status != 0 {
 		s += fmt.Sprintf(" (HTTP %d)", e.Status)
@@ -94,7 +96,7 @@ func KindOf(err error) Kind {
 }
 
 // CodeOf returns the Code of the first *Error in err's chain, "" when none.
-func CodeOf(err error) string {
+func CodeOf(err error) vocab.Code {
 	var e *Error
 	if errors.As(err, &e) {
 		return e.Code

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tikali/monky-deployd/internal/failpoint"
 
+	"github.com/tikali/monky-deployd/internal/vocab"
 	"github.com/tikali/monky-deployd/store"
 )
 
@@ -22,7 +23,7 @@ type Transition struct {
 	From   State
 	To     State
 	Event  string
-	Code   string
+	Code   vocab.Code
 	Detail string
 	Ms     int64
 }
@@ -31,7 +32,7 @@ type Transition struct {
 // writes that must be committed together with the transition (outbox, lease budget, history).
 type Outcome struct {
 	Event  string
-	Code   string
+	Code   vocab.Code
 	Detail string
 	// Update, when set, edits the record and writes more in the same transaction.
 	Update func(rec *store.Record, tx store.Tx) error
@@ -229,7 +230,7 @@ func (e *Engine) Fire(o Outcome, started time.Time) error {
 
 // Note journals words without a change of state (a check-in that resumes a flight, a tick
 // that waits for its backoff), committing update with it when given.
-func (e *Engine) Note(event, code, detail string, started time.Time, update func(rec *store.Record, tx store.Tx) error) error {
+func (e *Engine) Note(event string, code vocab.Code, detail string, started time.Time, update func(rec *store.Record, tx store.Tx) error) error {
 	now := e.now()
 	ms := now.Sub(started).Milliseconds()
 	if ms < 0 {

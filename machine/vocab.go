@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/tikali/monky-deployd/internal/vocab"
 	"github.com/tikali/monky-deployd/store"
 )
 
@@ -47,29 +48,6 @@ var StopNotes = []string{NoteCheckinFailed, NoteFetchFailed, NoteLeaseDeferred, 
 // IsStopNote reports whether event is one of StopNotes.
 func IsStopNote(event string) bool { return slices.Contains(StopNotes, event) }
 
-// Codes the agent decides itself (tenancy's and OpenBao's come with their answers).
-const (
-	CodeEnvMismatch     = "AGENT_ENV_MISMATCH"
-	CodeUnauthenticated = "AGENT_UNAUTHENTICATED"
-	CodeUnhealthy       = "UNHEALTHY"
-	CodeDisk            = "DISK_INSUFFICIENT"
-	CodeLeaseBudget     = "LEASE_BUDGET"
-	CodeLeaseRateLimit  = "LEASE_RATE_LIMITED"
-	CodePullFailed      = "COMPOSE_PULL_FAILED"
-	CodeBaoDenied       = "BAO_PERMISSION_DENIED"
-	CodeBaoUnavailable  = "BAO_UNAVAILABLE" // OpenBao answered 5xx or 412, or could not be reached
-	// The endings of a tick that no step's code names.
-	CodeReportPending = "REPORT_PENDING" // a report was not acknowledged: it waits in the outbox
-	CodeTemporary     = "TEMPORARY"      // a temporary fault without a code of its own
-	CodeTickDeadline  = "TICK_DEADLINE"  // the whole-tick deadline passed
-	CodeLocal         = "LOCAL_FAILURE"  // the agent's own files or state file failed it
-	// What explain finds on a box that is not converged though no step failed.
-	CodeTokenExpired   = "TOKEN_EXPIRED"
-	CodeTokenExpiring  = "TOKEN_EXPIRING"
-	CodeLeaseEveryTick = "LEASE_EVERY_TICK"
-	CodeOutboxStuck    = "OUTBOX_STUCK"
-)
-
 // Exit codes: a contract with the timer and the loop (docs/OPERATIONS.md, "Exit codes").
 const (
 	ExitOK          = 0
@@ -102,7 +80,7 @@ func AttemptLimit(rec store.Record) int {
 // RecordFailedTick journals a tick that failed before the machine could move (the transport,
 // the identity, the SDK, the lock file): a tick of its own with one tick-end entry holding the
 // code and the words, and its exit code. It goes through the Engine like every write.
-func RecordFailedTick(st store.Store, now Clock, envID string, exit int, code, detail string) error {
+func RecordFailedTick(st store.Store, now Clock, envID string, exit int, code vocab.Code, detail string) error {
 	eng, err := Load(st, now)
 	if err != nil {
 		return err

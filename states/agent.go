@@ -17,6 +17,7 @@ import (
 	"github.com/tikali/monky-deployd/effects/files"
 	"github.com/tikali/monky-deployd/internal/bundle"
 	"github.com/tikali/monky-deployd/internal/config"
+	"github.com/tikali/monky-deployd/internal/vocab"
 	"github.com/tikali/monky-deployd/machine"
 	"github.com/tikali/monky-deployd/machine/explain"
 	"github.com/tikali/monky-deployd/store"
@@ -193,7 +194,7 @@ func (errStopped) Error() string { return "stopped" }
 
 // parked is a tick that ended in a parked state (refused, failed, blocked): its kind
 // decides the exit code (1, or 78 for an env mismatch).
-func parked(kind effects.Kind, code, format string, args ...any) error {
+func parked(kind effects.Kind, code vocab.Code, format string, args ...any) error {
 	return &effects.Error{Op: "tick", Kind: kind, Code: code, Msg: fmt.Sprintf(format, args...)}
 }
 

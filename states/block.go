@@ -5,6 +5,7 @@ import (
 
 	"github.com/tikali/monky-deployd/effects"
 	"github.com/tikali/monky-deployd/effects/files"
+	"github.com/tikali/monky-deployd/internal/vocab"
 	"github.com/tikali/monky-deployd/machine"
 	"github.com/tikali/monky-deployd/store"
 )
@@ -18,7 +19,7 @@ func (tk *tick) blockUnauthenticated(cause error, detail string) error {
 
 // block parks the machine in Blocked: later ticks touch no network until resume, a changed
 // config, or (for a refused bearer) a new bootstrap grant on disk.
-func (tk *tick) block(code, detail string, started time.Time, cause error) error {
+func (tk *tick) block(code vocab.Code, detail string, started time.Time, cause error) error {
 	kind := effects.Permanent
 	if code == codeEnvMismatch {
 		kind = effects.EnvMismatch

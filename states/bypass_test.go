@@ -13,7 +13,7 @@ import (
 
 	"github.com/compose-spec/compose-go/v2/dotenv"
 
-	"github.com/tikali/monky-deployd/internal/bundle"
+	"github.com/tikali/monky-deployd/internal/vocab"
 	"github.com/tikali/monky-deployd/machine/explain"
 )
 
@@ -51,24 +51,26 @@ func TestBypassOverrideBesideIsNotApplied(t *testing.T) {
 func TestBypassesRefusedBeforeTheLease(t *testing.T) {
 	priv := "services:\n  api:\n    image: x\n    privileged: true\n"
 	cases := []struct {
-		name, code, detail string
-		files              map[string]string
+		name   string
+		code   vocab.Code
+		detail string
+		files  map[string]string
 	}{
-		{"COMPOSE_FILE in .env.template", bundle.CodeInvalid, "sets COMPOSE_FILE",
+		{"COMPOSE_FILE in .env.template", vocab.BundleInvalid, "sets COMPOSE_FILE",
 			map[string]string{".env.template": "COMPOSE_FILE=evil.yaml\nGEMINI_API_KEY=${GEMINI_API_KEY}\nDB_PASSWORD=${DB_PASSWORD}\n", "evil.yaml": priv}},
-		{"include of another bundle file", bundle.CodePrivileged, "service api: privileged: true",
+		{"include of another bundle file", vocab.PrivilegedRefused, "service api: privileged: true",
 			map[string]string{"compose.yaml": "include: [more.yaml]\nservices:\n  web:\n    image: x\n", "more.yaml": priv}},
-		{"extends file", bundle.CodePrivileged, "service web: privileged: true",
+		{"extends file", vocab.PrivilegedRefused, "service web: privileged: true",
 			map[string]string{"compose.yaml": "services:\n  web:\n    image: x\n    extends: {file: base.yaml, service: api}\n", "base.yaml": priv}},
-		{"a second YAML document", bundle.CodeInvalid, "2 YAML documents",
+		{"a second YAML document", vocab.BundleInvalid, "2 YAML documents",
 			map[string]string{"compose.yaml": "services:\n  api:\n    image: x\n---\n" + priv}},
-		{"privileged: ${P:-true}", bundle.CodePrivileged, "service api: privileged: true",
+		{"privileged: ${P:-true}", vocab.PrivilegedRefused, "service api: privileged: true",
 			map[string]string{"compose.yaml": "services:\n  api:\n    image: x\n    privileged: ${P:-true}\n"}},
-		{"bind of ../../../..", bundle.CodePrivileged, "service api: bind <release>/../../../.. → /host",
+		{"bind of ../../../..", vocab.PrivilegedRefused, "service api: bind <release>/../../../.. → /host",
 			map[string]string{"compose.yaml": "services:\n  api:\n    image: x\n    volumes: [\"../../../..:/host\"]\n"}},
-		{"bind of ${X:-/}", bundle.CodePrivileged, "service api: bind / → /host",
+		{"bind of ${X:-/}", vocab.PrivilegedRefused, "service api: bind / → /host",
 			map[string]string{"compose.yaml": "services:\n  api:\n    image: x\n    volumes: [\"${X:-/}:/host\"]\n"}},
-		{"local volume whose driver_opts bind /", bundle.CodePrivileged, "service api: volume root binds / (driver_opts) → /host",
+		{"local volume whose driver_opts bind /", vocab.PrivilegedRefused, "service api: volume root binds / (driver_opts) → /host",
 			map[string]string{"compose.yaml": "services:\n  api:\n    image: x\n    volumes: [\"root:/host\"]\nvolumes:\n  root:\n    driver_opts: {type: none, o: bind, device: /}\n"}},
 	}
 	for _, c := range cases {
@@ -88,7 +90,7 @@ func TestBypassesRefusedBeforeTheLease(t *testing.T) {
 				t.Errorf("compose ran: %v", calls)
 			}
 			res, detail := h.lastReport()
-			if res != "failed" || !strings.HasPrefix(detail, c.code+": ") || !strings.Contains(detail, c.detail) {
+			if res != "failed" || !strings.HasPrefix(detail, string(c.code)+": ") || !strings.Contains(detail, c.detail) {
 				t.Errorf("report %s %q, want failed %s naming %q", res, detail, c.code, c.detail)
 			}
 		})

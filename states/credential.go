@@ -17,14 +17,15 @@ import (
 	"github.com/tikali/monky-deployd/effects/files"
 	"github.com/tikali/monky-deployd/internal/failpoint"
 	"github.com/tikali/monky-deployd/internal/redact"
+	"github.com/tikali/monky-deployd/internal/vocab"
 	"github.com/tikali/monky-deployd/machine"
 	"github.com/tikali/monky-deployd/store"
 )
 
 // Protocol codes the tick itself decides on.
 const (
-	codeEnvMismatch     = machine.CodeEnvMismatch
-	codeUnauthenticated = machine.CodeUnauthenticated
+	codeEnvMismatch     = vocab.AgentEnvMismatch
+	codeUnauthenticated = vocab.AgentUnauthenticated
 )
 
 // untrusted reports whether err is a file the agent refuses to trust: the tick ends with exit 1
@@ -59,7 +60,7 @@ func checkCredential(op, what, v string) error {
 	if msg == "" {
 		return nil
 	}
-	return &effects.Error{Op: op, Kind: effects.Permanent, Code: "CREDENTIAL_SHAPE", Msg: msg + ": not stored"}
+	return &effects.Error{Op: op, Kind: effects.Permanent, Code: vocab.CredentialShape, Msg: msg + ": not stored"}
 }
 
 // readSecretFile reads a 0600 file holding one secret; "" when absent or empty. The file must
@@ -263,10 +264,10 @@ func (tk *tick) reauthenticate(ctx context.Context, cause error) error {
 	tk.token = ""
 	code, detail := codeUnauthenticated, "bearer refused by tenancy ("+answerWords(cause)+"): token deleted"
 	why := "the grant was superseded (kit re-revealed or env retired) or the token revoked, and no fresh bootstrap grant is on disk — re-run the install kit"
-	if c := effects.CodeOf(cause); strings.HasPrefix(c, "BAO_") {
+	if c := effects.CodeOf(cause); strings.HasPrefix(string(c), "BAO_") {
 		// OpenBao's refusal is OpenBao's, not tenancy's 401
 		code, detail = c, "OpenBao refused the token ("+answerWords(cause)+"): token deleted"
-		why = "OpenBao refused the token (" + c + "), and no fresh bootstrap grant is on disk — re-run the install kit"
+		why = "OpenBao refused the token (" + string(c) + "), and no fresh bootstrap grant is on disk — re-run the install kit"
 	}
 	if err := tk.eng.Note(machine.NoteUnauthenticated, code, detail, started, func(r *store.Record, _ store.Tx) error {
 		r.Token = store.TokenMeta{}
@@ -407,7 +408,7 @@ func (tk *tick) leaseBudget() (int, time.Time) {
 // budgetSpent is the answer to a lease the budget does not afford: used of LeaseLimit in the
 // last hour, until frees.
 func budgetSpent(used int, frees time.Time) error {
-	return &effects.Error{Op: "lease", Kind: effects.RateLimited, Code: machine.CodeLeaseBudget,
+	return &effects.Error{Op: "lease", Kind: effects.RateLimited, Code: vocab.LeaseBudget,
 		Msg: fmt.Sprintf("lease budget %d/%d until %s", used, LeaseLimit, machine.Stamp(frees))}
 }
 
@@ -433,7 +434,7 @@ func (tk *tick) leaseRefused(err error, now time.Time) error {
 	if e.Code == "" {
 		// tenancy's 429 without a code of its own: the entry carries the code in its field
 		cp := *e
-		cp.Code = machine.CodeLeaseRateLimit
+		cp.Code = vocab.LeaseRateLimited
 		return &cp
 	}
 	return err
@@ -445,7 +446,7 @@ func (tk *tick) askLease(ctx context.Context, reason string) (effects.Lease, err
 	now := tk.Now()
 	rec := tk.eng.Record()
 	if now.Before(rec.LeaseRetryAfter) {
-		return effects.Lease{}, &effects.Error{Op: "lease", Kind: effects.RateLimited, Code: machine.CodeLeaseRateLimit,
+		return effects.Lease{}, &effects.Error{Op: "lease", Kind: effects.RateLimited, Code: vocab.LeaseRateLimited,
 			Msg: "tenancy asked to wait: no lease before " + machine.Stamp(rec.LeaseRetryAfter)}
 	}
 	if used, frees := tk.leaseBudget(); used >= LeaseLimit {
@@ -638,7 +639,7 @@ func (tk *tick) leaseForApply(ctx context.Context, started time.Time) error {
 			tk.noteStop(machine.NoteLeaseDeferred, err, started, "")
 			return err
 		}
-		return tk.fail(ctx, machine.BundleVerified, codeOr(err, "LEASE_FAILED"), err.Error(), false)
+		return tk.fail(ctx, machine.BundleVerified, codeOr(err, vocab.LeaseFailed), err.Error(), false)
 	}
 	if err := files.WriteAtomicFS(tk.fs(), tk.Cfg.GrantPath(), []byte(lease.LoginJWT+"\n"), 0o600); err != nil {
 		return err

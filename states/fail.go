@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/tikali/monky-deployd/effects"
+	"github.com/tikali/monky-deployd/internal/vocab"
 	"github.com/tikali/monky-deployd/machine"
 	"github.com/tikali/monky-deployd/store"
 )
@@ -24,7 +25,7 @@ func backoff(n int) time.Duration {
 
 // fail commits a failure of this flight from the state whose step failed: counted, backed
 // off, reported failed with the code and names only, parked after MaxAttempts.
-func (tk *tick) fail(ctx context.Context, from machine.State, code, detail string, withLogs bool) error {
+func (tk *tick) fail(ctx context.Context, from machine.State, code vocab.Code, detail string, withLogs bool) error {
 	if pastDeadline(ctx) {
 		// whatever failed may have failed for want of time: not this apply's failure; the
 		// next tick does the step again
@@ -32,7 +33,7 @@ func (tk *tick) fail(ctx context.Context, from machine.State, code, detail strin
 	}
 	started := tk.stepStart()
 	rec := tk.eng.Record()
-	rep := effects.Report{Sha: rec.Sha, Result: effects.ResultFailed, Detail: code + ": " + detail, Containers: fromStore(rec.Containers)}
+	rep := effects.Report{Sha: rec.Sha, Result: effects.ResultFailed, Detail: string(code) + ": " + detail, Containers: fromStore(rec.Containers)}
 	if withLogs {
 		rep.LogTail = tk.logTail(ctx)
 	}

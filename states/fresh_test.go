@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tikali/monky-deployd/internal/vocab"
 	"github.com/tikali/monky-deployd/machine"
 	"github.com/tikali/monky-deployd/machine/explain"
 	"github.com/tikali/monky-deployd/store"
@@ -111,7 +112,7 @@ func TestALeaseTenancyRefuses(t *testing.T) {
 	h.release("v1", nil)
 	h.wantExit(h.tick(), 0)
 	e, ok := h.entry(func(e store.Entry) bool { return strings.Contains(e.Detail, "0 leases per environment per hour") })
-	if !ok || e.Code != machine.CodeLeaseRateLimit {
+	if !ok || e.Code != vocab.LeaseRateLimited {
 		t.Errorf("the refused lease's entry: %+v", e)
 	}
 	st, err := explain.BuildStatus(h.st, h.clock.Now(), nil)
@@ -126,7 +127,7 @@ func TestALeaseTenancyRefuses(t *testing.T) {
 	if !strings.Contains(text.String(), "tenancy refused a lease") || !strings.Contains(text.String(), "0 leases per environment per hour") {
 		t.Errorf("status text lacks tenancy's refusal:\n%s", text.String())
 	}
-	if st.Verdict != explain.Working || len(st.Codes) == 0 || st.Codes[0] != machine.CodeLeaseRateLimit {
+	if st.Verdict != explain.Working || len(st.Codes) == 0 || st.Codes[0] != string(vocab.LeaseRateLimited) {
 		t.Errorf("verdict %s codes %v", st.Verdict, st.Codes)
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/tikali/monky-deployd/internal/config"
 	"github.com/tikali/monky-deployd/internal/redact"
 	"github.com/tikali/monky-deployd/internal/testkit"
+	"github.com/tikali/monky-deployd/internal/vocab"
 	"github.com/tikali/monky-deployd/states"
 	"github.com/tikali/monky-deployd/store"
 	"github.com/tikali/monky-deployd/test/sim"
@@ -301,7 +302,7 @@ func (h *harness) wantConverged(when string) {
 }
 
 // wantBlocked fails the test unless the machine is Blocked with code.
-func (h *harness) wantBlocked(code string) {
+func (h *harness) wantBlocked(code vocab.Code) {
 	h.t.Helper()
 	if rec := h.record(); rec.State != "Blocked" || rec.Block == nil || rec.Block.Code != code {
 		h.t.Fatalf("state %s block %+v, want Blocked %s", rec.State, rec.Block, code)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/tikali/monky-deployd/effects"
 	"github.com/tikali/monky-deployd/internal/phase"
+	"github.com/tikali/monky-deployd/internal/vocab"
 	"github.com/tikali/monky-deployd/machine"
 	"github.com/tikali/monky-deployd/store"
 )
@@ -44,7 +45,7 @@ func (tk *tick) heartbeat(ctx context.Context, resp effects.CheckinResponse, con
 	rep.Result = effects.ResultFailed
 	rep.Detail = "UNHEALTHY: " + strings.Join(bad, ", ")
 	rep.LogTail = tk.logTail(ctx)
-	if err := tk.eng.Fire(machine.Outcome{Event: machine.EvFail, Code: "UNHEALTHY", Detail: rep.Detail, Update: func(r *store.Record, tx store.Tx) error {
+	if err := tk.eng.Fire(machine.Outcome{Event: machine.EvFail, Code: vocab.Unhealthy, Detail: rep.Detail, Update: func(r *store.Record, tx store.Tx) error {
 		return tk.enqueue(r, tx, machine.Failed, rep)
 	}}, started); err != nil {
 		return err
@@ -52,7 +53,7 @@ func (tk *tick) heartbeat(ctx context.Context, resp effects.CheckinResponse, con
 	if err := tk.flushOutbox(ctx); err != nil {
 		return err
 	}
-	return &effects.Error{Op: "heartbeat", Kind: effects.Permanent, Code: "UNHEALTHY", Msg: rep.Detail}
+	return &effects.Error{Op: "heartbeat", Kind: effects.Permanent, Code: vocab.Unhealthy, Msg: rep.Detail}
 }
 
 func healthyDetail(cs []effects.Container) string {

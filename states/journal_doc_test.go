@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tikali/monky-deployd/effects"
+	"github.com/tikali/monky-deployd/internal/vocab"
 	"github.com/tikali/monky-deployd/machine"
 	"github.com/tikali/monky-deployd/store"
 	"github.com/tikali/monky-deployd/test/sim"
@@ -263,9 +264,9 @@ func TestJournalDocMatchesTheFile(t *testing.T) {
 		t.Errorf("the scenario did not write what it should: notes %v, outcomes %v, tick actions %v", keys(values["note"]), keys(values["outcome"]), keys(values["tick-action"]))
 	}
 	// every code the agent decides itself is in the doc
-	for _, c := range []string{machine.CodeReportPending, machine.CodeOutboxStuck, machine.CodeTemporary, machine.CodeBaoUnavailable, machine.CodeTickDeadline,
-		machine.CodeLocal, machine.CodeTokenExpired, machine.CodeTokenExpiring, machine.CodeLeaseBudget, machine.CodeLeaseEveryTick} {
-		if !documented[c] {
+	for _, c := range []vocab.Code{vocab.ReportPending, vocab.OutboxStuck, vocab.Temporary, vocab.BaoUnavailable, vocab.TickDeadline,
+		vocab.LocalFailure, vocab.TokenExpired, vocab.TokenExpiring, vocab.LeaseBudget, vocab.LeaseEveryTick} {
+		if !documented[string(c)] {
 			t.Errorf("code %s is not in docs/JOURNAL.md", c)
 		}
 	}

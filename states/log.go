@@ -10,6 +10,7 @@ import (
 
 	"github.com/tikali/monky-deployd/effects"
 	"github.com/tikali/monky-deployd/internal/logging"
+	"github.com/tikali/monky-deployd/internal/vocab"
 	"github.com/tikali/monky-deployd/machine"
 	"github.com/tikali/monky-deployd/machine/explain"
 	"github.com/tikali/monky-deployd/store"
@@ -79,7 +80,7 @@ func (tk *tick) logTransition(t machine.Transition) {
 	}
 	ev := tk.Log.WithLevel(level).Str(logging.FieldEvent, t.Event).Str(logging.FieldState, string(t.To)).Int64(logging.FieldMs, t.Ms)
 	if t.Code != "" {
-		ev = ev.Str(logging.FieldCode, t.Code)
+		ev = ev.Str(logging.FieldCode, string(t.Code))
 	}
 	ev.Msg(msg)
 	tk.say(level, d)
@@ -99,7 +100,7 @@ func (tk *tick) logNote(e store.Entry) {
 	}
 	ev := tk.Log.WithLevel(level).Str(logging.FieldEvent, e.Event)
 	if e.Code != "" {
-		ev = ev.Str(logging.FieldCode, e.Code)
+		ev = ev.Str(logging.FieldCode, string(e.Code))
 	}
 	d := withCode(e.Code, e.Detail)
 	ev.Msg(e.Event + ": " + d)
@@ -162,7 +163,7 @@ func (tk *tick) logEnd(res Result, took time.Duration) {
 	}
 	ev := tk.Log.WithLevel(level).Int(logging.FieldExit, res.Exit).Str(logging.FieldState, string(tk.eng.State())).Int64(logging.FieldMs, took.Milliseconds())
 	if c := effects.CodeOf(res.Err); res.Err != nil && c != "" {
-		ev = ev.Str(logging.FieldCode, c)
+		ev = ev.Str(logging.FieldCode, string(c))
 	}
 	if verr == nil {
 		ev = ev.Str("verdict", v.Verdict)
@@ -184,7 +185,8 @@ func healthWords(cs []store.Container) string {
 }
 
 // withCode puts the code in front of the detail unless the detail starts with it.
-func withCode(code, detail string) string {
+func withCode(c vocab.Code, detail string) string {
+	code := string(c)
 	switch {
 	case code == "" || strings.HasPrefix(detail, code) || strings.Contains(detail, code+":"):
 		return detail

@@ -4,16 +4,17 @@ import (
 	"context"
 
 	"github.com/tikali/monky-deployd/effects"
+	"github.com/tikali/monky-deployd/internal/vocab"
 	"github.com/tikali/monky-deployd/machine"
 	"github.com/tikali/monky-deployd/store"
 )
 
 // refuse commits a refusal before the lease: nothing leased, logged in, read or started;
 // reported failed with the code; remembered so the same sha is not fetched again.
-func (tk *tick) refuse(ctx context.Context, code, detail string, needBytes int64) error {
+func (tk *tick) refuse(ctx context.Context, code vocab.Code, detail string, needBytes int64) error {
 	started := tk.stepStart()
 	rec := tk.eng.Record()
-	rep := effects.Report{Sha: rec.Sha, Result: effects.ResultFailed, Detail: code + ": " + detail, Containers: fromStore(rec.Containers)}
+	rep := effects.Report{Sha: rec.Sha, Result: effects.ResultFailed, Detail: string(code) + ": " + detail, Containers: fromStore(rec.Containers)}
 	now := tk.Now()
 	if err := tk.eng.Fire(machine.Outcome{Event: machine.EvRefuse, Code: code, Detail: detail, Update: func(r *store.Record, tx store.Tx) error {
 		r.Refusal = &store.Refusal{Sha: r.Sha, Code: code, Detail: rep.Detail[len(code)+2:], At: now, NeedBytes: needBytes}

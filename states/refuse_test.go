@@ -7,6 +7,7 @@ import (
 
 	"github.com/tikali/monky-deployd/internal/bundle"
 	"github.com/tikali/monky-deployd/internal/testkit"
+	"github.com/tikali/monky-deployd/internal/vocab"
 )
 
 func shaOf(files map[string]string) string {
@@ -22,48 +23,48 @@ func shaOf(files map[string]string) string {
 func TestRefusalsCostNoLease(t *testing.T) {
 	compose := "services:\n  api:\n    image: x\n"
 	cases := []struct {
-		code  string
+		code  vocab.Code
 		setup func(h *harness)
 	}{
-		{bundle.CodeInvalid, func(h *harness) {
+		{vocab.BundleInvalid, func(h *harness) {
 			files := testkit.Bundle(env, map[string]string{"compose.yaml": compose})
 			arch := testkit.Tar(t, append(testkit.TarFiles(files), testkit.TarEntry{Header: tar.Header{Name: "evil", Linkname: "/etc/passwd", Typeflag: tar.TypeSymlink}})...)
 			h.sim.AddRawRelease(env, "bad", "aa"+shaOf(files)[2:], arch)
 			h.sim.SetDesired(env, "aa"+shaOf(files)[2:])
 		}},
-		{bundle.CodeShaMismatch, func(h *harness) {
+		{vocab.BundleShaMismatch, func(h *harness) {
 			files := testkit.Bundle(env, map[string]string{"compose.yaml": compose})
 			sha := strings.Repeat("ab", 32)
 			h.sim.AddRawRelease(env, "bad", sha, testkit.Tar(t, testkit.TarFiles(files)...))
 			h.sim.SetDesired(env, sha)
 		}},
-		{bundle.CodeEnvMismatch, func(h *harness) {
+		{vocab.BundleEnvMismatch, func(h *harness) {
 			files := testkit.Bundle("env-qa-03", map[string]string{"compose.yaml": compose})
 			h.sim.AddRawRelease(env, "bad", shaOf(files), testkit.Tar(t, testkit.TarFiles(files)...))
 			h.sim.SetDesired(env, shaOf(files))
 		}},
-		{bundle.CodeEnvIncomplete, func(h *harness) {
+		{vocab.EnvIncomplete, func(h *harness) {
 			h.release("v1", func(f map[string][]byte) { f[".env.template"] = append(f[".env.template"], "X=${UNSUPPLIED}\n"...) })
 		}},
-		{bundle.CodeManifestPath, func(h *harness) {
+		{vocab.ManifestPathRefused, func(h *harness) {
 			h.release("v1", func(f map[string][]byte) {
 				f["secrets.manifest.json"] = []byte(`{"entries": [
   {"var": "GEMINI_API_KEY", "path": "monky/data/env-prod-01/see/gemini"},
   {"var": "DB_PASSWORD", "path": "monky/data/env-qa-02/see/db", "key": "password"}]}`)
 			})
 		}},
-		{bundle.CodePrivileged, func(h *harness) {
+		{vocab.PrivilegedRefused, func(h *harness) {
 			h.release("v1", func(f map[string][]byte) {
 				f["compose.yaml"] = []byte("services:\n  api:\n    image: x\n    volumes:\n      - type: bind\n        source: /var/run/docker.sock\n        target: /var/run/docker.sock\n")
 			})
 		}},
-		{bundle.CodeDiskInsufficient, func(h *harness) {
+		{vocab.DiskInsufficient, func(h *harness) {
 			h.disk.free = 100 << 20
 			h.release("v1", nil)
 		}},
 	}
 	for _, c := range cases {
-		t.Run(c.code, func(t *testing.T) {
+		t.Run(string(c.code), func(t *testing.T) {
 			h := newHarness(t)
 			c.setup(h)
 			h.wantExit(h.tick(), 1)
@@ -75,7 +76,7 @@ func TestRefusalsCostNoLease(t *testing.T) {
 				t.Errorf("compose calls on a refused bundle: %v", calls)
 			}
 			res, detail := h.lastReport()
-			if res != "failed" || !strings.HasPrefix(detail, c.code+": ") {
+			if res != "failed" || !strings.HasPrefix(detail, string(c.code)+": ") {
 				t.Errorf("report %s %q, want failed %s", res, detail, c.code)
 			}
 			if rec := h.record(); rec.State != "Refused" || rec.Refusal == nil || rec.Refusal.Code != c.code {
@@ -86,7 +87,7 @@ func TestRefusalsCostNoLease(t *testing.T) {
 			if got := h.sim.Counts(env).BundleFetches; got != fetches {
 				t.Errorf("the refused sha was fetched again (%d → %d)", fetches, got)
 			}
-			if c.code == bundle.CodeDiskInsufficient {
+			if c.code == vocab.DiskInsufficient {
 				_, detail := h.lastReport()
 				if !strings.Contains(detail, " bytes) free") || !strings.Contains(detail, "declares no size") {
 					t.Errorf("disk detail %q", detail)

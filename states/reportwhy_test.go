@@ -33,14 +33,14 @@ func (h *harness) wantReportWhy(verdict string) {
 	if r.Result != effects.ResultFailed || r.Why == nil || w == nil {
 		h.t.Fatalf("report %s why %+v; explain's why %+v", r.Result, r.Why, w)
 	}
-	want := effects.ReportWhy{Code: w.Code, Verdict: verdict, Since: w.At.UTC().Format(time.RFC3339),
+	want := effects.ReportWhy{Code: string(w.Code), Verdict: verdict, Since: w.At.UTC().Format(time.RFC3339),
 		Fault: w.Fault, Evidence: w.Evidence, Next: w.Next, Fix: w.Fix}
 	if *r.Why != want {
 		h.t.Errorf("report's why\n %+v\nexplain's\n %+v", *r.Why, want)
 	}
 	// the control plane's fleet shows the box as explain does
 	rows := h.sim.Fleet(false)
-	if len(rows) != 1 || rows[0].Env != env || rows[0].Verdict != verdict || rows[0].Code != w.Code || rows[0].Since != want.Since || rows[0].Next != w.Next {
+	if len(rows) != 1 || rows[0].Env != env || rows[0].Verdict != verdict || rows[0].Code != string(w.Code) || rows[0].Since != want.Since || rows[0].Next != w.Next {
 		h.t.Errorf("fleet rows %+v, want %s %s %s", rows, env, verdict, w.Code)
 	}
 }
@@ -80,7 +80,7 @@ func TestAFailedReportCarriesExplainsWhy(t *testing.T) {
 			h := newHarness(t)
 			c.run(h)
 			h.wantReportWhy(c.verdict)
-			if w := h.explainWhy(); w.Code != c.code {
+			if w := h.explainWhy(); string(w.Code) != c.code {
 				t.Errorf("code %s, want %s", w.Code, c.code)
 			}
 			for _, r := range h.sim.Reports(env) {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/tikali/monky-deployd/effects"
+	"github.com/tikali/monky-deployd/internal/vocab"
 	"github.com/tikali/monky-deployd/machine"
 )
 
@@ -28,7 +29,7 @@ func (a *Agent) RecordStartFailure(cause error) Result {
 	}
 	code := effects.CodeOf(cause)
 	if code == "" {
-		code = machine.CodeLocal
+		code = vocab.LocalFailure
 	}
 	if err := eng.Note(machine.NoteTickEnd, code, cause.Error(), started, nil); err != nil {
 		a.Log.Warn().Msg(fmt.Sprintf("journal the failed start: %v", err))

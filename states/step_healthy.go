@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/tikali/monky-deployd/effects"
-	"github.com/tikali/monky-deployd/effects/docker"
 	"github.com/tikali/monky-deployd/internal/sanitize"
+	"github.com/tikali/monky-deployd/internal/vocab"
 	"github.com/tikali/monky-deployd/machine"
 	"github.com/tikali/monky-deployd/store"
 )
@@ -45,8 +45,8 @@ func (tk *tick) stepHealthy(ctx context.Context) error {
 		if err != nil && effects.IsTemporary(err) {
 			return err
 		}
-		if effects.CodeOf(err) == docker.CodeReleaseChanged {
-			return tk.fail(ctx, machine.Up, docker.CodeReleaseChanged, sanitize.Line(err.Error()), false)
+		if effects.CodeOf(err) == vocab.ReleaseChanged {
+			return tk.fail(ctx, machine.Up, vocab.ReleaseChanged, sanitize.Line(err.Error()), false)
 		}
 		bad := unhealthy(cs)
 		if err == nil && len(cs) > 0 && len(bad) == 0 {
@@ -60,7 +60,7 @@ func (tk *tick) stepHealthy(ctx context.Context) error {
 			} else if len(cs) == 0 {
 				why = "no containers running"
 			}
-			return tk.fail(ctx, machine.Up, "UNHEALTHY", fmt.Sprintf("not healthy after %ds: %s", tk.Cfg.HealthyTimeoutS, why), true)
+			return tk.fail(ctx, machine.Up, vocab.Unhealthy, fmt.Sprintf("not healthy after %ds: %s", tk.Cfg.HealthyTimeoutS, why), true)
 		}
 		if now.Sub(lastLog) >= 10*time.Second {
 			lastLog = now

@@ -9,6 +9,7 @@ import (
 	"github.com/tikali/monky-deployd/effects/files"
 	"github.com/tikali/monky-deployd/internal/failpoint"
 	"github.com/tikali/monky-deployd/internal/redact"
+	"github.com/tikali/monky-deployd/internal/vocab"
 	"github.com/tikali/monky-deployd/machine"
 	"github.com/tikali/monky-deployd/store"
 )
@@ -109,7 +110,7 @@ func (tk *tick) leaseAgain(ctx context.Context) (grant string, ok bool, err erro
 		if effects.IsTemporary(err) || local(err) || tk.isBlocked() {
 			return "", false, err
 		}
-		return "", false, tk.fail(ctx, machine.Leased, codeOr(err, "LEASE_FAILED"), err.Error(), false)
+		return "", false, tk.fail(ctx, machine.Leased, codeOr(err, vocab.LeaseFailed), err.Error(), false)
 	}
 	grant = lease.LoginJWT
 	if err := files.WriteAtomicFS(tk.fs(), tk.Cfg.GrantPath(), []byte(grant+"\n"), 0o600); err != nil {
@@ -133,7 +134,7 @@ func (tk *tick) login(ctx context.Context, started time.Time, grant string) erro
 			tk.noteStop(machine.NoteLoginFailed, err, started, "grant kept for the next tick")
 			return err
 		}
-		return tk.fail(ctx, machine.Leased, codeOr(err, "BAO_LOGIN_REFUSED"), err.Error(), false)
+		return tk.fail(ctx, machine.Leased, codeOr(err, vocab.BaoLoginRefused), err.Error(), false)
 	}
 	redact.Add(t.Value)
 	if err := checkCredential("bao login", "the token in OpenBao's answer", t.Value); err != nil {

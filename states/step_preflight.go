@@ -10,6 +10,7 @@ import (
 
 	"github.com/tikali/monky-deployd/effects"
 	"github.com/tikali/monky-deployd/internal/bundle"
+	"github.com/tikali/monky-deployd/internal/vocab"
 	"github.com/tikali/monky-deployd/machine"
 	"github.com/tikali/monky-deployd/store"
 )
@@ -50,7 +51,7 @@ func (tk *tick) stepPreflight(ctx context.Context) error {
 	}
 	man, err := b.Manifest()
 	if err != nil {
-		return tk.refuse(ctx, bundle.CodeInvalid, err.Error(), 0)
+		return tk.refuse(ctx, vocab.BundleInvalid, err.Error(), 0)
 	}
 	if len(man.Entries) == 0 {
 		return tk.eng.Fire(machine.Outcome{Event: machine.EvReuse, Detail: "no secrets to read: no lease needed"}, started)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/tikali/monky-deployd/effects"
 	"github.com/tikali/monky-deployd/internal/sanitize"
+	"github.com/tikali/monky-deployd/internal/vocab"
 	"github.com/tikali/monky-deployd/machine"
 )
 
@@ -15,12 +16,12 @@ import (
 func (tk *tick) stepPull(ctx context.Context) error {
 	started := tk.Now()
 	if err := tk.Fx.Compose.Pull(ctx, tk.currentDir()); err != nil {
-		return tk.composeFailed(ctx, machine.Staged, machine.CodePullFailed, "compose pull", err)
+		return tk.composeFailed(ctx, machine.Staged, vocab.ComposePullFailed, "compose pull", err)
 	}
 	return tk.eng.Fire(machine.Outcome{Event: machine.EvPull, Detail: "compose pull: images present"}, started)
 }
 
-func (tk *tick) composeFailed(ctx context.Context, from machine.State, fallback, op string, err error) error {
+func (tk *tick) composeFailed(ctx context.Context, from machine.State, fallback vocab.Code, op string, err error) error {
 	if effects.IsTemporary(err) {
 		return err
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/tikali/monky-deployd/internal/bundle"
 	"github.com/tikali/monky-deployd/internal/failpoint"
 	"github.com/tikali/monky-deployd/internal/redact"
+	"github.com/tikali/monky-deployd/internal/vocab"
 	"github.com/tikali/monky-deployd/machine"
 )
 
@@ -33,7 +34,7 @@ func (tk *tick) stepStage(ctx context.Context) error {
 	}
 	man, err := b.Manifest()
 	if err != nil {
-		return tk.fail(ctx, machine.LoggedIn, bundle.CodeInvalid, err.Error(), false)
+		return tk.fail(ctx, machine.LoggedIn, vocab.BundleInvalid, err.Error(), false)
 	}
 	values, names, registry, ended, err := tk.readSecrets(ctx, man)
 	if ended {
@@ -42,7 +43,7 @@ func (tk *tick) stepStage(ctx context.Context) error {
 	env, err := bundle.Render(b.Files[bundle.TemplateFile], values)
 	clear(values)
 	if err != nil {
-		return tk.fail(ctx, machine.LoggedIn, bundle.CodeEnvIncomplete, err.Error(), false)
+		return tk.fail(ctx, machine.LoggedIn, vocab.EnvIncomplete, err.Error(), false)
 	}
 	err = tk.promote(b, env, func(rel string) error { return tk.writeModel(ctx, b, env, rel) })
 	clear(env)
@@ -51,7 +52,7 @@ func (tk *tick) stepStage(ctx context.Context) error {
 	case errors.As(err, &mr):
 		return tk.fail(ctx, machine.LoggedIn, mr.code, mr.detail, false)
 	case err != nil:
-		return tk.fail(ctx, machine.LoggedIn, codeOr(err, "STAGE_FAILED"), err.Error(), false)
+		return tk.fail(ctx, machine.LoggedIn, codeOr(err, vocab.StageFailed), err.Error(), false)
 	}
 	sort.Strings(names)
 	detail := fmt.Sprintf("read %d secret(s): %s", len(names), strings.Join(names, ", "))
@@ -84,17 +85,17 @@ func (tk *tick) readSecrets(ctx context.Context, man bundle.Manifest) (values ma
 			if effects.IsTemporary(err) || tk.isBlocked() || untrusted(err) {
 				return nil, nil, false, true, err
 			}
-			return nil, nil, false, true, tk.fail(ctx, machine.LoggedIn, codeOr(err, "SECRET_READ_FAILED"), fmt.Sprintf("read %s from %s: %s", e.Label(), e.Path, err.Error()), false)
+			return nil, nil, false, true, tk.fail(ctx, machine.LoggedIn, codeOr(err, vocab.SecretReadFailed), fmt.Sprintf("read %s from %s: %s", e.Label(), e.Path, err.Error()), false)
 		}
 		redact.Add(v)
 		if e.Use == bundle.UseRegistryAuth {
 			auth, err := docker.ParseRegistryAuth(v, tk.Cfg.RegistryHost)
 			if err != nil {
-				return nil, nil, false, true, tk.fail(ctx, machine.LoggedIn, "REGISTRY_AUTH_INVALID", fmt.Sprintf("registry credential at %s: %s", e.Path, err.Error()), false)
+				return nil, nil, false, true, tk.fail(ctx, machine.LoggedIn, vocab.RegistryAuthInvalid, fmt.Sprintf("registry credential at %s: %s", e.Path, err.Error()), false)
 			}
 			redact.Add(auth.Password)
 			if err := docker.WriteDockerConfigFS(tk.fs(), tk.Cfg.DockerConfigDir(), auth); err != nil {
-				return nil, nil, false, true, tk.fail(ctx, machine.LoggedIn, "STAGE_FAILED", err.Error(), false)
+				return nil, nil, false, true, tk.fail(ctx, machine.LoggedIn, vocab.StageFailed, err.Error(), false)
 			}
 			registry = true
 			continue
@@ -107,9 +108,12 @@ func (tk *tick) readSecrets(ctx context.Context, man bundle.Manifest) (values ma
 
 // modelRefused is a model compose would run that the stage refuses: the policy's findings
 // (PRIVILEGED_REFUSED) or a compose file that does not load with the secrets' values.
-type modelRefused struct{ code, detail string }
+type modelRefused struct {
+	code   vocab.Code
+	detail string
+}
 
-func (e *modelRefused) Error() string { return e.code + ": " + e.detail }
+func (e *modelRefused) Error() string { return string(e.code) + ": " + e.detail }
 
 // writeModel is the authoritative check: the release written at rel is verified again, its
 // compose file is loaded as compose would load it (its files, the rendered .env, no process
@@ -122,14 +126,14 @@ func (tk *tick) writeModel(ctx context.Context, b *bundle.Bundle, env []byte, re
 	}
 	p, err := docker.Load(ctx, rel, b.Meta.ComposeFile, b.Files[b.Meta.ComposeFile], env, tk.Cfg.ComposeProject)
 	if err != nil {
-		return &modelRefused{code: bundle.CodeInvalid, detail: err.Error()}
+		return &modelRefused{code: vocab.BundleInvalid, detail: err.Error()}
 	}
 	if f := checkModel(p, rel, b.Meta.Agent.AllowPrivileged); len(f) > 0 {
-		return &modelRefused{code: bundle.CodePrivileged, detail: strings.Join(f, "; ") + " (in the model compose would run; bundle.json agent.allow_privileged is not set)"}
+		return &modelRefused{code: vocab.PrivilegedRefused, detail: strings.Join(f, "; ") + " (in the model compose would run; bundle.json agent.allow_privileged is not set)"}
 	}
 	model, err := docker.Resolve(p)
 	if err != nil {
-		return &modelRefused{code: bundle.CodeInvalid, detail: err.Error()}
+		return &modelRefused{code: vocab.BundleInvalid, detail: err.Error()}
 	}
 	defer clear(model)
 	fsys := tk.fs()

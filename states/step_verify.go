@@ -8,12 +8,13 @@ import (
 	"github.com/tikali/monky-deployd/effects"
 	"github.com/tikali/monky-deployd/internal/bundle"
 	"github.com/tikali/monky-deployd/internal/sanitize"
+	"github.com/tikali/monky-deployd/internal/vocab"
 	"github.com/tikali/monky-deployd/machine"
 )
 
 const (
-	codeDisk     = bundle.CodeDiskInsufficient
-	codeRollback = bundle.CodeRollback
+	codeDisk     = vocab.DiskInsufficient
+	codeRollback = vocab.RollbackRefused
 )
 
 // fetchBundle reads and checks the flight's bundle: the one kept on disk for its sha when there
@@ -43,8 +44,8 @@ func (tk *tick) fetchBundle(ctx context.Context) (*bundle.Bundle, error) {
 		return err
 	})
 	if err != nil {
-		if effects.CodeOf(err) == bundle.CodeInvalid {
-			return nil, &bundle.Refusal{Code: bundle.CodeInvalid, Detail: err.Error()}
+		if effects.CodeOf(err) == vocab.BundleInvalid {
+			return nil, &bundle.Refusal{Code: vocab.BundleInvalid, Detail: err.Error()}
 		}
 		return nil, err
 	}
@@ -86,12 +87,12 @@ func (tk *tick) stepVerify(ctx context.Context) error {
 	case errors.As(err, &r):
 		return tk.refuse(ctx, r.Code, r.Detail, 0)
 	case err != nil && effects.KindOf(err) == effects.NotFound:
-		return tk.fail(ctx, machine.CheckedIn, "BUNDLE_NOT_FOUND", err.Error(), false)
+		return tk.fail(ctx, machine.CheckedIn, vocab.BundleNotFound, err.Error(), false)
 	case err != nil && effects.IsTemporary(err):
 		tk.noteStop(machine.NoteFetchFailed, err, started, "")
 		return err
 	case err != nil:
-		return tk.fail(ctx, machine.CheckedIn, codeOr(err, "BUNDLE_FETCH_FAILED"), err.Error(), false)
+		return tk.fail(ctx, machine.CheckedIn, codeOr(err, vocab.BundleFetchFailed), err.Error(), false)
 	}
 	tk.bundle = b
 	detail := fmt.Sprintf("bundle %s verified: %d files, sha matches", machine.ShortSha(b.Sha), len(b.Files))
@@ -116,10 +117,10 @@ func (tk *tick) resumeBundleError(ctx context.Context, from machine.State, err e
 	if effects.IsTemporary(err) || tk.isBlocked() {
 		return err
 	}
-	return tk.fail(ctx, from, codeOr(err, "BUNDLE_FETCH_FAILED"), "fetching the bundle again to resume: "+err.Error(), false)
+	return tk.fail(ctx, from, codeOr(err, vocab.BundleFetchFailed), "fetching the bundle again to resume: "+err.Error(), false)
 }
 
-func codeOr(err error, fallback string) string {
+func codeOr(err error, fallback vocab.Code) vocab.Code {
 	var r *bundle.Refusal
 	if errors.As(err, &r) {
 		return r.Code

@@ -26,7 +26,7 @@ func (tk *tick) apply(ctx context.Context, resp effects.CheckinResponse) error {
 		}
 	case st == machine.Refused && rec.Refusal != nil && rec.Refusal.Sha == sha:
 		if rec.Refusal.Code != codeDisk {
-			_ = tk.eng.Note(machine.NoteCheckin, rec.Refusal.Code, "still refused: "+rec.Refusal.Code+": "+rec.Refusal.Detail, now, nil)
+			_ = tk.eng.Note(machine.NoteCheckin, rec.Refusal.Code, "still refused: "+string(rec.Refusal.Code)+": "+rec.Refusal.Detail, now, nil)
 			return parked(effects.Permanent, rec.Refusal.Code, "refused: %s: %s — waiting for a new desired sha or `monky-deployd resume`", rec.Refusal.Code, rec.Refusal.Detail)
 		}
 		ok, detail, err := tk.diskEnough(ctx, rec.Refusal.NeedBytes)
@@ -34,7 +34,7 @@ func (tk *tick) apply(ctx context.Context, resp effects.CheckinResponse) error {
 			return err
 		}
 		if !ok {
-			_ = tk.eng.Note(machine.NoteCheckin, codeDisk, "still refused: "+codeDisk+": "+detail, now, nil)
+			_ = tk.eng.Note(machine.NoteCheckin, codeDisk, "still refused: "+string(codeDisk)+": "+detail, now, nil)
 			return parked(effects.Permanent, codeDisk, "refused: %s: %s — measured again every tick", codeDisk, detail)
 		}
 		if err := tk.startFlight(resp, machine.EvRecheck, "space freed ("+detail+"): checking the bundle again"); err != nil {

@@ -520,7 +520,7 @@ func TestSupportCorpus(t *testing.T) {
 			switch {
 			case c.code == "" && doc.Why != nil:
 				t.Fatalf("why %+v, want none\nnext: %s", doc.Why, doc.Next)
-			case c.code != "" && (doc.Why == nil || doc.Why.Code != c.code):
+			case c.code != "" && (doc.Why == nil || string(doc.Why.Code) != c.code):
 				t.Fatalf("why %+v, want code %s\nnext: %s\nlogs:\n%s", doc.Why, c.code, doc.Next, h.logs.String())
 			case c.code != "" && strings.HasPrefix(doc.Next, "converged"):
 				t.Errorf("a box in trouble reads next %q", doc.Next)

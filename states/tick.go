@@ -14,6 +14,7 @@ import (
 	"github.com/tikali/monky-deployd/internal/config"
 	"github.com/tikali/monky-deployd/internal/logging"
 	"github.com/tikali/monky-deployd/internal/phase"
+	"github.com/tikali/monky-deployd/internal/vocab"
 	"github.com/tikali/monky-deployd/machine"
 	"github.com/tikali/monky-deployd/machine/explain"
 	"github.com/tikali/monky-deployd/store"
@@ -143,7 +144,7 @@ func (tk *tick) work(ctx context.Context, leftovers error) error {
 		err = tk.errTickTimeout()
 		detail := fmt.Sprintf("the tick ran past tick_timeout_s (%s) and stopped at a step boundary, at %s; the next tick resumes there (%s)",
 			tk.TickTimeout, tk.eng.State(), cause.Error())
-		_ = tk.eng.Note(machine.NoteTickEnd, machine.CodeTickDeadline, detail, tk.Now(), nil)
+		_ = tk.eng.Note(machine.NoteTickEnd, vocab.TickDeadline, detail, tk.Now(), nil)
 	}
 	return err
 }
@@ -250,7 +251,7 @@ func (tk *tick) run(ctx context.Context) error {
 	case effects.ActionApply:
 		err = tk.apply(ctx, resp)
 	default:
-		err = &effects.Error{Op: "checkin", Kind: effects.Permanent, Code: "CHECKIN_SHAPE", Msg: fmt.Sprintf("unknown action %q", resp.Action)}
+		err = &effects.Error{Op: "checkin", Kind: effects.Permanent, Code: vocab.CheckinShape, Msg: fmt.Sprintf("unknown action %q", resp.Action)}
 	}
 	if err != nil {
 		return err
@@ -370,34 +371,34 @@ func (tk *tick) noteStop(event string, err error, started time.Time, then string
 
 // stopCode is the code a stop note is journaled with: the fault's own, else BAO_UNAVAILABLE
 // for OpenBao that could not answer (a login-failed note is always about OpenBao), else none.
-func stopCode(event string, err error) string {
+func stopCode(event string, err error) vocab.Code {
 	if c := effects.CodeOf(err); c != "" {
 		return c
 	}
 	var e *effects.Error
 	if event == machine.NoteLoginFailed || (errors.As(err, &e) && effects.IsTemporary(err) && strings.HasPrefix(e.Op, "bao")) {
-		return machine.CodeBaoUnavailable
+		return vocab.BaoUnavailable
 	}
 	return ""
 }
 
 // endWords is the code and words a tick's ending is journaled with.
-func endWords(err error) (string, string) {
+func endWords(err error) (vocab.Code, string) {
 	msg := err.Error()
 	var e *effects.Error
 	switch {
 	case errors.Is(err, context.DeadlineExceeded):
-		return machine.CodeTickDeadline, "the tick's deadline passed: it stopped at a step boundary; the next tick resumes — " + msg
+		return vocab.TickDeadline, "the tick's deadline passed: it stopped at a step boundary; the next tick resumes — " + msg
 	case errors.As(err, &e) && e.Op == "report":
-		return machine.CodeReportPending, "tenancy did not acknowledge the report (" + msg + "): it waits in the outbox; the next tick sends it again"
+		return vocab.ReportPending, "tenancy did not acknowledge the report (" + msg + "): it waits in the outbox; the next tick sends it again"
 	case errors.As(err, &e) && e.Code != "":
 		return e.Code, msg
 	case errors.As(err, &e) && effects.IsTemporary(err) && strings.HasPrefix(e.Op, "bao"):
-		return machine.CodeBaoUnavailable, msg
+		return vocab.BaoUnavailable, msg
 	case errors.As(err, &e) && effects.IsTemporary(err):
-		return machine.CodeTemporary, msg
+		return vocab.Temporary, msg
 	case local(err):
-		return machine.CodeLocal, msg
+		return vocab.LocalFailure, msg
 	}
 	return "", msg
 }
@@ -406,7 +407,7 @@ func endWords(err error) (string, string) {
 func (a *Agent) traceEarly(err error) {
 	code, detail := endWords(err)
 	if code == "" {
-		code = machine.CodeLocal
+		code = vocab.LocalFailure
 	}
 	if terr := machine.RecordFailedTick(a.Store, a.Now, a.Cfg.EnvID, ExitCode(err), code, detail); terr != nil {
 		a.Log.Warn().Msg("journal the failed tick: " + terr.Error())
@@ -431,7 +432,7 @@ func pastDeadline(ctx context.Context) bool {
 // errTickTimeout is the error of a step boundary reached past the tick's deadline: temporary
 // (exit 75), journaled by journalEnd as TICK_DEADLINE.
 func (tk *tick) errTickTimeout() error {
-	return &effects.Error{Op: "tick", Kind: effects.Temporary, Code: machine.CodeTickDeadline,
+	return &effects.Error{Op: "tick", Kind: effects.Temporary, Code: vocab.TickDeadline,
 		Msg: fmt.Sprintf("the tick ran past tick_timeout_s (%s) and stopped at %s", tk.TickTimeout, tk.eng.State()),
 		Err: context.DeadlineExceeded}
 }

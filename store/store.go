@@ -13,6 +13,8 @@ import (
 	"encoding/json"
 	"errors"
 	"time"
+
+	"github.com/tikali/monky-deployd/internal/vocab"
 )
 
 // SchemaVersion is the layout version kept at meta/version.
@@ -28,10 +30,10 @@ var (
 
 // Refusal is a bundle refused before the lease; remembered so it is not re-fetched each tick.
 type Refusal struct {
-	Sha    string    `json:"sha"`
-	Code   string    `json:"code"`
-	Detail string    `json:"detail"`
-	At     time.Time `json:"at"`
+	Sha    string     `json:"sha"`
+	Code   vocab.Code `json:"code"`
+	Detail string     `json:"detail"`
+	At     time.Time  `json:"at"`
 	// NeedBytes is what DISK_INSUFFICIENT measured against, so the next tick can re-measure
 	// without fetching the bundle again (-1: the bundle declares no size).
 	NeedBytes int64 `json:"need_bytes,omitempty"`
@@ -39,20 +41,20 @@ type Refusal struct {
 
 // Block is what only a person or a new grant can clear.
 type Block struct {
-	Code       string    `json:"code"` // AGENT_ENV_MISMATCH | AGENT_UNAUTHENTICATED
-	Detail     string    `json:"detail"`
-	At         time.Time `json:"at"`
-	ConfigHash string    `json:"config_hash"` // a changed config unblocks
-	GrantStamp string    `json:"grant_stamp"` // size+mtime of bootstrap.jwt when blocked; a new grant unblocks
+	Code       vocab.Code `json:"code"` // AGENT_ENV_MISMATCH | AGENT_UNAUTHENTICATED
+	Detail     string     `json:"detail"`
+	At         time.Time  `json:"at"`
+	ConfigHash string     `json:"config_hash"` // a changed config unblocks
+	GrantStamp string     `json:"grant_stamp"` // size+mtime of bootstrap.jwt when blocked; a new grant unblocks
 }
 
 // Failure is the last failure after the lease, with what it cost.
 type Failure struct {
-	Sha    string    `json:"sha"`
-	Code   string    `json:"code"`
-	Detail string    `json:"detail"`
-	State  string    `json:"state"` // the state whose step failed
-	At     time.Time `json:"at"`
+	Sha    string     `json:"sha"`
+	Code   vocab.Code `json:"code"`
+	Detail string     `json:"detail"`
+	State  string     `json:"state"` // the state whose step failed
+	At     time.Time  `json:"at"`
 	// Limit is the attempts the agent allowed when it committed this failure (it parks at Limit).
 	Limit int `json:"limit,omitempty"`
 }
@@ -134,15 +136,15 @@ func (r Record) TotalAttempts() int {
 
 // Entry is one journal line: a transition (From != To, or an fsm event) or a note (From == To).
 type Entry struct {
-	Seq    uint64    `json:"seq"` // assigned by Append
-	Tick   uint64    `json:"tick"`
-	At     time.Time `json:"at"`
-	From   string    `json:"from"`
-	To     string    `json:"to"`
-	Event  string    `json:"event"`
-	Ms     int64     `json:"ms"` // how long the step took
-	Code   string    `json:"code,omitempty"`
-	Detail string    `json:"detail,omitempty"` // redacted words; names only, never a value
+	Seq    uint64     `json:"seq"` // assigned by Append
+	Tick   uint64     `json:"tick"`
+	At     time.Time  `json:"at"`
+	From   string     `json:"from"`
+	To     string     `json:"to"`
+	Event  string     `json:"event"`
+	Ms     int64      `json:"ms"` // how long the step took
+	Code   vocab.Code `json:"code,omitempty"`
+	Detail string     `json:"detail,omitempty"` // redacted words; names only, never a value
 }
 
 // TickSummary is one tick's header in the journal.

@@ -1,6 +1,10 @@
 package transport
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/tikali/monky-deployd/internal/vocab"
+)
 
 // Error is a fault the transport decides itself, before or instead of a socket: no usable
 // transport in the config, an unusable identity, an address outside the mapping, a CA file
@@ -8,18 +12,18 @@ import "strings"
 // classify: effects.Classify turns an Error in a call's chain into the agent's classified
 // error (Kind TLS when TLS is set, else Permanent).
 type Error struct {
-	Op   string // "transport", "transport proxy", "transport sdk", "tls"
-	Code string // TRANSPORT_UNKNOWN, TRANSPORT_CONFIG, NO_MAPPING, IDENTITY_UNUSABLE, SDK_UNAVAILABLE, TLS_CA_FILE
-	Msg  string // what is wrong; never a secret
-	Hint string // what to check, for a person
-	TLS  bool   // a fault of the TLS setup: retrying cannot fix it
-	Err  error  // the cause
+	Op   string     // "transport", "transport proxy", "transport sdk", "tls"
+	Code vocab.Code // TRANSPORT_UNKNOWN, TRANSPORT_CONFIG, NO_MAPPING, IDENTITY_UNUSABLE, SDK_UNAVAILABLE, TLS_CA_FILE
+	Msg  string     // what is wrong; never a secret
+	Hint string     // what to check, for a person
+	TLS  bool       // a fault of the TLS setup: retrying cannot fix it
+	Err  error      // the cause
 }
 
 func (e *Error) Error() string {
 	s := e.Op
-	if e.Code != "" && !strings.Contains(e.Msg, e.Code) {
-		s += ": " + e.Code
+	if e.Code != "" && !strings.Contains(e.Msg, string(e.Code)) {
+		s += ": " + string(e.Code)
 	}
 	if e.Msg != "" {
 		s += ": " + e.Msg

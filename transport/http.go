@@ -13,6 +13,8 @@ import (
 	"os"
 	"sync"
 	"time"
+
+	"github.com/tikali/monky-deployd/internal/vocab"
 )
 
 // DefaultTimeout is used when HTTPClient is given no timeout.
@@ -127,12 +129,12 @@ func loadRoots(caFile string) (*x509.CertPool, error) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, &Error{Op: "tls", TLS: true, Code: "TLS_CA_FILE",
+		return nil, &Error{Op: "tls", TLS: true, Code: vocab.TLSCAFile,
 			Msg: fmt.Sprintf("CA file %s is unreadable: %v", caFile, errors.Unwrap(err)), Err: err}
 	}
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(pem) {
-		return nil, &Error{Op: "tls", TLS: true, Code: "TLS_CA_FILE",
+		return nil, &Error{Op: "tls", TLS: true, Code: vocab.TLSCAFile,
 			Msg: fmt.Sprintf("CA file %s holds no PEM certificate", caFile)}
 	}
 	return pool, nil

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/tikali/monky-deployd/internal/vocab"
 )
 
 // maxIdentityBytes bounds the identity read: a ziti identity is a few KiB of JSON.
@@ -31,7 +33,7 @@ func checkIdentity(transport, path string) error {
 		op += " " + transport
 	}
 	fail := func(msg, hint string, err error) error {
-		return &Error{Op: op, Code: "IDENTITY_UNUSABLE", Msg: msg, Hint: hint, Err: err}
+		return &Error{Op: op, Code: vocab.IdentityUnusable, Msg: msg, Hint: hint, Err: err}
 	}
 	if path == "" {
 		return fail("no identity configured (`identity:` is empty)", "", nil)

@@ -2,9 +2,13 @@
 
 package transport
 
+import (
+	"github.com/tikali/monky-deployd/internal/vocab"
+)
+
 // newSDK in the default build: there is no OpenZiti SDK in it (the `sdk` Makefile target
 // builds one with -tags ziti), so the sdk transport is refused with one line saying what to use.
 func newSDK(Config) (Dialer, error) {
-	return nil, &Error{Op: "transport sdk", Code: "SDK_UNAVAILABLE",
+	return nil, &Error{Op: "transport sdk", Code: vocab.SDKUnavailable,
 		Msg: "this build has no OpenZiti SDK; set `transport: proxy` (monky-deployd-proxy.service) or `transport: system`"}
 }

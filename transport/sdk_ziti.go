@@ -16,6 +16,7 @@ import (
 	"github.com/openziti/sdk-golang/ziti"
 
 	"github.com/tikali/monky-deployd/internal/config"
+	"github.com/tikali/monky-deployd/internal/vocab"
 )
 
 type sdkDialer struct {
@@ -29,15 +30,15 @@ func newSDK(cfg Config) (Dialer, error) {
 	}
 	rs, err := fixedRoutes(cfg, cfg.Tenancy.Service, cfg.Bao.Service, "service")
 	if err != nil {
-		return nil, &Error{Op: "transport sdk", Code: "TRANSPORT_CONFIG", Err: err}
+		return nil, &Error{Op: "transport sdk", Code: vocab.TransportConfig, Err: err}
 	}
 	zcfg, err := ziti.NewConfigFromFile(cfg.Identity)
 	if err != nil {
-		return nil, &Error{Op: "transport sdk", Code: "IDENTITY_UNUSABLE", Err: err}
+		return nil, &Error{Op: "transport sdk", Code: vocab.IdentityUnusable, Err: err}
 	}
 	zctx, err := ziti.NewContext(zcfg)
 	if err != nil {
-		return nil, &Error{Op: "transport sdk", Code: "IDENTITY_UNUSABLE", Err: err}
+		return nil, &Error{Op: "transport sdk", Code: vocab.IdentityUnusable, Err: err}
 	}
 	return &sdkDialer{zctx: zctx, routes: rs}, nil
 }

@@ -18,6 +18,7 @@ import (
 	"strings"
 
 	"github.com/tikali/monky-deployd/internal/config"
+	"github.com/tikali/monky-deployd/internal/vocab"
 )
 
 // Dialer opens the TCP connections of every HTTP call the agent makes.
@@ -74,10 +75,10 @@ func New(cfg Config) (Dialer, error) {
 	case config.TransportSDK:
 		return newSDK(cfg)
 	case "":
-		return nil, &Error{Op: "transport", Code: "TRANSPORT_UNKNOWN",
+		return nil, &Error{Op: "transport", Code: vocab.TransportUnknown,
 			Msg: "no transport configured; set `transport: sdk`, `proxy` or `system`"}
 	}
-	return nil, &Error{Op: "transport", Code: "TRANSPORT_UNKNOWN",
+	return nil, &Error{Op: "transport", Code: vocab.TransportUnknown,
 		Msg: fmt.Sprintf("unknown transport %q; set `transport: sdk`, `proxy` or `system`", cfg.Transport)}
 }
 
@@ -122,7 +123,7 @@ func (rs routes) String() string {
 
 // refuse is the error for a destination outside the mapping.
 func (rs routes) refuse(transport, addr string) error {
-	return &Error{Op: "transport " + transport, Code: "NO_MAPPING",
+	return &Error{Op: "transport " + transport, Code: vocab.NoMapping,
 		Msg: fmt.Sprintf("no mapping for %s (maps %s)", addr, rs)}
 }
 
@@ -204,7 +205,7 @@ type proxyDialer struct{ routes routes }
 func newProxy(cfg Config) (Dialer, error) {
 	rs, err := fixedRoutes(cfg, cfg.Tenancy.ProxyAddr, cfg.Bao.ProxyAddr, "proxy_addr")
 	if err != nil {
-		return nil, &Error{Op: "transport proxy", Code: "TRANSPORT_CONFIG", Err: err}
+		return nil, &Error{Op: "transport proxy", Code: vocab.TransportConfig, Err: err}
 	}
 	return &proxyDialer{routes: rs}, nil
 }

@@ -10,7 +10,7 @@ import (
 
 	"github.com/tikali/monky-deployd/internal/config"
 	"github.com/tikali/monky-deployd/internal/version"
-	"github.com/tikali/monky-deployd/machine"
+	"github.com/tikali/monky-deployd/internal/vocab"
 	"github.com/tikali/monky-deployd/states"
 	"github.com/tikali/monky-deployd/store"
 	"github.com/tikali/monky-deployd/transport"
@@ -86,10 +86,10 @@ func resumeChecks(cfg *config.Config, rec store.Record) []string {
 			out = append(out, "identity "+cfg.Identity+" is readable and a ziti identity")
 		}
 	}
-	if rec.Refusal != nil && rec.Refusal.Code == machine.CodeDisk {
+	if rec.Refusal != nil && rec.Refusal.Code == vocab.DiskInsufficient {
 		out = append(out, "disk: not measured here (that needs docker's data-root); the next tick measures it before anything else")
 	}
-	if rec.Block != nil && rec.Block.Code == machine.CodeUnauthenticated {
+	if rec.Block != nil && rec.Block.Code == vocab.AgentUnauthenticated {
 		if fi, err := os.Stat(cfg.BootstrapPath); err == nil && fi.Size() > 0 {
 			out = append(out, "bootstrap grant present at "+cfg.BootstrapPath+": the next tick logs in with it")
 		} else if err == nil {

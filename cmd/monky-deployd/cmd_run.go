@@ -80,7 +80,7 @@ func writeMetrics(cfg *config.Config, st store.Store, res states.Result, started
 		return
 	}
 	end := time.Now()
-	t := metrics.Tick{Exit: res.Exit, Code: effects.CodeOf(res.Err), Duration: end.Sub(started), EndedAt: end,
+	t := metrics.Tick{Exit: res.Exit, Code: string(effects.CodeOf(res.Err)), Duration: end.Sub(started), EndedAt: end,
 		Interval: intervalOf(cfg, res.IntervalS), Version: version.Version, Transports: transportsBuiltIn(), Limits: explain.LimitsOf(cfg)}
 	if err := metrics.Write(cfg.MetricsPath, filepath.Join(cfg.StateDir, metrics.CountersFile), st, t); err != nil {
 		ev := log.Warn()

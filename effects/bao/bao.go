@@ -30,6 +30,7 @@ import (
 	"github.com/hashicorp/vault/api"
 
 	"github.com/tikali/monky-deployd/effects"
+	"github.com/tikali/monky-deployd/internal/vocab"
 	"github.com/tikali/monky-deployd/transport"
 )
 
@@ -195,16 +196,16 @@ func (c *Client) call(ctx context.Context, op, token, secret string, f func(cont
 	case x.status == 0 && err != nil:
 		return nil, scrub(effects.Classify(op, c.hostport, c.transport, err), secret)
 	case x.status == 0:
-		return nil, &effects.Error{Op: op, Kind: effects.Permanent, Code: "BAO_ANSWER", Msg: "no answer"}
+		return nil, &effects.Error{Op: op, Kind: effects.Permanent, Code: vocab.BaoAnswer, Msg: "no answer"}
 	case x.tooBig:
-		return nil, &effects.Error{Op: op, Kind: effects.Permanent, Code: "BAO_ANSWER", Status: x.status,
+		return nil, &effects.Error{Op: op, Kind: effects.Permanent, Code: vocab.BaoAnswer, Status: x.status,
 			Msg: fmt.Sprintf("answer larger than %d bytes", maxAnswerBytes)}
 	case x.status < 200 || x.status > 299:
 		return nil, scrub(statusErr(op, x.status, x.header, x.raw), secret)
 	case len(bytes.TrimSpace(x.raw)) == 0:
 		return nil, nil // 204
 	case err != nil:
-		return nil, &effects.Error{Op: op, Kind: effects.Permanent, Code: "BAO_ANSWER", Status: x.status,
+		return nil, &effects.Error{Op: op, Kind: effects.Permanent, Code: vocab.BaoAnswer, Status: x.status,
 			Msg: "answer is not JSON"}
 	}
 	return s, nil
@@ -223,7 +224,7 @@ func (c *Client) Login(ctx context.Context, mount, role, jwt string) (effects.To
 		return effects.Token{}, err
 	}
 	if s == nil || s.Auth == nil || s.Auth.ClientToken == "" {
-		return effects.Token{}, &effects.Error{Op: op, Kind: effects.Permanent, Code: "BAO_ANSWER",
+		return effects.Token{}, &effects.Error{Op: op, Kind: effects.Permanent, Code: vocab.BaoAnswer,
 			Msg: "login answer has no auth.client_token"}
 	}
 	return effects.Token{
@@ -244,7 +245,7 @@ func (c *Client) LookupSelf(ctx context.Context, token string) (effects.TokenInf
 		return effects.TokenInfo{}, err
 	}
 	if s == nil || s.Data == nil {
-		return effects.TokenInfo{}, &effects.Error{Op: op, Kind: effects.Permanent, Code: "BAO_ANSWER",
+		return effects.TokenInfo{}, &effects.Error{Op: op, Kind: effects.Permanent, Code: vocab.BaoAnswer,
 			Msg: "lookup-self answer has no data"}
 	}
 	d := s.Data
@@ -272,7 +273,7 @@ func (c *Client) RenewSelf(ctx context.Context, token string, increment time.Dur
 		return 0, err
 	}
 	if s == nil || s.Auth == nil {
-		return 0, &effects.Error{Op: op, Kind: effects.Permanent, Code: "BAO_ANSWER",
+		return 0, &effects.Error{Op: op, Kind: effects.Permanent, Code: vocab.BaoAnswer,
 			Msg: "renew-self answer has no auth"}
 	}
 	return time.Duration(s.Auth.LeaseDuration) * time.Second, nil
@@ -308,7 +309,7 @@ func (c *Client) ReadKV(ctx context.Context, token, path, key string, version in
 		return cl.Logical().ReadWithDataWithContext(ctx, path, q)
 	})
 	var ee *effects.Error
-	if errors.As(err, &ee) && ee.Status == http.StatusNotFound && ee.Code == "KV_VERSION_DELETED" {
+	if errors.As(err, &ee) && ee.Status == http.StatusNotFound && ee.Code == vocab.KVVersionDeleted {
 		ee.Msg = where + " is deleted or destroyed"
 		return "", ee
 	}
@@ -319,21 +320,21 @@ func (c *Client) ReadKV(ctx context.Context, token, path, key string, version in
 		if ee.Msg != "" {
 			msg += " (OpenBao: " + ee.Msg + ")"
 		}
-		ee.Code, ee.Msg = "KV_NOT_FOUND", msg
+		ee.Code, ee.Msg = vocab.KVNotFound, msg
 		return "", ee
 	}
 	if err != nil {
 		return "", err
 	}
 	if s == nil || s.Data == nil {
-		return "", &effects.Error{Op: op, Kind: effects.NotFound, Code: "KV_NOT_FOUND", Msg: where + " has no data"}
+		return "", &effects.Error{Op: op, Kind: effects.NotFound, Code: vocab.KVNotFound, Msg: where + " has no data"}
 	}
 	if deleted(s.Data) {
-		return "", &effects.Error{Op: op, Kind: effects.NotFound, Code: "KV_VERSION_DELETED", Msg: where + " is deleted or destroyed"}
+		return "", &effects.Error{Op: op, Kind: effects.NotFound, Code: vocab.KVVersionDeleted, Msg: where + " is deleted or destroyed"}
 	}
 	data, ok := s.Data["data"].(map[string]any)
 	if !ok {
-		return "", &effects.Error{Op: op, Kind: effects.Permanent, Code: "BAO_ANSWER",
+		return "", &effects.Error{Op: op, Kind: effects.Permanent, Code: vocab.BaoAnswer,
 			Msg: where + " is not a KV-v2 secret (no data.data); is the path <mount>/data/…?"}
 	}
 	v, ok := data[key]
@@ -343,7 +344,7 @@ func (c *Client) ReadKV(ctx context.Context, token, path, key string, version in
 			keys = append(keys, k)
 		}
 		sort.Strings(keys)
-		return "", &effects.Error{Op: op, Kind: effects.Permanent, Code: "KV_KEY_MISSING",
+		return "", &effects.Error{Op: op, Kind: effects.Permanent, Code: vocab.KVKeyMissing,
 			Msg: fmt.Sprintf("key %q is not in %s (keys: %s)", key, where, strings.Join(keys, ", "))}
 	}
 	if s, ok := v.(string); ok {
@@ -351,7 +352,7 @@ func (c *Client) ReadKV(ctx context.Context, token, path, key string, version in
 	}
 	b, err := json.Marshal(v)
 	if err != nil {
-		return "", &effects.Error{Op: op, Kind: effects.Permanent, Code: "BAO_ANSWER", Msg: fmt.Sprintf("key %q of %s: unusable value", key, where)}
+		return "", &effects.Error{Op: op, Kind: effects.Permanent, Code: vocab.BaoAnswer, Msg: fmt.Sprintf("key %q of %s: unusable value", key, where)}
 	}
 	return string(b), nil
 }
@@ -378,14 +379,14 @@ func statusErr(op string, status int, header http.Header, raw []byte) *effects.E
 	e := &effects.Error{Op: op, Status: status, Msg: words}
 	switch s := status; {
 	case s == http.StatusBadRequest && op == "bao login":
-		e.Kind, e.Code = effects.Permanent, "BAO_LOGIN_REFUSED"
+		e.Kind, e.Code = effects.Permanent, vocab.BaoLoginRefused
 		e.Hint = "the grant was refused: expired, superseded or for another role"
 	case s == http.StatusUnauthorized || s == http.StatusForbidden:
-		e.Kind, e.Code = effects.Permanent, "BAO_PERMISSION_DENIED"
+		e.Kind, e.Code = effects.Permanent, vocab.BaoPermissionDenied
 	case s == http.StatusNotFound:
-		e.Kind, e.Code = effects.NotFound, "BAO_NOT_FOUND"
+		e.Kind, e.Code = effects.NotFound, vocab.BaoNotFound
 		if s, err := api.ParseSecret(bytes.NewReader(raw)); err == nil && s != nil && s.Data != nil && deleted(s.Data) {
-			e.Code = "KV_VERSION_DELETED"
+			e.Code = vocab.KVVersionDeleted
 		}
 	case s == http.StatusTooManyRequests:
 		e.Kind = effects.RateLimited
@@ -398,7 +399,7 @@ func statusErr(op string, status int, header http.Header, raw []byte) *effects.E
 		e.Kind = effects.Temporary
 		e.Msg = fmt.Sprintf("redirected to %q (not followed; a standby node?)", header.Get("Location"))
 	default:
-		e.Kind, e.Code = effects.Permanent, "BAO_REQUEST_REFUSED"
+		e.Kind, e.Code = effects.Permanent, vocab.BaoRequestRefused
 	}
 	return e
 }
@@ -439,11 +440,11 @@ func clip(s string) string {
 // checkSegments refuses an empty path or one with empty, "." or ".." segments.
 func checkSegments(op, p string) error {
 	if p == "" {
-		return &effects.Error{Op: op, Kind: effects.Permanent, Code: "BAO_PATH", Msg: "empty path"}
+		return &effects.Error{Op: op, Kind: effects.Permanent, Code: vocab.BaoPath, Msg: "empty path"}
 	}
 	for _, seg := range strings.Split(p, "/") {
 		if seg == "" || seg == "." || seg == ".." {
-			return &effects.Error{Op: op, Kind: effects.Permanent, Code: "BAO_PATH", Msg: fmt.Sprintf("path %q is not clean", p)}
+			return &effects.Error{Op: op, Kind: effects.Permanent, Code: vocab.BaoPath, Msg: fmt.Sprintf("path %q is not clean", p)}
 		}
 	}
 	return nil

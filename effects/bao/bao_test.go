@@ -139,7 +139,7 @@ func (sysDialer) DialContext(ctx context.Context, network, addr string) (net.Con
 func wantErr(t *testing.T, err error, kind effects.Kind, code, msg string) {
 	t.Helper()
 	e := testkit.ErrorAs[*effects.Error](t, err)
-	if e.Kind != kind || e.Code != code {
+	if e.Kind != kind || string(e.Code) != code {
 		t.Fatalf("kind %v code %q, want %v %q: %v", e.Kind, e.Code, kind, code, err)
 	}
 	if !strings.Contains(err.Error(), msg) {

@@ -41,18 +41,7 @@ import (
 	"github.com/tikali/monky-deployd/effects"
 	"github.com/tikali/monky-deployd/internal/redact"
 	"github.com/tikali/monky-deployd/internal/sanitize"
-)
-
-// Codes of the compose failures, carried in *effects.Error.
-const (
-	CodePullFailed  = "COMPOSE_PULL_FAILED"
-	CodeUpFailed    = "COMPOSE_UP_FAILED"
-	CodeDownFailed  = "COMPOSE_DOWN_FAILED"
-	CodePSFailed    = "COMPOSE_PS_FAILED"
-	CodeLogsFailed  = "COMPOSE_LOGS_FAILED"
-	CodeInfoFailed  = "DOCKER_INFO_FAILED"
-	CodePruneFailed = "DOCKER_PRUNE_FAILED"
-	CodeNotFound    = "DOCKER_NOT_FOUND"
+	"github.com/tikali/monky-deployd/internal/vocab"
 )
 
 // Default timeouts.
@@ -92,10 +81,10 @@ type result struct {
 
 // run runs <Bin> args in dir in the environment the agent sets (env). A non-nil error is an
 // *effects.Error with op and code; its Msg is the command's own meaningful output.
-func (c *CLI) run(ctx context.Context, op, code, dir string, timeout time.Duration, args ...string) (result, error) {
+func (c *CLI) run(ctx context.Context, op string, code vocab.Code, dir string, timeout time.Duration, args ...string) (result, error) {
 	path, err := exec.LookPath(c.Bin)
 	if err != nil {
-		return result{}, &effects.Error{Op: op, Kind: effects.Permanent, Code: CodeNotFound,
+		return result{}, &effects.Error{Op: op, Kind: effects.Permanent, Code: vocab.DockerNotFound,
 			Msg: c.Bin + " not found on PATH", Hint: "install docker (with the compose plugin) or set docker_bin", Err: err}
 	}
 	if timeout <= 0 {
@@ -177,7 +166,7 @@ func (c *CLI) pin(op, dir string, looksOnly bool) (release, error) {
 		if errors.Is(err, os.ErrNotExist) {
 			return name, nil
 		}
-		return release{}, &effects.Error{Op: op, Kind: effects.Permanent, Code: CodeReleaseChanged, Msg: sanitize.Line(err.Error()), Err: err}
+		return release{}, &effects.Error{Op: op, Kind: effects.Permanent, Code: vocab.ReleaseChanged, Msg: sanitize.Line(err.Error()), Err: err}
 	}
 	if real, err = filepath.Abs(real); err != nil {
 		return release{}, err
@@ -200,7 +189,7 @@ func (c *CLI) pin(op, dir string, looksOnly bool) (release, error) {
 // compose runs `compose <pinned flags> sub…` for the release in dir. A down of a release that
 // fails the checks runs by project name alone (it loads no file, so nothing unverified runs)
 // and says so in its error when it fails.
-func (c *CLI) compose(ctx context.Context, op, code, dir string, timeout time.Duration, sub ...string) (result, error) {
+func (c *CLI) compose(ctx context.Context, op string, code vocab.Code, dir string, timeout time.Duration, sub ...string) (result, error) {
 	r, err := c.pin(op, dir, sub[0] == "ps" || sub[0] == "logs" || sub[0] == "down")
 	if err != nil && sub[0] != "down" {
 		return result{}, err
@@ -241,26 +230,26 @@ func Meaningful(out []byte) string {
 
 // PS is `compose ps --format json` in dir.
 func (c *CLI) PS(ctx context.Context, dir string) ([]effects.Container, error) {
-	res, err := c.compose(ctx, "compose ps", CodePSFailed, dir, c.QuickTimeout, "ps", "--format", "json")
+	res, err := c.compose(ctx, "compose ps", vocab.ComposePSFailed, dir, c.QuickTimeout, "ps", "--format", "json")
 	if err != nil {
 		return nil, err
 	}
 	cs, err := ParsePS(res.stdout)
 	if err != nil {
-		return nil, &effects.Error{Op: "compose ps", Kind: effects.Permanent, Code: CodePSFailed, Err: err}
+		return nil, &effects.Error{Op: "compose ps", Kind: effects.Permanent, Code: vocab.ComposePSFailed, Err: err}
 	}
 	return cs, nil
 }
 
 // Pull is `compose pull` in dir. Idempotent. A failure carries the registry's own words.
 func (c *CLI) Pull(ctx context.Context, dir string) error {
-	_, err := c.compose(ctx, "compose pull", CodePullFailed, dir, c.Timeout, "pull")
+	_, err := c.compose(ctx, "compose pull", vocab.ComposePullFailed, dir, c.Timeout, "pull")
 	return err
 }
 
 // Up is `compose up -d --remove-orphans` in dir. Idempotent: compose converges.
 func (c *CLI) Up(ctx context.Context, dir string) error {
-	_, err := c.compose(ctx, "compose up", CodeUpFailed, dir, c.Timeout, "up", "-d", "--remove-orphans")
+	_, err := c.compose(ctx, "compose up", vocab.ComposeUpFailed, dir, c.Timeout, "up", "-d", "--remove-orphans")
 	return err
 }
 
@@ -273,7 +262,7 @@ func (c *CLI) Down(ctx context.Context, dir string, volumes bool) error {
 	if volumes {
 		args = append(args, "-v")
 	}
-	_, err := c.compose(ctx, "compose down", CodeDownFailed, dir, c.Timeout, args...)
+	_, err := c.compose(ctx, "compose down", vocab.ComposeDownFailed, dir, c.Timeout, args...)
 	return err
 }
 
@@ -283,7 +272,7 @@ func (c *CLI) Logs(ctx context.Context, dir string, tail int) (string, error) {
 	if tail <= 0 {
 		tail = 100
 	}
-	res, err := c.compose(ctx, "compose logs", CodeLogsFailed, dir, c.Timeout, "logs", "--no-color", "--tail", strconv.Itoa(tail))
+	res, err := c.compose(ctx, "compose logs", vocab.ComposeLogsFailed, dir, c.Timeout, "logs", "--no-color", "--tail", strconv.Itoa(tail))
 	if err != nil {
 		return "", err
 	}
@@ -292,13 +281,13 @@ func (c *CLI) Logs(ctx context.Context, dir string, tail int) (string, error) {
 
 // DataRoot is `docker info -f '{{.DockerRootDir}}'`.
 func (c *CLI) DataRoot(ctx context.Context) (string, error) {
-	res, err := c.run(ctx, "docker info", CodeInfoFailed, "", c.QuickTimeout, "info", "-f", "{{.DockerRootDir}}")
+	res, err := c.run(ctx, "docker info", vocab.DockerInfoFailed, "", c.QuickTimeout, "info", "-f", "{{.DockerRootDir}}")
 	if err != nil {
 		return "", err
 	}
 	root := strings.TrimSpace(string(res.stdout))
 	if !strings.HasPrefix(root, "/") {
-		return "", &effects.Error{Op: "docker info", Kind: effects.Permanent, Code: CodeInfoFailed,
+		return "", &effects.Error{Op: "docker info", Kind: effects.Permanent, Code: vocab.DockerInfoFailed,
 			Msg: "no data-root in the answer: " + Meaningful(res.stdout)}
 	}
 	return root, nil
@@ -306,13 +295,13 @@ func (c *CLI) DataRoot(ctx context.Context) (string, error) {
 
 // ImagePrune is `docker image prune -f`.
 func (c *CLI) ImagePrune(ctx context.Context) error {
-	_, err := c.run(ctx, "docker image prune", CodePruneFailed, "", c.Timeout, "image", "prune", "-f")
+	_, err := c.run(ctx, "docker image prune", vocab.DockerPruneFailed, "", c.Timeout, "image", "prune", "-f")
 	return err
 }
 
 // Images is `docker image ls`: every local image as repository:tag (untagged ones left out).
 func (c *CLI) Images(ctx context.Context) ([]string, error) {
-	res, err := c.run(ctx, "docker image ls", CodePruneFailed, "", c.QuickTimeout, "image", "ls", "--format", "{{.Repository}}:{{.Tag}}")
+	res, err := c.run(ctx, "docker image ls", vocab.DockerPruneFailed, "", c.QuickTimeout, "image", "ls", "--format", "{{.Repository}}:{{.Tag}}")
 	if err != nil {
 		return nil, err
 	}
@@ -329,17 +318,17 @@ func (c *CLI) Images(ctx context.Context) ([]string, error) {
 
 // RemoveImage is `docker image rm <ref>` (never -f: an image a container uses stays).
 func (c *CLI) RemoveImage(ctx context.Context, ref string) error {
-	_, err := c.run(ctx, "docker image rm", CodePruneFailed, "", c.Timeout, "image", "rm", ref)
+	_, err := c.run(ctx, "docker image rm", vocab.DockerPruneFailed, "", c.Timeout, "image", "rm", ref)
 	return err
 }
 
 // Version is `docker version` and `docker compose version`, one line each, for facts.
 func (c *CLI) Version(ctx context.Context) (string, error) {
-	d, err := c.run(ctx, "docker version", CodeInfoFailed, "", c.QuickTimeout, "version")
+	d, err := c.run(ctx, "docker version", vocab.DockerInfoFailed, "", c.QuickTimeout, "version")
 	if err != nil {
 		return "", err
 	}
-	cv, err := c.run(ctx, "docker compose version", CodeInfoFailed, "", c.QuickTimeout, "compose", "version")
+	cv, err := c.run(ctx, "docker compose version", vocab.DockerInfoFailed, "", c.QuickTimeout, "compose", "version")
 	if err != nil {
 		return "", err
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/tikali/monky-deployd/internal/bundle"
 	"github.com/tikali/monky-deployd/internal/redact"
 	"github.com/tikali/monky-deployd/internal/testkit"
+	"github.com/tikali/monky-deployd/internal/vocab"
 )
 
 func TestMain(m *testing.M) { testkit.Main(m) }
@@ -235,7 +236,7 @@ func TestPullFailureCarriesRegistryWords(t *testing.T) {
 	if !errors.As(err, &e) {
 		t.Fatalf("err = %T %v", err, err)
 	}
-	if e.Code != CodePullFailed || e.Kind != effects.Permanent || e.Op != "compose pull" {
+	if e.Code != vocab.ComposePullFailed || e.Kind != effects.Permanent || e.Op != "compose pull" {
 		t.Errorf("error = %+v", e)
 	}
 	if e.Msg != "api Pulling | api Error | Error response from daemon: no basic auth credentials" {
@@ -250,7 +251,7 @@ func TestUpFailureAndSilentFailure(t *testing.T) {
 	f := newFixture(t)
 	f.knob(t, "up-error", "")
 	err := f.cli.Up(context.Background(), f.release)
-	if effects.CodeOf(err) != CodeUpFailed {
+	if effects.CodeOf(err) != vocab.ComposeUpFailed {
 		t.Fatalf("err = %v", err)
 	}
 	if !strings.Contains(err.Error(), "exited 1 and printed nothing") {
@@ -299,7 +300,7 @@ func TestTimeoutKillsAndIsTemporary(t *testing.T) {
 	if time.Since(start) > 8*time.Second {
 		t.Errorf("up took %s after a 300ms timeout", time.Since(start))
 	}
-	if !effects.IsTemporary(err) || effects.CodeOf(err) != CodeUpFailed || !strings.Contains(err.Error(), "timed out after 300ms") {
+	if !effects.IsTemporary(err) || effects.CodeOf(err) != vocab.ComposeUpFailed || !strings.Contains(err.Error(), "timed out after 300ms") {
 		t.Errorf("err = %v", err)
 	}
 }
@@ -475,8 +476,8 @@ func TestReleaseChangedRunsNoCompose(t *testing.T) {
 				func() error { _, err := f.cli.Logs(ctx, f.release, 5); return err },
 			} {
 				err := call()
-				if effects.CodeOf(err) != CodeReleaseChanged || effects.IsTemporary(err) || !strings.Contains(err.Error(), tc.want) {
-					t.Errorf("err = %v, want %s naming %q", err, CodeReleaseChanged, tc.want)
+				if effects.CodeOf(err) != vocab.ReleaseChanged || effects.IsTemporary(err) || !strings.Contains(err.Error(), tc.want) {
+					t.Errorf("err = %v, want %s naming %q", err, vocab.ReleaseChanged, tc.want)
 				}
 			}
 			if n := len(f.calls(t)); n != 1 {
@@ -502,7 +503,7 @@ func TestReleaseWithoutModel(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, err := range []error{f.cli.Pull(ctx, f.release), f.cli.Up(ctx, f.release)} {
-		if effects.CodeOf(err) != CodeReleaseChanged || !strings.Contains(err.Error(), "no resolved model") {
+		if effects.CodeOf(err) != vocab.ReleaseChanged || !strings.Contains(err.Error(), "no resolved model") {
 			t.Errorf("err = %v", err)
 		}
 	}

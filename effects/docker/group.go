@@ -11,13 +11,13 @@ import (
 	"syscall"
 
 	"github.com/tikali/monky-deployd/effects"
+	"github.com/tikali/monky-deployd/internal/vocab"
 )
 
-// CodeGroupMissing: docker's socket refuses the agent because its user is not in the socket's
+// DOCKER_GROUP_MISSING (vocab.DockerGroupMissing): docker's socket refuses the agent because its user is not in the socket's
 // group (docker). The unit names no SupplementaryGroups= (systemd fails a unit whose group
 // does not exist, 216/GROUP, before the agent can say anything): the user's own groups are what
 // the agent runs with, and the package's postinst adds it to docker when the group exists.
-const CodeGroupMissing = "DOCKER_GROUP_MISSING"
 
 // DefaultSocket is the docker engine's socket when DOCKER_HOST names none.
 const DefaultSocket = "/var/run/docker.sock"
@@ -79,7 +79,7 @@ func CheckGroup(sock string) error {
 	if group == "root" || st.Gid == 0 {
 		fix = fmt.Sprintf("install Docker Engine's docker group (sudo groupadd docker && sudo systemctl restart docker.socket docker), then: sudo usermod -aG docker %s", me)
 	}
-	return &effects.Error{Op: "docker", Kind: effects.Permanent, Code: CodeGroupMissing,
+	return &effects.Error{Op: "docker", Kind: effects.Permanent, Code: vocab.DockerGroupMissing,
 		Msg:  fmt.Sprintf("%s may not use docker's socket %s (group %s, mode %04o): it is not in group %s", me, sock, group, fi.Mode().Perm(), group),
 		Hint: fix, Err: syscall.EACCES}
 }

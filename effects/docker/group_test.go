@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/tikali/monky-deployd/effects"
+	"github.com/tikali/monky-deployd/internal/vocab"
 )
 
 // TestCheckGroup: a socket the process may not use while it lacks the socket's group is
@@ -40,7 +41,7 @@ func TestCheckGroup(t *testing.T) {
 
 	err := CheckGroup(sock)
 	var e *effects.Error
-	if !errors.As(err, &e) || e.Code != CodeGroupMissing || effects.KindOf(err) != effects.Permanent {
+	if !errors.As(err, &e) || e.Code != vocab.DockerGroupMissing || effects.KindOf(err) != effects.Permanent {
 		t.Fatalf("CheckGroup = %v, want a permanent DOCKER_GROUP_MISSING", err)
 	}
 	for _, w := range []string{sock, "group " + group, me + " may not use", "sudo usermod -aG " + group + " " + me} {

@@ -14,12 +14,12 @@ import (
 	"github.com/tikali/monky-deployd/effects/files"
 	"github.com/tikali/monky-deployd/internal/bundle"
 	"github.com/tikali/monky-deployd/internal/sanitize"
+	"github.com/tikali/monky-deployd/internal/vocab"
 )
 
-// CodeReleaseChanged: before a compose call, the release directory is not what was verified
+// RELEASE_CHANGED (vocab.ReleaseChanged): before a compose call, the release directory is not what was verified
 // (a file of the bundle changed, a symlink was planted, the resolved model is missing or not
 // the agent's own). Compose is not run.
-const CodeReleaseChanged = "RELEASE_CHANGED"
 
 // MaxTreeEntries bounds the walk of a release directory before a compose call: a tree that
 // holds more (a service writing its data into a bind of the release) is not walked to its end
@@ -30,11 +30,11 @@ const MaxTreeEntries = 100000
 // resolved) is what was verified: the files bundle.json lists, bundle.json included, are
 // regular files whose bytes hash to <sha> (the bundle sha, PROTOCOL.md §2), and nothing in
 // the tree is a symlink. A directory the agent cannot read is skipped unless a file of the
-// bundle lies in it. The error is an *effects.Error of CodeReleaseChanged naming the path.
+// bundle lies in it. The error is an *effects.Error of vocab.ReleaseChanged naming the path.
 func VerifyRelease(op, rel string) error {
 	sha := filepath.Base(rel)
 	changed := func(format string, args ...any) error {
-		return &effects.Error{Op: op, Kind: effects.Permanent, Code: CodeReleaseChanged,
+		return &effects.Error{Op: op, Kind: effects.Permanent, Code: vocab.ReleaseChanged,
 			Msg:  fmt.Sprintf("release %s: ", shortSha(sha)) + fmt.Sprintf(format, args...) + "; compose not run",
 			Hint: "a container or a person changed the release directory: the next apply stages it again from the verified bundle"}
 	}
@@ -101,7 +101,7 @@ func VerifyModel(op, rel string) error {
 	sha := filepath.Base(rel)
 	model, envFile := ModelPath(rel), EmptyEnvPath(rel)
 	fail := func(what string) error {
-		return &effects.Error{Op: op, Kind: effects.Permanent, Code: CodeReleaseChanged,
+		return &effects.Error{Op: op, Kind: effects.Permanent, Code: vocab.ReleaseChanged,
 			Msg:  fmt.Sprintf("release %s: %s; compose not run", shortSha(sha), what),
 			Hint: "the next apply stages the release and writes its model again"}
 	}

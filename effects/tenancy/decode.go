@@ -7,9 +7,10 @@ import (
 
 	"github.com/tikali/monky-deployd/effects"
 	"github.com/tikali/monky-deployd/internal/bundle"
+	"github.com/tikali/monky-deployd/internal/vocab"
 )
 
-func shapeErr(op, code, msg string) error {
+func shapeErr(op string, code vocab.Code, msg string) error {
 	return &effects.Error{Op: op, Kind: effects.Permanent, Code: code, Msg: msg}
 }
 
@@ -22,21 +23,21 @@ func shapeErr(op, code, msg string) error {
 func decodeCheckin(body []byte) (effects.CheckinResponse, error) {
 	var r effects.CheckinResponse
 	if err := json.Unmarshal(body, &r); err != nil {
-		return effects.CheckinResponse{}, shapeErr("checkin", "CHECKIN_SHAPE", "answer is not a check-in: "+jsonProblem(err))
+		return effects.CheckinResponse{}, shapeErr("checkin", vocab.CheckinShape, "answer is not a check-in: "+jsonProblem(err))
 	}
 	switch r.Action {
 	case effects.ActionApply, effects.ActionNone, effects.ActionDown:
 	default:
-		return effects.CheckinResponse{}, shapeErr("checkin", "CHECKIN_SHAPE",
+		return effects.CheckinResponse{}, shapeErr("checkin", vocab.CheckinShape,
 			fmt.Sprintf("unknown action %q (only apply, none and down exist)", clip(r.Action)))
 	}
 	if r.DesiredSha != "" && !bundle.ValidSha(r.DesiredSha) {
-		return effects.CheckinResponse{}, shapeErr("checkin", "CHECKIN_SHAPE",
+		return effects.CheckinResponse{}, shapeErr("checkin", vocab.CheckinShape,
 			"desired_sha is not 64 lowercase hex characters ("+bundle.ShaProblem(r.DesiredSha)+")")
 	}
 	if r.Action == effects.ActionApply {
 		if r.DesiredSha == "" {
-			return effects.CheckinResponse{}, shapeErr("checkin", "CHECKIN_SHAPE", "action apply without a desired_sha")
+			return effects.CheckinResponse{}, shapeErr("checkin", vocab.CheckinShape, "action apply without a desired_sha")
 		}
 		if r.BundleURL == "" {
 			r.BundleURL = "/v1/agent/bundle/" + url.PathEscape(r.EnvID) + "/" + url.PathEscape(r.DesiredSha)
@@ -47,7 +48,7 @@ func decodeCheckin(body []byte) (effects.CheckinResponse, error) {
 	}
 	if r.Vault != nil {
 		if why := mountProblem(r.Vault.Mount); why != "" {
-			return effects.CheckinResponse{}, shapeErr("checkin", "CHECKIN_SHAPE", "vault.mount is not a mount path ("+why+")")
+			return effects.CheckinResponse{}, shapeErr("checkin", vocab.CheckinShape, "vault.mount is not a mount path ("+why+")")
 		}
 	}
 	return r, nil
@@ -77,11 +78,11 @@ func mountProblem(m string) string {
 func decodeLease(body []byte) (effects.Lease, error) {
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal(body, &raw); err != nil {
-		return effects.Lease{}, shapeErr("lease", "LEASE_SHAPE", "answer is not a lease: "+jsonProblem(err))
+		return effects.Lease{}, shapeErr("lease", vocab.LeaseShape, "answer is not a lease: "+jsonProblem(err))
 	}
 	for _, k := range []string{"wrapping_token", "role_id"} {
 		if _, ok := raw[k]; ok {
-			return effects.Lease{}, shapeErr("lease", "LEASE_SHAPE",
+			return effects.Lease{}, shapeErr("lease", vocab.LeaseShape,
 				"tenancy answered the retired AppRole lease shape ("+k+"): AppRole is gone and there is nothing to unwrap — "+
 					"tenancy must answer with login_jwt (AgentLeaseOut); no fallback")
 		}
@@ -93,14 +94,14 @@ func decodeLease(body []byte) (effects.Lease, error) {
 		} `json:"vault"`
 	}
 	if err := json.Unmarshal(body, &l); err != nil {
-		return effects.Lease{}, shapeErr("lease", "LEASE_SHAPE", "answer is not a lease: "+jsonProblem(err))
+		return effects.Lease{}, shapeErr("lease", vocab.LeaseShape, "answer is not a lease: "+jsonProblem(err))
 	}
 	out := l.Lease
 	if out.Addr == "" && l.Vault != nil {
 		out.Addr = l.Vault.Addr
 	}
 	if out.LoginJWT == "" {
-		return effects.Lease{}, shapeErr("lease", "LEASE_SHAPE", "lease answer has no login_jwt")
+		return effects.Lease{}, shapeErr("lease", vocab.LeaseShape, "lease answer has no login_jwt")
 	}
 	return out, nil
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/tikali/monky-deployd/effects"
 	"github.com/tikali/monky-deployd/internal/sanitize"
 	"github.com/tikali/monky-deployd/internal/version"
+	"github.com/tikali/monky-deployd/internal/vocab"
 	"github.com/tikali/monky-deployd/transport"
 )
 
@@ -133,15 +134,15 @@ func (c *Client) Report(ctx context.Context, token string, r effects.Report) err
 // at tenancy itself, because the bearer goes with it.
 func (c *Client) resolve(op, ref string) (*url.URL, error) {
 	if c.baseErr != nil {
-		return nil, &effects.Error{Op: op, Kind: effects.Permanent, Code: "TENANCY_URL", Msg: "tenancy base URL: " + c.baseErr.Error()}
+		return nil, &effects.Error{Op: op, Kind: effects.Permanent, Code: vocab.TenancyURL, Msg: "tenancy base URL: " + c.baseErr.Error()}
 	}
 	r, err := url.Parse(ref)
 	if err != nil {
-		return nil, &effects.Error{Op: op, Kind: effects.Permanent, Code: "TENANCY_URL", Msg: fmt.Sprintf("bad URL %q", ref)}
+		return nil, &effects.Error{Op: op, Kind: effects.Permanent, Code: vocab.TenancyURL, Msg: fmt.Sprintf("bad URL %q", ref)}
 	}
 	if r.IsAbs() || r.Host != "" {
 		if !strings.EqualFold(r.Host, c.base.Host) || (r.Scheme != "" && r.Scheme != c.base.Scheme) {
-			return nil, &effects.Error{Op: op, Kind: effects.Permanent, Code: "TENANCY_URL",
+			return nil, &effects.Error{Op: op, Kind: effects.Permanent, Code: vocab.TenancyURL,
 				Msg: fmt.Sprintf("refusing to send the bearer to %s://%s: tenancy is %s", r.Scheme, r.Host, c.base.Host)}
 		}
 		u := *c.base
@@ -203,7 +204,7 @@ func (c *Client) call(ctx context.Context, op, method, ref, token string, in any
 	}
 	if int64(len(body)) > limit {
 		if op == "bundle" {
-			return nil, nil, &effects.Error{Op: op, Kind: effects.Permanent, Status: resp.StatusCode, Code: "BUNDLE_INVALID",
+			return nil, nil, &effects.Error{Op: op, Kind: effects.Permanent, Status: resp.StatusCode, Code: vocab.BundleInvalid,
 				Msg: fmt.Sprintf("bundle larger than max_bundle_bytes (%d bytes)", limit)}
 		}
 		return nil, nil, &effects.Error{Op: op, Kind: effects.Permanent, Status: resp.StatusCode,
@@ -230,18 +231,18 @@ func (c *Client) statusErr(op string, resp *http.Response, raw []byte, token str
 		msg = strings.ReplaceAll(msg, token, mask)
 		code = strings.ReplaceAll(code, token, mask)
 	}
-	e := &effects.Error{Op: op, Status: resp.StatusCode, Code: code, Msg: msg}
+	e := &effects.Error{Op: op, Status: resp.StatusCode, Code: vocab.Code(code), Msg: msg} // tenancy's own code, or one of the vocabulary's
 	switch s := resp.StatusCode; {
 	case s == http.StatusUnauthorized:
 		e.Kind = effects.Unauthenticated
 		if e.Code == "" {
-			e.Code = "AGENT_UNAUTHENTICATED"
+			e.Code = vocab.AgentUnauthenticated
 		}
 		e.Hint = "the bearer was refused (grant superseded by a kit re-reveal or retire, or the token revoked)"
 	case s == http.StatusForbidden:
 		e.Kind = effects.EnvMismatch
 		if e.Code == "" {
-			e.Code = "AGENT_ENV_MISMATCH"
+			e.Code = vocab.AgentEnvMismatch
 		}
 		e.Hint = "the token is pinned to another env than config.yaml says"
 	case s == http.StatusNotFound:

@@ -213,7 +213,7 @@ func TestStatusMapping(t *testing.T) {
 			f := newFake(t, answer(tc.status, tc.body, tc.hdr...))
 			_, err := client(t, f.URL).Checkin(context.Background(), token, effects.CheckinRequest{})
 			e := asErr(t, err)
-			if e.Kind != tc.kind || e.Code != tc.code || e.Status != tc.status {
+			if e.Kind != tc.kind || string(e.Code) != tc.code || e.Status != tc.status {
 				t.Fatalf("kind %v code %q status %d, want %v %q %d (%v)", e.Kind, e.Code, e.Status, tc.kind, tc.code, tc.status, err)
 			}
 			if !strings.Contains(e.Msg, tc.msg) {

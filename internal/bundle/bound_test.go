@@ -10,6 +10,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/tikali/monky-deployd/internal/testkit"
+	"github.com/tikali/monky-deployd/internal/vocab"
 )
 
 // aliasFile is a compose file whose x-big list holds n references to a list of m scalars:
@@ -65,7 +66,7 @@ func TestAliasBombRefused(t *testing.T) {
 	}
 	b := bundleWith(t, map[string]string{"compose.yaml": bomb})
 	r := Check(b, CheckInput{DesiredSha: b.Sha, EnvID: env})
-	if r == nil || r.Code != CodeInvalid || !strings.Contains(r.Detail, "compose.yaml expands its YAML aliases") {
+	if r == nil || r.Code != vocab.BundleInvalid || !strings.Contains(r.Detail, "compose.yaml expands its YAML aliases") {
 		t.Fatalf("got %v", r)
 	}
 }
@@ -122,7 +123,7 @@ func BenchmarkAliasBomb(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if r := Check(bun, CheckInput{DesiredSha: bun.Sha, EnvID: env}); r == nil || r.Code != CodeInvalid {
+		if r := Check(bun, CheckInput{DesiredSha: bun.Sha, EnvID: env}); r == nil || r.Code != vocab.BundleInvalid {
 			b.Fatalf("got %v", r)
 		}
 	}
@@ -147,7 +148,7 @@ func TestIncludeEnvFileNeverRead(t *testing.T) {
 	if r == nil || strings.Contains(r.Error(), "canary") {
 		t.Fatalf("got %v", r)
 	}
-	if r.Code != CodePrivileged || !strings.Contains(r.Detail, "compose.json: include sets env_file") {
+	if r.Code != vocab.PrivilegedRefused || !strings.Contains(r.Detail, "compose.json: include sets env_file") {
 		t.Errorf("got %v", r)
 	}
 }

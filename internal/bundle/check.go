@@ -3,6 +3,8 @@ package bundle
 import (
 	"fmt"
 	"strings"
+
+	"github.com/tikali/monky-deployd/internal/vocab"
 )
 
 // CheckInput is what the agent knows that the bundle is checked against.
@@ -50,13 +52,13 @@ func Check(b *Bundle, in CheckInput) *Refusal {
 		return r
 	}
 	if b.Sha != in.DesiredSha {
-		return &Refusal{Code: CodeShaMismatch, Detail: fmt.Sprintf("content sha %s ≠ desired %s", short(b.Sha), short(in.DesiredSha))}
+		return &Refusal{Code: vocab.BundleShaMismatch, Detail: fmt.Sprintf("content sha %s ≠ desired %s", short(b.Sha), short(in.DesiredSha))}
 	}
 	if b.Meta.EnvID != in.EnvID {
-		return &Refusal{Code: CodeEnvMismatch, Detail: fmt.Sprintf("bundle is for %s, this agent is %s", quoteName(b.Meta.EnvID), in.EnvID)}
+		return &Refusal{Code: vocab.BundleEnvMismatch, Detail: fmt.Sprintf("bundle is for %s, this agent is %s", quoteName(b.Meta.EnvID), in.EnvID)}
 	}
 	if missing := Unresolved(b, man); len(missing) > 0 {
-		return &Refusal{Code: CodeEnvIncomplete, Detail: "unresolved: " + strings.Join(missing, ", ")}
+		return &Refusal{Code: vocab.EnvIncomplete, Detail: "unresolved: " + strings.Join(missing, ", ")}
 	}
 	mount := in.KVMount
 	if mount == "" {
@@ -64,12 +66,12 @@ func Check(b *Bundle, in CheckInput) *Refusal {
 	}
 	for _, e := range man.Entries {
 		if why := pathRefused(e.Path, mount, in.EnvID); why != "" {
-			return &Refusal{Code: CodeManifestPath, Detail: "entry " + e.Label() + ": " + why}
+			return &Refusal{Code: vocab.ManifestPathRefused, Detail: "entry " + e.Label() + ": " + why}
 		}
 	}
 	if !b.Meta.Agent.AllowPrivileged {
 		if f := m.findings(b); len(f) > 0 {
-			return &Refusal{Code: CodePrivileged, Detail: strings.Join(f, "; ") + " (bundle.json agent.allow_privileged is not set)"}
+			return &Refusal{Code: vocab.PrivilegedRefused, Detail: strings.Join(f, "; ") + " (bundle.json agent.allow_privileged is not set)"}
 		}
 	}
 	return nil

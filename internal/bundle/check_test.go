@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/tikali/monky-deployd/internal/testkit"
+	"github.com/tikali/monky-deployd/internal/vocab"
 )
 
 const env = "env-qa-02"
@@ -51,8 +52,8 @@ func TestCheckAccepts(t *testing.T) {
 		t.Fatalf("Check refused with the default mount: %v", r)
 	}
 	// Shas compare byte for byte: the same sha in upper case is another sha.
-	if r := Check(b, CheckInput{DesiredSha: strings.ToUpper(b.Sha), EnvID: env}); r == nil || r.Code != CodeShaMismatch {
-		t.Fatalf("an upper-case desired sha: got %v, want %s", r, CodeShaMismatch)
+	if r := Check(b, CheckInput{DesiredSha: strings.ToUpper(b.Sha), EnvID: env}); r == nil || r.Code != vocab.BundleShaMismatch {
+		t.Fatalf("an upper-case desired sha: got %v, want %s", r, vocab.BundleShaMismatch)
 	}
 }
 
@@ -65,37 +66,37 @@ func TestCheckEachCode(t *testing.T) {
 		tpl, man   string
 		desired    string // "" = the bundle's sha
 		mount      string
-		wantCode   string
+		wantCode   vocab.Code
 		wantDetail string
 	}{
 		{name: "manifest bad version", envID: env, compose: okCompose, man: `{"entries":[{"var":"A","path":"monky/data/env-qa-02/see/a","version":0}]}`,
-			wantCode: CodeInvalid, wantDetail: "version must be ≥ 1"},
+			wantCode: vocab.BundleInvalid, wantDetail: "version must be ≥ 1"},
 		{name: "manifest var and use", envID: env, compose: okCompose, man: `{"entries":[{"var":"A","use":"registry-auth","path":"monky/data/env-qa-02/see/a"}]}`,
-			wantCode: CodeInvalid, wantDetail: "needs either var or use"},
+			wantCode: vocab.BundleInvalid, wantDetail: "needs either var or use"},
 		{name: "manifest neither", envID: env, compose: okCompose, man: `{"entries":[{"path":"monky/data/env-qa-02/see/a"}]}`,
-			wantCode: CodeInvalid, wantDetail: "needs either var or use"},
-		{name: "compose unparsable", envID: env, compose: "services: [\n  - : :\n", wantCode: CodeInvalid, wantDetail: "compose.yaml does not load: failed to parse compose.yaml"},
+			wantCode: vocab.BundleInvalid, wantDetail: "needs either var or use"},
+		{name: "compose unparsable", envID: env, compose: "services: [\n  - : :\n", wantCode: vocab.BundleInvalid, wantDetail: "compose.yaml does not load: failed to parse compose.yaml"},
 		{name: "sha mismatch", envID: env, compose: okCompose, desired: strings.Repeat("ab", 32),
-			wantCode: CodeShaMismatch, wantDetail: "≠ desired abababababab"},
-		{name: "env mismatch", envID: "env-qa-03", compose: okCompose, wantCode: CodeEnvMismatch, wantDetail: "env-qa-03"},
+			wantCode: vocab.BundleShaMismatch, wantDetail: "≠ desired abababababab"},
+		{name: "env mismatch", envID: "env-qa-03", compose: okCompose, wantCode: vocab.BundleEnvMismatch, wantDetail: "env-qa-03"},
 		{name: "env incomplete", envID: env, compose: okCompose, tpl: "B=${ZED}\nA=${ALPHA}\n# ${COMMENTED}\nC=${ALPHA}\n",
-			wantCode: CodeEnvIncomplete, wantDetail: "unresolved: ALPHA, ZED"},
+			wantCode: vocab.EnvIncomplete, wantDetail: "unresolved: ALPHA, ZED"},
 		{name: "manifest path other env", envID: env, compose: okCompose,
 			man:      `{"entries":[{"var":"A","path":"monky/data/env-qa-01/see/a"}]}`,
-			wantCode: CodeManifestPath, wantDetail: "entry A: path monky/data/env-qa-01/see/a is not under monky/data/env-qa-02/see/"},
+			wantCode: vocab.ManifestPathRefused, wantDetail: "entry A: path monky/data/env-qa-01/see/a is not under monky/data/env-qa-02/see/"},
 		{name: "manifest path dotdot", envID: env, compose: okCompose,
 			man:      `{"entries":[{"var":"A","path":"monky/data/env-qa-02/see/../../env-qa-01/see/a"}]}`,
-			wantCode: CodeManifestPath, wantDetail: "has a .. segment"},
+			wantCode: vocab.ManifestPathRefused, wantDetail: "has a .. segment"},
 		{name: "manifest path empty", envID: env, compose: okCompose,
 			man:      `{"entries":[{"use":"registry-auth"}]}`,
-			wantCode: CodeManifestPath, wantDetail: "entry registry-auth: has no path"},
+			wantCode: vocab.ManifestPathRefused, wantDetail: "entry registry-auth: has no path"},
 		{name: "manifest path bare prefix", envID: env, compose: okCompose,
 			man:      `{"entries":[{"var":"A","path":"monky/data/env-qa-02/see/"}]}`,
-			wantCode: CodeManifestPath, wantDetail: "does not name an entry"},
+			wantCode: vocab.ManifestPathRefused, wantDetail: "does not name an entry"},
 		{name: "manifest path other mount", envID: env, compose: okCompose, mount: "kv",
 			man:      `{"entries":[{"var":"A","path":"monky/data/env-qa-02/see/a"}]}`,
-			wantCode: CodeManifestPath, wantDetail: "not under kv/data/env-qa-02/see/"},
-		{name: "privileged", envID: env, compose: priv, wantCode: CodePrivileged, wantDetail: "service api: privileged: true"},
+			wantCode: vocab.ManifestPathRefused, wantDetail: "not under kv/data/env-qa-02/see/"},
+		{name: "privileged", envID: env, compose: priv, wantCode: vocab.PrivilegedRefused, wantDetail: "service api: privileged: true"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -111,7 +112,7 @@ func TestCheckEachCode(t *testing.T) {
 			if !strings.Contains(r.Detail, c.wantDetail) {
 				t.Errorf("detail %q does not hold %q", r.Detail, c.wantDetail)
 			}
-			if !strings.HasPrefix(r.Error(), c.wantCode+": ") {
+			if !strings.HasPrefix(r.Error(), string(c.wantCode)+": ") {
 				t.Errorf("Error() = %q", r.Error())
 			}
 		})
@@ -129,14 +130,14 @@ func TestCheckOrder(t *testing.T) {
 		bundleEnv         string
 		compose, tpl, man string
 		wrongSha          bool
-		want              string
+		want              vocab.Code
 	}{
-		{"invalid before sha", env, okCompose, "", badVersion, true, CodeInvalid},
-		{"sha before env", "env-qa-09", okCompose, "", "", true, CodeShaMismatch},
-		{"env before incomplete", "env-qa-09", okCompose, "X=${MISSING}\n", "", false, CodeEnvMismatch},
-		{"incomplete before path", env, okCompose, "X=${MISSING}\n", badPath, false, CodeEnvIncomplete},
-		{"path before privileged", env, priv, "", badPath, false, CodeManifestPath},
-		{"all of them", "env-qa-09", priv, "X=${MISSING}\n", badPath, true, CodeShaMismatch},
+		{"invalid before sha", env, okCompose, "", badVersion, true, vocab.BundleInvalid},
+		{"sha before env", "env-qa-09", okCompose, "", "", true, vocab.BundleShaMismatch},
+		{"env before incomplete", "env-qa-09", okCompose, "X=${MISSING}\n", "", false, vocab.BundleEnvMismatch},
+		{"incomplete before path", env, okCompose, "X=${MISSING}\n", badPath, false, vocab.EnvIncomplete},
+		{"path before privileged", env, priv, "", badPath, false, vocab.ManifestPathRefused},
+		{"all of them", "env-qa-09", priv, "X=${MISSING}\n", badPath, true, vocab.BundleShaMismatch},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -191,7 +192,7 @@ func TestManifestParse(t *testing.T) {
 		if _, err := parseManifest([]byte(bad)); err == nil {
 			t.Errorf("accepted %s", bad)
 		} else {
-			wantRefusal(t, err, CodeInvalid)
+			wantRefusal(t, err, vocab.BundleInvalid)
 		}
 	}
 }

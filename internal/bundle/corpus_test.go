@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/tikali/monky-deployd/internal/testkit"
+	"github.com/tikali/monky-deployd/internal/vocab"
 )
 
 // TestHostileCompose runs the hostile-compose corpus in testdata/compose/: every case is a
@@ -68,17 +69,17 @@ func TestHostileCompose(t *testing.T) {
 				if r != nil {
 					t.Fatalf("refused: %v", r)
 				}
-			case CodePrivileged:
-				if r == nil || r.Code != CodePrivileged {
-					t.Fatalf("got %v, want %s", r, CodePrivileged)
+			case string(vocab.PrivilegedRefused):
+				if r == nil || r.Code != vocab.PrivilegedRefused {
+					t.Fatalf("got %v, want %s", r, vocab.PrivilegedRefused)
 				}
 				got, _ := PrivilegedFindings(b, ComposeEnv{AgentEnv: agentEnv})
 				if strings.Join(got, "\n") != strings.Join(lines, "\n") {
 					t.Fatalf("findings:\n  %s\nwant:\n  %s", strings.Join(got, "\n  "), strings.Join(lines, "\n  "))
 				}
-			case CodeInvalid:
-				if r == nil || r.Code != CodeInvalid {
-					t.Fatalf("got %v, want %s", r, CodeInvalid)
+			case string(vocab.BundleInvalid):
+				if r == nil || r.Code != vocab.BundleInvalid {
+					t.Fatalf("got %v, want %s", r, vocab.BundleInvalid)
 				}
 				for _, w := range lines {
 					if !strings.Contains(r.Detail, w) {

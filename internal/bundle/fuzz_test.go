@@ -3,6 +3,7 @@ package bundle
 import (
 	"github.com/tikali/monky-deployd/internal/sanitize"
 	"github.com/tikali/monky-deployd/internal/testkit"
+	"github.com/tikali/monky-deployd/internal/vocab"
 
 	"reflect"
 	"sort"
@@ -101,7 +102,7 @@ func FuzzPrivileged(f *testing.F) {
 			t.Fatalf("not deterministic")
 		}
 		if errA != nil {
-			if r, ok := errA.(*Refusal); !ok || r.Code != CodeInvalid {
+			if r, ok := errA.(*Refusal); !ok || r.Code != vocab.BundleInvalid {
 				t.Fatalf("error %v is not BUNDLE_INVALID", errA)
 			}
 		}

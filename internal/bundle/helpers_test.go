@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/tikali/monky-deployd/internal/testkit"
+	"github.com/tikali/monky-deployd/internal/vocab"
 )
 
 const okCompose = "services:\n  api:\n    image: harbor.tikali.net/monky/api:1\n"
@@ -21,7 +22,7 @@ func validEntries(env string, extra ...testkit.TarEntry) []testkit.TarEntry {
 	return append(es, extra...)
 }
 
-func wantRefusal(t *testing.T, err error, code string) *Refusal {
+func wantRefusal(t *testing.T, err error, code vocab.Code) *Refusal {
 	t.Helper()
 	if err == nil {
 		t.Fatalf("got no error, want %s", code)

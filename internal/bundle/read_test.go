@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/tikali/monky-deployd/internal/testkit"
+	"github.com/tikali/monky-deployd/internal/vocab"
 )
 
 func TestReadValidPlainAndGzip(t *testing.T) {
@@ -97,12 +98,12 @@ func TestReadHostile(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			raw := testkit.Tar(t, es...)
 			_, err := Read(raw, 1<<20)
-			r := wantRefusal(t, err, CodeInvalid)
+			r := wantRefusal(t, err, vocab.BundleInvalid)
 			if strings.Contains(r.Detail, "\n") {
 				t.Errorf("detail has a newline: %q", r.Detail)
 			}
 			_, err = Read(testkit.Gzip(t, raw), 1<<20)
-			wantRefusal(t, err, CodeInvalid)
+			wantRefusal(t, err, vocab.BundleInvalid)
 		})
 	}
 }
@@ -144,7 +145,7 @@ func TestReadEntryCount(t *testing.T) {
 		t.Fatalf("%d entries refused: %v", MaxEntries, err)
 	}
 	_, err := Read(build(MaxEntries+1), 1<<20)
-	r := wantRefusal(t, err, CodeInvalid)
+	r := wantRefusal(t, err, vocab.BundleInvalid)
 	if !strings.Contains(r.Detail, "10000 entries") {
 		t.Errorf("detail = %q", r.Detail)
 	}
@@ -157,7 +158,7 @@ func TestReadSizeCap(t *testing.T) {
 		t.Fatalf("under the cap: %v", err)
 	}
 	_, err := Read(raw, 1500)
-	r := wantRefusal(t, err, CodeInvalid)
+	r := wantRefusal(t, err, vocab.BundleInvalid)
 	if !strings.Contains(r.Detail, "1500 bytes") {
 		t.Errorf("detail = %q", r.Detail)
 	}
@@ -180,7 +181,7 @@ func TestReadHeaderSizeLie(t *testing.T) {
 	}
 	copy(h[148:156], fmt.Sprintf("%06o\x00 ", sum))
 	_, err := Read(raw, 1<<20)
-	wantRefusal(t, err, CodeInvalid)
+	wantRefusal(t, err, vocab.BundleInvalid)
 }
 
 func TestReadGzipBomb(t *testing.T) {
@@ -215,7 +216,7 @@ func TestReadGzipBomb(t *testing.T) {
 		t.Fatalf("bomb is %d bytes compressed", buf.Len())
 	}
 	_, err := Read(buf.Bytes(), 1<<20)
-	wantRefusal(t, err, CodeInvalid)
+	wantRefusal(t, err, vocab.BundleInvalid)
 }
 
 // A stream of empty-named zero blocks without an end is caught by the stream cap too.
@@ -223,23 +224,23 @@ func TestReadTruncated(t *testing.T) {
 	raw := testkit.Tar(t, validEntries("env-qa-02", testkit.TarFile("data", strings.Repeat("z", 3000)))...)
 	for _, cut := range []int{100, 700, 1500, len(raw) / 2} {
 		_, err := Read(raw[:cut], 1<<20)
-		wantRefusal(t, err, CodeInvalid)
+		wantRefusal(t, err, vocab.BundleInvalid)
 	}
 	z := testkit.Gzip(t, raw)
 	_, err := Read(z[:len(z)-6], 1<<20)
-	wantRefusal(t, err, CodeInvalid)
+	wantRefusal(t, err, vocab.BundleInvalid)
 	// A corrupt gzip checksum.
 	bad := append([]byte(nil), z...)
 	bad[len(bad)-8] ^= 0xff
 	_, err = Read(bad, 1<<20)
-	wantRefusal(t, err, CodeInvalid)
+	wantRefusal(t, err, vocab.BundleInvalid)
 }
 
 func TestReadFilesListBothWays(t *testing.T) {
 	t.Run("listed but absent", func(t *testing.T) {
 		raw := testkit.Tar(t, testkit.TarFile("bundle.json", testkit.BundleMeta("env-qa-02", nil, "compose.yaml", "config/gone.toml")), testkit.TarFile("compose.yaml", okCompose))
 		_, err := Read(raw, 1<<20)
-		r := wantRefusal(t, err, CodeInvalid)
+		r := wantRefusal(t, err, vocab.BundleInvalid)
 		if !strings.Contains(r.Detail, "config/gone.toml") {
 			t.Errorf("detail = %q, want the missing path", r.Detail)
 		}
@@ -247,7 +248,7 @@ func TestReadFilesListBothWays(t *testing.T) {
 	t.Run("present but unlisted", func(t *testing.T) {
 		raw := testkit.Tar(t, testkit.TarFile("bundle.json", testkit.BundleMeta("env-qa-02", nil, "compose.yaml")), testkit.TarFile("compose.yaml", okCompose), testkit.TarFile("extra.txt", "x"))
 		_, err := Read(raw, 1<<20)
-		r := wantRefusal(t, err, CodeInvalid)
+		r := wantRefusal(t, err, vocab.BundleInvalid)
 		if !strings.Contains(r.Detail, "extra.txt") {
 			t.Errorf("detail = %q, want the unlisted path", r.Detail)
 		}
@@ -255,14 +256,14 @@ func TestReadFilesListBothWays(t *testing.T) {
 	t.Run("compose file missing", func(t *testing.T) {
 		raw := testkit.Tar(t, testkit.TarFile("bundle.json", testkit.BundleMeta("env-qa-02", map[string]any{"compose_file": "docker-compose.yml"}, "compose.yaml")), testkit.TarFile("compose.yaml", okCompose))
 		_, err := Read(raw, 1<<20)
-		r := wantRefusal(t, err, CodeInvalid)
+		r := wantRefusal(t, err, vocab.BundleInvalid)
 		if !strings.Contains(r.Detail, "docker-compose.yml") {
 			t.Errorf("detail = %q", r.Detail)
 		}
 	})
 	t.Run("bad json", func(t *testing.T) {
 		_, err := Read(testkit.Tar(t, testkit.TarFile("bundle.json", "{"), testkit.TarFile("compose.yaml", okCompose)), 1<<20)
-		wantRefusal(t, err, CodeInvalid)
+		wantRefusal(t, err, vocab.BundleInvalid)
 	})
 }
 
@@ -308,7 +309,7 @@ func TestReadDotEnvDirectory(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := Read(testkit.Tar(t, es...), 0)
-			r := wantRefusal(t, err, CodeInvalid)
+			r := wantRefusal(t, err, vocab.BundleInvalid)
 			if !strings.Contains(r.Detail, "a directory .env") {
 				t.Errorf("detail %q", r.Detail)
 			}

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/tikali/monky-deployd/internal/vocab"
 )
 
 // The bundles in testdata/bundles carry their shas in SHAS. Each is read, unpacked to a temp
@@ -104,8 +106,8 @@ func TestTestdataBundlesCheck(t *testing.T) {
 	}
 	priv := read("qa-privileged.tar.gz")
 	r := Check(priv, CheckInput{DesiredSha: priv.Sha, EnvID: "env-qa-02"})
-	if r == nil || r.Code != CodePrivileged {
-		t.Fatalf("qa-privileged: got %v, want %s", r, CodePrivileged)
+	if r == nil || r.Code != vocab.PrivilegedRefused {
+		t.Fatalf("qa-privileged: got %v, want %s", r, vocab.PrivilegedRefused)
 	}
 	for _, want := range []string{"service node-agent: privileged: true", "pid: host", "bind /var/run/docker.sock → /var/run/docker.sock", "bind / → /host"} {
 		if !strings.Contains(r.Detail, want) {

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/tikali/monky-deployd/internal/bundle"
+	"github.com/tikali/monky-deployd/internal/vocab"
 )
 
 // Options are the box's facts a bundle is checked against; the zero value checks a bundle as
@@ -43,15 +44,15 @@ type Options struct {
 // Finding is one thing a box would refuse: the refusal code and what it names (the service
 // and the field for PRIVILEGED_REFUSED; a file, a variable, a path for the others).
 type Finding struct {
-	Code   string
+	Code   vocab.Code
 	Detail string
 }
 
 func (f Finding) String() string {
 	if f.Detail == "" {
-		return f.Code
+		return string(f.Code)
 	}
-	return f.Code + ": " + f.Detail
+	return string(f.Code) + ": " + f.Detail
 }
 
 // Result is what Run found: the bundle's sha and env when it could be read, and the findings
@@ -88,7 +89,7 @@ func Run(archive []byte, o Options) Result {
 		return res
 	}
 	if o.Rollback && !b.Meta.Agent.AllowRollback {
-		res.Findings = []Finding{{Code: bundle.CodeRollback, Detail: "a box that applied " + b.Sha[:12] +
+		res.Findings = []Finding{{Code: vocab.RollbackRefused, Detail: "a box that applied " + b.Sha[:12] +
 			" before refuses to return to it: bundle.json agent.allow_rollback is not set"}}
 	}
 	return res
@@ -99,9 +100,9 @@ func Run(archive []byte, o Options) Result {
 func findings(err error) []Finding {
 	var r *bundle.Refusal
 	if !errors.As(err, &r) {
-		return []Finding{{Code: bundle.CodeInvalid, Detail: err.Error()}}
+		return []Finding{{Code: vocab.BundleInvalid, Detail: err.Error()}}
 	}
-	if r.Code != bundle.CodePrivileged {
+	if r.Code != vocab.PrivilegedRefused {
 		return []Finding{{Code: r.Code, Detail: r.Detail}}
 	}
 	detail, hinted := strings.CutSuffix(r.Detail, privilegedHint)
@@ -134,7 +135,7 @@ func ReadArchive(path string, max int64) ([]byte, *Finding, error) {
 		return nil, nil, err
 	}
 	if int64(len(data)) > limit {
-		return nil, &Finding{Code: bundle.CodeInvalid, Detail: fmt.Sprintf("the archive is larger than %d bytes", limit)}, nil
+		return nil, &Finding{Code: vocab.BundleInvalid, Detail: fmt.Sprintf("the archive is larger than %d bytes", limit)}, nil
 	}
 	return data, nil, nil
 }

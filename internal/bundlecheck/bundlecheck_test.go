@@ -9,6 +9,7 @@ import (
 
 	"github.com/tikali/monky-deployd/internal/bundle"
 	"github.com/tikali/monky-deployd/internal/testkit"
+	"github.com/tikali/monky-deployd/internal/vocab"
 )
 
 const env = "env-qa-02"
@@ -89,7 +90,7 @@ func TestCorpusAsUnpackedDirectories(t *testing.T) {
 			res := Run(archive, Options{EnvID: env})
 			var got []string
 			for _, f := range res.Findings {
-				if f.Code != code {
+				if string(f.Code) != code {
 					t.Fatalf("finding %v, want code %s", f, code)
 				}
 				got = append(got, strings.TrimSuffix(f.Detail, privilegedHint))
@@ -99,7 +100,7 @@ func TestCorpusAsUnpackedDirectories(t *testing.T) {
 				if len(got) > 0 {
 					t.Fatalf("refused: %v", res.Findings)
 				}
-			case bundle.CodePrivileged:
+			case string(vocab.PrivilegedRefused):
 				if strings.Join(got, "\n") != strings.Join(lines, "\n") {
 					t.Fatalf("lines:\n  %s\nwant one per finding:\n  %s", strings.Join(got, "\n  "), strings.Join(lines, "\n  "))
 				}
@@ -142,10 +143,10 @@ func TestRunOrderEnvRollbackAndArchives(t *testing.T) {
 		t.Errorf("shas differ between directory, tar and tar.gz: %v", shas)
 	}
 
-	if res := Run(plain, Options{EnvID: "env-qa-03"}); len(res.Findings) != 1 || res.Findings[0].Code != bundle.CodeEnvMismatch {
+	if res := Run(plain, Options{EnvID: "env-qa-03"}); len(res.Findings) != 1 || res.Findings[0].Code != vocab.BundleEnvMismatch {
 		t.Errorf("--env env-qa-03: %+v, want BUNDLE_ENV_MISMATCH", res.Findings)
 	}
-	if res := Run(plain, Options{Rollback: true}); len(res.Findings) != 1 || res.Findings[0].Code != bundle.CodeRollback {
+	if res := Run(plain, Options{Rollback: true}); len(res.Findings) != 1 || res.Findings[0].Code != vocab.RollbackRefused {
 		t.Errorf("as a rollback: %+v, want ROLLBACK_REFUSED", res.Findings)
 	}
 	allowed := testkit.Bundle(env, map[string]string{"compose.yaml": "services:\n  api:\n    image: x\n"})
@@ -154,7 +155,7 @@ func TestRunOrderEnvRollbackAndArchives(t *testing.T) {
 		t.Errorf("a rollback the bundle allows: %+v", res.Findings)
 	}
 	// ROLLBACK_REFUSED comes after the checks bundle.Check makes, as in the tick
-	if res := Run(plain, Options{EnvID: "env-qa-03", Rollback: true}); len(res.Findings) != 1 || res.Findings[0].Code != bundle.CodeEnvMismatch {
+	if res := Run(plain, Options{EnvID: "env-qa-03", Rollback: true}); len(res.Findings) != 1 || res.Findings[0].Code != vocab.BundleEnvMismatch {
 		t.Errorf("env mismatch and rollback: %+v, want the earlier BUNDLE_ENV_MISMATCH only", res.Findings)
 	}
 
@@ -165,7 +166,7 @@ func TestRunOrderEnvRollbackAndArchives(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res := Run(packed, Options{}); len(res.Findings) != 1 || res.Findings[0].Code != bundle.CodeInvalid || !strings.Contains(res.Findings[0].Detail, "symlink") {
+	if res := Run(packed, Options{}); len(res.Findings) != 1 || res.Findings[0].Code != vocab.BundleInvalid || !strings.Contains(res.Findings[0].Detail, "symlink") {
 		t.Errorf("a symlink in the directory: %+v, want BUNDLE_INVALID naming the symlink", res.Findings)
 	}
 	if left, _ := os.ReadDir(tmp); len(left) != 0 {
@@ -178,7 +179,7 @@ func TestReadArchiveBound(t *testing.T) {
 	if err := os.WriteFile(p, make([]byte, 3<<20), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, f, err := ReadArchive(p, 1<<20); err != nil || f == nil || f.Code != bundle.CodeInvalid {
+	if _, f, err := ReadArchive(p, 1<<20); err != nil || f == nil || f.Code != vocab.BundleInvalid {
 		t.Errorf("a 3 MiB file with max 1 MiB: finding %v, err %v; want BUNDLE_INVALID", f, err)
 	}
 	if data, f, err := ReadArchive(p, 0); err != nil || f != nil || len(data) != 3<<20 {

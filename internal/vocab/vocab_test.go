@@ -6,6 +6,7 @@ import (
 	"go/parser"
 	"go/token"
 	"go/types"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -75,5 +76,46 @@ func TestEveryCodeHasARow(t *testing.T) {
 		if _, ok := cs[v]; !ok {
 			t.Errorf("the registry's row %s is no constant's", v)
 		}
+	}
+}
+
+// TestOneDefinitionPerCode: outside this package, no Go source of the agent spells a code of the
+// vocabulary as a literal: it names the constant, so a typo does not compile and a code is
+// defined once. Tests, which write what they expect, and the programs under test/ (the
+// simulator plays tenancy and OpenBao and speaks their codes), may.
+func TestOneDefinitionPerCode(t *testing.T) {
+	cs := consts(t)
+	root := filepath.Join("..", "..")
+	lit := regexp.MustCompile(`"[A-Z][A-Z0-9]*(_[A-Z0-9]+)*"`)
+	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, path)
+		if d.IsDir() {
+			switch rel {
+			case ".git", "testdata", "test", filepath.Join("internal", "vocab"):
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		src, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for i, line := range strings.Split(string(src), "\n") {
+			for _, m := range lit.FindAllString(line, -1) {
+				if name, ok := cs[Code(strings.Trim(m, `"`))]; ok {
+					t.Errorf("%s:%d spells %s: name vocab.%s", rel, i+1, m, name)
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/tikali/monky-deployd/effects"
+	"github.com/tikali/monky-deployd/internal/vocab"
 	"github.com/tikali/monky-deployd/machine"
 	"github.com/tikali/monky-deployd/store"
 )
@@ -150,15 +151,15 @@ func Decide(in Input) Verdict {
 			v.Also = append(v.Also, *w)
 		}
 		for _, w := range whys {
-			v.Codes = append(v.Codes, w.Code)
+			v.Codes = append(v.Codes, string(w.Code))
 		}
 	}
 	why := v.Why
-	if why != nil && (converged || why.Code == CodeTicksStopped) {
+	if why != nil && (converged || why.Code == vocab.TicksStopped) {
 		// the machine rests as if converged, but the box is not well: say so
-		v.Next = "not converged: " + why.Code + " — " + why.short
+		v.Next = "not converged: " + string(why.Code) + " — " + why.short
 	}
-	if n := len(in.Outbox); n > 0 && !slices.Contains(v.Codes, machine.CodeReportPending) && !slices.Contains(v.Codes, machine.CodeOutboxStuck) {
+	if n := len(in.Outbox); n > 0 && !slices.Contains(v.Codes, string(vocab.ReportPending)) && !slices.Contains(v.Codes, string(vocab.OutboxStuck)) {
 		v.Next += fmt.Sprintf("; %d report(s) wait in the outbox for the next tick", n)
 	}
 	v.Verdict = in.verdict(whys, v.Converged)
@@ -209,18 +210,18 @@ func next(in Input) (string, bool) {
 		if rec.Refusal == nil {
 			return "refused — a new desired sha starts over", false
 		}
-		if rec.Refusal.Code == machine.CodeDisk && rec.Refusal.NeedBytes > implausibleNeed {
+		if rec.Refusal.Code == vocab.DiskInsufficient && rec.Refusal.NeedBytes > implausibleNeed {
 			return "refused: DISK_INSUFFICIENT — the bundle declares " + machine.Size(rec.Refusal.NeedBytes) + ": a new desired sha with a true disk_need_bytes clears it", false
 		}
-		if rec.Refusal.Code == machine.CodeDisk {
+		if rec.Refusal.Code == vocab.DiskInsufficient {
 			return "refused: DISK_INSUFFICIENT — measured again every tick; the apply goes on by itself once the space is there", false
 		}
-		return "refused: " + rec.Refusal.Code + " — " + clears(rec.Refusal.Code), false
+		return "refused: " + string(rec.Refusal.Code) + " — " + clears(rec.Refusal.Code), false
 	case string(machine.Failed):
 		n := rec.TotalAttempts()
 		code := ""
 		if rec.Failure != nil {
-			code = rec.Failure.Code + " "
+			code = string(rec.Failure.Code) + " "
 		}
 		if rec.Action == machine.ActionNone {
 			return "not converged: " + code + "— a service is not running or not healthy; checked again at the next tick, the agent does not restart it", false
@@ -233,10 +234,10 @@ func next(in Input) (string, bool) {
 		if rec.Block == nil {
 			return "blocked — `monky-deployd resume`", false
 		}
-		if rec.Block.Code == machine.CodeEnvMismatch {
+		if rec.Block.Code == vocab.AgentEnvMismatch {
 			return "blocked: AGENT_ENV_MISMATCH — every tick exits 78 without network until config.yaml changes or `monky-deployd resume`", false
 		}
-		return "blocked: " + rec.Block.Code + " — re-run the install kit: a new bootstrap.jwt unblocks (or `monky-deployd bootstrap --force`)", false
+		return "blocked: " + string(rec.Block.Code) + " — re-run the install kit: a new bootstrap.jwt unblocks (or `monky-deployd bootstrap --force`)", false
 	case string(machine.Reported):
 		if rec.LastReport != nil && rec.LastReport.Result == effects.ResultFailed {
 			return "not converged: UNHEALTHY — a service is not running or not healthy; checked again at the next tick, the agent does not restart it", false

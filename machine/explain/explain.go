@@ -10,6 +10,7 @@ package explain
 import (
 	"time"
 
+	"github.com/tikali/monky-deployd/internal/vocab"
 	"github.com/tikali/monky-deployd/machine"
 	"github.com/tikali/monky-deployd/store"
 )
@@ -25,13 +26,13 @@ const (
 
 // Transition is one journal entry as explain shows it.
 type Transition struct {
-	From   string    `json:"from"`
-	To     string    `json:"to"`
-	Event  string    `json:"event"`
-	At     time.Time `json:"at"`
-	Ms     int64     `json:"ms"`
-	Code   string    `json:"code,omitempty"`
-	Detail string    `json:"detail"`
+	From   string     `json:"from"`
+	To     string     `json:"to"`
+	Event  string     `json:"event"`
+	At     time.Time  `json:"at"`
+	Ms     int64      `json:"ms"`
+	Code   vocab.Code `json:"code,omitempty"`
+	Detail string     `json:"detail"`
 }
 
 // Tick is one tick of the journal.

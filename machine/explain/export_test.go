@@ -1,26 +1,24 @@
 package explain
 
 import (
-	"sort"
 	"strings"
+
+	"github.com/tikali/monky-deployd/internal/vocab"
 )
 
 // CodesMarkdown exports codesMarkdown to the package's tests.
 var CodesMarkdown = codesMarkdown
 
-// codesMarkdown is the table of every code explain has words for, in code order: what it means
-// and what to check, as explain prints them. docs/OPERATIONS.md holds it between marker lines
-// (a test compares; go test ./machine/explain -run TestCodesMatchDocs -update rewrites it).
+// codesMarkdown is the table of every code of the vocabulary's registry, in code order: its
+// kind, what it means and what to check, as explain prints them. docs/OPERATIONS.md holds it
+// between marker lines (a test compares; go test ./machine/explain -run TestCodesMatchDocs
+// -update rewrites it).
 func codesMarkdown() string {
-	codes := make([]string, 0, len(causes))
-	for c := range causes {
-		codes = append(codes, c)
-	}
-	sort.Strings(codes)
 	var b strings.Builder
-	b.WriteString("| code | what it means | what to check |\n|---|---|---|\n")
-	for _, c := range codes {
-		b.WriteString("| `" + c + "` | " + strings.ReplaceAll(cell(sentence(causes[c].fault)), "<", `\<`) + " | " + codeSpan(causes[c].fix) + " |\n")
+	b.WriteString("| code | kind | what it means | what to check |\n|---|---|---|---|\n")
+	for _, c := range vocab.Codes() {
+		cause, _ := vocab.CauseOf(c)
+		b.WriteString("| `" + string(c) + "` | " + cause.Kind.String() + " | " + strings.ReplaceAll(cell(sentence(cause.Fault)), "<", `\<`) + " | " + codeSpan(cause.Fix) + " |\n")
 	}
 	return b.String()
 }
@@ -39,14 +37,4 @@ func codeSpan(s string) string {
 		pad = " "
 	}
 	return fence + pad + cell(s) + pad + fence
-}
-
-// CauseCodes are every code explain has words for.
-func CauseCodes() []string {
-	codes := make([]string, 0, len(causes))
-	for c := range causes {
-		codes = append(codes, c)
-	}
-	sort.Strings(codes)
-	return codes
 }

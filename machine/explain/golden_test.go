@@ -118,7 +118,7 @@ func TestWhyNamesTheFault(t *testing.T) {
 				t.Fatalf("no why; want %s", c.code)
 			}
 			w := *d.Why
-			if w.Code != c.code || w.Fault == "" || w.Fix == "" || w.Tick == 0 || w.At.IsZero() {
+			if string(w.Code) != c.code || w.Fault == "" || w.Fix == "" || w.Tick == 0 || w.At.IsZero() {
 				t.Errorf("why %+v: want code %s with fault, fix, tick and time", w, c.code)
 			}
 			for _, s := range c.evidence {

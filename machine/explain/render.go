@@ -60,8 +60,8 @@ func WriteText(w io.Writer, d Doc) {
 				step = tr.From + " · " + tr.Event
 			}
 			detail := tr.Detail
-			if tr.Code != "" && !strings.HasPrefix(detail, tr.Code) && !strings.Contains(detail, tr.Code+":") {
-				detail = tr.Code + ": " + detail
+			if c := string(tr.Code); c != "" && !strings.HasPrefix(detail, c) && !strings.Contains(detail, c+":") {
+				detail = c + ": " + detail
 			}
 			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", machine.Stamp(tr.At), step, duration(tr.Ms), detail)
 		}

@@ -32,7 +32,7 @@ func (w *Why) Report() *ReportWhy {
 	if since.IsZero() {
 		since = w.At
 	}
-	r := &ReportWhy{Code: w.Code, Verdict: w.Verdict, Fault: w.Fault, Evidence: w.Evidence, Next: w.Next, Fix: w.Fix}
+	r := &ReportWhy{Code: string(w.Code), Verdict: w.Verdict, Fault: w.Fault, Evidence: w.Evidence, Next: w.Next, Fix: w.Fix}
 	if !since.IsZero() {
 		r.Since = since.UTC().Format(time.RFC3339)
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tikali/monky-deployd/effects"
+	"github.com/tikali/monky-deployd/internal/vocab"
 	"github.com/tikali/monky-deployd/machine"
 	"github.com/tikali/monky-deployd/store"
 )
@@ -202,7 +203,7 @@ func WriteStatusText(w io.Writer, s Status) {
 	switch {
 	case s.Token.Present && s.Token.Expired:
 		tok += " — EXPIRED"
-	case s.Token.Present && s.Why != nil && s.Why.Code == machine.CodeTokenExpiring:
+	case s.Token.Present && s.Why != nil && s.Why.Code == vocab.TokenExpiring:
 		tok += " — expiring, not kept alive"
 	}
 	row("token", tok)
@@ -271,13 +272,13 @@ func when(t *time.Time) string {
 func problem(s Status) string {
 	switch {
 	case s.Why != nil:
-		return s.Why.Code + ": " + strings.TrimSuffix(s.Why.Fault, ".")
+		return string(s.Why.Code) + ": " + strings.TrimSuffix(s.Why.Fault, ".")
 	case s.Block != nil:
-		return "blocked: " + s.Block.Code + ": " + s.Block.Detail
+		return "blocked: " + string(s.Block.Code) + ": " + s.Block.Detail
 	case s.Refusal != nil && s.State == string(machine.Refused):
-		return "refused: " + s.Refusal.Code + ": " + s.Refusal.Detail
+		return "refused: " + string(s.Refusal.Code) + ": " + s.Refusal.Detail
 	case s.Failure != nil && s.State == string(machine.Failed):
-		return "failed: " + s.Failure.Code + ": " + s.Failure.Detail
+		return "failed: " + string(s.Failure.Code) + ": " + s.Failure.Detail
 	case !s.Token.Present:
 		return "no OpenBao token: the next tick logs in with the bootstrap grant, or needs the install kit"
 	case s.LastReport != nil && s.LastReport.Result == effects.ResultFailed:

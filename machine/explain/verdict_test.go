@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tikali/monky-deployd/effects"
+	"github.com/tikali/monky-deployd/internal/vocab"
 	"github.com/tikali/monky-deployd/machine"
 	"github.com/tikali/monky-deployd/machine/explain"
 	"github.com/tikali/monky-deployd/store"
@@ -21,7 +22,7 @@ func TestOneVerdict(t *testing.T) {
 	tick := func(n uint64, start time.Time, exit int) store.TickSummary {
 		return store.TickSummary{Tick: n, StartedAt: start, EndedAt: start, Exit: ex(exit)}
 	}
-	note := func(n uint64, when time.Time, st, event, code, detail string) store.Entry {
+	note := func(n uint64, when time.Time, st, event string, code vocab.Code, detail string) store.Entry {
 		return store.Entry{Tick: n, At: when, From: st, To: st, Event: event, Code: code, Detail: detail}
 	}
 	reported := store.Record{EnvID: "env-a", State: string(machine.Reported), Tick: 3, Action: machine.ActionNone, AppliedSha: a, DesiredSha: a,
@@ -37,7 +38,7 @@ func TestOneVerdict(t *testing.T) {
 		for i, s := 0, start; !s.After(at); i, s = i+1, s.Add(10*time.Minute) {
 			n := uint64(10 + i)
 			ts = append(ts, tick(n, s, 75))
-			es[n] = []store.Entry{note(n, s, "BundleVerified", machine.NoteLeaseDeferred, machine.CodeBaoUnavailable, "bao lookup-self: OpenBao unreachable (503)")}
+			es[n] = []store.Entry{note(n, s, "BundleVerified", machine.NoteLeaseDeferred, vocab.BaoUnavailable, "bao lookup-self: OpenBao unreachable (503)")}
 		}
 		return explain.Input{Rec: rec, Recent: ts, Entries: es, Now: at}
 	}
@@ -56,31 +57,31 @@ func TestOneVerdict(t *testing.T) {
 		}(), Recent: []store.TickSummary{tick(3, at, 1)}, Now: at}, explain.NeedsPerson, []string{"ROLLBACK_REFUSED"}},
 		{"blocked", explain.Input{Rec: func() store.Record {
 			r := reported
-			r.State, r.Block = string(machine.Blocked), &store.Block{Code: machine.CodeUnauthenticated, Detail: "bearer refused", At: at}
+			r.State, r.Block = string(machine.Blocked), &store.Block{Code: vocab.AgentUnauthenticated, Detail: "bearer refused", At: at}
 			return r
-		}(), Recent: []store.TickSummary{tick(3, at, 1)}, Now: at}, explain.NeedsPerson, []string{machine.CodeUnauthenticated}},
+		}(), Recent: []store.TickSummary{tick(3, at, 1)}, Now: at}, explain.NeedsPerson, []string{string("AGENT_UNAUTHENTICATED")}},
 		{"failed, backoff", explain.Input{Rec: func() store.Record {
 			r := reported
 			r.State, r.Action, r.Sha, r.Attempts, r.NextRetryAt = string(machine.Failed), machine.ActionApply, b, map[string]int{"Pulled": 1}, at.Add(2*time.Minute)
-			r.Failure = &store.Failure{Sha: b, Code: machine.CodePullFailed, Detail: "pull", State: "Staged", At: at}
+			r.Failure = &store.Failure{Sha: b, Code: vocab.ComposePullFailed, Detail: "pull", State: "Staged", At: at}
 			return r
-		}(), Recent: []store.TickSummary{tick(3, at, 1)}, Now: at}, explain.Working, []string{machine.CodePullFailed}},
+		}(), Recent: []store.TickSummary{tick(3, at, 1)}, Now: at}, explain.Working, []string{"COMPOSE_PULL_FAILED"}},
 		{"failed, parked", explain.Input{Rec: func() store.Record {
 			r := reported
 			r.State, r.Action, r.Sha, r.Attempts, r.Parked = string(machine.Failed), machine.ActionApply, b, map[string]int{"Pulled": 5}, true
-			r.Failure = &store.Failure{Sha: b, Code: machine.CodePullFailed, Detail: "pull", State: "Staged", At: at}
+			r.Failure = &store.Failure{Sha: b, Code: vocab.ComposePullFailed, Detail: "pull", State: "Staged", At: at}
 			return r
-		}(), Recent: []store.TickSummary{tick(3, at, 1)}, Now: at}, explain.NeedsPerson, []string{machine.CodePullFailed}},
+		}(), Recent: []store.TickSummary{tick(3, at, 1)}, Now: at}, explain.NeedsPerson, []string{"COMPOSE_PULL_FAILED"}},
 		{"unhealthy heartbeat", explain.Input{Rec: func() store.Record {
 			r := reported
 			r.State = string(machine.Failed)
-			r.Failure = &store.Failure{Sha: a, Code: machine.CodeUnhealthy, Detail: "api (running/unhealthy)", State: "CheckedIn", At: at}
+			r.Failure = &store.Failure{Sha: a, Code: vocab.Unhealthy, Detail: "api (running/unhealthy)", State: "CheckedIn", At: at}
 			r.LastReport = &store.LastReport{Result: effects.ResultFailed, Sha: a, At: at, Detail: "UNHEALTHY: api"}
 			return r
-		}(), Recent: []store.TickSummary{tick(3, at, 1)}, Now: at}, explain.NeedsPerson, []string{machine.CodeUnhealthy}},
-		{"OpenBao down 20 minutes", baoDown(at.Add(-20 * time.Minute)), explain.Working, []string{machine.CodeBaoUnavailable}},
-		{"OpenBao down 40 minutes", baoDown(at.Add(-40 * time.Minute)), explain.NeedsPerson, []string{machine.CodeBaoUnavailable}},
-		{"stale: the timer stopped", explain.Input{Rec: reported, Recent: healthy, Now: at.Add(6 * time.Minute)}, explain.NeedsPerson, []string{explain.CodeTicksStopped}},
+		}(), Recent: []store.TickSummary{tick(3, at, 1)}, Now: at}, explain.NeedsPerson, []string{"UNHEALTHY"}},
+		{"OpenBao down 20 minutes", baoDown(at.Add(-20 * time.Minute)), explain.Working, []string{"BAO_UNAVAILABLE"}},
+		{"OpenBao down 40 minutes", baoDown(at.Add(-40 * time.Minute)), explain.NeedsPerson, []string{"BAO_UNAVAILABLE"}},
+		{"stale: the timer stopped", explain.Input{Rec: reported, Recent: healthy, Now: at.Add(6 * time.Minute)}, explain.NeedsPerson, []string{"TICKS_STOPPED"}},
 		{"not stale while a tick holds the lock", explain.Input{Rec: reported, Recent: healthy, Now: at.Add(6 * time.Minute), Limits: explain.Limits{TickRunning: true}}, explain.Converged, nil},
 		{"stale_after_s from the config", explain.Input{Rec: reported, Recent: healthy, Now: at.Add(6 * time.Minute), Limits: explain.Limits{StaleAfter: 10 * time.Minute}}, explain.Converged, nil},
 		{"a dying token beside a refused one, the budget spent", explain.Input{Rec: func() store.Record {
@@ -90,21 +91,21 @@ func TestOneVerdict(t *testing.T) {
 		}(), Used: 5, Frees: at.Add(30 * time.Minute),
 			Recent: []store.TickSummary{tick(2, at.Add(-time.Minute), 0), tick(3, at, 0)},
 			Entries: map[uint64][]store.Entry{
-				2: {note(2, at.Add(-time.Minute), "CheckedIn", machine.NoteUnauthenticated, machine.CodeBaoDenied, "OpenBao refused the token")},
-				3: {note(3, at, "CheckedIn", machine.NoteUnauthenticated, machine.CodeBaoDenied, "OpenBao refused the token")}},
-			Now: at}, explain.NeedsPerson, []string{machine.CodeBaoDenied, machine.CodeTokenExpiring, machine.CodeLeaseBudget}},
+				2: {note(2, at.Add(-time.Minute), "CheckedIn", machine.NoteUnauthenticated, vocab.BaoPermissionDenied, "OpenBao refused the token")},
+				3: {note(3, at, "CheckedIn", machine.NoteUnauthenticated, vocab.BaoPermissionDenied, "OpenBao refused the token")}},
+			Now: at}, explain.NeedsPerson, []string{"BAO_PERMISSION_DENIED", "TOKEN_EXPIRING", "LEASE_BUDGET"}},
 		{"lease budget refilling", explain.Input{Rec: func() store.Record {
 			r := reported
 			r.State, r.Action, r.Sha = string(machine.BundleVerified), machine.ActionApply, b
 			return r
-		}(), Used: 5, Frees: at.Add(30 * time.Minute), Recent: []store.TickSummary{tick(3, at, 0)}, Now: at}, explain.Working, []string{machine.CodeLeaseBudget}},
+		}(), Used: 5, Frees: at.Add(30 * time.Minute), Recent: []store.TickSummary{tick(3, at, 0)}, Now: at}, explain.Working, []string{"LEASE_BUDGET"}},
 		{"tenancy refused a lease (429)", explain.Input{Rec: func() store.Record {
 			r := reported
 			r.State, r.Action, r.Sha, r.LeaseRetryAfter = string(machine.BundleVerified), machine.ActionApply, b, at.Add(time.Hour)
 			return r
 		}(), Recent: []store.TickSummary{tick(3, at, 75)}, Entries: map[uint64][]store.Entry{
-			3: {note(3, at, "BundleVerified", machine.NoteLeaseDeferred, machine.CodeLeaseRateLimit, "lease (HTTP 429): 0 leases per environment per hour")}},
-			Now: at}, explain.Working, []string{machine.CodeLeaseRateLimit}},
+			3: {note(3, at, "BundleVerified", machine.NoteLeaseDeferred, vocab.LeaseRateLimited, "lease (HTTP 429): 0 leases per environment per hour")}},
+			Now: at}, explain.Working, []string{"LEASE_RATE_LIMITED"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -134,7 +135,7 @@ func TestStaleBoxNamesTheTimer(t *testing.T) {
 		AppliedSha: strings.Repeat("a", 64), LastTickAt: at, LastCheckinAt: at},
 		Recent: []store.TickSummary{{Tick: 3, StartedAt: at, EndedAt: at, Exit: &exit}}, Now: at.Add(20 * time.Minute)}
 	v := explain.Decide(in)
-	if v.Why == nil || v.Why.Code != explain.CodeTicksStopped {
+	if v.Why == nil || v.Why.Code != vocab.TicksStopped {
 		t.Fatalf("why %+v", v.Why)
 	}
 	for _, want := range []string{"systemctl list-timers monky-deployd.timer"} {
@@ -190,7 +191,7 @@ func TestOpenBaoDownIsNotALeaseWanted(t *testing.T) {
 		Rec:    store.Record{EnvID: "env-a", State: string(machine.BundleVerified), Tick: 2, Action: machine.ActionApply, Sha: strings.Repeat("b", 64)},
 		Recent: []store.TickSummary{{Tick: 2, StartedAt: at, EndedAt: at, Exit: &exit}},
 		Entries: map[uint64][]store.Entry{2: {{Tick: 2, At: at, From: "BundleVerified", To: "BundleVerified", Event: machine.NoteLeaseDeferred,
-			Code: machine.CodeBaoUnavailable, Detail: "bao lookup-self (HTTP 503): Vault is sealed (whether the token is reusable is asked again next tick)"}}},
+			Code: vocab.BaoUnavailable, Detail: "bao lookup-self (HTTP 503): Vault is sealed (whether the token is reusable is asked again next tick)"}}},
 		Now: at.Add(time.Minute),
 	}
 	w := explain.Decide(in).Why

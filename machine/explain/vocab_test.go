@@ -2,115 +2,30 @@ package explain_test
 
 import (
 	"bytes"
-	"go/ast"
-	"go/parser"
-	"go/token"
-	"io/fs"
 	"os"
-	"path/filepath"
-	"regexp"
-	"sort"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/tikali/monky-deployd/internal/vocab"
 	"github.com/tikali/monky-deployd/machine"
 	"github.com/tikali/monky-deployd/machine/explain"
 	"github.com/tikali/monky-deployd/store"
 )
 
-var codeShape = regexp.MustCompile(`^[A-Z][A-Z0-9]*(_[A-Z0-9]+)+$`)
-
-// agentCodes reads the agent's sources for every code it can journal: a `Code: "X"` field, an
-// assignment to a `.Code`, a `Code…` constant, and a code literal handed to the steps' failure
-// helpers (fail, composeFailed, codeOr, refuse).
-func agentCodes(t *testing.T) []string {
-	t.Helper()
-	root := filepath.Join("..", "..")
-	set := map[string]bool{}
-	lit := func(e ast.Expr) {
-		if b, ok := e.(*ast.BasicLit); ok && b.Kind == token.STRING {
-			if s, err := strconv.Unquote(b.Value); err == nil && codeShape.MatchString(s) {
-				set[s] = true
-			}
-		}
-	}
-	for _, dir := range []string{"effects", "states", "transport", "internal/bundle", "machine"} {
-		err := filepath.WalkDir(filepath.Join(root, dir), func(path string, d fs.DirEntry, err error) error {
-			if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") ||
-				strings.Contains(path, "filestest") {
-				return err
-			}
-			f, err := parser.ParseFile(token.NewFileSet(), path, nil, 0)
-			if err != nil {
-				return err
-			}
-			ast.Inspect(f, func(n ast.Node) bool {
-				switch n := n.(type) {
-				case *ast.KeyValueExpr:
-					if k, ok := n.Key.(*ast.Ident); ok && k.Name == "Code" {
-						lit(n.Value)
-					}
-				case *ast.AssignStmt:
-					for i, l := range n.Lhs {
-						if s, ok := l.(*ast.SelectorExpr); ok && s.Sel.Name == "Code" && i < len(n.Rhs) {
-							lit(n.Rhs[i])
-						}
-					}
-				case *ast.ValueSpec:
-					for i, name := range n.Names {
-						if strings.HasPrefix(name.Name, "Code") && i < len(n.Values) {
-							lit(n.Values[i])
-						}
-					}
-				case *ast.CallExpr:
-					name := ""
-					switch fn := n.Fun.(type) {
-					case *ast.Ident:
-						name = fn.Name
-					case *ast.SelectorExpr:
-						name = fn.Sel.Name
-					}
-					if name == "fail" || name == "composeFailed" || name == "codeOr" || name == "refuse" {
-						for _, a := range n.Args {
-							lit(a)
-						}
-					}
-				}
-				return true
-			})
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	var out []string
-	for c := range set {
-		out = append(out, c)
-	}
-	sort.Strings(out)
-	return out
-}
-
-// TestEveryCodeIsExplained: whatever code the agent journals a failure with, explain says what
-// it means and what to do, never an empty fault or the fix "run explain again"; a code of
-// tenancy's that the agent does not know is said to be one.
+// TestEveryCodeIsExplained: whatever code of the vocabulary the agent journals a failure with
+// (every code the agent raises is one: the compiler sees to that, and internal/vocab's tests to
+// its row), explain says what it means and what to do, never an empty fault or the fix "run
+// explain again"; a code of tenancy's that the agent does not know is said to be one.
 func TestEveryCodeIsExplained(t *testing.T) {
-	codes := agentCodes(t)
-	if len(codes) < 40 {
-		t.Fatalf("found %d codes in the agent's sources: the reader misses them", len(codes))
-	}
-	t.Logf("%d codes in the agent's sources: %s", len(codes), strings.Join(codes, " "))
-	codes = append(codes, "TENANCYS_OWN_CODE") // a code of tenancy's that no release of the agent knows
+	codes := append(vocab.Codes(), "TENANCYS_OWN_CODE") // a code of tenancy's that no release of the agent knows
 	at := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	exit := machine.ExitFail
 	for _, code := range codes {
 		in := explain.Input{
 			Rec: store.Record{EnvID: "env-a", State: string(machine.Failed), Tick: 2, Action: machine.ActionApply,
 				DesiredSha: strings.Repeat("b", 64), AppliedSha: strings.Repeat("a", 64),
-				Failure: &store.Failure{Sha: strings.Repeat("b", 64), Code: code, Detail: code + ": the step's words", State: string(machine.Staged), At: at}},
+				Failure: &store.Failure{Sha: strings.Repeat("b", 64), Code: code, Detail: string(code) + ": the step's words", State: string(machine.Staged), At: at}},
 			Recent: []store.TickSummary{{Tick: 2, StartedAt: at, EndedAt: at, Exit: &exit}},
 			Now:    at.Add(time.Minute),
 		}
@@ -138,7 +53,7 @@ func TestEveryStopNoteIsExplained(t *testing.T) {
 			}
 			w := explain.Decide(in).Why
 			want := strings.ToUpper(strings.ReplaceAll(event, "-", "_"))
-			if w == nil || w.Code != want || w.Fault == "" || !strings.Contains(w.Evidence, "the fault's own words") || !strings.Contains(w.Next, "next tick") {
+			if w == nil || string(w.Code) != want || w.Fault == "" || !strings.Contains(w.Evidence, "the fault's own words") || !strings.Contains(w.Next, "next tick") {
 				t.Fatalf("why = %+v, want code %s, a fault, the note's words and the next tick", w, want)
 			}
 		})

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tikali/monky-deployd/effects"
+	"github.com/tikali/monky-deployd/internal/vocab"
 	"github.com/tikali/monky-deployd/machine"
 	"github.com/tikali/monky-deployd/store"
 )
@@ -16,13 +17,13 @@ import (
 // sentence, the evidence the agent recorded (its own words, never a value), what the agent does
 // next and when, and the one command that fixes or checks it.
 type Why struct {
-	Code     string    `json:"code"`
-	Fault    string    `json:"fault"`
-	Evidence string    `json:"evidence"`
-	Next     string    `json:"next"`
-	Fix      string    `json:"fix"`
-	At       time.Time `json:"at"` // when the agent recorded it
-	Tick     uint64    `json:"tick,omitempty"`
+	Code     vocab.Code `json:"code"`
+	Fault    string     `json:"fault"`
+	Evidence string     `json:"evidence"`
+	Next     string     `json:"next"`
+	Fix      string     `json:"fix"`
+	At       time.Time  `json:"at"` // when the agent recorded it
+	Tick     uint64     `json:"tick,omitempty"`
 	// Since is when the fault began: the first tick of a run of exit 75, the refusal, the
 	// first failed attempt, the last tick of a stale box.
 	Since time.Time `json:"since"`
@@ -32,151 +33,6 @@ type Why struct {
 	short string
 	// person: this fault alone makes the box need a person.
 	person bool
-}
-
-// cause is the fixed part of a code's explanation.
-type cause struct {
-	fault  string
-	fix    string // may hold {project}, {env} and the box's paths: {state_dir}, {deploy_dir}, {config}, {bootstrap}, {bao_ca}
-	clears string // for a refusal: what clears it
-}
-
-// causes holds every refusal, failure, block and temporary code the journal can carry.
-var causes = map[string]cause{
-	"BUNDLE_INVALID": {"the bundle breaks the agent's rules: its archive holds a link, a device, `..`, a duplicate, too many entries or bytes, or a `files` list that differs, or a file the agent must read (bundle.json, secrets.manifest.json, the compose file) does not parse; none of it was used",
-		"fix the bundle in monky-deploy and publish it; the new desired sha clears the refusal", ""},
-	"BUNDLE_SHA_MISMATCH": {"the bundle's bytes do not hash to the sha tenancy asked for: it was changed or rebuilt after its sha was computed",
-		"find . -type f ! -name .env -printf '%P\\n' | LC_ALL=C sort | xargs -d '\\n' sha256sum | sha256sum   # in the bundle's tree where it is built (monky-deploy): PROTOCOL §2; the refused bytes were never unpacked on this box", "a new desired sha clears it, or `monky-deployd resume` once tenancy serves this sha's true bytes (resume fetches the bundle again)"},
-	"BUNDLE_ENV_MISMATCH": {"the bundle was rendered for another env than this box's",
-		"fix the bundle's env in its descriptor, or tenancy's desired release for {env}", ""},
-	"ENV_INCOMPLETE": {"`.env.template` needs variables that no manifest entry supplies, so nothing was started",
-		"add the entries to the bundle's secrets.manifest.json (or drop the variables from .env.template) and publish the bundle: the new desired sha clears the refusal", ""},
-	"MANIFEST_PATH_REFUSED": {"a manifest entry points outside `<mount>/data/{env}/see/`, the only place this box may read",
-		"fix the entry's path in secrets.manifest.json", ""},
-	"PRIVILEGED_REFUSED": {"the compose file holds what the allowlist of what a service may hold does not allow — power over the host (privileged, the host's network or pid, a capability beyond Docker's defaults, a device, a bind outside the release or of the docker socket), a writable bind of what compose reads again, or a field, option, driver or name no one has listed — and the bundle's `agent` profile does not allow it",
-		"drop the finding from compose.yaml, or set `agent.allow_privileged: true` in the bundle when the service truly needs it", ""},
-	"ROLLBACK_REFUSED": {"tenancy asks for a sha this box ran before, and going back needs the bundle's consent",
-		"set `agent.allow_rollback: true` in that bundle, or desire a new sha", "a new desired sha, or this sha published again with `agent.allow_rollback: true` (a new sha), clears it; `monky-deployd resume` checks the same bundle again and refuses it again"},
-	"DISK_INSUFFICIENT": {"the image storage has less free space than this bundle needs, so a pull would fill the disk",
-		"df -h $(docker info -f '{{.DockerRootDir}}') /var/lib/containerd   # then grow it or `docker image prune`", ""},
-	"LEASE_SHAPE": {"tenancy answered the lease in the old AppRole shape, and the agent has no fallback",
-		"upgrade tenancy", ""},
-	"LEASE_BUDGET": {"five leases were asked in the last hour: tenancy's budget is spent, so no sixth is asked",
-		"monky-deployd status   # lease_budget.frees_at", ""},
-	"LEASE_RATE_LIMITED": {"tenancy answered the lease with 429 Too Many Requests, and its Retry-After is honoured",
-		"monky-deployd status   # nothing to fix: wait", ""},
-	"BAO_LOGIN_REFUSED": {"OpenBao refused the login with the lease's grant",
-		"check the env's role and the grant in OpenBao's audit log", ""},
-	"SECRET_READ_FAILED": {"OpenBao refused or could not serve a secret the manifest names",
-		"bao kv metadata get -mount=<mount> <path>   # the entry's path and version (no value)", ""},
-	"REGISTRY_AUTH_INVALID": {"the `use: registry-auth` entry does not hold a registry credential of a known shape",
-		"bao kv metadata get -mount=<mount> <path>   # then fix the entry: {\"registry\",\"username\",\"password\"} or username:password", ""},
-	"COMPOSE_PULL_FAILED": {"the registry refused or could not serve an image",
-		"sudo ls -l {state_dir}/docker/config.json   # and `use: registry-auth` in the manifest", ""},
-	"COMPOSE_UP_FAILED": {"compose could not start the project",
-		"cd {deploy_dir}/current && docker compose -p {project} logs --tail 50", ""},
-	"RELEASE_CHANGED": {"before a compose call the release directory was not what was verified (a file of the bundle changed, a symlink was planted in its tree) or its resolved model was missing or not the agent's own, so compose was not run; the error names the path",
-		"ls -la {deploy_dir}/current/ {deploy_dir}/resolved/   # which service can write the release? the next apply stages it again", ""},
-	"UNHEALTHY": {"a service is not running and healthy",
-		"docker compose -p {project} ps", ""},
-	"AGENT_UNAUTHENTICATED": {"tenancy refused the OpenBao token (the kit was re-revealed, the env retired, or the token revoked) and no fresh bootstrap grant is on disk",
-		"re-run the install kit (a new bootstrap.jwt unblocks), or `monky-deployd bootstrap --force`", ""},
-	"AGENT_ENV_MISMATCH": {"the token is pinned to another env than config.yaml's env_id",
-		"fix env_id in {config} (a changed config unblocks), or re-issue the identity and grant", ""},
-	"SDK_UNAVAILABLE": {"`transport: sdk` is set but this build has no OpenZiti SDK",
-		"set `transport: proxy` (and enable monky-deployd-proxy.service) or `system`", ""},
-	"IDENTITY_UNUSABLE": {"the agent cannot use the box's ziti identity (absent, not readable by its user, or not an identity)",
-		"ls -l /opt/openziti/etc/identities/ && id monky-deployd   # must list ziti; else usermod -a -G ziti monky-deployd", ""},
-	"CONNECTION_REFUSED": {"nothing listens at the service's address: no intercept for it, or the proxy is down",
-		"systemctl status ziti-edge-tunnel   # proxy transport: systemctl status monky-deployd-proxy", ""},
-	"CONNECTION_RESET": {"the far side or the mesh dropped the connection",
-		"systemctl status ziti-edge-tunnel", ""},
-	"DNS_FAILURE": {"the tunneller's DNS intercept does not know the service's name",
-		"resolvectl query monky.tenancy.deploy", ""},
-	"TLS_NAME_MISMATCH": {"the certificate the far side shows is not valid for the name the agent dialled",
-		"check bao.addr (or the tenancy host) in config.yaml against the intercept name", ""},
-	"TLS_UNKNOWN_CA": {"the far side's certificate is signed by an authority bao.ca_file does not hold",
-		"openssl x509 -in {bao_ca} -noout -subject", ""},
-	"TLS_CERT_INVALID": {"the far side's certificate is not valid (expired, not yet valid, or malformed)",
-		"openssl s_client -connect <host>:<port> </dev/null | openssl x509 -noout -dates", ""},
-	"TLS_HANDSHAKE": {"the TLS handshake with the far side failed",
-		"systemctl status ziti-edge-tunnel", ""},
-	"TIMEOUT": {"the far side or the mesh did not answer in time",
-		"systemctl status ziti-edge-tunnel   # and the service's health", ""},
-	"UNREACHABLE": {"the service could not be reached over the mesh",
-		"systemctl status ziti-edge-tunnel", ""},
-	"BAO_PERMISSION_DENIED": {"OpenBao refused the token (HTTP 403 permission denied): its policy does not allow the call (renew-self, lookup-self or a KV read), or OpenBao revoked it — OpenBao's refusal, not tenancy's",
-		"bao read auth/jwt-tenancy/role/see-env   # token_policies must allow auth/token/renew-self and the env's KV paths; token_ttl/token_max_ttl", ""},
-	"REPORT_PENDING": {"tenancy did not acknowledge the report: it waits in the outbox (the box runs what it applied)",
-		"monky-deployd status --json | jq '.last_report, .outbox'   # then tenancy's health", ""},
-	"OUTBOX_STUCK": {"the report outbox does not drain: tenancy has not acknowledged a report over several ticks",
-		"monky-deployd explain -n 5   # the tick-end lines carry tenancy's answer to the report", ""},
-	"BAO_UNAVAILABLE": {"OpenBao answered 5xx (sealed, overloaded, or its storage down) or could not be reached; the step is kept and resumed",
-		"curl -s $BAO_ADDR/v1/sys/health | jq '{sealed, standby}'   # from the box, through the same intercept", ""},
-	CodeTicksStopped: {"no tick has run for longer than stale_after_s: the timer is not running (stopped, disabled, or every start fails before the tick)",
-		"systemctl list-timers monky-deployd.timer   # then: systemctl enable --now monky-deployd.timer; journalctl -u monky-deployd -n 20", ""},
-	"TEMPORARY": {"a temporary fault (no code of its own)",
-		"monky-deployd explain -n 5", ""},
-	"TICK_DEADLINE": {"the tick ran past tick_timeout_s and stopped at a step boundary (committed, resumed next tick)",
-		"monky-deployd explain -n 3   # the step durations show what was slow", ""},
-	"LOCAL_FAILURE": {"the agent's own files failed it (state_dir, the token file, the lock file, deploy_dir or the state file): nothing was sent",
-		"ls -la {state_dir} {deploy_dir}   # owner monky-deployd, not group- or world-writable, no symlink for bao.token, lock or state.db; then monky-deployd run --once (a bao.token removed as unusable is made again from a fresh bootstrap.jwt: re-run the install kit first)", ""},
-	"TOKEN_EXPIRED": {"the box's OpenBao token has expired: it was not renewed and no new lease replaced it",
-		"monky-deployd status   # then: monky-deployd bootstrap --force with a fresh bootstrap.jwt from the install kit", ""},
-	"TOKEN_EXPIRING": {"the box's OpenBao token is about to expire and is not being kept alive: renew-self no longer extends it (its max ttl) and no new lease replaced it",
-		"monky-deployd explain -n 10 | grep -E 'renew|token-swap|lease'   # what the renewals and the swap answered", ""},
-	"LEASE_EVERY_TICK": {"the box asks tenancy for a lease at every tick: its token cannot be kept from one tick to the next (a max ttl under renew_below_s, or a token refused at every renewal)",
-		"bao read auth/jwt-tenancy/role/see-env   # token_max_ttl must be well above bao.renew_below_s (default 6 h); then monky-deployd explain -n 5", ""},
-	"CHECKIN_SHAPE": {"tenancy's check-in answer has a shape the agent cannot trust (a sha that is not 64 lowercase hex, an unknown action, a vault.mount holding a control character or a byte outside ASCII)",
-		"upgrade tenancy, or report the answer to its maintainers", ""},
-	"BUNDLE_NOT_FOUND": {"tenancy does not serve the bundle of the desired sha",
-		"check the release in tenancy's console: the desired sha must have a rendered bundle", ""},
-	"STAGE_FAILED": {"the agent could not write the release directory or the registry credential",
-		"ls -la {deploy_dir} {state_dir}/docker   # owner monky-deployd; and df -h", ""},
-	"BUNDLE_FETCH_FAILED": {"tenancy refused to serve the desired sha's bundle (an answer that waiting does not change)",
-		"check the release in tenancy's console and tenancy's log for GET /v1/agent/bundle/{env}/<sha>", ""},
-	"LEASE_FAILED": {"tenancy refused the lease (an answer other than 429 that waiting does not change)",
-		"check the env's deploy grant in tenancy's console and tenancy's log for POST /v1/agent/lease", ""},
-	"KV_NOT_FOUND": {"a secret the manifest names has no data in OpenBao at that path (or that version)",
-		"bao kv metadata get -mount=<mount> <path>   # the entry's path (no value); then set the secret in OpenBao at that path", ""},
-	"KV_VERSION_DELETED": {"the version of a secret the manifest pins is deleted or destroyed in OpenBao",
-		"bao kv metadata get -mount=<mount> <path>   # its versions; undelete it, or publish the bundle with a live version", ""},
-	"KV_KEY_MISSING": {"a secret the manifest names exists but lacks the key the entry reads (the evidence lists the keys it has)",
-		"bao kv metadata get -mount=<mount> <path>   # then add the key to the secret in OpenBao, or fix the entry's key in the manifest", ""},
-	"BAO_NOT_FOUND": {"OpenBao answered 404: the auth mount, the role or the KV mount the config names does not exist there",
-		"grep -A6 '^bao:' {config}   # auth_mount, role, kv_mount must match OpenBao's", ""},
-	"BAO_PATH": {"a manifest entry's path is empty or not clean (`..`, `//`, a trailing `/`), so it was not read",
-		"fix the entry's path in the bundle's secrets.manifest.json and publish the bundle", ""},
-	"BAO_ANSWER": {"OpenBao's answer was not one the agent can use: none, too large, not JSON, or not a KV-v2 secret (the path must be <mount>/data/…)",
-		"curl -s $BAO_ADDR/v1/sys/health | jq   # from the box: is it OpenBao that answers (not a proxy's page)?", ""},
-	"BAO_REQUEST_REFUSED": {"OpenBao refused the request with an answer the agent has no other name for (the evidence holds OpenBao's words)",
-		"read OpenBao's audit log for the box's token at that time", ""},
-	"CREDENTIAL_SHAPE": {"a credential is empty, too long or not printable ASCII (OpenBao's token, tenancy's login_jwt, or the stored token file: the evidence names which), so it was not used",
-		"sudo wc -c {state_dir}/bao.token   # a stored token; for an answer: is it OpenBao or tenancy that answers, not a proxy's page?", ""},
-	"TENANCY_URL": {"tenancy's base URL, or a URL in tenancy's answer (bundle_url), is not one the agent may call",
-		"grep -A4 '^tenancy:' {config}   # base_url; a bundle_url must stay on tenancy's host", ""},
-	"TLS_CA_FILE": {"the CA file the config names is unreadable or holds no PEM certificate",
-		"openssl x509 -noout -subject -in <ca_file>   # as the monky-deployd user: bao.ca_file / tenancy.ca_file", ""},
-	"NO_MAPPING": {"the transport was asked for an address it maps to no intercept: only tenancy's and OpenBao's are",
-		"grep -E 'addr|host|port|base_url' {config}   # bao.addr and tenancy's name must be the intercepts'", ""},
-	"TRANSPORT_CONFIG": {"the transport's own settings are incomplete or wrong (proxy_addr for `proxy`, the identity for `sdk`)",
-		"grep -E 'transport|proxy_addr|identity' {config}", ""},
-	"TRANSPORT_UNKNOWN": {"config.yaml names no transport, or one this build does not have",
-		"monky-deployd version   # the transports built in; then set `transport:` to one of them", ""},
-	"DOCKER_NOT_FOUND": {"the docker CLI (docker_bin) is not there, so compose could not run",
-		"command -v docker && docker compose version   # or docker_bin in config.yaml", ""},
-	"DOCKER_GROUP_MISSING": {"docker's socket refuses the agent's user: it is not in the socket's group (docker), so no compose call can run; the tick stopped before checking in",
-		"sudo usermod -aG docker monky-deployd   # the next tick runs with it (no docker group: install Docker Engine first)", ""},
-	"DOCKER_INFO_FAILED": {"`docker info` failed: the engine is down or the agent's user may not use it",
-		"systemctl status docker; id monky-deployd   # the user must be in the docker group", ""},
-	"COMPOSE_PS_FAILED": {"`docker compose ps` failed, so the agent could not see the project's containers",
-		"sudo -u monky-deployd docker compose -p {project} ps", ""},
-	"COMPOSE_LOGS_FAILED": {"`docker compose logs` failed, so the report carries no log tail",
-		"sudo -u monky-deployd docker compose -p {project} logs --tail 50", ""},
-	"COMPOSE_DOWN_FAILED": {"`docker compose down` failed for tenancy's action down",
-		"cd {deploy_dir}/current && docker compose -p {project} down   # then monky-deployd resume", ""},
-	"DOCKER_PRUNE_FAILED": {"removing the images no kept release uses (`run --prune`) failed; the apply itself stands",
-		"docker image ls --filter label=com.docker.compose.project={project}   # then docker image prune", ""},
 }
 
 // temporaryEvents are the journal notes a tick ends on when it could not go on now.
@@ -193,7 +49,7 @@ var temporaryEvents = map[string]string{
 // desired sha; none when nothing does (converged, or a flight that goes on by itself).
 func allWhys(in Input) []*Why {
 	var out []*Why
-	outbox := func(code string) bool { return code == machine.CodeReportPending || code == machine.CodeOutboxStuck }
+	outbox := func(code vocab.Code) bool { return code == vocab.ReportPending || code == vocab.OutboxStuck }
 	add := func(w *Why) {
 		if w == nil {
 			return
@@ -222,17 +78,17 @@ func (in Input) maker() maker {
 		env = "<env>"
 	}
 	project := "monky-" + env
-	return func(code, fault, evidence, next string, at time.Time, tick uint64) *Why {
-		c, ok := causes[code]
+	return func(code vocab.Code, fault, evidence, next string, at time.Time, tick uint64) *Why {
+		c, ok := vocab.CauseOf(code)
 		if !ok {
 			// a code of tenancy's or OpenBao's own that this agent has no words for
-			c = cause{fault: "the step failed with " + code + ", a code this agent has no words for: the evidence holds the answer's own",
-				fix: "monky-deployd explain -n 5   # the entries before it name the step and who answered"}
+			c = vocab.Cause{Fault: "the step failed with " + string(code) + ", a code this agent has no words for: the evidence holds the answer's own",
+				Fix: "monky-deployd explain -n 5   # the entries before it name the step and who answered"}
 		}
 		if fault == "" {
-			fault = c.fault
+			fault = c.Fault
 		}
-		fix := in.paths().Replace(strings.NewReplacer("{project}", project, "{env}", env).Replace(c.fix))
+		fix := in.paths().Replace(strings.NewReplacer("{project}", project, "{env}", env).Replace(c.Fix))
 		return &Why{Code: code, Fault: sentence(fault), Evidence: evidence, Next: sentence(next), Fix: fix, At: at.UTC(), Tick: tick, Since: at.UTC(), short: next}
 	}
 }
@@ -248,28 +104,28 @@ func explainWhy(in Input) *Why {
 	if stateOf(rec) == string(machine.Blocked) && rec.Block != nil {
 		b := rec.Block
 		next := "every tick exits 1 at once without touching the network until a new bootstrap.jwt appears (the next tick looks " + nextTick + ") or `monky-deployd bootstrap --force`"
-		if b.Code == machine.CodeEnvMismatch {
+		if b.Code == vocab.AgentEnvMismatch {
 			next = "every tick exits 78 at once without touching the network until config.yaml changes or `monky-deployd resume`"
 		}
 		code, fault, evidence := b.Code, "", trimCode(b.Code, b.Detail)
-		refusedBearer := b.Code == machine.CodeUnauthenticated && !strings.Contains(b.Detail, "is unreadable")
+		refusedBearer := b.Code == vocab.AgentUnauthenticated && !strings.Contains(b.Detail, "is unreadable")
 		if e, ok := in.find(func(e store.Entry) bool { return e.Event == machine.NoteUnauthenticated }); ok && refusedBearer {
 			evidence = e.Detail + "; no fresh bootstrap grant on disk"
 		}
 		if e, ok := in.find(func(e store.Entry) bool {
-			return e.Event == machine.NoteUnauthenticated && strings.HasPrefix(e.Code, "BAO_")
+			return e.Event == machine.NoteUnauthenticated && strings.HasPrefix(string(e.Code), "BAO_")
 		}); ok && refusedBearer {
 			// OpenBao refused the token, not tenancy: name OpenBao's code
 			code = e.Code
-			fault = "OpenBao refused the box's token (" + e.Code + ": OpenBao's refusal, not tenancy's), so the agent deleted it; no fresh bootstrap grant is on disk to log in again"
+			fault = "OpenBao refused the box's token (" + string(e.Code) + ": OpenBao's refusal, not tenancy's), so the agent deleted it; no fresh bootstrap grant is on disk to log in again"
 		}
-		unreadable := b.Code == machine.CodeUnauthenticated && strings.Contains(b.Detail, "is unreadable")
+		unreadable := b.Code == vocab.AgentUnauthenticated && strings.Contains(b.Detail, "is unreadable")
 		switch {
 		case unreadable:
 			// no one refused anything: the agent's user cannot read the grant on disk
 			code, fault = b.Code, "no token is stored and the bootstrap grant on disk cannot be read by the agent's user (its owner or mode): nothing was sent to tenancy or OpenBao"
 			next = "every tick exits 1 at once without touching the network until the grant is readable and `monky-deployd resume` (or a new bootstrap.jwt) lifts the block"
-		case b.Code == machine.CodeUnauthenticated && strings.Contains(b.Detail, "no bootstrap grant at") && !strings.HasPrefix(b.Detail, "bearer refused"):
+		case b.Code == vocab.AgentUnauthenticated && strings.Contains(b.Detail, "no bootstrap grant at") && !strings.HasPrefix(b.Detail, "bearer refused"):
 			fault = "no OpenBao token is stored and no bootstrap grant is on disk: the box has not logged in since its token went, and has nothing to log in with"
 		}
 		w := mk(code, fault, evidence, next, b.At, in.tickWhere(func(e store.Entry) bool { return e.To == string(machine.Blocked) && e.From != e.To }))
@@ -277,7 +133,7 @@ func explainWhy(in Input) *Why {
 		case unreadable:
 			w.Fix = in.paths().Replace("sudo ls -l {bootstrap}; sudo chown monky-deployd {bootstrap} && sudo chmod 0600 {bootstrap}   # then monky-deployd resume --now")
 		case code != b.Code:
-			w.Fix = causes[machine.CodeBaoDenied].fix + "   # then re-run the install kit (a new bootstrap.jwt unblocks)"
+			w.Fix = causeOf(vocab.BaoPermissionDenied).Fix + "   # then re-run the install kit (a new bootstrap.jwt unblocks)"
 		}
 		return w
 	}
@@ -285,13 +141,13 @@ func explainWhy(in Input) *Why {
 	if e, ok := in.temporary(); ok {
 		lastSum, _, _ := in.newest()
 		fault := temporaryEvents[e.Event]
-		reuseUnasked := e.Event == machine.NoteLeaseDeferred && (strings.HasPrefix(e.Code, "BAO_") || strings.Contains(e.Detail, "whether the token is reusable"))
+		reuseUnasked := e.Event == machine.NoteLeaseDeferred && (strings.HasPrefix(string(e.Code), "BAO_") || strings.Contains(e.Detail, "whether the token is reusable"))
 		if reuseUnasked {
 			// OpenBao could not be asked about the token in hand: no new lease is needed yet
 			fault = "OpenBao could not be asked whether the token in hand still reads the secrets, so no lease was asked on a guess"
 		}
-		if c, known := causes[e.Code]; known {
-			fault += ": " + c.fault
+		if c, known := vocab.CauseOf(e.Code); known {
+			fault += ": " + c.Fault
 		}
 		next := "the next tick (" + nextTick + ") tries again; nothing is lost"
 		if reuseUnasked {
@@ -301,28 +157,28 @@ func explainWhy(in Input) *Why {
 			next = "the next tick (" + nextTick + ") runs again and ends the same way until the fix below is done"
 		}
 		switch {
-		case e.Code == machine.CodeLeaseBudget:
+		case e.Code == vocab.LeaseBudget:
 			next = fmt.Sprintf("the budget frees a slot at %s; the first tick after it asks the lease and the apply goes on", machine.Stamp(in.Frees))
 			if in.Frees.IsZero() || !in.Now.Before(in.Frees) {
 				next = "a slot is free again: the next tick (" + nextTick + ") asks the lease and the apply goes on"
 			}
-		case e.Code == machine.CodeLeaseRateLimit && in.Now.Before(rec.LeaseRetryAfter):
+		case e.Code == vocab.LeaseRateLimited && in.Now.Before(rec.LeaseRetryAfter):
 			next = "no lease before " + machine.Stamp(rec.LeaseRetryAfter) + " (tenancy's Retry-After); then the apply goes on by itself"
 		case e.Event == machine.NoteLoginFailed:
 			next = "the next tick (" + nextTick + ") logs in with the kept grant; no second lease is asked"
 		case e.Event == machine.NoteBootstrapFailed:
 			next = "the next tick (" + nextTick + ") logs in with the bootstrap grant, which stays on disk"
-		case e.Code == machine.CodeReportPending:
+		case e.Code == vocab.ReportPending:
 			next = "the next tick (" + nextTick + ") sends the outbox again; the box runs what it applied meanwhile"
 		}
 		code := e.Code
 		if code == "" {
-			code = strings.ToUpper(strings.ReplaceAll(e.Event, "-", "_"))
+			code = vocab.Code(strings.ToUpper(strings.ReplaceAll(e.Event, "-", "_")))
 		}
 		evidence := trimCode(e.Code, e.Detail)
-		if code == machine.CodeReportPending && len(in.Outbox) > 0 && in.outboxStuck(in.Outbox[0]) {
+		if code == vocab.ReportPending && len(in.Outbox) > 0 && in.outboxStuck(in.Outbox[0]) {
 			q := in.Outbox[0]
-			code, fault = machine.CodeOutboxStuck, causes[machine.CodeOutboxStuck].fault
+			code, fault = vocab.OutboxStuck, causeOf(vocab.OutboxStuck).Fault
 			evidence = fmt.Sprintf("%d report(s) in the outbox; the oldest: %s for %s, queued %s, sent %d time(s); the last answer: %s",
 				len(in.Outbox), q.Meta.Result, machine.ShortSha(q.Meta.Sha), machine.Stamp(q.Queued), q.Attempts, trimCode(e.Code, e.Detail))
 			next = "the outbox is sent again at every tick (the next " + nextTick + "); tenancy does not know what runs here until it drains"
@@ -332,7 +188,7 @@ func explainWhy(in Input) *Why {
 			next += fmt.Sprintf("; after %d in a row, check the fix below rather than wait", n)
 		}
 		w := mk(code, fault, evidence, next, e.At, e.Tick)
-		if _, known := causes[e.Code]; !known && e.Event == machine.NoteCheckinFailed {
+		if !vocab.Known(e.Code) && e.Event == machine.NoteCheckinFailed {
 			w.Fix = "systemctl status ziti-edge-tunnel   # and tenancy's health"
 		}
 		if _, since := in.repeated75(); !since.IsZero() {
@@ -352,18 +208,18 @@ func explainWhy(in Input) *Why {
 			return nil
 		}
 		next := fmt.Sprintf("sha %s stays refused: it is not fetched again; %s", machine.ShortSha(r.Sha), clears(r.Code))
-		if r.Code == machine.CodeDisk {
+		if r.Code == vocab.DiskInsufficient {
 			next = "measured again at every tick (the next " + nextTick + "); the apply goes on by itself once the space is there"
 			if r.NeedBytes > implausibleNeed {
 				next = "measured again at every tick, but no disk here will hold " + machine.Size(r.NeedBytes) + ": it stays refused until tenancy desires a sha whose bundle declares a true disk_need_bytes"
 			}
 		}
 		fault := privilegedFault(r.Code, r.Detail)
-		if r.Code == machine.CodeDisk && r.NeedBytes > implausibleNeed {
+		if r.Code == vocab.DiskInsufficient && r.NeedBytes > implausibleNeed {
 			fault = "the bundle declares it needs " + machine.Size(r.NeedBytes) + " of image storage, which no box has: its disk_need_bytes is wrong, not this disk"
 		}
 		w := mk(r.Code, fault, trimCode(r.Code, r.Detail), next, r.At, in.tickOf(r.Code))
-		if r.Code == machine.CodeDisk && r.NeedBytes > implausibleNeed {
+		if r.Code == vocab.DiskInsufficient && r.NeedBytes > implausibleNeed {
 			w.Fix = fmt.Sprintf("fix disk_need_bytes in the bundle's bundle.json (it declares %s; no image set needs that): publish the bundle again", machine.Size(r.NeedBytes))
 		}
 		return w
@@ -384,14 +240,14 @@ func explainWhy(in Input) *Why {
 		default:
 			next = fmt.Sprintf("attempt %d of %d failed (the step from %s); retry %d of %d at %s (backoff), unless tenancy desires another sha first", n, limit, f.State, n+1, limit, machine.Stamp(rec.NextRetryAt))
 		}
-		fault, fix := causes[f.Code].fault, ""
+		fault, fix := causeOf(f.Code).Fault, ""
 		if pf := privilegedFault(f.Code, f.Detail); pf != "" {
 			fault = pf
 		}
 		switch {
-		case f.Code == machine.CodePullFailed:
+		case f.Code == vocab.ComposePullFailed:
 			fault, fix = pullKind(f.Detail)
-		case f.Code == machine.CodeUnhealthy:
+		case f.Code == vocab.Unhealthy:
 			fault = "a service did not turn healthy within healthy_timeout_s after compose up"
 		}
 		w := mk(f.Code, fault, trimCode(f.Code, f.Detail), next, f.At, in.tickOf(f.Code))
@@ -404,7 +260,7 @@ func explainWhy(in Input) *Why {
 }
 
 // maker builds a why from its parts.
-type maker func(code, fault, evidence, next string, at time.Time, tick uint64) *Why
+type maker func(code vocab.Code, fault, evidence, next string, at time.Time, tick uint64) *Why
 
 // sick is the first of sickAll, nil when none.
 func (in Input) sick(mk maker, nextTick string) *Why {
@@ -441,13 +297,13 @@ func (in Input) sickAll(mk maker, nextTick string) []*Why {
 	if refused >= 2 && stateOf(rec) != string(machine.Blocked) {
 		code := lastRefusal.Code
 		fault := "the box's token is refused tick after tick: each time the agent deletes it and logs in again with a bootstrap grant, so the box lives from one grant to the next"
-		if strings.HasPrefix(code, "BAO_") {
-			fault = "OpenBao refuses the box's token (" + code + ", OpenBao's refusal, not tenancy's): each time the agent deletes it and logs in again with a bootstrap grant, so the box lives from one grant to the next"
+		if strings.HasPrefix(string(code), "BAO_") {
+			fault = "OpenBao refuses the box's token (" + string(code) + ", OpenBao's refusal, not tenancy's): each time the agent deletes it and logs in again with a bootstrap grant, so the box lives from one grant to the next"
 		}
 		next := fmt.Sprintf("the next tick (%s) meets the same refusal and deletes the token again; it goes on only while a fresh bootstrap.jwt is on disk, else it blocks", nextTick)
 		w := mk(code, fault, fmt.Sprintf("refused in %d of the last %d ticks; the last: %s", refused, in.recentCount(), trimCode(code, lastRefusal.Detail)), next, lastRefusal.At, lastRefusal.Tick)
-		if strings.HasPrefix(code, "BAO_") {
-			w.Fix = causes[machine.CodeBaoDenied].fix
+		if strings.HasPrefix(string(code), "BAO_") {
+			w.Fix = causeOf(vocab.BaoPermissionDenied).Fix
 		}
 		w.Since, w.person = firstRefusal.At.UTC(), true
 		out = append(out, w)
@@ -456,7 +312,7 @@ func (in Input) sickAll(mk maker, nextTick string) []*Why {
 	if tok.Present && !tok.ExpiresAt.IsZero() {
 		left := tok.ExpiresAt.Sub(in.Now)
 		if left <= 0 {
-			w := mk(machine.CodeTokenExpired, "", fmt.Sprintf("token (%s) expired at %s, last checked %s", tok.Source, machine.Stamp(tok.ExpiresAt), machine.Stamp(tok.CheckedAt)),
+			w := mk(vocab.TokenExpired, "", fmt.Sprintf("token (%s) expired at %s, last checked %s", tok.Source, machine.Stamp(tok.ExpiresAt), machine.Stamp(tok.CheckedAt)),
 				"the next tick ("+nextTick+") finds the token refused and logs in with a bootstrap grant if one is on disk, else blocks", tok.ExpiresAt, in.newestTick())
 			w.person = true
 			out = append(out, w)
@@ -465,18 +321,18 @@ func (in Input) sickAll(mk maker, nextTick string) []*Why {
 			if e, ok := in.find(func(e store.Entry) bool { return e.Event == machine.NoteLeaseDeferred || e.Event == machine.NoteRenew }); ok {
 				evidence += "; the last " + e.Event + " (" + machine.Stamp(e.At) + "): " + trimCode(e.Code, e.Detail)
 			}
-			w := mk(machine.CodeTokenExpiring, "", evidence,
+			w := mk(vocab.TokenExpiring, "", evidence,
 				"the agent renews it at every tick; unless a renew or a new lease succeeds before "+machine.Stamp(tok.ExpiresAt)+", the box loses OpenBao then", tok.CheckedAt, in.newestTick())
 			w.person = true
 			out = append(out, w)
 		}
 	}
 	if in.Used >= machine.LeaseLimit && in.Now.Before(in.Frees) {
-		out = append(out, mk(machine.CodeLeaseBudget, "", fmt.Sprintf("%d/%d leases asked since %s", in.Used, machine.LeaseLimit, machine.Stamp(in.Frees.Add(-machine.LeaseWindow))),
+		out = append(out, mk(vocab.LeaseBudget, "", fmt.Sprintf("%d/%d leases asked since %s", in.Used, machine.LeaseLimit, machine.Stamp(in.Frees.Add(-machine.LeaseWindow))),
 			"no lease is asked before "+machine.Stamp(in.Frees)+": an apply or a token swap that needs one waits until then", in.Frees.Add(-machine.LeaseWindow), in.newestTick()))
 	}
 	if n := in.leasingTicks(); n >= 4 {
-		w := mk(machine.CodeLeaseEveryTick, "", fmt.Sprintf("a lease was asked in each of the last %d ticks (%d/%d in the last hour)", n, in.Used, machine.LeaseLimit),
+		w := mk(vocab.LeaseEveryTick, "", fmt.Sprintf("a lease was asked in each of the last %d ticks (%d/%d in the last hour)", n, in.Used, machine.LeaseLimit),
 			fmt.Sprintf("the next tick (%s) asks again; at %d/%d the budget stops the applies and the token swaps for an hour", nextTick, machine.LeaseLimit, machine.LeaseLimit), in.Now, in.newestTick())
 		if len(in.Leases) > 0 {
 			w.Since = in.Leases[0].At.UTC()
@@ -487,22 +343,19 @@ func (in Input) sickAll(mk maker, nextTick string) []*Why {
 	if len(in.Outbox) > 0 {
 		q := in.Outbox[0]
 		evidence := fmt.Sprintf("%d report(s) in the outbox; the oldest: %s for %s, queued %s, sent %d time(s)", len(in.Outbox), q.Meta.Result, machine.ShortSha(q.Meta.Sha), machine.Stamp(q.Queued), q.Attempts)
-		if e, ok := in.find(func(e store.Entry) bool { return e.Code == machine.CodeReportPending }); ok {
+		if e, ok := in.find(func(e store.Entry) bool { return e.Code == vocab.ReportPending }); ok {
 			evidence += "; the last answer: " + e.Detail
 		}
 		if in.outboxStuck(q) {
-			w := mk(machine.CodeOutboxStuck, "", evidence, "the outbox is sent again at every tick (the next "+nextTick+"); tenancy does not know what runs here until it drains", q.Queued, in.newestTick())
+			w := mk(vocab.OutboxStuck, "", evidence, "the outbox is sent again at every tick (the next "+nextTick+"); tenancy does not know what runs here until it drains", q.Queued, in.newestTick())
 			w.person = in.Now.Sub(q.Queued) > in.Limits.stuckAfter()
 			out = append(out, w)
 		} else {
-			out = append(out, mk(machine.CodeReportPending, "", evidence, "the outbox is sent again at the next tick ("+nextTick+")", q.Queued, in.newestTick()))
+			out = append(out, mk(vocab.ReportPending, "", evidence, "the outbox is sent again at the next tick ("+nextTick+")", q.Queued, in.newestTick()))
 		}
 	}
 	return out
 }
-
-// CodeTicksStopped is the code of a box whose last tick is older than stale_after_s.
-const CodeTicksStopped = "TICKS_STOPPED"
 
 // stale is the why of a box no tick has run on for longer than stale_after_s: the timer is
 // not running (a tick that holds the lock is never stale).
@@ -519,7 +372,7 @@ func (in Input) stale(mk maker) *Why {
 	if t, _, ok := in.newest(); ok && t.Exit != nil {
 		exit = fmt.Sprintf(", exit %d", *t.Exit)
 	}
-	w := mk(CodeTicksStopped, "", fmt.Sprintf("the last tick ran at %s%s, %s ago (stale_after_s %d); no tick holds the lock now",
+	w := mk(vocab.TicksStopped, "", fmt.Sprintf("the last tick ran at %s%s, %s ago (stale_after_s %d); no tick holds the lock now",
 		machine.Stamp(last), exit, ago.Round(time.Second), int(in.Limits.staleAfter().Seconds())),
 		"nothing happens on this box until the timer runs a tick again: no check-in, no apply, no report", last, in.newestTick())
 	w.person = true
@@ -530,11 +383,11 @@ func (in Input) stale(mk maker) *Why {
 // newest that names the code (the agent's own wait).
 func (in Input) leaseRefusal() (store.Entry, bool) {
 	if e, ok := in.find(func(e store.Entry) bool {
-		return e.Code == machine.CodeLeaseRateLimit && !strings.Contains(e.Detail, "tenancy asked to wait")
+		return e.Code == vocab.LeaseRateLimited && !strings.Contains(e.Detail, "tenancy asked to wait")
 	}); ok {
 		return e, true
 	}
-	return in.find(func(e store.Entry) bool { return e.Code == machine.CodeLeaseRateLimit })
+	return in.find(func(e store.Entry) bool { return e.Code == vocab.LeaseRateLimited })
 }
 
 // rateLimited is the why of a lease tenancy refused with 429, while its Retry-After lasts.
@@ -550,19 +403,19 @@ func (in Input) rateLimited(mk maker) *Why {
 		evidence = "tenancy's answer: " + trimCode(e.Code, e.Detail) + "; " + evidence
 		at, tick = e.At, e.Tick
 	}
-	return mk(machine.CodeLeaseRateLimit, "", evidence, "no lease is asked before "+machine.Stamp(rec.LeaseRetryAfter)+"; then the apply goes on by itself", at, tick)
+	return mk(vocab.LeaseRateLimited, "", evidence, "no lease is asked before "+machine.Stamp(rec.LeaseRetryAfter)+"; then the apply goes on by itself", at, tick)
 }
 
 // unhealthyWhy is the why of a heartbeat that found a service not running or not healthy.
 func (in Input) unhealthyWhy(mk maker, nextTick string) *Why {
 	evidence, at := "", in.Now
 	var tick uint64
-	if e, ok := in.find(func(e store.Entry) bool { return e.Code == machine.CodeUnhealthy && e.From != e.To }); ok {
+	if e, ok := in.find(func(e store.Entry) bool { return e.Code == vocab.Unhealthy && e.From != e.To }); ok {
 		evidence, at, tick = trimCode(e.Code, e.Detail), e.At, e.Tick
 	} else if in.Rec.LastReport != nil {
-		evidence, at = trimCode(machine.CodeUnhealthy, in.Rec.LastReport.Detail), in.Rec.LastReport.At
+		evidence, at = trimCode(vocab.Unhealthy, in.Rec.LastReport.Detail), in.Rec.LastReport.At
 	}
-	w := mk(machine.CodeUnhealthy, "the heartbeat found a service not running or not healthy: the box no longer runs what it applied",
+	w := mk(vocab.Unhealthy, "the heartbeat found a service not running or not healthy: the box no longer runs what it applied",
 		evidence, "checked again at every tick (the next "+nextTick+"); reported failed to tenancy until the service is healthy; the agent does not restart it", at, tick)
 	w.person = true
 	return w
@@ -586,9 +439,9 @@ func (in Input) paths() *strings.Replacer {
 const implausibleNeed = 16 << 40
 
 // clears says what clears a refusal of code, truthfully: the same bundle is refused again.
-func clears(code string) string {
-	if c, ok := causes[code]; ok && c.clears != "" {
-		return c.clears
+func clears(code vocab.Code) string {
+	if c := causeOf(code); c.Clears != "" {
+		return c.Clears
 	}
 	return "a new desired sha clears it; `monky-deployd resume` checks the same bundle again and refuses it again"
 }
@@ -621,7 +474,7 @@ func pullKind(detail string) (fault, fix string) {
 			}
 		}
 	}
-	return causes[machine.CodePullFailed].fault, ""
+	return causeOf(vocab.ComposePullFailed).Fault, ""
 }
 
 // temporary is the newest tick's note about a step that could not go on now, when the tick
@@ -720,7 +573,7 @@ func (in Input) tickWhere(match func(store.Entry) bool) uint64 {
 }
 
 // tickOf is the tick of the newest transition that committed code.
-func (in Input) tickOf(code string) uint64 {
+func (in Input) tickOf(code vocab.Code) uint64 {
 	return in.tickWhere(func(e store.Entry) bool { return e.Code == code && e.From != e.To })
 }
 
@@ -752,9 +605,6 @@ func (in Input) nextTickWords() string {
 	return "about " + machine.Stamp(in.Rec.LastTickAt.Add(in.interval()))
 }
 
-// codePrivileged is the policy's refusal (a service holds what the allowlist does not allow).
-const codePrivileged = "PRIVILEGED_REFUSED"
-
 // unlisted is a finding of a field no list names ("service api: tty is not allowed", "jobs
 // are not allowed"), as the policy words it: its field is the second group.
 var unlisted = regexp.MustCompile(`^(?:(?:service|network|volume|job) [^:]+: )?([a-z0-9_.]+) (?:is|are) not allowed$`)
@@ -763,8 +613,8 @@ var unlisted = regexp.MustCompile(`^(?:(?:service|network|volume|job) [^:]+: )?(
 // not name: such a field is refused because no one has listed it, not because it was found to
 // give power over the host, and the fault says so, naming the fields. "" for any other code or
 // finding (the cause's words then hold).
-func privilegedFault(code, detail string) string {
-	if code != codePrivileged {
+func privilegedFault(code vocab.Code, detail string) string {
+	if code != vocab.PrivilegedRefused {
 		return ""
 	}
 	d := trimCode(code, detail)
@@ -787,10 +637,10 @@ func privilegedFault(code, detail string) string {
 	return "the compose file sets " + strings.Join(fields, ", ") + ", which the allowlist of what a service may hold does not name: a field no one has listed is refused until someone checks what it can reach and lists it (docs/SECURITY.md, \"The allowlist\"), so this says nothing of the field's harm; the bundle's `agent` profile does not allow it"
 }
 
-func trimCode(code, detail string) string {
+func trimCode(code vocab.Code, detail string) string {
 	if code != "" {
-		detail = strings.TrimPrefix(detail, code+": ")
-		detail = strings.TrimPrefix(detail, "still refused: "+code+": ")
+		detail = strings.TrimPrefix(detail, string(code)+": ")
+		detail = strings.TrimPrefix(detail, "still refused: "+string(code)+": ")
 		detail = strings.TrimPrefix(detail, "still blocked: ")
 	}
 	return detail
@@ -806,4 +656,11 @@ func sentence(s string) string {
 		s += "."
 	}
 	return s
+}
+
+// causeOf is code's row of the vocabulary's registry of causes (the zero Cause for a code the
+// agent does not know).
+func causeOf(code vocab.Code) vocab.Cause {
+	c, _ := vocab.CauseOf(code)
+	return c
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tikali/monky-deployd/internal/vocab"
 	"github.com/tikali/monky-deployd/machine"
 	"github.com/tikali/monky-deployd/machine/explain"
 	"github.com/tikali/monky-deployd/store"
@@ -23,24 +24,24 @@ func TestFixNamesTheBoxsPaths(t *testing.T) {
 	exit := machine.ExitFail
 	starts := []string{"ls ", "sudo ", "cd ", "docker ", "bao ", "systemctl ", "openssl ", "curl ", "grep ", "df ", "monky-deployd ",
 		"resolvectl ", "command ", "find ", "getent ", "fix ", "set ", "add ", "drop ", "upgrade ", "check ", "read ", "re-run "}
-	want := map[string][]string{
-		"LOCAL_FAILURE":          {"ls -la /srv/box/state /srv/box/deploy/env-a", "bootstrap.jwt"},
-		"COMPOSE_PULL_FAILED":    {"/srv/box/state/docker/config.json"},
-		"COMPOSE_UP_FAILED":      {"cd /srv/box/deploy/env-a/current"},
-		"AGENT_ENV_MISMATCH":     {"/srv/box/etc/config.yaml"},
-		"TLS_UNKNOWN_CA":         {"/srv/box/etc/ca.pem"},
-		"CREDENTIAL_SHAPE":       {"/srv/box/state/bao.token"},
-		"STAGE_FAILED":           {"/srv/box/deploy/env-a", "/srv/box/state/docker"},
-		explain.CodeTicksStopped: {"systemctl list-timers monky-deployd.timer"},
+	want := map[vocab.Code][]string{
+		"LOCAL_FAILURE":       {"ls -la /srv/box/state /srv/box/deploy/env-a", "bootstrap.jwt"},
+		"COMPOSE_PULL_FAILED": {"/srv/box/state/docker/config.json"},
+		"COMPOSE_UP_FAILED":   {"cd /srv/box/deploy/env-a/current"},
+		"AGENT_ENV_MISMATCH":  {"/srv/box/etc/config.yaml"},
+		"TLS_UNKNOWN_CA":      {"/srv/box/etc/ca.pem"},
+		"CREDENTIAL_SHAPE":    {"/srv/box/state/bao.token"},
+		"STAGE_FAILED":        {"/srv/box/deploy/env-a", "/srv/box/state/docker"},
+		vocab.TicksStopped:    {"systemctl list-timers monky-deployd.timer"},
 	}
-	never := map[string][]string{
+	never := map[vocab.Code][]string{
 		"BUNDLE_SHA_MISMATCH": {"releases/"},
 		"ENV_INCOMPLETE":      {"console"},
 	}
-	for _, code := range explain.CauseCodes() {
+	for _, code := range vocab.Codes() {
 		in := explain.Input{
 			Rec: store.Record{EnvID: "env-a", State: string(machine.Failed), Tick: 2, Action: machine.ActionApply,
-				Failure: &store.Failure{Sha: strings.Repeat("b", 64), Code: code, Detail: code + ": the step's words", State: string(machine.Staged), At: at}},
+				Failure: &store.Failure{Sha: strings.Repeat("b", 64), Code: code, Detail: string(code) + ": the step's words", State: string(machine.Staged), At: at}},
 			Recent: []store.TickSummary{{Tick: 2, StartedAt: at, EndedAt: at, Exit: &exit}},
 			Now:    at.Add(time.Minute), Limits: explain.Limits{Paths: boxPaths},
 		}
@@ -82,7 +83,7 @@ func TestUnreadableGrantIsNotARefusal(t *testing.T) {
 	exit := machine.ExitFail
 	in := explain.Input{
 		Rec: store.Record{EnvID: "env-a", State: string(machine.Blocked), Tick: 2,
-			Block: &store.Block{Code: machine.CodeUnauthenticated, At: at,
+			Block: &store.Block{Code: vocab.AgentUnauthenticated, At: at,
 				Detail: "no token and the bootstrap grant at /srv/box/etc/grant.jwt is unreadable: open /srv/box/etc/grant.jwt: permission denied"}},
 		Recent: []store.TickSummary{{Tick: 2, StartedAt: at, EndedAt: at, Exit: &exit}},
 		Now:    at.Add(time.Minute), Limits: explain.Limits{Paths: boxPaths},
@@ -105,7 +106,7 @@ func TestUnhealthyNextSaysNotConverged(t *testing.T) {
 	exit := machine.ExitFail
 	in := explain.Input{
 		Rec: store.Record{EnvID: "env-a", State: string(machine.Failed), Tick: 2, Action: machine.ActionNone, AppliedSha: strings.Repeat("a", 64),
-			Failure: &store.Failure{Sha: strings.Repeat("a", 64), Code: machine.CodeUnhealthy, Detail: "api (running/unhealthy)", State: "CheckedIn", At: at}},
+			Failure: &store.Failure{Sha: strings.Repeat("a", 64), Code: vocab.Unhealthy, Detail: "api (running/unhealthy)", State: "CheckedIn", At: at}},
 		Recent: []store.TickSummary{{Tick: 2, StartedAt: at, EndedAt: at, Exit: &exit}},
 		Now:    at.Add(time.Minute),
 	}

@@ -91,7 +91,7 @@ func Write(path, countersPath string, st store.Store, t Tick) error {
 		}
 		for _, e := range es {
 			if e.To == string(machine.Refused) && e.From != e.To && e.Code != "" {
-				newRefusals = append(newRefusals, e.Code)
+				newRefusals = append(newRefusals, string(e.Code))
 			}
 		}
 		if used, _, err = machine.LeaseBudget(tx, t.EndedAt); err != nil {

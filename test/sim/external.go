@@ -12,6 +12,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/tikali/monky-deployd/internal/vocab"
 )
 
 // ExternalBao is a real OpenBao (or Vault) that tenancy trusts instead of the sim's own
@@ -113,13 +115,13 @@ func (s *Sim) authExternal(w http.ResponseWriter, r *http.Request, ext *External
 	s.mu.Unlock()
 	switch {
 	case err != nil || envOf == "":
-		tenancyError(w, http.StatusUnauthorized, CodeUnauthenticated, "bearer refused: token unknown, expired or revoked")
+		tenancyError(w, http.StatusUnauthorized, vocab.AgentUnauthenticated, "bearer refused: token unknown, expired or revoked")
 		return nil
 	case !known || superseded:
-		tenancyError(w, http.StatusUnauthorized, CodeUnauthenticated, "bearer refused: its deploy grant was superseded")
+		tenancyError(w, http.StatusUnauthorized, vocab.AgentUnauthenticated, "bearer refused: its deploy grant was superseded")
 		return nil
 	case envOf != envID:
-		tenancyError(w, http.StatusForbidden, CodeEnvMismatch, fmt.Sprintf("token is pinned to %s, not %s", envOf, envID))
+		tenancyError(w, http.StatusForbidden, vocab.AgentEnvMismatch, fmt.Sprintf("token is pinned to %s, not %s", envOf, envID))
 		return nil
 	}
 	return &token{envID: envOf, jti: jti}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tikali/monky-deployd/effects"
+	"github.com/tikali/monky-deployd/internal/vocab"
 )
 
 // TestExternalBao: with UseExternalBao, tenancy asks the external server's auth/token/lookup
@@ -76,10 +77,10 @@ func TestExternalBao(t *testing.T) {
 	if got.Vault == nil || got.Vault.Addr != ext.URL {
 		t.Errorf("check-in vault hint %+v, want addr %s", got.Vault, ext.URL)
 	}
-	if st, body := checkin(envA, "hvs.unknown"); st != http.StatusUnauthorized || !strings.Contains(body, CodeUnauthenticated) {
+	if st, body := checkin(envA, "hvs.unknown"); st != http.StatusUnauthorized || !strings.Contains(body, string(vocab.AgentUnauthenticated)) {
 		t.Errorf("unknown token: %d %s, want 401", st, body)
 	}
-	if st, body := checkin(envB, agentTok); st != http.StatusForbidden || !strings.Contains(body, CodeEnvMismatch) {
+	if st, body := checkin(envB, agentTok); st != http.StatusForbidden || !strings.Contains(body, string(vocab.AgentEnvMismatch)) {
 		t.Errorf("token of %s checking in as %s: %d %s, want 403", envA, envB, st, body)
 	}
 	if _, err := s.RevealKit(envA); err != nil {

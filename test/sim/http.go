@@ -6,6 +6,8 @@ import (
 	"io"
 	"net/http"
 	"strings"
+
+	"github.com/tikali/monky-deployd/internal/vocab"
 )
 
 const maxBody = 1 << 20
@@ -17,8 +19,8 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 }
 
 // tenancyError writes tenancy's error body {"detail": {"code", "message"}}.
-func tenancyError(w http.ResponseWriter, status int, code, msg string) {
-	writeJSON(w, status, map[string]any{"detail": map[string]string{"code": code, "message": msg}})
+func tenancyError(w http.ResponseWriter, status int, code vocab.Code, msg string) {
+	writeJSON(w, status, map[string]any{"detail": map[string]string{"code": string(code), "message": msg}})
 }
 
 // baoError writes OpenBao's error body {"errors": [...]}.
@@ -70,7 +72,7 @@ func (s *Sim) applyFail(w http.ResponseWriter, r *http.Request, bao bool) bool {
 		baoError(w, rule.Status, msg)
 		return true
 	}
-	tenancyError(w, rule.Status, rule.Code, msg)
+	tenancyError(w, rule.Status, vocab.Code(rule.Code), msg)
 	return true
 }
 

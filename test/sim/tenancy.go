@@ -10,16 +10,12 @@ import (
 	"time"
 
 	"github.com/tikali/monky-deployd/effects"
+	"github.com/tikali/monky-deployd/internal/vocab"
 )
 
-// Tenancy error codes the sim answers with.
-const (
-	CodeUnauthenticated  = "AGENT_UNAUTHENTICATED"
-	CodeEnvMismatch      = "AGENT_ENV_MISMATCH"
-	CodeLeaseRateLimited = "LEASE_RATE_LIMITED"
-	CodeBundleNotFound   = "BUNDLE_NOT_FOUND"
-	CodeValidation       = "VALIDATION_ERROR"
-)
+// CodeValidation is tenancy's code for a request it cannot validate (the agent has no row for
+// it: it is tenancy's own). The sim answers its other refusals with the vocabulary's codes.
+const CodeValidation = "VALIDATION_ERROR"
 
 const bundlePrefix = "/v1/agent/bundle/"
 
@@ -90,13 +86,13 @@ func (s *Sim) authTenancy(w http.ResponseWriter, r *http.Request, envID string) 
 	s.mu.Unlock()
 	switch {
 	case t == nil:
-		tenancyError(w, http.StatusUnauthorized, CodeUnauthenticated, "bearer refused: token unknown, expired or revoked")
+		tenancyError(w, http.StatusUnauthorized, vocab.AgentUnauthenticated, "bearer refused: token unknown, expired or revoked")
 		return nil
 	case superseded:
-		tenancyError(w, http.StatusUnauthorized, CodeUnauthenticated, "bearer refused: its deploy grant was superseded")
+		tenancyError(w, http.StatusUnauthorized, vocab.AgentUnauthenticated, "bearer refused: its deploy grant was superseded")
 		return nil
 	case t.envID != envID:
-		tenancyError(w, http.StatusForbidden, CodeEnvMismatch,
+		tenancyError(w, http.StatusForbidden, vocab.AgentEnvMismatch,
 			fmt.Sprintf("token is pinned to %s, not %s", t.envID, envID))
 		return nil
 	}
@@ -163,7 +159,7 @@ func (s *Sim) bundleFetch(w http.ResponseWriter, r *http.Request) {
 	gz, hdr := s.gzip, s.shaHeader
 	s.mu.Unlock()
 	if rel == nil {
-		tenancyError(w, http.StatusNotFound, CodeBundleNotFound, fmt.Sprintf("no bundle %s for %s", sha, envID))
+		tenancyError(w, http.StatusNotFound, vocab.BundleNotFound, fmt.Sprintf("no bundle %s for %s", sha, envID))
 		return
 	}
 	body, ctype := rel.archive, "application/x-tar"
@@ -215,7 +211,7 @@ func (s *Sim) lease(w http.ResponseWriter, r *http.Request) {
 		s.mu.Unlock()
 		s.opts.Logf("sim: lease %s refused: %d in the last hour, retry after %ds", req.EnvID, s.opts.LeaseLimit, secs)
 		w.Header().Set("Retry-After", strconv.Itoa(secs))
-		tenancyError(w, http.StatusTooManyRequests, CodeLeaseRateLimited,
+		tenancyError(w, http.StatusTooManyRequests, vocab.LeaseRateLimited,
 			fmt.Sprintf("%d leases per environment per hour", s.opts.LeaseLimit))
 		return
 	}

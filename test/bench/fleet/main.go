@@ -45,6 +45,7 @@ import (
 	"github.com/tikali/monky-deployd/effects/bao"
 	"github.com/tikali/monky-deployd/effects/tenancy"
 	"github.com/tikali/monky-deployd/internal/config"
+	"github.com/tikali/monky-deployd/internal/vocab"
 	"github.com/tikali/monky-deployd/states"
 	"github.com/tikali/monky-deployd/store"
 	"github.com/tikali/monky-deployd/test/bench/rig"
@@ -75,7 +76,7 @@ const (
 	slotPrivileged = 3
 )
 
-var faultCodes = map[int]string{slotUnhealthy: "UNHEALTHY", slotBaoRefuses: "BAO_PERMISSION_DENIED", slotPrivileged: "PRIVILEGED_REFUSED"}
+var faultCodes = map[int]string{slotUnhealthy: string(vocab.Unhealthy), slotBaoRefuses: string(vocab.BaoPermissionDenied), slotPrivileged: string(vocab.PrivilegedRefused)}
 
 // faultOf is the fault injected into agent i (0: none).
 func faultOf(i, percent int) int {
