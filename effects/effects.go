@@ -40,13 +40,6 @@ type VaultHint struct {
 	AuthRole  string `json:"auth_role,omitempty"`
 }
 
-// Actions a check-in answers with. Nothing else exists.
-const (
-	ActionApply = "apply"
-	ActionNone  = "none"
-	ActionDown  = "down"
-)
-
 // CheckinResponse is tenancy's answer to a check-in.
 type CheckinResponse struct {
 	EnvID            string     `json:"env_id"`

@@ -9,9 +9,9 @@ import (
 	"github.com/tikali/monky-deployd/store"
 )
 
-// The journal's vocabulary: the note events (a journal entry whose from == to), the codes the
-// agent decides itself, and the exit codes. The states write them, explain, status and the
-// metrics read them; docs/JOURNAL.md lists every one (a test compares).
+// The journal's note events (a journal entry whose from == to). The states write them, explain,
+// status and the metrics read them; docs/JOURNAL.md lists every one (a test compares). The
+// codes, the flight actions and the exit codes are internal/vocab's, defined there once.
 
 // Note events: a journal entry that changes no state.
 const (
@@ -47,23 +47,6 @@ var StopNotes = []string{NoteCheckinFailed, NoteFetchFailed, NoteLeaseDeferred, 
 
 // IsStopNote reports whether event is one of StopNotes.
 func IsStopNote(event string) bool { return slices.Contains(StopNotes, event) }
-
-// Exit codes: a contract with the timer and the loop (docs/OPERATIONS.md, "Exit codes").
-const (
-	ExitOK          = 0
-	ExitFail        = 1
-	ExitTemporary   = 75
-	ExitEnvMismatch = 78
-)
-
-// Flight actions, as tenancy names them and the record keeps them.
-const (
-	ActionApply = "apply"
-	ActionNone  = "none"
-	ActionDown  = "down"
-	// ActionResume is the action of the tick `resume` journals on its own.
-	ActionResume = "resume"
-)
 
 // LeaseAsked is the one outcome a LeaseEvent holds: every lease asked, before it is asked.
 const LeaseAsked = "asked"

@@ -161,30 +161,22 @@ type Result struct {
 	Tick uint64
 }
 
-// Exit codes: a contract with the timer and the loop.
-const (
-	ExitOK          = machine.ExitOK
-	ExitFail        = machine.ExitFail
-	ExitTemporary   = machine.ExitTemporary
-	ExitEnvMismatch = machine.ExitEnvMismatch
-)
-
 // ExitCode derives the exit code from an error: the one place this is decided.
 func ExitCode(err error) int {
 	if err == nil {
-		return ExitOK
+		return vocab.ExitOK
 	}
 	var stopped errStopped
 	if errors.As(err, &stopped) {
-		return ExitOK
+		return vocab.ExitOK
 	}
 	switch effects.KindOf(err) {
 	case effects.Temporary, effects.RateLimited:
-		return ExitTemporary
+		return vocab.ExitTemporary
 	case effects.EnvMismatch:
-		return ExitEnvMismatch
+		return vocab.ExitEnvMismatch
 	}
-	return ExitFail
+	return vocab.ExitFail
 }
 
 // errStopped ends a tick early on loop-mode shutdown, after the step in flight committed.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/tikali/monky-deployd/effects"
 	"github.com/tikali/monky-deployd/effects/files"
+	"github.com/tikali/monky-deployd/internal/vocab"
 )
 
 // The bundle cache (docs/JOURNAL.md, "Disk use beside the file"): a bundle
@@ -101,7 +102,7 @@ func (tk *tick) keepOnlyBundle(sha string) {
 // tenancy asks for an apply (all of them otherwise).
 func (tk *tick) keepOnlyDesiredBundle(resp effects.CheckinResponse) {
 	keep := ""
-	if resp.Action == effects.ActionApply {
+	if resp.Action == vocab.ActionApply {
 		keep = resp.DesiredSha
 	}
 	tk.keepOnlyBundle(keep)

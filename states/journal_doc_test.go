@@ -236,7 +236,7 @@ func TestJournalDocMatchesTheFile(t *testing.T) {
 		"state":   states,
 		"event":   transitions,
 		"note":    machine.Notes,
-		"action":  {machine.ActionApply, machine.ActionNone, machine.ActionDown, machine.ActionResume},
+		"action":  {vocab.ActionApply, vocab.ActionNone, vocab.ActionDown, vocab.ActionResume},
 		"source":  {"bootstrap", "lease"},
 		"result":  {effects.ResultApplied, effects.ResultFailed, effects.ResultDown},
 		"outcome": {machine.LeaseAsked},
@@ -260,7 +260,7 @@ func TestJournalDocMatchesTheFile(t *testing.T) {
 			}
 		}
 	}
-	if !values["note"][machine.NoteTickEnd] || !values["outcome"][machine.LeaseAsked] || !values["tick-action"][machine.ActionResume] {
+	if !values["note"][machine.NoteTickEnd] || !values["outcome"][machine.LeaseAsked] || !values["tick-action"][vocab.ActionResume] {
 		t.Errorf("the scenario did not write what it should: notes %v, outcomes %v, tick actions %v", keys(values["note"]), keys(values["outcome"]), keys(values["tick-action"]))
 	}
 	// every code the agent decides itself is in the doc

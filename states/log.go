@@ -66,11 +66,11 @@ func (tk *tick) logTransition(t machine.Transition) {
 		level = zerolog.ErrorLevel
 	case t.To == machine.Failed && tk.eng.Record().Parked:
 		level = zerolog.ErrorLevel
-	case t.To == machine.Failed && tk.action == effects.ActionNone:
+	case t.To == machine.Failed && tk.action == vocab.ActionNone:
 		level = zerolog.ErrorLevel // a heartbeat that finds a service unwell needs a person
 	case t.To == machine.Failed:
 		level = zerolog.WarnLevel
-	case tk.action == effects.ActionNone:
+	case tk.action == vocab.ActionNone:
 		level = zerolog.DebugLevel // the heartbeat's closing line says it
 	}
 	d := withCode(t.Code, t.Detail)
@@ -114,13 +114,13 @@ var errNoVerdict = errors.New("no verdict")
 // tick's end read one (known), else from the exit code; NoLevel when neither raises it.
 func endLevel(exit int, v explain.Verdict, known, laptop bool) zerolog.Level {
 	switch {
-	case !known && exit == ExitTemporary:
+	case !known && exit == vocab.ExitTemporary:
 		return zerolog.WarnLevel
-	case !known && exit != ExitOK:
+	case !known && exit != vocab.ExitOK:
 		return zerolog.ErrorLevel
 	case known && v.NeedsPerson():
 		return zerolog.ErrorLevel
-	case known && v.Verdict == explain.Working && !(laptop && exit == ExitOK):
+	case known && v.Verdict == explain.Working && !(laptop && exit == vocab.ExitOK):
 		return zerolog.WarnLevel
 	}
 	return zerolog.NoLevel
@@ -139,9 +139,9 @@ func (tk *tick) logEnd(res Result, took time.Duration) {
 	}
 	level := endLevel(res.Exit, v, verr == nil, tk.Cfg.LaptopMode)
 	var msg string
-	if res.Exit == ExitOK {
+	if res.Exit == vocab.ExitOK {
 		rec := tk.eng.Record()
-		if tk.action == effects.ActionNone && rec.AppliedSha != "" {
+		if tk.action == vocab.ActionNone && rec.AppliedSha != "" {
 			msg = fmt.Sprintf("heartbeat: %s runs, %s", machine.ShortSha(rec.AppliedSha), healthWords(rec.Containers))
 			if level == zerolog.NoLevel {
 				level = zerolog.InfoLevel

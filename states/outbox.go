@@ -14,6 +14,7 @@ import (
 	"github.com/tikali/monky-deployd/effects"
 	"github.com/tikali/monky-deployd/internal/redact"
 	"github.com/tikali/monky-deployd/internal/sanitize"
+	"github.com/tikali/monky-deployd/internal/vocab"
 	"github.com/tikali/monky-deployd/machine"
 	"github.com/tikali/monky-deployd/machine/explain"
 	"github.com/tikali/monky-deployd/store"
@@ -153,7 +154,7 @@ func (tk *tick) acknowledged(q store.QueuedReport, started time.Time, how string
 	}
 	st := tk.eng.State()
 	rec := tk.eng.Record()
-	waits := string(st) == q.Meta.State && (st == machine.Healthy || st == machine.Down || (st == machine.Failed && rec.Action == effects.ActionNone))
+	waits := string(st) == q.Meta.State && (st == machine.Healthy || st == machine.Down || (st == machine.Failed && rec.Action == vocab.ActionNone))
 	if waits {
 		detail := "report " + q.Meta.Result
 		if q.Meta.Sha != "" {

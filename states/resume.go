@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tikali/monky-deployd/internal/vocab"
 	"github.com/tikali/monky-deployd/machine"
 	"github.com/tikali/monky-deployd/store"
 )
@@ -57,7 +58,7 @@ func (a *Agent) Resume(dryRun bool) ([]string, error) {
 	if err != nil {
 		return cleared, err
 	}
-	return cleared, eng.EndTick(machine.TickEnd{Exit: ExitOK, Action: machine.ActionResume}, a.Retention)
+	return cleared, eng.EndTick(machine.TickEnd{Exit: vocab.ExitOK, Action: vocab.ActionResume}, a.Retention)
 }
 
 // planResume is what a resume of a machine in st clears: the event that clears it ("" when

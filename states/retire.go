@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/tikali/monky-deployd/effects"
+	"github.com/tikali/monky-deployd/internal/vocab"
 	"github.com/tikali/monky-deployd/machine"
 	"github.com/tikali/monky-deployd/store"
 )
@@ -17,7 +18,7 @@ func (tk *tick) retire(ctx context.Context, resp effects.CheckinResponse) error 
 		// the down is done; its report waits in the outbox (sent above, or next tick)
 		return nil
 	}
-	if rec.Action == effects.ActionDown && (st == machine.Reported || st == machine.Idle) {
+	if rec.Action == vocab.ActionDown && (st == machine.Reported || st == machine.Idle) {
 		return tk.eng.Note(machine.NoteCheckin, "", "action=down: retired; nothing runs", tk.Now(), nil)
 	}
 	volumes := resp.PurgeVolumes || tk.Cfg.VolumesOnAbsent == "purge"

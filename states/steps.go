@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/tikali/monky-deployd/effects"
+	"github.com/tikali/monky-deployd/internal/vocab"
 	"github.com/tikali/monky-deployd/machine"
 	"github.com/tikali/monky-deployd/store"
 )
@@ -20,7 +21,7 @@ func (tk *tick) apply(ctx context.Context, resp effects.CheckinResponse) error {
 	sha := resp.DesiredSha
 	now := tk.Now()
 	switch {
-	case st.InFlight() && rec.Action == effects.ActionApply && rec.Sha == sha:
+	case st.InFlight() && rec.Action == vocab.ActionApply && rec.Sha == sha:
 		if err := tk.eng.Note(machine.NoteCheckin, "", checkinDetail(resp, rec.AppliedSha)+" — resuming at "+string(st), now, nil); err != nil {
 			return err
 		}
@@ -40,7 +41,7 @@ func (tk *tick) apply(ctx context.Context, resp effects.CheckinResponse) error {
 		if err := tk.startFlight(resp, machine.EvRecheck, "space freed ("+detail+"): checking the bundle again"); err != nil {
 			return err
 		}
-	case st == machine.Failed && rec.Action == effects.ActionApply && rec.Failure != nil && rec.Failure.Sha == sha:
+	case st == machine.Failed && rec.Action == vocab.ActionApply && rec.Failure != nil && rec.Failure.Sha == sha:
 		n := rec.TotalAttempts()
 		if rec.Parked {
 			_ = tk.eng.Note(machine.NoteCheckin, rec.Failure.Code, fmt.Sprintf("parked after %d failed attempts: %s", n, rec.Failure.Detail), now, nil)

@@ -39,12 +39,12 @@ func (a *Agent) Tick(ctx context.Context) Result {
 	phase.Mark("lock")
 	tk, fresh, future, err := a.open()
 	if err != nil {
-		return Result{Exit: ExitFail, Err: err}
+		return Result{Exit: vocab.ExitFail, Err: err}
 	}
 	began := tk.Now()
 	leftovers, err := tk.settle(fresh, future)
 	if err != nil {
-		return Result{Exit: ExitFail, Err: err}
+		return Result{Exit: vocab.ExitFail, Err: err}
 	}
 	res = tk.end(tk.decide(tk.work(ctx, leftovers)))
 	phase.Mark("commit")
@@ -57,20 +57,20 @@ func (a *Agent) Tick(ctx context.Context) Result {
 // lock, exit 0; or the lock cannot be taken).
 func (a *Agent) enter() (lk *tickLock, res Result, held bool) {
 	if err := os.MkdirAll(a.Cfg.StateDir, 0o700); err != nil {
-		return nil, Result{Exit: ExitFail, Err: fmt.Errorf("state dir: %w", err)}, false
+		return nil, Result{Exit: vocab.ExitFail, Err: fmt.Errorf("state dir: %w", err)}, false
 	}
 	if err := CheckTrust(a.Cfg); err != nil {
-		return nil, Result{Exit: ExitFail, Err: err}, false
+		return nil, Result{Exit: vocab.ExitFail, Err: err}, false
 	}
 	lk, held, err := a.takeLock()
 	if err != nil {
 		// the lock file is unusable: the tick still leaves its trace
 		a.traceEarly(err)
-		return nil, Result{Exit: ExitFail, Err: err}, false
+		return nil, Result{Exit: vocab.ExitFail, Err: err}, false
 	}
 	if !held {
 		a.Log.Debug().Msg("another tick holds the lock; nothing to do")
-		return nil, Result{Exit: ExitOK}, false
+		return nil, Result{Exit: vocab.ExitOK}, false
 	}
 	return lk, Result{}, true
 }
@@ -153,12 +153,12 @@ func (tk *tick) work(ctx context.Context, leftovers error) error {
 // ended early (exit 75 or 1); a temporary fault in laptop mode is exit 0.
 func (tk *tick) decide(err error) Result {
 	res := Result{Exit: ExitCode(err), Err: err, IntervalS: tk.eng.Record().IntervalS, Tick: tk.number}
-	if res.Exit == ExitTemporary || res.Exit == ExitFail {
+	if res.Exit == vocab.ExitTemporary || res.Exit == vocab.ExitFail {
 		tk.journalEnd(err)
 	}
-	if err != nil && tk.Cfg.LaptopMode && res.Exit == ExitTemporary {
+	if err != nil && tk.Cfg.LaptopMode && res.Exit == vocab.ExitTemporary {
 		tk.Log.Debug().Msg("offline (laptop mode): " + err.Error())
-		res = Result{Exit: ExitOK, IntervalS: res.IntervalS, Tick: tk.number}
+		res = Result{Exit: vocab.ExitOK, IntervalS: res.IntervalS, Tick: tk.number}
 	}
 	return res
 }
@@ -174,8 +174,8 @@ func (tk *tick) end(res Result) Result {
 	}
 	if err != nil {
 		tk.Log.Error().Err(err).Msg("end tick")
-		if res.Exit == ExitOK {
-			res = Result{Exit: ExitFail, Err: err, Tick: tk.number}
+		if res.Exit == vocab.ExitOK {
+			res = Result{Exit: vocab.ExitFail, Err: err, Tick: tk.number}
 		}
 	}
 	return res
@@ -193,7 +193,7 @@ func (tk *tick) endWithTail(exit int) error {
 	})
 	if err != nil {
 		// nothing of the heartbeat was written: the tick's header still says how it ended
-		_ = tk.eng.EndTick(machine.TickEnd{Exit: ExitFail, Action: tk.action}, tk.Retention)
+		_ = tk.eng.EndTick(machine.TickEnd{Exit: vocab.ExitFail, Action: tk.action}, tk.Retention)
 	}
 	return err
 }
@@ -244,11 +244,11 @@ func (tk *tick) run(ctx context.Context) error {
 		return err
 	}
 	switch resp.Action {
-	case effects.ActionNone:
+	case vocab.ActionNone:
 		err = tk.heartbeat(ctx, resp, containers)
-	case effects.ActionDown:
+	case vocab.ActionDown:
 		err = tk.retire(ctx, resp)
-	case effects.ActionApply:
+	case vocab.ActionApply:
 		err = tk.apply(ctx, resp)
 	default:
 		err = &effects.Error{Op: "checkin", Kind: effects.Permanent, Code: vocab.CheckinShape, Msg: fmt.Sprintf("unknown action %q", resp.Action)}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tikali/monky-deployd/internal/redact"
+	"github.com/tikali/monky-deployd/internal/vocab"
 )
 
 // Bucket and key names. They are the layout drawn at the top of bolt.go and documented in
@@ -297,10 +298,10 @@ func (t *tx) deleteEntries(tick uint64) error {
 // retire (refusals and failures happen on those), or a tick that ended with exit 1 or 78.
 // Heartbeats that only checked in, and temporary failures (exit 75), are not notable.
 func notable(s TickSummary) bool {
-	if s.Action != "" && s.Action != "none" {
+	if s.Action != "" && s.Action != vocab.ActionNone {
 		return true
 	}
-	return s.Exit != nil && *s.Exit != 0 && *s.Exit != 75
+	return s.Exit != nil && *s.Exit != vocab.ExitOK && *s.Exit != vocab.ExitTemporary
 }
 
 // maxGap is the most one gap between two ticks adds to the older one's age (Prune).

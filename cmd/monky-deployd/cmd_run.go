@@ -21,6 +21,7 @@ import (
 	"github.com/tikali/monky-deployd/internal/logging"
 	"github.com/tikali/monky-deployd/internal/phase"
 	"github.com/tikali/monky-deployd/internal/version"
+	"github.com/tikali/monky-deployd/internal/vocab"
 	"github.com/tikali/monky-deployd/machine/explain"
 	"github.com/tikali/monky-deployd/machine/metrics"
 	"github.com/tikali/monky-deployd/states"
@@ -126,7 +127,7 @@ func loop(cfg *config.Config, a *states.Agent, st store.Store, log zerolog.Logge
 		started := time.Now()
 		res := a.Tick(context.Background())
 		writeMetrics(cfg, st, res, started, log)
-		if res.Exit == states.ExitEnvMismatch {
+		if res.Exit == vocab.ExitEnvMismatch {
 			return tickExit(res)
 		}
 		select {

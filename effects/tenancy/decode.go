@@ -26,7 +26,7 @@ func decodeCheckin(body []byte) (effects.CheckinResponse, error) {
 		return effects.CheckinResponse{}, shapeErr("checkin", vocab.CheckinShape, "answer is not a check-in: "+jsonProblem(err))
 	}
 	switch r.Action {
-	case effects.ActionApply, effects.ActionNone, effects.ActionDown:
+	case vocab.ActionApply, vocab.ActionNone, vocab.ActionDown:
 	default:
 		return effects.CheckinResponse{}, shapeErr("checkin", vocab.CheckinShape,
 			fmt.Sprintf("unknown action %q (only apply, none and down exist)", clip(r.Action)))
@@ -35,7 +35,7 @@ func decodeCheckin(body []byte) (effects.CheckinResponse, error) {
 		return effects.CheckinResponse{}, shapeErr("checkin", vocab.CheckinShape,
 			"desired_sha is not 64 lowercase hex characters ("+bundle.ShaProblem(r.DesiredSha)+")")
 	}
-	if r.Action == effects.ActionApply {
+	if r.Action == vocab.ActionApply {
 		if r.DesiredSha == "" {
 			return effects.CheckinResponse{}, shapeErr("checkin", vocab.CheckinShape, "action apply without a desired_sha")
 		}

@@ -4,8 +4,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tikali/monky-deployd/effects"
 	"github.com/tikali/monky-deployd/internal/bundle"
+	"github.com/tikali/monky-deployd/internal/vocab"
 )
 
 // FuzzDecodeCheckin feeds arbitrary bytes to the decoders of tenancy's answers: they must never
@@ -17,11 +17,11 @@ func FuzzDecodeCheckin(f *testing.F) {
 		r, err := decodeCheckin(b)
 		if err == nil {
 			switch r.Action {
-			case effects.ActionApply, effects.ActionNone, effects.ActionDown:
+			case vocab.ActionApply, vocab.ActionNone, vocab.ActionDown:
 			default:
 				t.Fatalf("accepted action %q", r.Action)
 			}
-			if r.Action == effects.ActionApply && (r.DesiredSha == "" || r.BundleURL == "") {
+			if r.Action == vocab.ActionApply && (r.DesiredSha == "" || r.BundleURL == "") {
 				t.Fatalf("accepted apply without sha or url: %+v", r)
 			}
 			if r.DesiredSha != "" && !bundle.ValidSha(r.DesiredSha) {

@@ -185,7 +185,7 @@ func (in Input) verdict(whys []*Why, converged bool) string {
 	case machine.Refused, machine.Blocked:
 		return NeedsPerson
 	case machine.Failed:
-		if rec.Parked || rec.Action == machine.ActionNone {
+		if rec.Parked || rec.Action == vocab.ActionNone {
 			return NeedsPerson
 		}
 	}
@@ -195,7 +195,7 @@ func (in Input) verdict(whys []*Why, converged bool) string {
 		}
 	}
 	// a tick that ended exit 1 or 78 outside a backoff ends the same way until someone acts
-	if t, _, ok := in.newest(); ok && t.Exit != nil && (*t.Exit == machine.ExitFail || *t.Exit == machine.ExitEnvMismatch) &&
+	if t, _, ok := in.newest(); ok && t.Exit != nil && (*t.Exit == vocab.ExitFail || *t.Exit == vocab.ExitEnvMismatch) &&
 		machine.State(stateOf(rec)) != machine.Failed {
 		return NeedsPerson
 	}
@@ -223,7 +223,7 @@ func next(in Input) (string, bool) {
 		if rec.Failure != nil {
 			code = string(rec.Failure.Code) + " "
 		}
-		if rec.Action == machine.ActionNone {
+		if rec.Action == vocab.ActionNone {
 			return "not converged: " + code + "— a service is not running or not healthy; checked again at the next tick, the agent does not restart it", false
 		}
 		if rec.Parked {
@@ -242,7 +242,7 @@ func next(in Input) (string, bool) {
 		if rec.LastReport != nil && rec.LastReport.Result == effects.ResultFailed {
 			return "not converged: UNHEALTHY — a service is not running or not healthy; checked again at the next tick, the agent does not restart it", false
 		}
-		if rec.Action == machine.ActionDown {
+		if rec.Action == vocab.ActionDown {
 			return "retired: nothing runs", true
 		}
 		return "converged", true

@@ -25,13 +25,13 @@ func TestOneVerdict(t *testing.T) {
 	note := func(n uint64, when time.Time, st, event string, code vocab.Code, detail string) store.Entry {
 		return store.Entry{Tick: n, At: when, From: st, To: st, Event: event, Code: code, Detail: detail}
 	}
-	reported := store.Record{EnvID: "env-a", State: string(machine.Reported), Tick: 3, Action: machine.ActionNone, AppliedSha: a, DesiredSha: a,
+	reported := store.Record{EnvID: "env-a", State: string(machine.Reported), Tick: 3, Action: vocab.ActionNone, AppliedSha: a, DesiredSha: a,
 		LastTickAt: at, LastCheckinAt: at, Token: store.TokenMeta{Present: true, Source: "lease", ExpiresAt: at.Add(20 * time.Hour)}}
 	healthy := []store.TickSummary{tick(3, at, 0)}
 	// a run of exit 75 on OpenBao, from start to the newest tick at `at`
 	baoDown := func(start time.Time) explain.Input {
 		rec := reported
-		rec.State, rec.Action, rec.Sha = string(machine.BundleVerified), machine.ActionApply, b
+		rec.State, rec.Action, rec.Sha = string(machine.BundleVerified), vocab.ActionApply, b
 		rec.DesiredSha = b
 		var ts []store.TickSummary
 		es := map[uint64][]store.Entry{}
@@ -51,7 +51,7 @@ func TestOneVerdict(t *testing.T) {
 		{"converged", explain.Input{Rec: reported, Recent: healthy, Now: at.Add(time.Minute)}, explain.Converged, nil},
 		{"refused", explain.Input{Rec: func() store.Record {
 			r := reported
-			r.State, r.Action, r.Sha = string(machine.Refused), machine.ActionApply, b
+			r.State, r.Action, r.Sha = string(machine.Refused), vocab.ActionApply, b
 			r.Refusal = &store.Refusal{Sha: b, Code: "ROLLBACK_REFUSED", Detail: "x", At: at}
 			return r
 		}(), Recent: []store.TickSummary{tick(3, at, 1)}, Now: at}, explain.NeedsPerson, []string{"ROLLBACK_REFUSED"}},
@@ -62,13 +62,13 @@ func TestOneVerdict(t *testing.T) {
 		}(), Recent: []store.TickSummary{tick(3, at, 1)}, Now: at}, explain.NeedsPerson, []string{string("AGENT_UNAUTHENTICATED")}},
 		{"failed, backoff", explain.Input{Rec: func() store.Record {
 			r := reported
-			r.State, r.Action, r.Sha, r.Attempts, r.NextRetryAt = string(machine.Failed), machine.ActionApply, b, map[string]int{"Pulled": 1}, at.Add(2*time.Minute)
+			r.State, r.Action, r.Sha, r.Attempts, r.NextRetryAt = string(machine.Failed), vocab.ActionApply, b, map[string]int{"Pulled": 1}, at.Add(2*time.Minute)
 			r.Failure = &store.Failure{Sha: b, Code: vocab.ComposePullFailed, Detail: "pull", State: "Staged", At: at}
 			return r
 		}(), Recent: []store.TickSummary{tick(3, at, 1)}, Now: at}, explain.Working, []string{"COMPOSE_PULL_FAILED"}},
 		{"failed, parked", explain.Input{Rec: func() store.Record {
 			r := reported
-			r.State, r.Action, r.Sha, r.Attempts, r.Parked = string(machine.Failed), machine.ActionApply, b, map[string]int{"Pulled": 5}, true
+			r.State, r.Action, r.Sha, r.Attempts, r.Parked = string(machine.Failed), vocab.ActionApply, b, map[string]int{"Pulled": 5}, true
 			r.Failure = &store.Failure{Sha: b, Code: vocab.ComposePullFailed, Detail: "pull", State: "Staged", At: at}
 			return r
 		}(), Recent: []store.TickSummary{tick(3, at, 1)}, Now: at}, explain.NeedsPerson, []string{"COMPOSE_PULL_FAILED"}},
@@ -96,12 +96,12 @@ func TestOneVerdict(t *testing.T) {
 			Now: at}, explain.NeedsPerson, []string{"BAO_PERMISSION_DENIED", "TOKEN_EXPIRING", "LEASE_BUDGET"}},
 		{"lease budget refilling", explain.Input{Rec: func() store.Record {
 			r := reported
-			r.State, r.Action, r.Sha = string(machine.BundleVerified), machine.ActionApply, b
+			r.State, r.Action, r.Sha = string(machine.BundleVerified), vocab.ActionApply, b
 			return r
 		}(), Used: 5, Frees: at.Add(30 * time.Minute), Recent: []store.TickSummary{tick(3, at, 0)}, Now: at}, explain.Working, []string{"LEASE_BUDGET"}},
 		{"tenancy refused a lease (429)", explain.Input{Rec: func() store.Record {
 			r := reported
-			r.State, r.Action, r.Sha, r.LeaseRetryAfter = string(machine.BundleVerified), machine.ActionApply, b, at.Add(time.Hour)
+			r.State, r.Action, r.Sha, r.LeaseRetryAfter = string(machine.BundleVerified), vocab.ActionApply, b, at.Add(time.Hour)
 			return r
 		}(), Recent: []store.TickSummary{tick(3, at, 75)}, Entries: map[uint64][]store.Entry{
 			3: {note(3, at, "BundleVerified", machine.NoteLeaseDeferred, vocab.LeaseRateLimited, "lease (HTTP 429): 0 leases per environment per hour")}},
@@ -131,7 +131,7 @@ func TestOneVerdict(t *testing.T) {
 func TestStaleBoxNamesTheTimer(t *testing.T) {
 	at := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	exit := 0
-	in := explain.Input{Rec: store.Record{EnvID: "env-a", State: string(machine.Reported), Tick: 3, Action: machine.ActionNone,
+	in := explain.Input{Rec: store.Record{EnvID: "env-a", State: string(machine.Reported), Tick: 3, Action: vocab.ActionNone,
 		AppliedSha: strings.Repeat("a", 64), LastTickAt: at, LastCheckinAt: at},
 		Recent: []store.TickSummary{{Tick: 3, StartedAt: at, EndedAt: at, Exit: &exit}}, Now: at.Add(20 * time.Minute)}
 	v := explain.Decide(in)
@@ -162,7 +162,7 @@ func TestWhyOfIsTheReportsWhy(t *testing.T) {
 		if err := tx.PutTick(store.TickSummary{Tick: 3, StartedAt: at, EndedAt: at, Exit: &exit}); err != nil {
 			return err
 		}
-		return tx.PutRecord(store.Record{EnvID: "env-a", State: string(machine.Refused), Tick: 3, Action: machine.ActionApply, Sha: b, DesiredSha: b, LastTickAt: at,
+		return tx.PutRecord(store.Record{EnvID: "env-a", State: string(machine.Refused), Tick: 3, Action: vocab.ActionApply, Sha: b, DesiredSha: b, LastTickAt: at,
 			Refusal: &store.Refusal{Sha: b, Code: "PRIVILEGED_REFUSED", Detail: "PRIVILEGED_REFUSED: service api: privileged: true", At: at}})
 	}); err != nil {
 		t.Fatal(err)
@@ -186,9 +186,9 @@ func TestWhyOfIsTheReportsWhy(t *testing.T) {
 // still works says so, not that the apply needs a new lease (the token was fine and reused).
 func TestOpenBaoDownIsNotALeaseWanted(t *testing.T) {
 	at := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
-	exit := machine.ExitTemporary
+	exit := vocab.ExitTemporary
 	in := explain.Input{
-		Rec:    store.Record{EnvID: "env-a", State: string(machine.BundleVerified), Tick: 2, Action: machine.ActionApply, Sha: strings.Repeat("b", 64)},
+		Rec:    store.Record{EnvID: "env-a", State: string(machine.BundleVerified), Tick: 2, Action: vocab.ActionApply, Sha: strings.Repeat("b", 64)},
 		Recent: []store.TickSummary{{Tick: 2, StartedAt: at, EndedAt: at, Exit: &exit}},
 		Entries: map[uint64][]store.Entry{2: {{Tick: 2, At: at, From: "BundleVerified", To: "BundleVerified", Event: machine.NoteLeaseDeferred,
 			Code: vocab.BaoUnavailable, Detail: "bao lookup-self (HTTP 503): Vault is sealed (whether the token is reusable is asked again next tick)"}}},

@@ -20,10 +20,10 @@ import (
 func TestEveryCodeIsExplained(t *testing.T) {
 	codes := append(vocab.Codes(), "TENANCYS_OWN_CODE") // a code of tenancy's that no release of the agent knows
 	at := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	exit := machine.ExitFail
+	exit := vocab.ExitFail
 	for _, code := range codes {
 		in := explain.Input{
-			Rec: store.Record{EnvID: "env-a", State: string(machine.Failed), Tick: 2, Action: machine.ActionApply,
+			Rec: store.Record{EnvID: "env-a", State: string(machine.Failed), Tick: 2, Action: vocab.ActionApply,
 				DesiredSha: strings.Repeat("b", 64), AppliedSha: strings.Repeat("a", 64),
 				Failure: &store.Failure{Sha: strings.Repeat("b", 64), Code: code, Detail: string(code) + ": the step's words", State: string(machine.Staged), At: at}},
 			Recent: []store.TickSummary{{Tick: 2, StartedAt: at, EndedAt: at, Exit: &exit}},
@@ -41,7 +41,7 @@ func TestEveryCodeIsExplained(t *testing.T) {
 // next tick does.
 func TestEveryStopNoteIsExplained(t *testing.T) {
 	at := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	exit := machine.ExitTemporary
+	exit := vocab.ExitTemporary
 	for _, event := range machine.StopNotes {
 		t.Run(event, func(t *testing.T) {
 			in := explain.Input{

@@ -153,7 +153,7 @@ func explainWhy(in Input) *Why {
 		if reuseUnasked {
 			next = "the next tick (" + nextTick + ") asks OpenBao again and goes on with the token in hand when it answers; nothing is lost"
 		}
-		if lastSum.Exit != nil && *lastSum.Exit == machine.ExitFail {
+		if lastSum.Exit != nil && *lastSum.Exit == vocab.ExitFail {
 			next = "the next tick (" + nextTick + ") runs again and ends the same way until the fix below is done"
 		}
 		switch {
@@ -224,7 +224,7 @@ func explainWhy(in Input) *Why {
 		}
 		return w
 	case string(machine.Failed):
-		if rec.Action == machine.ActionNone {
+		if rec.Action == vocab.ActionNone {
 			return in.unhealthyWhy(mk, nextTick)
 		}
 		f := rec.Failure
@@ -276,7 +276,7 @@ func (in Input) sick(mk maker, nextTick string) *Why {
 func (in Input) sickAll(mk maker, nextTick string) []*Why {
 	var out []*Why
 	rec := in.Rec
-	if rec.Action == machine.ActionNone && rec.LastReport != nil && rec.LastReport.Result == effects.ResultFailed {
+	if rec.Action == vocab.ActionNone && rec.LastReport != nil && rec.LastReport.Result == effects.ResultFailed {
 		out = append(out, in.unhealthyWhy(mk, nextTick))
 	}
 	// a token OpenBao refuses, again and again: the box lives from one bootstrap to the next
@@ -481,7 +481,7 @@ func pullKind(detail string) (fault, fix string) {
 // did not end well.
 func (in Input) temporary() (store.Entry, bool) {
 	sum, last, ok := in.newest()
-	if !ok || sum.Exit == nil || *sum.Exit == machine.ExitOK {
+	if !ok || sum.Exit == nil || *sum.Exit == vocab.ExitOK {
 		return store.Entry{}, false
 	}
 	for i := len(last) - 1; i >= 0; i-- {
@@ -503,7 +503,7 @@ func (in Input) repeated75() (int, time.Time) {
 	var since time.Time
 	for i := len(in.Recent) - 1; i >= 0; i-- {
 		t := in.Recent[i]
-		if t.Exit == nil || *t.Exit != machine.ExitTemporary {
+		if t.Exit == nil || *t.Exit != vocab.ExitTemporary {
 			break
 		}
 		n += 1 + int(t.Folded)

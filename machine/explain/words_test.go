@@ -21,7 +21,7 @@ var boxPaths = explain.Paths{StateDir: "/srv/box/state", DeployDir: "/srv/box/de
 // were wrong say the right thing.
 func TestFixNamesTheBoxsPaths(t *testing.T) {
 	at := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
-	exit := machine.ExitFail
+	exit := vocab.ExitFail
 	starts := []string{"ls ", "sudo ", "cd ", "docker ", "bao ", "systemctl ", "openssl ", "curl ", "grep ", "df ", "monky-deployd ",
 		"resolvectl ", "command ", "find ", "getent ", "fix ", "set ", "add ", "drop ", "upgrade ", "check ", "read ", "re-run "}
 	want := map[vocab.Code][]string{
@@ -40,7 +40,7 @@ func TestFixNamesTheBoxsPaths(t *testing.T) {
 	}
 	for _, code := range vocab.Codes() {
 		in := explain.Input{
-			Rec: store.Record{EnvID: "env-a", State: string(machine.Failed), Tick: 2, Action: machine.ActionApply,
+			Rec: store.Record{EnvID: "env-a", State: string(machine.Failed), Tick: 2, Action: vocab.ActionApply,
 				Failure: &store.Failure{Sha: strings.Repeat("b", 64), Code: code, Detail: string(code) + ": the step's words", State: string(machine.Staged), At: at}},
 			Recent: []store.TickSummary{{Tick: 2, StartedAt: at, EndedAt: at, Exit: &exit}},
 			Now:    at.Add(time.Minute), Limits: explain.Limits{Paths: boxPaths},
@@ -80,7 +80,7 @@ func TestFixNamesTheBoxsPaths(t *testing.T) {
 // is said as that — no one refused a token — and its fix is the file's owner and mode.
 func TestUnreadableGrantIsNotARefusal(t *testing.T) {
 	at := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
-	exit := machine.ExitFail
+	exit := vocab.ExitFail
 	in := explain.Input{
 		Rec: store.Record{EnvID: "env-a", State: string(machine.Blocked), Tick: 2,
 			Block: &store.Block{Code: vocab.AgentUnauthenticated, At: at,
@@ -103,9 +103,9 @@ func TestUnreadableGrantIsNotARefusal(t *testing.T) {
 // box's: `not converged: UNHEALTHY — …`.
 func TestUnhealthyNextSaysNotConverged(t *testing.T) {
 	at := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
-	exit := machine.ExitFail
+	exit := vocab.ExitFail
 	in := explain.Input{
-		Rec: store.Record{EnvID: "env-a", State: string(machine.Failed), Tick: 2, Action: machine.ActionNone, AppliedSha: strings.Repeat("a", 64),
+		Rec: store.Record{EnvID: "env-a", State: string(machine.Failed), Tick: 2, Action: vocab.ActionNone, AppliedSha: strings.Repeat("a", 64),
 			Failure: &store.Failure{Sha: strings.Repeat("a", 64), Code: vocab.Unhealthy, Detail: "api (running/unhealthy)", State: "CheckedIn", At: at}},
 		Recent: []store.TickSummary{{Tick: 2, StartedAt: at, EndedAt: at, Exit: &exit}},
 		Now:    at.Add(time.Minute),
@@ -138,7 +138,7 @@ func TestPrivilegedRefusedNamesWhatItIs(t *testing.T) {
 			[]string{"power over the host"}, []string{"sets tty"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			rec := store.Record{EnvID: "env-a", State: c.state, Tick: 3, Action: machine.ActionApply, Sha: sha, DesiredSha: sha, LastTickAt: at}
+			rec := store.Record{EnvID: "env-a", State: c.state, Tick: 3, Action: vocab.ActionApply, Sha: sha, DesiredSha: sha, LastTickAt: at}
 			if c.state == "Refused" {
 				rec.Refusal = &store.Refusal{Sha: sha, Code: "PRIVILEGED_REFUSED", Detail: c.detail, At: at}
 			} else {

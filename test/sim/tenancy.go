@@ -130,16 +130,16 @@ func (s *Sim) checkin(w http.ResponseWriter, r *http.Request) {
 	cp := req
 	e.last = &cp
 	resp := effects.CheckinResponse{
-		EnvID: e.id, DesiredSha: e.desired, Action: effects.ActionNone,
+		EnvID: e.id, DesiredSha: e.desired, Action: vocab.ActionNone,
 		CheckinIntervalS: s.interval,
 		Vault: &effects.VaultHint{Addr: s.baoAddr, Mount: s.opts.KVMount, Prefix: e.id + "/see",
 			AuthMount: s.opts.AuthMount, AuthRole: s.opts.Role},
 	}
 	switch {
 	case e.retired:
-		resp.Action, resp.PurgeVolumes = effects.ActionDown, e.purge
+		resp.Action, resp.PurgeVolumes = vocab.ActionDown, e.purge
 	case e.desired != "" && e.desired != req.AppliedSha:
-		resp.Action = effects.ActionApply
+		resp.Action = vocab.ActionApply
 	}
 	if e.desired != "" {
 		resp.BundleURL = bundlePrefix + e.id + "/" + e.desired

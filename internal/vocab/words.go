@@ -1,0 +1,20 @@
+package vocab
+
+// Flight actions, as tenancy's check-in names them and the record keeps them. Nothing else
+// exists.
+const (
+	ActionApply = "apply"
+	ActionNone  = "none"
+	ActionDown  = "down"
+	// ActionResume is the action of the tick `resume` journals on its own.
+	ActionResume = "resume"
+)
+
+// Exit codes: a contract with the timer and the loop (docs/OPERATIONS.md, "Exit codes"). The
+// agent decides them in one place (states.ExitCode).
+const (
+	ExitOK          = 0
+	ExitFail        = 1
+	ExitTemporary   = 75 // the unit's SuccessExitStatus: the next tick resumes
+	ExitEnvMismatch = 78
+)
