@@ -18,6 +18,7 @@ import (
 	"github.com/tikali/monky-deployd/effects"
 	"github.com/tikali/monky-deployd/internal/testkit"
 	"github.com/tikali/monky-deployd/test/e2e/registry"
+	"github.com/tikali/monky-deployd/test/e2e/tools"
 	"github.com/tikali/monky-deployd/test/e2e/vault"
 	"github.com/tikali/monky-deployd/test/sim"
 )
@@ -53,10 +54,10 @@ func testMain(m *testing.M) int {
 	} else {
 		fmt.Fprintf(os.Stderr, "e2e: docker engine %s\n", strings.TrimSpace(out))
 	}
-	if pluginNew, err = composePlugin(composeNew); err != nil {
+	if pluginNew, err = tools.ComposePlugin(composeNew); err != nil {
 		return fail("%v", err)
 	}
-	if pluginOld, err = composePlugin(composeOld); err != nil {
+	if pluginOld, err = tools.ComposePlugin(composeOld); err != nil {
 		return fail("%v", err)
 	}
 	dir, err := os.MkdirTemp("", "monky-e2e-")

@@ -3,7 +3,8 @@
 // layer holding a static test binary, a config whose HEALTHCHECK runs that binary, no base
 // image.
 //
-// It is for the e2e suite only. It may not print the password it guards.
+// It is for the e2e suites only (make e2e, and make systemd-e2e through cmd/monky-e2e-engine). It
+// may not print the password it guards.
 package registry
 
 import (
@@ -44,17 +45,29 @@ type Registry struct {
 // Start serves a registry on 127.0.0.1 that wants user/password on every request, until t ends.
 func Start(t testing.TB, user, password string, logTo io.Writer) *Registry {
 	t.Helper()
+	r, err := Serve(user, password, logTo)
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	t.Cleanup(func() { _ = r.Close() })
+	return r
+}
+
+// Serve serves a registry on 127.0.0.1 that wants user/password on every request, until Close.
+func Serve(user, password string, logTo io.Writer) (*Registry, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		t.Fatalf("registry listen: %v", err)
+		return nil, fmt.Errorf("registry listen: %w", err)
 	}
 	inner := registry.New(registry.Logger(log.New(logTo, "registry: ", log.LstdFlags)))
 	r := &Registry{Host: ln.Addr().String(), User: user, Password: password}
 	r.srv = &http.Server{Handler: r.guard(inner), ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = r.srv.Serve(ln) }()
-	t.Cleanup(func() { _ = r.srv.Close() })
-	return r
+	return r, nil
 }
+
+// Close stops serving.
+func (r *Registry) Close() error { return r.srv.Close() }
 
 // guard answers 401 with a Basic challenge and a registry error body unless the request
 // carries user:password.
