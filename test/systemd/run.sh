@@ -33,14 +33,26 @@
 #      in the journal ended, the timer stays enabled, state file and token survive
 #   8. `systemd-analyze security` inside scores the unit as the offline check does
 #   7. `dpkg --purge`: what docs/OPERATIONS.md ("Uninstalling") says, nothing more
-#      (run last, after 8, since it removes the unit)
+#      (run after 8, since it removes the unit)
+#   E. the real Docker engine under the shipped unit: the host's engine socket bound into the box
+#      (a docker group of the socket's gid), the docker CLI and the compose v2 plugin `make e2e`
+#      builds, `make e2e`'s registry (test/e2e/cmd/monky-e2e-engine) with its images built from
+#      test/e2e/testapp, the deploy directory at the same path on host and box (compose's bind
+#      mounts resolve on the host); the package installed again, a fresh env: one apply (the
+#      containers run and turn healthy), one heartbeat, a second apply, a refusal that leaves
+#      them running, a retire (compose down, volumes purged), each asserted against the engine
+#      (docker on the host) and explain/status. What it made in the engine is removed on exit.
 #
 # Needs root, systemd-nspawn (systemd-container), debootstrap (first run only: about 2 minutes
-# through apt's Debian mirror), nsenter, curl, jq, Go. Everything it starts — the container, its
+# through apt's Debian mirror), nsenter, curl, jq, dpkg-scanpackages (dpkg-dev), Go, and a Docker
+# engine answering on /var/run/docker.sock with the docker CLI on PATH (the compose plugin is built
+# from the Go module proxy on first use, as `make e2e` builds it). Everything it starts — the container, its
 # mounts, the simulator — is stopped and removed on exit, failure or interrupt included.
 #
 # Environment:
 #   MONKY_SYSTEMD_CACHE   where the rootfs lives (default: $(go env GOCACHE)/../monky-systemd)
+#   MONKY_E2E_CACHE       where the compose plugin lives (default: $(go env GOCACHE)/../monky-e2e)
+#   MONKY_E2E_COMPOSE     the compose plugin's version (default v2.40.3, as make e2e)
 #   MONKY_SYSTEMD_TICK_S  the timer's OnUnitActiveSec in the test (default 4)
 #   MONKY_SYSTEMD_KEEP=1  on failure, leave the box running for a look (prints how to enter it)
 # `A && B || fail …`: fail exits, so it is the if-then-else it reads as; dpkg-query formats are literal.
@@ -55,6 +67,7 @@ T0=$(date +%s)
 METRICS_FILE=/var/lib/prometheus/node-exporter/monky_deployd.prom
 STUB_DIR=/usr/local/lib/monky-systemd-e2e
 STUB_STATE=/var/lib/monky-systemd-e2e
+APT_REPO=/srv/monky-apt
 
 say() { printf '%s\n' "$*"; }
 banner() { printf '\n==== %s ====\n' "$*"; }
@@ -67,18 +80,52 @@ fail() {
 ok() { printf '  ok: %s\n' "$*"; }
 
 [ "$(id -u)" = 0 ] || fail "needs root (systemd-nspawn, mount)"
-for c in systemd-nspawn debootstrap nsenter curl jq go flock; do
-	command -v "$c" >/dev/null || fail "$c is missing (apt-get install systemd-container debootstrap util-linux curl jq)"
+for c in systemd-nspawn debootstrap nsenter curl jq go flock dpkg-scanpackages; do
+	command -v "$c" >/dev/null || fail "$c is missing (apt-get install systemd-container debootstrap util-linux curl jq dpkg-dev)"
 done
+DOCKER_SOCK=/var/run/docker.sock
+command -v docker >/dev/null && docker info -f '{{.ServerVersion}}' >/dev/null 2>&1 && [ -S "$DOCKER_SOCK" ] ||
+	fail "no Docker engine answers on $DOCKER_SOCK through the docker CLI (step E needs one)"
+DOCKER_GID=$(stat -c %g "$DOCKER_SOCK")
+COMPOSE_VERSION=${MONKY_E2E_COMPOSE:-v2.40.3}
+export MONKY_E2E_CACHE=${MONKY_E2E_CACHE:-$(go env GOCACHE)/../monky-e2e}
+# step E's deploy directory: the same path on host and box, outside /tmp (the unit's PrivateTmp)
+ENGINE_DIR=""
+EPROJECT=monky-systemd-e2e-$$
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/monky-systemd-e2e.XXXXXX")
 BOX=$WORK/box
 NSPAWN_PID=""
 SIM_PID=""
+SIM2_PID=""
+REG_PID=""
+REG_HOST=""
 LEADER=""
+# engine_cleanup: every container, volume and network of step E's compose project, its images;
+# prints what it could not remove
+engine_cleanup() {
+	local ids
+	ids=$(docker ps -aq --filter "label=com.docker.compose.project=$EPROJECT")
+	[ -z "$ids" ] || docker rm -f -v $ids >/dev/null 2>&1
+	ids=$(docker volume ls -q --filter "label=com.docker.compose.project=$EPROJECT")
+	[ -z "$ids" ] || docker volume rm -f $ids >/dev/null 2>&1
+	ids=$(docker network ls -q --filter "label=com.docker.compose.project=$EPROJECT")
+	[ -z "$ids" ] || docker network rm $ids >/dev/null 2>&1
+	if [ -n "$REG_HOST" ]; then
+		ids=$(docker image ls --format '{{.Repository}}:{{.Tag}}' | grep -F "$REG_HOST/" || true)
+		[ -z "$ids" ] || docker image rm -f $ids >/dev/null 2>&1
+	fi
+	{
+		docker ps -aq --filter "label=com.docker.compose.project=$EPROJECT"
+		docker volume ls -q --filter "label=com.docker.compose.project=$EPROJECT"
+		docker network ls -q --filter "label=com.docker.compose.project=$EPROJECT"
+		[ -z "$REG_HOST" ] || docker image ls --format '{{.Repository}}:{{.Tag}}' | grep -F "$REG_HOST/"
+	} 2>/dev/null | tr '\n' ' '
+}
 cleanup() {
 	local rc=$?
 	set +e
+	trap - ERR
 	if [ "$rc" != 0 ] && [ "${MONKY_SYSTEMD_KEEP:-}" = 1 ] && [ -n "$LEADER" ]; then
 		say "MONKY_SYSTEMD_KEEP=1: the box stays up: nsenter -t $LEADER -a; stop it with kill $NSPAWN_PID $SIM_PID, then umount $BOX $WORK/fs"
 		return
@@ -89,15 +136,24 @@ cleanup() {
 		kill -KILL "$NSPAWN_PID" 2>/dev/null
 		wait "$NSPAWN_PID" 2>/dev/null
 	fi
-	if [ -n "$SIM_PID" ] && kill -0 "$SIM_PID" 2>/dev/null; then
-		kill "$SIM_PID" 2>/dev/null
-		wait "$SIM_PID" 2>/dev/null
-	fi
+	local left
+	left=$(engine_cleanup)
+	for p in "$SIM_PID" "$SIM2_PID" "$REG_PID"; do
+		if [ -n "$p" ] && kill -0 "$p" 2>/dev/null; then
+			kill "$p" 2>/dev/null
+			wait "$p" 2>/dev/null
+		fi
+	done
 	for m in "$BOX" "$WORK/fs"; do
 		if mountpoint -q "$m"; then umount "$m" 2>/dev/null || umount -l "$m"; fi
 	done
 	rm -rf "$WORK"
-	say "systemd-e2e: cleaned up (container stopped, overlay unmounted, simulator stopped) after $(($(date +%s) - T0)) s"
+	[ -z "$ENGINE_DIR" ] || rm -rf "$ENGINE_DIR"
+	say "systemd-e2e: cleaned up (container stopped, overlay unmounted, simulators and registry stopped, project $EPROJECT removed from the engine) after $(($(date +%s) - T0)) s"
+	if [ -n "$left" ]; then
+		printf 'systemd-e2e: FAIL: cleanup left in the Docker engine: %s\n' "$left" >&2
+		[ "$rc" != 0 ] || exit 1
+	fi
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
@@ -110,7 +166,8 @@ box() {
 }
 # as_agent CMD…: as the agent's user, the way an operator runs status/explain
 as_agent() { box runuser -u monky-deployd -- "$@"; }
-sim() { "$REPO/bin/monky-sim" "$1" --addr-file "$WORK/addr.json" --env "$ENV_ID" "${@:2}"; }
+SIM_ADDR=""
+sim() { "$REPO/bin/monky-sim" "$1" --addr-file "$SIM_ADDR" --env "$ENV_ID" "${@:2}"; }
 admin() { curl -sf -X POST -H 'Content-Type: application/json' -d "$2" "$ADMIN$1" >/dev/null || fail "admin $1 failed"; }
 counts() { sim counts; }
 count() { sim counts | jq -r ".$1"; }
@@ -182,6 +239,10 @@ done
 mkdir -p "$WORK/bin"
 CGO_ENABLED=0 go build -o "$WORK/bin/fakedocker" ./test/fakedocker
 go build -o "$WORK/bin/promcheck" ./test/systemd/promcheck
+(cd test/e2e && go build -o "$WORK/bin/monky-e2e-engine" ./cmd/monky-e2e-engine && CGO_ENABLED=0 go build -o "$WORK/bin/testapp" ./testapp) ||
+	fail "building test/e2e's monky-e2e-engine and testapp"
+COMPOSE_PLUGIN=$("$WORK/bin/monky-e2e-engine" compose-plugin "$COMPOSE_VERSION") || fail "the compose plugin $COMPOSE_VERSION"
+say "  compose plugin $COMPOSE_VERSION: $COMPOSE_PLUGIN; docker CLI: $(command -v docker); engine $(docker info -f '{{.ServerVersion}}'), socket gid $DOCKER_GID"
 say "  packages: monky-deployd_${V1}_amd64.deb, monky-deployd_${V2}_amd64.deb"
 
 # ---- boot -----------------------------------------------------------------------------------
@@ -189,10 +250,15 @@ banner "boot: Debian bookworm, systemd as PID 1, in systemd-nspawn"
 LOWER=$(bash test/systemd/rootfs.sh) || fail "no rootfs"
 say "  rootfs (cached, read-only here): $LOWER"
 mkdir -p "$WORK/fs" "$BOX"
+ENGINE_DIR=$(mktemp -d /var/lib/monky-systemd-e2e-engine.XXXXXX)
+chmod 0755 "$ENGINE_DIR"
 mount -t tmpfs -o size=8g,mode=0755 monky-systemd-e2e "$WORK/fs"
 mkdir -p "$WORK/fs/upper" "$WORK/fs/work"
 mount -t overlay monky-systemd-e2e -o "lowerdir=$LOWER,upperdir=$WORK/fs/upper,workdir=$WORK/fs/work" "$BOX"
+# step E's engine: the socket aside (step 0 puts a stand-in at /run/docker.sock first), the deploy
+# directory at its own path
 systemd-nspawn --keep-unit --register=no --machine="monky-e2e-$$" --console=read-only -q -D "$BOX" -b \
+	--bind="$DOCKER_SOCK:/run/host-docker.sock" --bind="$ENGINE_DIR" \
 	>"$WORK/console.log" 2>&1 </dev/null &
 NSPAWN_PID=$!
 for _ in $(seq 1 150); do
@@ -223,6 +289,7 @@ printf '# v3: the release applied while the package is upgraded\n' >>"$WORK/rele
 	--addr-file "$WORK/addr.json" --state-dir /var/lib/monky-deployd --docker-bin "$STUB_DIR/docker" \
 	>"$WORK/sim.log" 2>&1 &
 SIM_PID=$!
+SIM_ADDR=$WORK/addr.json
 for _ in $(seq 1 100); do [ -s "$WORK/addr.json" ] && break; sleep 0.1; done
 [ -s "$WORK/addr.json" ] || { cat "$WORK/sim.log" >&2; fail "the simulator wrote no address file"; }
 ADMIN=$(jq -r .admin "$WORK/addr.json")
@@ -298,7 +365,7 @@ start_tick
 tick_log "$TICK_INV" | grep -q "DOCKER_GROUP_MISSING" || fail "the tick did not name DOCKER_GROUP_MISSING"
 tick_log "$TICK_INV" | grep -q "install Docker Engine's docker group" || fail "the tick did not say how to fix it"
 # Docker Engine installed after the package: its group exists, the agent is not in it
-box groupadd --system docker
+box groupadd --system --gid "$DOCKER_GID" docker # the host engine's socket group, for step E
 box chgrp docker /run/docker.sock
 start_tick
 [ "$TICK_STATUS" = 1 ] || fail "the tick exited $TICK_STATUS, want 1"
@@ -323,8 +390,8 @@ kit2() { sed -n "/^$1:/,/^[^ ]/s/^  $2: *//p" "$BOX/etc/monky-deployd/config.yam
 # the box's values as role variables: registry_host as a variable, docker_bin through config_extra
 {
 	printf 'monky_deployd_version: "%s"\n' "$V1"
-	printf 'monky_deployd_install_from: deb\n'
-	printf 'monky_deployd_deb_src: /root/monky-deployd_%s_amd64.deb\n' "$V1"
+	printf 'monky_deployd_install_from: apt\n'
+	printf 'monky_deployd_apt_source: "deb [trusted=yes] file:%s ./"\n' "$APT_REPO"
 	printf 'monky_deployd_env_id: %s\n' "$(kit env_id)"
 	printf 'monky_deployd_site: %s\n' "$(kit site)"
 	printf 'monky_deployd_transport: system\n'
@@ -339,6 +406,12 @@ kit2() { sed -n "/^$1:/,/^[^ ]/s/^  $2: *//p" "$BOX/etc/monky-deployd/config.yam
 	printf 'monky_deployd_config_extra:\n  docker_bin: "%s"\n' "$STUB_DIR/docker"
 } >"$BOX/root/ansible/vars.yml"
 ev <"$BOX/root/ansible/vars.yml"
+# the apt repository the good run installs from: a flat local repository holding the .deb of $V1,
+# indexed with Debian's dpkg-scanpackages (what a fleet's own apt repository serves)
+mkdir -p "$BOX$APT_REPO"
+cp "$WORK/monky-deployd_${V1}_amd64.deb" "$BOX$APT_REPO/"
+(cd "$BOX$APT_REPO" && dpkg-scanpackages --multiversion . /dev/null 2>/dev/null >Packages && gzip -9kf Packages)
+say "  apt repository $APT_REPO: $(grep -c '^Package:' "$BOX$APT_REPO/Packages") package(s): $(sed -n 's/^Version: //p' "$BOX$APT_REPO/Packages")"
 playbook() { box sh -c "cd /root/ansible && ANSIBLE_ROLES_PATH=/root/ansible/roles ansible-playbook -i localhost, -c local site.yml -e @vars.yml $*"; }
 cfg_sum=$(box sha256sum /etc/monky-deployd/config.yaml)
 # the package by URL: file:// (what crashed uri on ansible-core 2.14), checked against its .sha256
@@ -365,13 +438,20 @@ if box systemctl is-enabled monky-deployd.timer >/dev/null 2>&1; then fail "the 
 ok "a failed download said why; the file:// download passed its .sha256; a bad key failed the play with the agent's words, config.yaml unchanged, the timer not enabled"
 
 # ---- 1 ----------------------------------------------------------------------------------------
-STEP="1 (the role keeps the keys set by hand and enables the timer; the first tick applies)"
+STEP="1 (the role installs from an apt repository, keeps the keys set by hand and enables the timer; the first tick applies)"
 banner "step $STEP"
 sim desire --release v1 | ev
+say "  dpkg -r monky-deployd (config and state kept): the role installs the package from the apt repository"
+box dpkg -r monky-deployd >"$WORK/dpkg-r.log" 2>&1 || { ev <"$WORK/dpkg-r.log"; fail "dpkg -r"; }
+[ "$(box dpkg-query -W -f '${db:Status-Abbrev}' monky-deployd)" = "rc " ] || fail "dpkg -r left monky-deployd $(box dpkg-query -W -f '${db:Status-Abbrev}' monky-deployd)"
 snap
 NEXT_AFTER=$S_START # the first tick may start before the play ends
 playbook >"$WORK/role.log" 2>&1 || { ev <"$WORK/role.log"; fail "the role's play failed"; }
 grep -E '^(TASK|ok:|changed:|skipping:)|localhost +:' "$WORK/role.log" | ev
+grep -A1 'TASK .*Install the package from apt' "$WORK/role.log" | grep -q '^changed:' || fail "the role did not install the package from apt"
+[ "$(box dpkg-query -W -f '${Version} ${db:Status-Abbrev}' monky-deployd)" = "$V1 ii " ] || fail "the role's apt install left $(box dpkg-query -W -f '${Version} ${db:Status-Abbrev}' monky-deployd)"
+box apt-cache policy monky-deployd | ev
+box apt-cache policy monky-deployd | grep -Eq "^ +[0-9]+ file:$APT_REPO" || fail "apt does not know monky-deployd from $APT_REPO"
 say "  /etc/monky-deployd/config.yaml after the role:"
 box cat /etc/monky-deployd/config.yaml | ev
 box monky-deployd check config 2>&1 | ev
@@ -523,6 +603,8 @@ journal_ticks() {
 	[ "$mode" = native ] && sel=(CODE=ROLLBACK_REFUSED)
 	J_UNIT=$(box journalctl -q --no-pager -o cat --after-cursor "$cursor" -p err -u monky-deployd.service "${sel[@]}" | grep -c 'ROLLBACK_REFUSED' || true)
 	J_ALL=$(box journalctl -q --no-pager -o cat --after-cursor "$cursor" -p err | grep -c 'ROLLBACK_REFUSED' || true)
+	# what an operator types, without -p: every entry it selects, as journald stores it
+	[ "$mode" = native ] && box journalctl -q --no-pager -o json --after-cursor "$cursor" -u monky-deployd "${sel[@]}" >"$WORK/journal-$mode.json"
 	say "  $mode: $J_TICKS ticks; journalctl -u monky-deployd -p err ${sel[*]} selects $J_UNIT of the agent's $J_ALL err lines"
 	box journalctl -q --no-pager -o verbose --after-cursor "$cursor" -p err -n 1 "${sel[@]}" | grep -E '^ *(PRIORITY|CODE|ENV_ID|TICK|STATE|EXIT|_SYSTEMD_UNIT)=' | ev || true
 	rm -f "$BOX/etc/systemd/system/monky-deployd.service.d/e2e-journal.conf" "$BOX/etc/systemd/system/monky-deployd.timer.d/e2e-journal.conf"
@@ -539,6 +621,14 @@ journal_ticks stream
 # what -u must hold: every err line of the agent is the unit's (the count a tick is printed)
 [ "$J_UNIT" = "$J_ALL" ] && [ "$J_ALL" -gt 0 ] ||
 	fail "the stream: journalctl -u selects $J_UNIT of the agent's $J_ALL err lines ($J_TICKS ticks): an entry lost its unit"
+# native: `journalctl -u monky-deployd CODE=ROLLBACK_REFUSED` selects the box's entries, each with
+# its fields (an entry that lost its unit is not selected: that is reported below, not failed)
+sel_n=$(jq -s 'length' "$WORK/journal-native.json")
+bad=$(jq -c --arg env "$ENV_ID" 'select(.CODE != "ROLLBACK_REFUSED" or .ENV_ID != $env or (.TICK // "") == "" or (.STATE // "") == "" or (.PRIORITY // "") == "") | {MESSAGE, CODE, ENV_ID, TICK, STATE, PRIORITY}' "$WORK/journal-native.json")
+say "  native: journalctl -u monky-deployd CODE=ROLLBACK_REFUSED selects $sel_n entries; the first:"
+jq -r -s '.[0] // {} | to_entries[] | select(.key | test("^(PRIORITY|CODE|ENV_ID|TICK|STATE|EXIT|_SYSTEMD_UNIT|MESSAGE)$")) | "\(.key)=\(.value)"' "$WORK/journal-native.json" | ev
+[ "$sel_n" -gt 0 ] || fail "native: journalctl -u monky-deployd CODE=ROLLBACK_REFUSED selects no entry of the box's $N_ALL err lines"
+[ -z "$bad" ] || { ev <<<"$bad"; fail "native: entries selected by CODE=ROLLBACK_REFUSED lack CODE, ENV_ID=$ENV_ID, TICK, STATE or PRIORITY"; }
 if [ "$N_UNIT" = "$N_TICKS" ] && [ "$N_ALL" = "$N_TICKS" ]; then
 	say "  native: every tick's err line is the unit's and CODE= selects it ($N_TICKS of $N_TICKS)"
 else
@@ -661,4 +751,171 @@ grep -q "cd $DEPLOY/current && sudo docker compose -p monky-$ENV_ID down" "$WORK
 say "  kept: $DEPLOY (releases/, current), the user, the running services (no compose down), the textfile directory"
 ok "purge removed what docs/OPERATIONS.md lists, kept the deploy directory and said how to take it down"
 
-banner "systemd-e2e: 8 steps passed in $(($(date +%s) - T0)) s ($TICKS_SEEN ticks observed)"
+# ---- E ----------------------------------------------------------------------------------------
+STEP="E (the real Docker engine under the shipped unit: apply, heartbeat, refusal, retire)"
+banner "step $STEP"
+E0=$(date +%s)
+# the box gets Docker's client side: the docker CLI and the compose plugin where Debian's
+# docker-compose-plugin puts it; the host engine's socket at the path the CLI and the unit use
+install -m 0755 "$(command -v docker)" "$BOX/usr/bin/docker"
+mkdir -p "$BOX/usr/libexec/docker/cli-plugins"
+install -m 0755 "$COMPOSE_PLUGIN" "$BOX/usr/libexec/docker/cli-plugins/docker-compose"
+box touch /run/docker.sock
+box mount --bind /run/host-docker.sock /run/docker.sock
+say "  in the box: $(box docker version -f 'docker CLI {{.Client.Version}}, engine {{.Server.Version}}' 2>&1), $(box docker compose version 2>&1)"
+box stat -c '  %A %U:%G (gid %g) %n' /run/docker.sock | ev
+# make e2e's registry, with a password, and its images: test/e2e/testapp in a layer of its own
+head -c 18 /dev/urandom | base64 | tr -dc 'A-Za-z0-9' >"$WORK/registry.pw"
+"$WORK/bin/monky-e2e-engine" registry --app "$WORK/bin/testapp" --tags 1,2 --user deployer \
+	--password-file "$WORK/registry.pw" --addr-file "$WORK/registry.json" >"$WORK/registry.log" 2>&1 &
+REG_PID=$!
+for _ in $(seq 1 100); do [ -s "$WORK/registry.json" ] && break; sleep 0.1; done
+[ -s "$WORK/registry.json" ] || { ev <"$WORK/registry.log"; fail "the registry wrote no address file"; }
+REG_HOST=$(jq -r .host "$WORK/registry.json")
+IMG1=$(jq -r '.images["1"]' "$WORK/registry.json") IMG2=$(jq -r '.images["2"]' "$WORK/registry.json")
+say "  registry $REG_HOST (user deployer, a password): $IMG1, $IMG2"
+# the releases of a fresh env: two services of the test image, one with a bind mount of the
+# release's own file (it resolves on the host: the deploy directory is at the same path there)
+EENV=env-engine-01
+erel() { # NAME TAG: a release of $EENV running image TAG
+	local d="$WORK/engine-releases/$1" img
+	img=$(jq -r --arg t "$2" '.images[$t]' "$WORK/registry.json")
+	mkdir -p "$d/config"
+	printf 'release = "%s"\n' "$1" >"$d/config/app.toml"
+	cat >"$d/compose.yaml" <<EOC
+# systemd-e2e release $1 (image $2)
+services:
+  api:
+    image: $img
+    env_file: .env
+    environment:
+      ROLE: api
+    volumes:
+      - ./config/app.toml:/etc/monky-e2e/app.toml:ro
+  worker:
+    image: $img
+    env_file: .env
+    environment:
+      ROLE: worker
+      LISTEN: ":8081"
+    healthcheck:
+      test: ["CMD", "/app", "-health"]
+      interval: 1s
+      timeout: 2s
+      retries: 3
+    volumes:
+      - worker-data:/data
+volumes:
+  worker-data: {}
+EOC
+	printf 'APP_RELEASE=%s\nDB_PASSWORD=${DB_PASSWORD}\n' "$2" >"$d/.env.template"
+	printf '{"entries": [\n  {"var": "DB_PASSWORD", "path": "monky/data/%s/see/db", "key": "password"},\n  {"use": "registry-auth", "path": "monky/data/%s/see/registry", "key": "value"}\n]}\n' "$EENV" "$EENV" >"$d/secrets.manifest.json"
+	printf '{"agent": {"allow_privileged": false, "allow_rollback": false}, "disk_need_bytes": 1048576}\n' >"$d/bundle.json"
+}
+erel e1 1
+erel e2 2
+jq -n --arg r "$REG_HOST" --rawfile p "$WORK/registry.pw" \
+	'{db: {password: "engine-db-pw"}, registry: {value: ({registry: $r, username: "deployer", password: ($p | rtrimstr("\n"))} | tojson)}}' \
+	>"$WORK/engine-releases/secrets.json"
+"$REPO/bin/monky-sim" serve --releases "$WORK/engine-releases" --env "$EENV" --kit "$WORK/engine-kit" \
+	--addr-file "$WORK/engine-addr.json" --state-dir /var/lib/monky-deployd --deploy-dir "$ENGINE_DIR" --docker-bin /usr/bin/docker \
+	>"$WORK/sim2.log" 2>&1 &
+SIM2_PID=$!
+for _ in $(seq 1 100); do [ -s "$WORK/engine-addr.json" ] && break; sleep 0.1; done
+[ -s "$WORK/engine-addr.json" ] || { ev <"$WORK/sim2.log"; fail "the second simulator wrote no address file"; }
+ENV_ID=$EENV SIM_ADDR=$WORK/engine-addr.json ADMIN=$(jq -r .admin "$WORK/engine-addr.json")
+ESHA1=$(sha_of e1) ESHA2=$(sha_of e2)
+say "  simulator for $ENV_ID: releases e1 ${ESHA1:0:12} (image 1), e2 ${ESHA2:0:12} (image 2)"
+# the package again, on a box that now has Docker: postinst finds the group and the plugin
+box dpkg -i "/root/monky-deployd_${V2}_amd64.deb" >"$WORK/dpkg-engine.log" 2>&1 || { ev <"$WORK/dpkg-engine.log"; fail "dpkg -i $V2"; }
+ev <"$WORK/dpkg-engine.log"
+if grep -q -e "no group docker" -e "docker compose (the compose v2 plugin" "$WORK/dpkg-engine.log"; then fail "postinst says Docker is missing"; fi
+box id -nG monky-deployd | grep -qw docker || fail "postinst did not put monky-deployd in group docker"
+{
+	sed -e "s|^bootstrap_path:.*|bootstrap_path: \"/etc/monky-deployd/bootstrap.jwt\"|" "$WORK/engine-kit/config.yaml"
+	printf 'compose_project: "%s"\nmetrics_path: "%s"\nhealthy_timeout_s: 60\n' "$EPROJECT" "$METRICS_FILE"
+} >"$BOX/root/engine-config.yaml"
+cp "$WORK/engine-kit/bootstrap.jwt" "$BOX/root/engine-bootstrap.jwt"
+box install -m 0640 -o root -g monky-deployd /root/engine-config.yaml /etc/monky-deployd/config.yaml
+box install -m 0600 -o monky-deployd -g monky-deployd /root/engine-bootstrap.jwt /etc/monky-deployd/bootstrap.jwt
+rm -f "$BOX/root/engine-config.yaml" "$BOX/root/engine-bootstrap.jwt" "$WORK/engine-kit/bootstrap.jwt"
+box monky-deployd check config /etc/monky-deployd/config.yaml | ev
+# the shipped unit, with the stub's drop-ins gone and one path added: the deploy directory lives
+# outside state_dir here (it must sit at the same path on the host), so the sandbox is told of it
+rm -f "$BOX/etc/systemd/system/monky-deployd.service.d/"*.conf
+printf '# systemd-e2e only: deploy_dir outside state_dir\n[Service]\nReadWritePaths=%s\n' "$ENGINE_DIR" \
+	>"$BOX/etc/systemd/system/monky-deployd.service.d/e2e-deploy-dir.conf"
+box systemctl daemon-reload
+# project_of: what the engine runs for the project, one line per container (docker on the host)
+project_of() {
+	docker ps -a --filter "label=com.docker.compose.project=$EPROJECT" \
+		--format '{{.Label "com.docker.compose.service"}} {{.ID}} {{.Image}} {{.State}} {{.Status}}' | sort
+}
+# engine_healthy IMG: api and worker run IMG and docker says both are healthy
+engine_healthy() {
+	local ps id svc src
+	ps=$(project_of)
+	ev <<<"$ps"
+	[ "$(wc -l <<<"$ps")" = 2 ] || fail "the engine runs $(grep -c . <<<"$ps") containers of $EPROJECT, want api and worker"
+	for svc in api worker; do
+		id=$(awk -v s="$svc" '$1 == s {print $2}' <<<"$ps")
+		[ -n "$id" ] || fail "no $svc container"
+		[ "$(docker inspect -f '{{.Config.Image}} {{.State.Status}} {{.State.Health.Status}}' "$id")" = "$1 running healthy" ] ||
+			fail "$svc is '$(docker inspect -f '{{.Config.Image}} {{.State.Status}} {{.State.Health.Status}}' "$id")', want '$1 running healthy'"
+	done
+	src=$(docker inspect -f '{{range .Mounts}}{{if eq .Destination "/etc/monky-e2e/app.toml"}}{{.Source}}{{end}}{{end}}' "$(awk '$1 == "api" {print $2}' <<<"$ps")")
+	[ -n "$src" ] && [ -f "$src" ] && [ "${src#"$ENGINE_DIR"/}" != "$src" ] ||
+		fail "api's bind mount of app.toml is '$src' on the host, want a file under $ENGINE_DIR"
+	say "  engine: api and worker run $1, healthy; api's app.toml is bound from the host's $src"
+}
+sim desire --release e1 | ev
+snap
+NEXT_AFTER=$S_START
+box systemctl enable --now monky-deployd.timer 2>&1 | ev
+say "  E1. the first tick applies e1 through the real engine:"
+next_tick 0
+last_report | jq -e --arg s "$ESHA1" '.result == "applied" and .sha == $s' >/dev/null ||
+	fail "e1 was not applied: $(last_report | jq -c '{result, sha, detail}')"
+engine_healthy "$IMG1"
+as_agent monky-deployd status --json >"$WORK/status-e.json" || true
+jq -e '.verdict == "converged"' "$WORK/status-e.json" >/dev/null || fail "status: $(jq -c '{verdict, codes, next}' "$WORK/status-e.json")"
+say "  status: $(jq -c '{verdict, applied: .applied_sha[0:12], containers}' "$WORK/status-e.json")"
+ids1=$(project_of | awk '{print $2}' | tr '\n' ' ')
+say "  E2. a heartbeat: the next tick finds e1 running and healthy, and changes nothing"
+next_tick 0
+tick_log "$TICK_INV" | grep -q "heartbeat: ${ESHA1:0:12} runs, 2/2 services healthy" || fail "the tick sent no heartbeat for e1"
+[ "$(project_of | awk '{print $2}' | tr '\n' ' ')" = "$ids1" ] || fail "the heartbeat changed the containers"
+say "  E3. e2 desired: applied, the containers replaced"
+sim desire --release e2 | ev
+next_tick 0
+last_report | jq -e --arg s "$ESHA2" '.result == "applied" and .sha == $s' >/dev/null ||
+	fail "e2 was not applied: $(last_report | jq -c '{result, sha, detail}')"
+engine_healthy "$IMG2"
+ids2=$(project_of | awk '{print $2}' | tr '\n' ' ')
+say "  E4. a rollback to e1: refused, e2 keeps running"
+sim desire --release e1 | ev
+next_tick 1
+last_report | jq -e --arg s "$ESHA1" '.result == "failed" and .sha == $s and (.detail | test("ROLLBACK_REFUSED"))' >/dev/null ||
+	fail "tenancy did not get the refusal: $(last_report | jq -c '{result, sha, detail}')"
+engine_healthy "$IMG2"
+[ "$(project_of | awk '{print $2}' | tr '\n' ' ')" = "$ids2" ] || fail "the refusal touched the containers"
+as_agent monky-deployd explain -n 1 >"$WORK/explain-e.txt" || true
+ev <"$WORK/explain-e.txt"
+grep -q ROLLBACK_REFUSED "$WORK/explain-e.txt" || fail "explain does not name ROLLBACK_REFUSED"
+as_agent monky-deployd status --json >"$WORK/status-e.json" || true
+jq -e '.codes | index("ROLLBACK_REFUSED")' "$WORK/status-e.json" >/dev/null || fail "status: $(jq -c '{verdict, codes}' "$WORK/status-e.json")"
+say "  status: $(jq -c '{verdict, codes}' "$WORK/status-e.json")"
+say "  E5. the env retired with its volumes purged: compose down"
+sim retire --purge | ev
+next_tick 0
+last_report | jq -e '.result == "down"' >/dev/null || fail "the retire reported $(last_report | jq -c '{result, detail}'), want down"
+box systemctl stop monky-deployd.timer
+left=$(project_of)
+[ -z "$left" ] || { ev <<<"$left"; fail "containers of $EPROJECT left after the retire"; }
+vols=$(docker volume ls -q --filter "label=com.docker.compose.project=$EPROJECT")
+[ -z "$vols" ] || fail "volumes of $EPROJECT left after a purging retire: $vols"
+as_agent monky-deployd explain -n 1 | ev
+say "  engine: no container, no volume of $EPROJECT"
+ok "the real engine under the shipped unit: e1 applied and healthy, a heartbeat, e2 applied, the rollback refused with e2 untouched, the retire took it down ($(($(date +%s) - E0)) s)"
+
+banner "systemd-e2e: 9 steps passed in $(($(date +%s) - T0)) s ($TICKS_SEEN ticks observed)"
