@@ -104,16 +104,12 @@ LEADER=""
 # engine_cleanup: every container, volume and network of step E's compose project, its images;
 # prints what it could not remove
 engine_cleanup() {
-	local ids
-	ids=$(docker ps -aq --filter "label=com.docker.compose.project=$EPROJECT")
-	[ -z "$ids" ] || docker rm -f -v $ids >/dev/null 2>&1
-	ids=$(docker volume ls -q --filter "label=com.docker.compose.project=$EPROJECT")
-	[ -z "$ids" ] || docker volume rm -f $ids >/dev/null 2>&1
-	ids=$(docker network ls -q --filter "label=com.docker.compose.project=$EPROJECT")
-	[ -z "$ids" ] || docker network rm $ids >/dev/null 2>&1
+	local f="label=com.docker.compose.project=$EPROJECT"
+	docker ps -aq --filter "$f" | xargs -r docker rm -f -v >/dev/null 2>&1
+	docker volume ls -q --filter "$f" | xargs -r docker volume rm -f >/dev/null 2>&1
+	docker network ls -q --filter "$f" | xargs -r docker network rm >/dev/null 2>&1
 	if [ -n "$REG_HOST" ]; then
-		ids=$(docker image ls --format '{{.Repository}}:{{.Tag}}' | grep -F "$REG_HOST/" || true)
-		[ -z "$ids" ] || docker image rm -f $ids >/dev/null 2>&1
+		docker image ls --format '{{.Repository}}:{{.Tag}}' | grep -F "$REG_HOST/" | xargs -r docker image rm -f >/dev/null 2>&1
 	fi
 	{
 		docker ps -aq --filter "label=com.docker.compose.project=$EPROJECT"
