@@ -827,6 +827,8 @@ box dpkg -i "/root/monky-deployd_${V2}_amd64.deb" >"$WORK/dpkg-engine.log" 2>&1 
 ev <"$WORK/dpkg-engine.log"
 if grep -q -e "no group docker" -e "docker compose (the compose v2 plugin" "$WORK/dpkg-engine.log"; then fail "postinst says Docker is missing"; fi
 box id -nG monky-deployd | grep -qw docker || fail "postinst did not put monky-deployd in group docker"
+# the deploy directory belongs to the agent, as <state_dir>/<env> would
+box chown monky-deployd:monky-deployd "$ENGINE_DIR"
 {
 	sed -e "s|^bootstrap_path:.*|bootstrap_path: \"/etc/monky-deployd/bootstrap.jwt\"|" "$WORK/engine-kit/config.yaml"
 	printf 'compose_project: "%s"\nmetrics_path: "%s"\nhealthy_timeout_s: 60\n' "$EPROJECT" "$METRICS_FILE"
