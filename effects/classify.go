@@ -99,7 +99,7 @@ func Classify(op, hostport, via string, err error) *Error {
 		e.Msg = fmt.Sprintf("no answer from %s in time", where)
 		e.Hint = hint(via, "check the tunneller and the far side's health")
 	case errors.Is(err, context.Canceled):
-		e.Kind, e.Code = Temporary, "CANCELLED"
+		e.Kind, e.Code = Temporary, vocab.Cancelled
 		e.Msg = fmt.Sprintf("call to %s was cancelled", where)
 	case errors.As(err, &opErr):
 		e.Kind, e.Code = Temporary, vocab.Unreachable

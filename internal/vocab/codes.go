@@ -35,6 +35,7 @@ const (
 	TLSHandshake         Code = "TLS_HANDSHAKE"
 	Timeout              Code = "TIMEOUT"
 	Unreachable          Code = "UNREACHABLE"
+	Cancelled            Code = "CANCELLED"
 	BaoPermissionDenied  Code = "BAO_PERMISSION_DENIED"
 	ReportPending        Code = "REPORT_PENDING"
 	OutboxStuck          Code = "OUTBOX_STUCK"
@@ -137,6 +138,8 @@ var causes = map[Code]Cause{
 		"systemctl status ziti-edge-tunnel   # and the service's health", ""},
 	Unreachable: {KindTemporary, "the service could not be reached over the mesh",
 		"systemctl status ziti-edge-tunnel", ""},
+	Cancelled: {KindTemporary, "a call was cancelled before the far side answered: the agent was stopped (the service stopped or restarted, a signal) while it waited",
+		"systemctl status monky-deployd.service   # what stopped the agent (journalctl -u monky-deployd -n 20); the next tick resumes the step", ""},
 	BaoPermissionDenied: {KindFailure, "OpenBao refused the token (HTTP 403 permission denied): its policy does not allow the call (renew-self, lookup-self or a KV read), or OpenBao revoked it — OpenBao's refusal, not tenancy's",
 		"bao read auth/jwt-tenancy/role/see-env   # token_policies must allow auth/token/renew-self and the env's KV paths; token_ttl/token_max_ttl", ""},
 	ReportPending: {KindTemporary, "tenancy did not acknowledge the report: it waits in the outbox (the box runs what it applied)",

@@ -1,12 +1,17 @@
 package vocab
 
 import (
+	"bytes"
+	"encoding/json"
+	"fmt"
 	"go/ast"
 	"go/importer"
 	"go/parser"
 	"go/token"
 	"go/types"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -117,5 +122,75 @@ func TestOneDefinitionPerCode(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestNoCodeIsALiteral: no Go source of the agent outside this package hands a string literal
+// where a Code goes (a code of its own made up on the spot, with no row), whatever its spelling:
+// the agent's packages are type-checked against the export data `go list -export` gives, and
+// every constant whose type is Code must name one of this package's constants. The programs
+// under test/ (the simulator speaks tenancy's own codes) may.
+func TestNoCodeIsALiteral(t *testing.T) {
+	const module = "github.com/tikali/monky-deployd"
+	cmd := exec.Command("go", "list", "-export", "-deps", "-json", "./...")
+	cmd.Dir = filepath.Join("..", "..")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	type pkg struct {
+		ImportPath, Dir, Export string
+		GoFiles                 []string
+	}
+	exports := map[string]string{}
+	var ours []pkg
+	for dec := json.NewDecoder(bytes.NewReader(out)); dec.More(); {
+		var p pkg
+		if err := dec.Decode(&p); err != nil {
+			t.Fatal(err)
+		}
+		exports[p.ImportPath] = p.Export
+		if strings.HasPrefix(p.ImportPath, module+"/") && !strings.HasPrefix(p.ImportPath, module+"/test/") &&
+			p.ImportPath != module+"/internal/vocab" {
+			ours = append(ours, p)
+		}
+	}
+	if len(ours) < 20 {
+		t.Fatalf("go list named %d of the agent's packages: the reader misses them", len(ours))
+	}
+	fset := token.NewFileSet()
+	imp := importer.ForCompiler(fset, "gc", func(path string) (io.ReadCloser, error) {
+		if exports[path] == "" {
+			return nil, fmt.Errorf("no export data for %s", path)
+		}
+		return os.Open(exports[path])
+	})
+	checked := 0
+	for _, p := range ours {
+		var files []*ast.File
+		for _, name := range p.GoFiles {
+			f, err := parser.ParseFile(fset, filepath.Join(p.Dir, name), nil, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			files = append(files, f)
+		}
+		info := &types.Info{Types: map[ast.Expr]types.TypeAndValue{}}
+		if _, err := (&types.Config{Importer: imp}).Check(p.ImportPath, fset, files, info); err != nil {
+			t.Fatalf("%s: %v", p.ImportPath, err)
+		}
+		for e, tv := range info.Types {
+			named, ok := tv.Type.(*types.Named)
+			if tv.Value == nil || !ok || named.Obj().Name() != "Code" || named.Obj().Pkg() == nil || named.Obj().Pkg().Path() != module+"/internal/vocab" {
+				continue
+			}
+			checked++
+			if lit, ok := e.(*ast.BasicLit); ok && lit.Value != `""` {
+				t.Errorf("%s: the code %s is a literal: name a constant of internal/vocab (with its row)", fset.Position(lit.Pos()), lit.Value)
+			}
+		}
+	}
+	if checked < 100 {
+		t.Errorf("found %d constants of type Code in the agent's packages: the reader misses them", checked)
 	}
 }
