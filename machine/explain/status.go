@@ -168,19 +168,7 @@ func BuildStatusCopyAsOf(st store.Store, at time.Time) (Status, error) {
 
 // WriteStatusText prints status for a person: the one thing wrong first, then aligned facts.
 func WriteStatusText(w io.Writer, s Status) {
-	if s.AsOf != nil {
-		if s.sent {
-			fmt.Fprintf(w, "a copy, read as of %s (--as-of), not of its newest tick\n\n", machine.Stamp(*s.AsOf))
-		} else {
-			fmt.Fprintf(w, "a copy, read as of its newest tick: %s\n\n", machine.Stamp(*s.AsOf))
-		}
-	}
-	if m := s.MovedAside; m != nil {
-		fmt.Fprintf(w, "state file: started afresh at %s; the corrupt one (%s) is kept at %s\n\n", m.At.UTC().Format(time.RFC3339), m.Problem, m.Path)
-	}
-	if p := problem(s); p != "" {
-		fmt.Fprintf(w, "!! %s\n\n", p)
-	}
+	writeStatusHead(w, s)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	row := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, v) }
 	row("env", s.EnvID)
@@ -193,30 +181,9 @@ func WriteStatusText(w io.Writer, s Status) {
 	row("next", s.Next)
 	row("applied", machine.ShortSha(s.AppliedSha))
 	row("desired", machine.ShortSha(s.DesiredSha))
-	tok := "absent"
-	if s.Token.Present {
-		tok = "present (" + s.Token.Source + ")"
-		if s.Token.ExpiresAt != nil {
-			tok += ", expires " + machine.Stamp(*s.Token.ExpiresAt)
-		}
-	}
-	switch {
-	case s.Token.Present && s.Token.Expired:
-		tok += " — EXPIRED"
-	case s.Token.Present && s.Why != nil && s.Why.Code == vocab.TokenExpiring:
-		tok += " — expiring, not kept alive"
-	}
-	row("token", tok)
+	row("token", tokenWords(s))
 	row("last check-in", when(s.LastCheckinAt))
-	if s.LastReport != nil {
-		ack := "not yet acknowledged"
-		if s.LastReport.Acknowledged {
-			ack = "acknowledged"
-		}
-		row("last report", fmt.Sprintf("%s %s at %s, %s", s.LastReport.Result, machine.ShortSha(s.LastReport.Sha), machine.Stamp(s.LastReport.At), ack))
-	} else {
-		row("last report", "never")
-	}
+	row("last report", lastReportWords(s))
 	lb := fmt.Sprintf("%d/%d this hour", s.LeaseBudget.Used, s.LeaseBudget.Limit)
 	if s.LeaseBudget.FreesAt != nil && s.LeaseBudget.Used > 0 {
 		lb += ", a slot frees at " + machine.Stamp(*s.LeaseBudget.FreesAt)
@@ -246,11 +213,64 @@ func WriteStatusText(w io.Writer, s Status) {
 	for _, a := range s.Also {
 		WriteWhy(w, a)
 	}
-	if len(s.Containers) > 0 {
+	writeContainers(w, s.Containers)
+}
+
+// writeStatusHead writes what status says before its table: the copy's time, a state file
+// started afresh, the problem a person should know first.
+func writeStatusHead(w io.Writer, s Status) {
+	if s.AsOf != nil {
+		if s.sent {
+			fmt.Fprintf(w, "a copy, read as of %s (--as-of), not of its newest tick\n\n", machine.Stamp(*s.AsOf))
+		} else {
+			fmt.Fprintf(w, "a copy, read as of its newest tick: %s\n\n", machine.Stamp(*s.AsOf))
+		}
+	}
+	if m := s.MovedAside; m != nil {
+		fmt.Fprintf(w, "state file: started afresh at %s; the corrupt one (%s) is kept at %s\n\n", m.At.UTC().Format(time.RFC3339), m.Problem, m.Path)
+	}
+	if p := problem(s); p != "" {
+		fmt.Fprintf(w, "!! %s\n\n", p)
+	}
+}
+
+// tokenWords is the status table's token row.
+func tokenWords(s Status) string {
+	tok := "absent"
+	if s.Token.Present {
+		tok = "present (" + s.Token.Source + ")"
+		if s.Token.ExpiresAt != nil {
+			tok += ", expires " + machine.Stamp(*s.Token.ExpiresAt)
+		}
+	}
+	switch {
+	case s.Token.Present && s.Token.Expired:
+		tok += " — EXPIRED"
+	case s.Token.Present && s.Why != nil && s.Why.Code == vocab.TokenExpiring:
+		tok += " — expiring, not kept alive"
+	}
+	return tok
+}
+
+// lastReportWords is the status table's last report row.
+func lastReportWords(s Status) string {
+	if s.LastReport != nil {
+		ack := "not yet acknowledged"
+		if s.LastReport.Acknowledged {
+			ack = "acknowledged"
+		}
+		return fmt.Sprintf("%s %s at %s, %s", s.LastReport.Result, machine.ShortSha(s.LastReport.Sha), machine.Stamp(s.LastReport.At), ack)
+	}
+	return "never"
+}
+
+// writeContainers writes the containers as of the last check-in, by name.
+func writeContainers(w io.Writer, containers []store.Container) {
+	if len(containers) > 0 {
 		fmt.Fprintln(w, "\ncontainers (at the last check-in):")
-		cs := append([]store.Container(nil), s.Containers...)
+		cs := append([]store.Container(nil), containers...)
 		sort.Slice(cs, func(i, j int) bool { return cs[i].Name < cs[j].Name })
-		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		for _, c := range cs {
 			h := c.Health
 			if h == "" {
