@@ -58,58 +58,72 @@ func WriteNDJSON(w io.Writer, st store.Store, now time.Time) error {
 		if err := enc.Encode(Line{Type: "record", Record: &rec}); err != nil {
 			return err
 		}
-		ticks, err := tx.Ticks(0)
-		if err != nil {
+		if err := encodeTicks(enc, tx); err != nil {
 			return err
 		}
-		for i := range ticks {
-			if err := enc.Encode(Line{Type: "tick", Tick: &ticks[i]}); err != nil {
-				return err
-			}
-			es, err := tx.Entries(ticks[i].Tick)
-			if err != nil {
-				return err
-			}
-			for j := range es {
-				if err := enc.Encode(Line{Type: "entry", Entry: &es[j]}); err != nil {
-					return err
-				}
-			}
-		}
-		leases, err := tx.Leases(time.Unix(0, 0))
-		if err != nil {
-			return err
-		}
-		for i := range leases {
-			if err := enc.Encode(Line{Type: "lease", Lease: &leases[i]}); err != nil {
-				return err
-			}
-		}
-		q, err := tx.Outbox()
-		if err != nil {
-			return err
-		}
-		for i := range q {
-			meta := store.QueuedReport{ID: q[i].ID, Queued: q[i].Queued, Attempts: q[i].Attempts, Meta: q[i].Meta}
-			if err := enc.Encode(Line{Type: "outbox", Outbox: &meta}); err != nil {
-				return err
-			}
-		}
-		hist, err := tx.AppliedHistory()
-		if err != nil {
-			return err
-		}
-		for i := range hist {
-			if err := enc.Encode(Line{Type: "applied", Applied: &hist[i]}); err != nil {
-				return err
-			}
-		}
-		return nil
+		return encodeTables(enc, tx)
 	})
 	if err != nil {
 		return fmt.Errorf("export journal: %w", err)
 	}
 	return bw.Flush()
+}
+
+// encodeTicks writes every tick of tx and its entries, a line each.
+func encodeTicks(enc *json.Encoder, tx store.Tx) error {
+	ticks, err := tx.Ticks(0)
+	if err != nil {
+		return err
+	}
+	for i := range ticks {
+		if err := enc.Encode(Line{Type: "tick", Tick: &ticks[i]}); err != nil {
+			return err
+		}
+		es, err := tx.Entries(ticks[i].Tick)
+		if err != nil {
+			return err
+		}
+		for j := range es {
+			if err := enc.Encode(Line{Type: "entry", Entry: &es[j]}); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// encodeTables writes tx's lease budget, outbox (without the reports' bodies) and applied
+// history, a line each.
+func encodeTables(enc *json.Encoder, tx store.Tx) error {
+	leases, err := tx.Leases(time.Unix(0, 0))
+	if err != nil {
+		return err
+	}
+	for i := range leases {
+		if err := enc.Encode(Line{Type: "lease", Lease: &leases[i]}); err != nil {
+			return err
+		}
+	}
+	q, err := tx.Outbox()
+	if err != nil {
+		return err
+	}
+	for i := range q {
+		meta := store.QueuedReport{ID: q[i].ID, Queued: q[i].Queued, Attempts: q[i].Attempts, Meta: q[i].Meta}
+		if err := enc.Encode(Line{Type: "outbox", Outbox: &meta}); err != nil {
+			return err
+		}
+	}
+	hist, err := tx.AppliedHistory()
+	if err != nil {
+		return err
+	}
+	for i := range hist {
+		if err := enc.Encode(Line{Type: "applied", Applied: &hist[i]}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Export is an export read back: an in-memory store, and the corrupt state file the exported

@@ -37,35 +37,7 @@ func WriteText(w io.Writer, d Doc) {
 		fmt.Fprintln(w, "\nno tick has run yet")
 	}
 	for _, t := range d.Ticks {
-		exit := "running or killed"
-		if t.Exit != nil {
-			exit = fmt.Sprintf("exit %d", *t.Exit)
-		}
-		action := t.Action
-		if action == "" {
-			action = "-"
-		}
-		fmt.Fprintf(w, "\ntick %d  %s  action %s  desired %s  applied %s  %s\n", t.Tick, machine.Stamp(t.StartedAt), action, machine.ShortSha(t.DesiredSha), machine.ShortSha(t.AppliedSha), exit)
-		if t.Folded > 0 && t.LastAt != nil {
-			word := "ticks"
-			if t.Folded == 1 {
-				word = "tick"
-			}
-			fmt.Fprintf(w, "  (and %d more %s like it, the last at %s)\n", t.Folded, word, machine.Stamp(*t.LastAt))
-		}
-		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		for _, tr := range t.Transitions {
-			step := tr.From + " → " + tr.To
-			if tr.From == tr.To {
-				step = tr.From + " · " + tr.Event
-			}
-			detail := tr.Detail
-			if c := string(tr.Code); c != "" && !strings.HasPrefix(detail, c) && !strings.Contains(detail, c+":") {
-				detail = c + ": " + detail
-			}
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", machine.Stamp(tr.At), step, duration(tr.Ms), detail)
-		}
-		tw.Flush()
+		writeTick(w, t)
 	}
 	verdict := VerdictWords(d.Verdict)
 	if len(d.Codes) > 0 {
@@ -78,6 +50,39 @@ func WriteText(w io.Writer, d Doc) {
 	for _, a := range d.Also {
 		WriteWhy(w, a)
 	}
+}
+
+// writeTick writes one tick of the explanation: its header line, and its transitions in a table.
+func writeTick(w io.Writer, t Tick) {
+	exit := "running or killed"
+	if t.Exit != nil {
+		exit = fmt.Sprintf("exit %d", *t.Exit)
+	}
+	action := t.Action
+	if action == "" {
+		action = "-"
+	}
+	fmt.Fprintf(w, "\ntick %d  %s  action %s  desired %s  applied %s  %s\n", t.Tick, machine.Stamp(t.StartedAt), action, machine.ShortSha(t.DesiredSha), machine.ShortSha(t.AppliedSha), exit)
+	if t.Folded > 0 && t.LastAt != nil {
+		word := "ticks"
+		if t.Folded == 1 {
+			word = "tick"
+		}
+		fmt.Fprintf(w, "  (and %d more %s like it, the last at %s)\n", t.Folded, word, machine.Stamp(*t.LastAt))
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, tr := range t.Transitions {
+		step := tr.From + " → " + tr.To
+		if tr.From == tr.To {
+			step = tr.From + " · " + tr.Event
+		}
+		detail := tr.Detail
+		if c := string(tr.Code); c != "" && !strings.HasPrefix(detail, c) && !strings.Contains(detail, c+":") {
+			detail = c + ": " + detail
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", machine.Stamp(tr.At), step, duration(tr.Ms), detail)
+	}
+	tw.Flush()
 }
 
 // WriteWhy prints the why block: the code, the fault, the evidence, what happens next and the
