@@ -117,28 +117,11 @@ func Build(st store.Store, o Options) (Doc, error) {
 			since = now.Add(-o.Since)
 			d.Since = o.Since.String()
 		}
-		sums, err := tx.Ticks(o.N)
+		ticks, err := readTicks(tx, o.N, since)
 		if err != nil {
 			return err
 		}
-		for _, s := range sums {
-			if !since.IsZero() && s.StartedAt.Before(since) && (s.LastAt.IsZero() || s.LastAt.Before(since)) {
-				continue
-			}
-			es, err := tx.Entries(s.Tick)
-			if err != nil {
-				return err
-			}
-			t := Tick{Tick: s.Tick, StartedAt: s.StartedAt, Exit: s.Exit, Action: s.Action, DesiredSha: s.DesiredSha, AppliedSha: s.AppliedSha, Folded: s.Folded, Transitions: []Transition{}}
-			if !s.LastAt.IsZero() {
-				la := s.LastAt
-				t.LastAt = &la
-			}
-			for _, e := range es {
-				t.Transitions = append(t.Transitions, Transition{From: e.From, To: e.To, Event: e.Event, At: e.At, Ms: e.Ms, Code: e.Code, Detail: e.Detail})
-			}
-			d.Ticks = append(d.Ticks, t)
-		}
+		d.Ticks = ticks
 		in, err := ReadWith(tx, now, o.Limits)
 		if err != nil {
 			return err
@@ -160,6 +143,35 @@ func Build(st store.Store, o Options) (Doc, error) {
 	}
 	d.Schema = Schema
 	return d, err
+}
+
+// readTicks reads the last n ticks of tx and their entries, leaving out those that ended
+// before since (zero: none).
+func readTicks(tx store.Tx, n int, since time.Time) ([]Tick, error) {
+	sums, err := tx.Ticks(n)
+	if err != nil {
+		return nil, err
+	}
+	var ticks []Tick
+	for _, s := range sums {
+		if !since.IsZero() && s.StartedAt.Before(since) && (s.LastAt.IsZero() || s.LastAt.Before(since)) {
+			continue
+		}
+		es, err := tx.Entries(s.Tick)
+		if err != nil {
+			return nil, err
+		}
+		t := Tick{Tick: s.Tick, StartedAt: s.StartedAt, Exit: s.Exit, Action: s.Action, DesiredSha: s.DesiredSha, AppliedSha: s.AppliedSha, Folded: s.Folded, Transitions: []Transition{}}
+		if !s.LastAt.IsZero() {
+			la := s.LastAt
+			t.LastAt = &la
+		}
+		for _, e := range es {
+			t.Transitions = append(t.Transitions, Transition{From: e.From, To: e.To, Event: e.Event, At: e.At, Ms: e.Ms, Code: e.Code, Detail: e.Detail})
+		}
+		ticks = append(ticks, t)
+	}
+	return ticks, nil
 }
 
 // newestAt is when the file's newest tick last did something: its last folded tick, its end,

@@ -169,31 +169,34 @@ func ReadNDJSON(r io.Reader) (*Export, error) {
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("ndjson: %w", err)
 	}
-	err := m.Update(func(tx store.Tx) error {
-		for _, l := range lines {
-			var err error
-			switch l.Type {
-			case "record":
-				err = tx.PutRecord(*l.Record)
-			case "tick":
-				err = tx.PutTick(*l.Tick)
-			case "entry":
-				_, err = tx.Append(*l.Entry)
-			case "lease":
-				err = tx.AddLease(*l.Lease)
-			case "outbox":
-				_, err = tx.Enqueue(*l.Outbox)
-			case "applied":
-				err = tx.AddApplied(*l.Applied)
-			}
-			if err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	err := m.Update(func(tx store.Tx) error { return putLines(tx, lines) })
 	if err != nil {
 		return nil, fmt.Errorf("ndjson load: %w", err)
 	}
 	return x, nil
+}
+
+// putLines writes the export's lines into tx, in their order.
+func putLines(tx store.Tx, lines []Line) error {
+	for _, l := range lines {
+		var err error
+		switch l.Type {
+		case "record":
+			err = tx.PutRecord(*l.Record)
+		case "tick":
+			err = tx.PutTick(*l.Tick)
+		case "entry":
+			_, err = tx.Append(*l.Entry)
+		case "lease":
+			err = tx.AddLease(*l.Lease)
+		case "outbox":
+			_, err = tx.Enqueue(*l.Outbox)
+		case "applied":
+			err = tx.AddApplied(*l.Applied)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
