@@ -207,29 +207,9 @@ func next(in Input) (string, bool) {
 	rec := in.Rec
 	switch stateOf(rec) {
 	case string(machine.Refused):
-		if rec.Refusal == nil {
-			return "refused — a new desired sha starts over", false
-		}
-		if rec.Refusal.Code == vocab.DiskInsufficient && rec.Refusal.NeedBytes > implausibleNeed {
-			return "refused: DISK_INSUFFICIENT — the bundle declares " + machine.Size(rec.Refusal.NeedBytes) + ": a new desired sha with a true disk_need_bytes clears it", false
-		}
-		if rec.Refusal.Code == vocab.DiskInsufficient {
-			return "refused: DISK_INSUFFICIENT — measured again every tick; the apply goes on by itself once the space is there", false
-		}
-		return "refused: " + string(rec.Refusal.Code) + " — " + clears(rec.Refusal.Code), false
+		return refusedNext(rec), false
 	case string(machine.Failed):
-		n := rec.TotalAttempts()
-		code := ""
-		if rec.Failure != nil {
-			code = string(rec.Failure.Code) + " "
-		}
-		if rec.Action == vocab.ActionNone {
-			return "not converged: " + code + "— a service is not running or not healthy; checked again at the next tick, the agent does not restart it", false
-		}
-		if rec.Parked {
-			return fmt.Sprintf("parked after %d failed attempts: %s— `monky-deployd resume` retries", n, code), false
-		}
-		return fmt.Sprintf("retry %d of %d at %s", n+1, machine.AttemptLimit(rec), machine.Stamp(rec.NextRetryAt)), false
+		return failedNext(rec), false
 	case string(machine.Blocked):
 		if rec.Block == nil {
 			return "blocked — `monky-deployd resume`", false
@@ -260,6 +240,36 @@ func next(in Input) (string, bool) {
 		return "tenancy asked to wait: no lease before " + machine.Stamp(rec.LeaseRetryAfter), false
 	}
 	return "resuming at " + stateOf(rec) + " at the next tick", false
+}
+
+// refusedNext is what comes next for a refused sha.
+func refusedNext(rec store.Record) string {
+	if rec.Refusal == nil {
+		return "refused — a new desired sha starts over"
+	}
+	if rec.Refusal.Code == vocab.DiskInsufficient && rec.Refusal.NeedBytes > implausibleNeed {
+		return "refused: DISK_INSUFFICIENT — the bundle declares " + machine.Size(rec.Refusal.NeedBytes) + ": a new desired sha with a true disk_need_bytes clears it"
+	}
+	if rec.Refusal.Code == vocab.DiskInsufficient {
+		return "refused: DISK_INSUFFICIENT — measured again every tick; the apply goes on by itself once the space is there"
+	}
+	return "refused: " + string(rec.Refusal.Code) + " — " + clears(rec.Refusal.Code)
+}
+
+// failedNext is what comes next for a failed apply or an unhealthy heartbeat.
+func failedNext(rec store.Record) string {
+	n := rec.TotalAttempts()
+	code := ""
+	if rec.Failure != nil {
+		code = string(rec.Failure.Code) + " "
+	}
+	if rec.Action == vocab.ActionNone {
+		return "not converged: " + code + "— a service is not running or not healthy; checked again at the next tick, the agent does not restart it"
+	}
+	if rec.Parked {
+		return fmt.Sprintf("parked after %d failed attempts: %s— `monky-deployd resume` retries", n, code)
+	}
+	return fmt.Sprintf("retry %d of %d at %s", n+1, machine.AttemptLimit(rec), machine.Stamp(rec.NextRetryAt))
 }
 
 // newest is the newest tick and its entries.
