@@ -109,18 +109,7 @@ func Write(path, countersPath string, st store.Store, t Tick) error {
 		return err
 	}
 	if rec.Tick != c.CountedTick {
-		c.TicksByExit[strconv.Itoa(t.Exit)]++
-		if t.Exit != 0 {
-			code := t.Code
-			if code == "" {
-				code = NoCode
-			}
-			c.FailuresByCode[code]++
-		}
-		for _, code := range newRefusals {
-			c.RefusalsByCode[code]++
-		}
-		c.CountedTick = rec.Tick
+		count(&c, rec.Tick, t, newRefusals)
 		if err := writeCounters(countersPath, c); err != nil {
 			return err
 		}
@@ -131,6 +120,22 @@ func Write(path, countersPath string, st store.Store, t Tick) error {
 		return fmt.Errorf("metrics: write %s: %w", path, err)
 	}
 	return nil
+}
+
+// count counts tick n, which ended as t, and the refusals it committed, into c.
+func count(c *Counters, n uint64, t Tick, newRefusals []string) {
+	c.TicksByExit[strconv.Itoa(t.Exit)]++
+	if t.Exit != 0 {
+		code := t.Code
+		if code == "" {
+			code = NoCode
+		}
+		c.FailuresByCode[code]++
+	}
+	for _, code := range newRefusals {
+		c.RefusalsByCode[code]++
+	}
+	c.CountedTick = n
 }
 
 // family is one metric family under construction; every sample carries env.
@@ -169,30 +174,7 @@ func Families(rec store.Record, c Counters, t Tick, leasesUsed, outbox int) []*d
 	gauge := func(name, help string, v float64) {
 		out = append(out, newFamily(env, "monky_deployd_"+name, help, dto.MetricType_GAUGE).add(v))
 	}
-	version := t.Version
-	if version == "" {
-		version = "unknown"
-	}
-	out = append(out, newFamily(env, "monky_deployd_build_info", "The agent's build: its version and the transports it can dial with (1).", dto.MetricType_GAUGE).
-		add(1, "version", version, "transports", strings.Join(t.Transports, ",")))
-
-	state := newFamily(env, "monky_deployd_state", "The machine's state: 1 for the current one.", dto.MetricType_GAUGE)
-	cur := rec.State
-	if cur == "" {
-		cur = string(machine.Idle)
-	}
-	for _, s := range machine.All {
-		v := 0.0
-		if string(s) == cur {
-			v = 1
-		}
-		state.add(v, "state", string(s))
-	}
-	out = append(out, state)
-	info := newFamily(env, "monky_deployd_sha_info", "The applied and the desired bundle sha (1; kind=applied|desired).", dto.MetricType_GAUGE)
-	info.add(1, "kind", "applied", "sha", rec.AppliedSha)
-	info.add(1, "kind", "desired", "sha", rec.DesiredSha)
-	out = append(out, info)
+	out = append(out, infoFamilies(rec, t)...)
 
 	gauge("last_tick_exit_code", "The exit code of the last tick (0, 1, 75 temporary, 78 env mismatch).", float64(t.Exit))
 	gauge("last_tick_duration_seconds", "How long the last tick took.", t.Duration.Seconds())
@@ -203,13 +185,7 @@ func Families(rec store.Record, c Counters, t Tick, leasesUsed, outbox int) []*d
 	gauge("lease_budget_limit", "Leases tenancy allows per rolling hour.", float64(machine.LeaseLimit))
 	gauge("token_expiry_timestamp_seconds", "When the OpenBao token expires (unix time; 0: no token).", unix(rec.Token.ExpiresAt))
 	gauge("outbox_reports", "Reports waiting in the outbox for tenancy's acknowledgement.", float64(outbox))
-	healthy := 0
-	for _, ct := range rec.Containers {
-		if ct.State == "running" && (ct.Health == "healthy" || ct.Health == "") {
-			healthy++
-		}
-	}
-	gauge("containers_healthy", "Containers running and healthy (or running without a healthcheck) at the last check-in.", float64(healthy))
+	gauge("containers_healthy", "Containers running and healthy (or running without a healthcheck) at the last check-in.", float64(healthyCount(rec.Containers)))
 	gauge("containers", "Containers of the project at the last check-in.", float64(len(rec.Containers)))
 	gauge("failed_attempts", "Failed attempts of the current flight.", float64(rec.TotalAttempts()))
 	parked := 0.0
@@ -238,6 +214,45 @@ func Families(rec store.Record, c Counters, t Tick, leasesUsed, outbox int) []*d
 	}
 	sort.Slice(fams, func(i, j int) bool { return fams[i].GetName() < fams[j].GetName() })
 	return fams
+}
+
+// infoFamilies are the families that say what the agent and the box are: the build, the
+// machine's state and the applied and desired shas.
+func infoFamilies(rec store.Record, t Tick) []*family {
+	env := rec.EnvID
+	version := t.Version
+	if version == "" {
+		version = "unknown"
+	}
+	build := newFamily(env, "monky_deployd_build_info", "The agent's build: its version and the transports it can dial with (1).", dto.MetricType_GAUGE).
+		add(1, "version", version, "transports", strings.Join(t.Transports, ","))
+	state := newFamily(env, "monky_deployd_state", "The machine's state: 1 for the current one.", dto.MetricType_GAUGE)
+	cur := rec.State
+	if cur == "" {
+		cur = string(machine.Idle)
+	}
+	for _, s := range machine.All {
+		v := 0.0
+		if string(s) == cur {
+			v = 1
+		}
+		state.add(v, "state", string(s))
+	}
+	info := newFamily(env, "monky_deployd_sha_info", "The applied and the desired bundle sha (1; kind=applied|desired).", dto.MetricType_GAUGE)
+	info.add(1, "kind", "applied", "sha", rec.AppliedSha)
+	info.add(1, "kind", "desired", "sha", rec.DesiredSha)
+	return []*family{build, state, info}
+}
+
+// healthyCount is how many of cs run healthy, or run without a healthcheck.
+func healthyCount(cs []store.Container) int {
+	healthy := 0
+	for _, ct := range cs {
+		if ct.State == "running" && (ct.Health == "healthy" || ct.Health == "") {
+			healthy++
+		}
+	}
+	return healthy
 }
 
 // writeTextfile replaces path with the families in the text format: a temp file beside it,
