@@ -97,20 +97,9 @@ func Build(st store.Store, o Options) (Doc, error) {
 	}
 	var d Doc
 	err := st.View(func(tx store.Tx) error {
-		now := o.Now
-		if o.Copy {
-			at, err := newestAt(tx)
-			if err != nil {
-				return err
-			}
-			if !o.AsOf.IsZero() {
-				at, d.sent = o.AsOf, true
-			}
-			if !at.IsZero() {
-				now = at
-				u := at.UTC()
-				d.AsOf = &u
-			}
+		now, err := d.readAsOf(tx, o)
+		if err != nil {
+			return err
 		}
 		var since time.Time
 		if o.Since > 0 {
@@ -143,6 +132,27 @@ func Build(st store.Store, o Options) (Doc, error) {
 	}
 	d.Schema = Schema
 	return d, err
+}
+
+// readAsOf is the time the explanation is of: now, or for a copy its newest tick (or the
+// --as-of time it was sent), which d then says.
+func (d *Doc) readAsOf(tx store.Tx, o Options) (time.Time, error) {
+	now := o.Now
+	if o.Copy {
+		at, err := newestAt(tx)
+		if err != nil {
+			return now, err
+		}
+		if !o.AsOf.IsZero() {
+			at, d.sent = o.AsOf, true
+		}
+		if !at.IsZero() {
+			now = at
+			u := at.UTC()
+			d.AsOf = &u
+		}
+	}
+	return now, nil
 }
 
 // readTicks reads the last n ticks of tx and their entries, leaving out those that ended

@@ -85,14 +85,8 @@ func Write(path, countersPath string, st store.Store, t Tick) error {
 		}
 		v = explain.Decide(in)
 		unanswered = checkinUnanswered(in)
-		es, err := tx.Entries(rec.Tick)
-		if err != nil {
+		if newRefusals, err = refusalsOf(tx, rec.Tick); err != nil {
 			return err
-		}
-		for _, e := range es {
-			if e.To == string(machine.Refused) && e.From != e.To && e.Code != "" {
-				newRefusals = append(newRefusals, string(e.Code))
-			}
 		}
 		if used, _, err = machine.LeaseBudget(tx, t.EndedAt); err != nil {
 			return err
@@ -120,6 +114,21 @@ func Write(path, countersPath string, st store.Store, t Tick) error {
 		return fmt.Errorf("metrics: write %s: %w", path, err)
 	}
 	return nil
+}
+
+// refusalsOf is the codes of the refusals tick n committed.
+func refusalsOf(tx store.Tx, n uint64) ([]string, error) {
+	es, err := tx.Entries(n)
+	if err != nil {
+		return nil, err
+	}
+	var codes []string
+	for _, e := range es {
+		if e.To == string(machine.Refused) && e.From != e.To && e.Code != "" {
+			codes = append(codes, string(e.Code))
+		}
+	}
+	return codes, nil
 }
 
 // count counts tick n, which ended as t, and the refusals it committed, into c.
