@@ -102,161 +102,194 @@ func explainWhy(in Input) *Why {
 
 	// A block first: a blocked tick touches nothing else.
 	if stateOf(rec) == string(machine.Blocked) && rec.Block != nil {
-		b := rec.Block
-		next := "every tick exits 1 at once without touching the network until a new bootstrap.jwt appears (the next tick looks " + nextTick + ") or `monky-deployd bootstrap --force`"
-		if b.Code == vocab.AgentEnvMismatch {
-			next = "every tick exits 78 at once without touching the network until config.yaml changes or `monky-deployd resume`"
-		}
-		code, fault, evidence := b.Code, "", trimCode(b.Code, b.Detail)
-		refusedBearer := b.Code == vocab.AgentUnauthenticated && !strings.Contains(b.Detail, "is unreadable")
-		if e, ok := in.find(func(e store.Entry) bool { return e.Event == machine.NoteUnauthenticated }); ok && refusedBearer {
-			evidence = e.Detail + "; no fresh bootstrap grant on disk"
-		}
-		if e, ok := in.find(func(e store.Entry) bool {
-			return e.Event == machine.NoteUnauthenticated && strings.HasPrefix(string(e.Code), "BAO_")
-		}); ok && refusedBearer {
-			// OpenBao refused the token, not tenancy: name OpenBao's code
-			code = e.Code
-			fault = "OpenBao refused the box's token (" + string(e.Code) + ": OpenBao's refusal, not tenancy's), so the agent deleted it; no fresh bootstrap grant is on disk to log in again"
-		}
-		unreadable := b.Code == vocab.AgentUnauthenticated && strings.Contains(b.Detail, "is unreadable")
-		switch {
-		case unreadable:
-			// no one refused anything: the agent's user cannot read the grant on disk
-			code, fault = b.Code, "no token is stored and the bootstrap grant on disk cannot be read by the agent's user (its owner or mode): nothing was sent to tenancy or OpenBao"
-			next = "every tick exits 1 at once without touching the network until the grant is readable and `monky-deployd resume` (or a new bootstrap.jwt) lifts the block"
-		case b.Code == vocab.AgentUnauthenticated && strings.Contains(b.Detail, "no bootstrap grant at") && !strings.HasPrefix(b.Detail, "bearer refused"):
-			fault = "no OpenBao token is stored and no bootstrap grant is on disk: the box has not logged in since its token went, and has nothing to log in with"
-		}
-		w := mk(code, fault, evidence, next, b.At, in.tickWhere(func(e store.Entry) bool { return e.To == string(machine.Blocked) && e.From != e.To }))
-		switch {
-		case unreadable:
-			w.Fix = in.paths().Replace("sudo ls -l {bootstrap}; sudo chown monky-deployd {bootstrap} && sudo chmod 0600 {bootstrap}   # then monky-deployd resume --now")
-		case code != b.Code:
-			w.Fix = causeOf(vocab.BaoPermissionDenied).Fix + "   # then re-run the install kit (a new bootstrap.jwt unblocks)"
-		}
-		return w
+		return in.blockedWhy(mk, nextTick)
 	}
 	// A tick that could not go on now: its note is the fault of the moment.
 	if e, ok := in.temporary(); ok {
-		lastSum, _, _ := in.newest()
-		fault := temporaryEvents[e.Event]
-		reuseUnasked := e.Event == machine.NoteLeaseDeferred && (strings.HasPrefix(string(e.Code), "BAO_") || strings.Contains(e.Detail, "whether the token is reusable"))
-		if reuseUnasked {
-			// OpenBao could not be asked about the token in hand: no new lease is needed yet
-			fault = "OpenBao could not be asked whether the token in hand still reads the secrets, so no lease was asked on a guess"
-		}
-		if c, known := vocab.CauseOf(e.Code); known {
-			fault += ": " + c.Fault
-		}
-		next := "the next tick (" + nextTick + ") tries again; nothing is lost"
-		if reuseUnasked {
-			next = "the next tick (" + nextTick + ") asks OpenBao again and goes on with the token in hand when it answers; nothing is lost"
-		}
-		if lastSum.Exit != nil && *lastSum.Exit == vocab.ExitFail {
-			next = "the next tick (" + nextTick + ") runs again and ends the same way until the fix below is done"
-		}
-		switch {
-		case e.Code == vocab.LeaseBudget:
-			next = fmt.Sprintf("the budget frees a slot at %s; the first tick after it asks the lease and the apply goes on", machine.Stamp(in.Frees))
-			if in.Frees.IsZero() || !in.Now.Before(in.Frees) {
-				next = "a slot is free again: the next tick (" + nextTick + ") asks the lease and the apply goes on"
-			}
-		case e.Code == vocab.LeaseRateLimited && in.Now.Before(rec.LeaseRetryAfter):
-			next = "no lease before " + machine.Stamp(rec.LeaseRetryAfter) + " (tenancy's Retry-After); then the apply goes on by itself"
-		case e.Event == machine.NoteLoginFailed:
-			next = "the next tick (" + nextTick + ") logs in with the kept grant; no second lease is asked"
-		case e.Event == machine.NoteBootstrapFailed:
-			next = "the next tick (" + nextTick + ") logs in with the bootstrap grant, which stays on disk"
-		case e.Code == vocab.ReportPending:
-			next = "the next tick (" + nextTick + ") sends the outbox again; the box runs what it applied meanwhile"
-		}
-		code := e.Code
-		if code == "" {
-			code = vocab.Code(strings.ToUpper(strings.ReplaceAll(e.Event, "-", "_")))
-		}
-		evidence := trimCode(e.Code, e.Detail)
-		if code == vocab.ReportPending && len(in.Outbox) > 0 && in.outboxStuck(in.Outbox[0]) {
-			q := in.Outbox[0]
-			code, fault = vocab.OutboxStuck, causeOf(vocab.OutboxStuck).Fault
-			evidence = fmt.Sprintf("%d report(s) in the outbox; the oldest: %s for %s, queued %s, sent %d time(s); the last answer: %s",
-				len(in.Outbox), q.Meta.Result, machine.ShortSha(q.Meta.Sha), machine.Stamp(q.Queued), q.Attempts, trimCode(e.Code, e.Detail))
-			next = "the outbox is sent again at every tick (the next " + nextTick + "); tenancy does not know what runs here until it drains"
-		}
-		if n, since := in.repeated75(); n >= 3 {
-			fault += fmt.Sprintf(" — %d ticks in a row ended exit 75 (since %s): this is no blip", n, machine.Stamp(since))
-			next += fmt.Sprintf("; after %d in a row, check the fix below rather than wait", n)
-		}
-		w := mk(code, fault, evidence, next, e.At, e.Tick)
-		if !vocab.Known(e.Code) && e.Event == machine.NoteCheckinFailed {
-			w.Fix = "systemctl status ziti-edge-tunnel   # and tenancy's health"
-		}
-		if _, since := in.repeated75(); !since.IsZero() {
-			w.Since = since.UTC()
-		}
-		if lasted := in.Now.Sub(w.Since); lasted > in.Limits.stuckAfter() {
-			// a temporary fault that lasts is no longer one: a person looks
-			w.person = true
-			w.Next = sentence(strings.TrimSuffix(w.Next, ".") + fmt.Sprintf("; it has lasted %s, past stuck_after_s (%d): it will not clear by waiting", lasted.Round(time.Minute), int(in.Limits.stuckAfter().Seconds())))
-		}
-		return w
+		return in.temporaryWhy(e, mk, nextTick)
 	}
 	switch stateOf(rec) {
 	case string(machine.Refused):
-		r := rec.Refusal
-		if r == nil {
-			return nil
-		}
-		next := fmt.Sprintf("sha %s stays refused: it is not fetched again; %s", machine.ShortSha(r.Sha), clears(r.Code))
-		if r.Code == vocab.DiskInsufficient {
-			next = "measured again at every tick (the next " + nextTick + "); the apply goes on by itself once the space is there"
-			if r.NeedBytes > implausibleNeed {
-				next = "measured again at every tick, but no disk here will hold " + machine.Size(r.NeedBytes) + ": it stays refused until tenancy desires a sha whose bundle declares a true disk_need_bytes"
-			}
-		}
-		fault := privilegedFault(r.Code, r.Detail)
-		if r.Code == vocab.DiskInsufficient && r.NeedBytes > implausibleNeed {
-			fault = "the bundle declares it needs " + machine.Size(r.NeedBytes) + " of image storage, which no box has: its disk_need_bytes is wrong, not this disk"
-		}
-		w := mk(r.Code, fault, trimCode(r.Code, r.Detail), next, r.At, in.tickOf(r.Code))
-		if r.Code == vocab.DiskInsufficient && r.NeedBytes > implausibleNeed {
-			w.Fix = fmt.Sprintf("fix disk_need_bytes in the bundle's bundle.json (it declares %s; no image set needs that): publish the bundle again", machine.Size(r.NeedBytes))
-		}
-		return w
+		return in.refusedWhy(mk, nextTick)
 	case string(machine.Failed):
-		if rec.Action == vocab.ActionNone {
-			return in.unhealthyWhy(mk, nextTick)
-		}
-		f := rec.Failure
-		if f == nil {
-			return nil
-		}
-		n := rec.TotalAttempts()
-		limit := machine.AttemptLimit(rec)
-		var next string
-		switch {
-		case rec.Parked:
-			next = fmt.Sprintf("parked after %d failed attempts of %s: nothing is tried until `monky-deployd resume` or a new desired sha", n, machine.ShortSha(f.Sha))
-		default:
-			next = fmt.Sprintf("attempt %d of %d failed (the step from %s); retry %d of %d at %s (backoff), unless tenancy desires another sha first", n, limit, f.State, n+1, limit, machine.Stamp(rec.NextRetryAt))
-		}
-		fault, fix := causeOf(f.Code).Fault, ""
-		if pf := privilegedFault(f.Code, f.Detail); pf != "" {
-			fault = pf
-		}
-		switch {
-		case f.Code == vocab.ComposePullFailed:
-			fault, fix = pullKind(f.Detail)
-		case f.Code == vocab.Unhealthy:
-			fault = "a service did not turn healthy within healthy_timeout_s after compose up"
-		}
-		w := mk(f.Code, fault, trimCode(f.Code, f.Detail), next, f.At, in.tickOf(f.Code))
-		if fix != "" {
-			w.Fix = fix
-		}
-		return w
+		return in.failedWhy(mk, nextTick)
 	}
 	return in.sick(mk, nextTick)
+}
+
+// blockedWhy is the why of a blocked box: only a person or a new grant clears it.
+func (in Input) blockedWhy(mk maker, nextTick string) *Why {
+	rec := in.Rec
+	b := rec.Block
+	next := "every tick exits 1 at once without touching the network until a new bootstrap.jwt appears (the next tick looks " + nextTick + ") or `monky-deployd bootstrap --force`"
+	if b.Code == vocab.AgentEnvMismatch {
+		next = "every tick exits 78 at once without touching the network until config.yaml changes or `monky-deployd resume`"
+	}
+	code, fault, evidence := b.Code, "", trimCode(b.Code, b.Detail)
+	refusedBearer := b.Code == vocab.AgentUnauthenticated && !strings.Contains(b.Detail, "is unreadable")
+	if e, ok := in.find(func(e store.Entry) bool { return e.Event == machine.NoteUnauthenticated }); ok && refusedBearer {
+		evidence = e.Detail + "; no fresh bootstrap grant on disk"
+	}
+	if e, ok := in.find(func(e store.Entry) bool {
+		return e.Event == machine.NoteUnauthenticated && strings.HasPrefix(string(e.Code), "BAO_")
+	}); ok && refusedBearer {
+		// OpenBao refused the token, not tenancy: name OpenBao's code
+		code = e.Code
+		fault = "OpenBao refused the box's token (" + string(e.Code) + ": OpenBao's refusal, not tenancy's), so the agent deleted it; no fresh bootstrap grant is on disk to log in again"
+	}
+	unreadable := b.Code == vocab.AgentUnauthenticated && strings.Contains(b.Detail, "is unreadable")
+	switch {
+	case unreadable:
+		// no one refused anything: the agent's user cannot read the grant on disk
+		code, fault = b.Code, "no token is stored and the bootstrap grant on disk cannot be read by the agent's user (its owner or mode): nothing was sent to tenancy or OpenBao"
+		next = "every tick exits 1 at once without touching the network until the grant is readable and `monky-deployd resume` (or a new bootstrap.jwt) lifts the block"
+	case b.Code == vocab.AgentUnauthenticated && strings.Contains(b.Detail, "no bootstrap grant at") && !strings.HasPrefix(b.Detail, "bearer refused"):
+		fault = "no OpenBao token is stored and no bootstrap grant is on disk: the box has not logged in since its token went, and has nothing to log in with"
+	}
+	w := mk(code, fault, evidence, next, b.At, in.tickWhere(func(e store.Entry) bool { return e.To == string(machine.Blocked) && e.From != e.To }))
+	switch {
+	case unreadable:
+		w.Fix = in.paths().Replace("sudo ls -l {bootstrap}; sudo chown monky-deployd {bootstrap} && sudo chmod 0600 {bootstrap}   # then monky-deployd resume --now")
+	case code != b.Code:
+		w.Fix = causeOf(vocab.BaoPermissionDenied).Fix + "   # then re-run the install kit (a new bootstrap.jwt unblocks)"
+	}
+	return w
+}
+
+// temporaryWhy is the why of a tick that could not go on now (its note e): the fault of the
+// moment, which the next tick tries again — unless it lasts.
+func (in Input) temporaryWhy(e store.Entry, mk maker, nextTick string) *Why {
+	fault := temporaryEvents[e.Event]
+	reuseUnasked := e.Event == machine.NoteLeaseDeferred && (strings.HasPrefix(string(e.Code), "BAO_") || strings.Contains(e.Detail, "whether the token is reusable"))
+	if reuseUnasked {
+		// OpenBao could not be asked about the token in hand: no new lease is needed yet
+		fault = "OpenBao could not be asked whether the token in hand still reads the secrets, so no lease was asked on a guess"
+	}
+	if c, known := vocab.CauseOf(e.Code); known {
+		fault += ": " + c.Fault
+	}
+	next := in.temporaryNext(e, nextTick, reuseUnasked)
+	code := e.Code
+	if code == "" {
+		code = vocab.Code(strings.ToUpper(strings.ReplaceAll(e.Event, "-", "_")))
+	}
+	evidence := trimCode(e.Code, e.Detail)
+	if code == vocab.ReportPending && len(in.Outbox) > 0 && in.outboxStuck(in.Outbox[0]) {
+		q := in.Outbox[0]
+		code, fault = vocab.OutboxStuck, causeOf(vocab.OutboxStuck).Fault
+		evidence = fmt.Sprintf("%d report(s) in the outbox; the oldest: %s for %s, queued %s, sent %d time(s); the last answer: %s",
+			len(in.Outbox), q.Meta.Result, machine.ShortSha(q.Meta.Sha), machine.Stamp(q.Queued), q.Attempts, trimCode(e.Code, e.Detail))
+		next = "the outbox is sent again at every tick (the next " + nextTick + "); tenancy does not know what runs here until it drains"
+	}
+	if n, since := in.repeated75(); n >= 3 {
+		fault += fmt.Sprintf(" — %d ticks in a row ended exit 75 (since %s): this is no blip", n, machine.Stamp(since))
+		next += fmt.Sprintf("; after %d in a row, check the fix below rather than wait", n)
+	}
+	w := mk(code, fault, evidence, next, e.At, e.Tick)
+	if !vocab.Known(e.Code) && e.Event == machine.NoteCheckinFailed {
+		w.Fix = "systemctl status ziti-edge-tunnel   # and tenancy's health"
+	}
+	if _, since := in.repeated75(); !since.IsZero() {
+		w.Since = since.UTC()
+	}
+	if lasted := in.Now.Sub(w.Since); lasted > in.Limits.stuckAfter() {
+		// a temporary fault that lasts is no longer one: a person looks
+		w.person = true
+		w.Next = sentence(strings.TrimSuffix(w.Next, ".") + fmt.Sprintf("; it has lasted %s, past stuck_after_s (%d): it will not clear by waiting", lasted.Round(time.Minute), int(in.Limits.stuckAfter().Seconds())))
+	}
+	return w
+}
+
+// temporaryNext says what the next tick does about the temporary fault of its note e;
+// reuseUnasked: OpenBao could not be asked about the token in hand.
+func (in Input) temporaryNext(e store.Entry, nextTick string, reuseUnasked bool) string {
+	rec := in.Rec
+	lastSum, _, _ := in.newest()
+	next := "the next tick (" + nextTick + ") tries again; nothing is lost"
+	if reuseUnasked {
+		next = "the next tick (" + nextTick + ") asks OpenBao again and goes on with the token in hand when it answers; nothing is lost"
+	}
+	if lastSum.Exit != nil && *lastSum.Exit == vocab.ExitFail {
+		next = "the next tick (" + nextTick + ") runs again and ends the same way until the fix below is done"
+	}
+	switch {
+	case e.Code == vocab.LeaseBudget:
+		next = fmt.Sprintf("the budget frees a slot at %s; the first tick after it asks the lease and the apply goes on", machine.Stamp(in.Frees))
+		if in.Frees.IsZero() || !in.Now.Before(in.Frees) {
+			next = "a slot is free again: the next tick (" + nextTick + ") asks the lease and the apply goes on"
+		}
+	case e.Code == vocab.LeaseRateLimited && in.Now.Before(rec.LeaseRetryAfter):
+		next = "no lease before " + machine.Stamp(rec.LeaseRetryAfter) + " (tenancy's Retry-After); then the apply goes on by itself"
+	case e.Event == machine.NoteLoginFailed:
+		next = "the next tick (" + nextTick + ") logs in with the kept grant; no second lease is asked"
+	case e.Event == machine.NoteBootstrapFailed:
+		next = "the next tick (" + nextTick + ") logs in with the bootstrap grant, which stays on disk"
+	case e.Code == vocab.ReportPending:
+		next = "the next tick (" + nextTick + ") sends the outbox again; the box runs what it applied meanwhile"
+	}
+	return next
+}
+
+// refusedWhy is the why of a refused sha, nil when the record holds no refusal.
+func (in Input) refusedWhy(mk maker, nextTick string) *Why {
+	rec := in.Rec
+	r := rec.Refusal
+	if r == nil {
+		return nil
+	}
+	next := fmt.Sprintf("sha %s stays refused: it is not fetched again; %s", machine.ShortSha(r.Sha), clears(r.Code))
+	if r.Code == vocab.DiskInsufficient {
+		next = "measured again at every tick (the next " + nextTick + "); the apply goes on by itself once the space is there"
+		if r.NeedBytes > implausibleNeed {
+			next = "measured again at every tick, but no disk here will hold " + machine.Size(r.NeedBytes) + ": it stays refused until tenancy desires a sha whose bundle declares a true disk_need_bytes"
+		}
+	}
+	fault := privilegedFault(r.Code, r.Detail)
+	if r.Code == vocab.DiskInsufficient && r.NeedBytes > implausibleNeed {
+		fault = "the bundle declares it needs " + machine.Size(r.NeedBytes) + " of image storage, which no box has: its disk_need_bytes is wrong, not this disk"
+	}
+	w := mk(r.Code, fault, trimCode(r.Code, r.Detail), next, r.At, in.tickOf(r.Code))
+	if r.Code == vocab.DiskInsufficient && r.NeedBytes > implausibleNeed {
+		w.Fix = fmt.Sprintf("fix disk_need_bytes in the bundle's bundle.json (it declares %s; no image set needs that): publish the bundle again", machine.Size(r.NeedBytes))
+	}
+	return w
+}
+
+// failedWhy is the why of a failed apply (or an unhealthy heartbeat), nil when the record
+// holds no failure.
+func (in Input) failedWhy(mk maker, nextTick string) *Why {
+	rec := in.Rec
+	if rec.Action == vocab.ActionNone {
+		return in.unhealthyWhy(mk, nextTick)
+	}
+	f := rec.Failure
+	if f == nil {
+		return nil
+	}
+	n := rec.TotalAttempts()
+	limit := machine.AttemptLimit(rec)
+	var next string
+	switch {
+	case rec.Parked:
+		next = fmt.Sprintf("parked after %d failed attempts of %s: nothing is tried until `monky-deployd resume` or a new desired sha", n, machine.ShortSha(f.Sha))
+	default:
+		next = fmt.Sprintf("attempt %d of %d failed (the step from %s); retry %d of %d at %s (backoff), unless tenancy desires another sha first", n, limit, f.State, n+1, limit, machine.Stamp(rec.NextRetryAt))
+	}
+	fault, fix := causeOf(f.Code).Fault, ""
+	if pf := privilegedFault(f.Code, f.Detail); pf != "" {
+		fault = pf
+	}
+	switch {
+	case f.Code == vocab.ComposePullFailed:
+		fault, fix = pullKind(f.Detail)
+	case f.Code == vocab.Unhealthy:
+		fault = "a service did not turn healthy within healthy_timeout_s after compose up"
+	}
+	w := mk(f.Code, fault, trimCode(f.Code, f.Detail), next, f.At, in.tickOf(f.Code))
+	if fix != "" {
+		w.Fix = fix
+	}
+	return w
 }
 
 // maker builds a why from its parts.
