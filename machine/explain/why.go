@@ -312,6 +312,34 @@ func (in Input) sickAll(mk maker, nextTick string) []*Why {
 	if rec.Action == vocab.ActionNone && rec.LastReport != nil && rec.LastReport.Result == effects.ResultFailed {
 		out = append(out, in.unhealthyWhy(mk, nextTick))
 	}
+	if w := in.refusedTokenWhy(mk, nextTick); w != nil {
+		out = append(out, w)
+	}
+	if w := in.tokenWhy(mk, nextTick); w != nil {
+		out = append(out, w)
+	}
+	if in.Used >= machine.LeaseLimit && in.Now.Before(in.Frees) {
+		out = append(out, mk(vocab.LeaseBudget, "", fmt.Sprintf("%d/%d leases asked since %s", in.Used, machine.LeaseLimit, machine.Stamp(in.Frees.Add(-machine.LeaseWindow))),
+			"no lease is asked before "+machine.Stamp(in.Frees)+": an apply or a token swap that needs one waits until then", in.Frees.Add(-machine.LeaseWindow), in.newestTick()))
+	}
+	if n := in.leasingTicks(); n >= 4 {
+		w := mk(vocab.LeaseEveryTick, "", fmt.Sprintf("a lease was asked in each of the last %d ticks (%d/%d in the last hour)", n, in.Used, machine.LeaseLimit),
+			fmt.Sprintf("the next tick (%s) asks again; at %d/%d the budget stops the applies and the token swaps for an hour", nextTick, machine.LeaseLimit, machine.LeaseLimit), in.Now, in.newestTick())
+		if len(in.Leases) > 0 {
+			w.Since = in.Leases[0].At.UTC()
+		}
+		w.person = true
+		out = append(out, w)
+	}
+	if w := in.outboxWhy(mk, nextTick); w != nil {
+		out = append(out, w)
+	}
+	return out
+}
+
+// refusedTokenWhy: a token OpenBao refuses tick after tick (nil when it does not).
+func (in Input) refusedTokenWhy(mk maker, nextTick string) *Why {
+	rec := in.Rec
 	// a token OpenBao refuses, again and again: the box lives from one bootstrap to the next
 	refused := 0
 	var lastRefusal, firstRefusal store.Entry
@@ -339,8 +367,14 @@ func (in Input) sickAll(mk maker, nextTick string) []*Why {
 			w.Fix = causeOf(vocab.BaoPermissionDenied).Fix
 		}
 		w.Since, w.person = firstRefusal.At.UTC(), true
-		out = append(out, w)
+		return w
 	}
+	return nil
+}
+
+// tokenWhy: a token expired, or expiring before the agent can renew it (nil when neither).
+func (in Input) tokenWhy(mk maker, nextTick string) *Why {
+	rec := in.Rec
 	tok := rec.Token
 	if tok.Present && !tok.ExpiresAt.IsZero() {
 		left := tok.ExpiresAt.Sub(in.Now)
@@ -348,7 +382,7 @@ func (in Input) sickAll(mk maker, nextTick string) []*Why {
 			w := mk(vocab.TokenExpired, "", fmt.Sprintf("token (%s) expired at %s, last checked %s", tok.Source, machine.Stamp(tok.ExpiresAt), machine.Stamp(tok.CheckedAt)),
 				"the next tick ("+nextTick+") finds the token refused and logs in with a bootstrap grant if one is on disk, else blocks", tok.ExpiresAt, in.newestTick())
 			w.person = true
-			out = append(out, w)
+			return w
 		} else if left < in.tokenWarn() {
 			evidence := fmt.Sprintf("token (%s) expires at %s, in %s; last renewed or checked %s", tok.Source, machine.Stamp(tok.ExpiresAt), left.Round(time.Second), machine.Stamp(tok.CheckedAt))
 			if e, ok := in.find(func(e store.Entry) bool { return e.Event == machine.NoteLeaseDeferred || e.Event == machine.NoteRenew }); ok {
@@ -357,22 +391,14 @@ func (in Input) sickAll(mk maker, nextTick string) []*Why {
 			w := mk(vocab.TokenExpiring, "", evidence,
 				"the agent renews it at every tick; unless a renew or a new lease succeeds before "+machine.Stamp(tok.ExpiresAt)+", the box loses OpenBao then", tok.CheckedAt, in.newestTick())
 			w.person = true
-			out = append(out, w)
+			return w
 		}
 	}
-	if in.Used >= machine.LeaseLimit && in.Now.Before(in.Frees) {
-		out = append(out, mk(vocab.LeaseBudget, "", fmt.Sprintf("%d/%d leases asked since %s", in.Used, machine.LeaseLimit, machine.Stamp(in.Frees.Add(-machine.LeaseWindow))),
-			"no lease is asked before "+machine.Stamp(in.Frees)+": an apply or a token swap that needs one waits until then", in.Frees.Add(-machine.LeaseWindow), in.newestTick()))
-	}
-	if n := in.leasingTicks(); n >= 4 {
-		w := mk(vocab.LeaseEveryTick, "", fmt.Sprintf("a lease was asked in each of the last %d ticks (%d/%d in the last hour)", n, in.Used, machine.LeaseLimit),
-			fmt.Sprintf("the next tick (%s) asks again; at %d/%d the budget stops the applies and the token swaps for an hour", nextTick, machine.LeaseLimit, machine.LeaseLimit), in.Now, in.newestTick())
-		if len(in.Leases) > 0 {
-			w.Since = in.Leases[0].At.UTC()
-		}
-		w.person = true
-		out = append(out, w)
-	}
+	return nil
+}
+
+// outboxWhy: reports waiting in the outbox, stuck or about to be sent again (nil when none).
+func (in Input) outboxWhy(mk maker, nextTick string) *Why {
 	if len(in.Outbox) > 0 {
 		q := in.Outbox[0]
 		evidence := fmt.Sprintf("%d report(s) in the outbox; the oldest: %s for %s, queued %s, sent %d time(s)", len(in.Outbox), q.Meta.Result, machine.ShortSha(q.Meta.Sha), machine.Stamp(q.Queued), q.Attempts)
@@ -382,12 +408,12 @@ func (in Input) sickAll(mk maker, nextTick string) []*Why {
 		if in.outboxStuck(q) {
 			w := mk(vocab.OutboxStuck, "", evidence, "the outbox is sent again at every tick (the next "+nextTick+"); tenancy does not know what runs here until it drains", q.Queued, in.newestTick())
 			w.person = in.Now.Sub(q.Queued) > in.Limits.stuckAfter()
-			out = append(out, w)
+			return w
 		} else {
-			out = append(out, mk(vocab.ReportPending, "", evidence, "the outbox is sent again at the next tick ("+nextTick+")", q.Queued, in.newestTick()))
+			return mk(vocab.ReportPending, "", evidence, "the outbox is sent again at the next tick ("+nextTick+")", q.Queued, in.newestTick())
 		}
 	}
-	return out
+	return nil
 }
 
 // stale is the why of a box no tick has run on for longer than stale_after_s: the timer is
