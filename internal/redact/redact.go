@@ -15,8 +15,11 @@ import (
 	"io"
 	"net/url"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/tikali/monky-deployd/internal/sanitize"
 )
 
 // Mask is what a secret is replaced with.
@@ -63,7 +66,7 @@ func (r *Redactor) Len() int {
 
 // Add registers secret: the value itself and the forms it takes when encoded — base64 (standard
 // and URL alphabets, padded or not, and the stable middle of each of the three alignments it can
-// have inside a longer base64 text), hex, URL-escaped and JSON-escaped. Values shorter than
+// have inside a longer base64 text), hex, URL-escaped — and when escaped (see escapedForms). Values shorter than
 // MinLen are ignored (see MinLen). Leading and trailing whitespace is not part of a secret.
 //
 // A secret of several lines is also registered line by line (each line of MinLen or more, as
@@ -105,15 +108,8 @@ func (r *Redactor) Add(secret string) {
 	derived(strings.ToUpper(hex.EncodeToString(b)))
 	derived(url.QueryEscape(secret))
 	derived(url.PathEscape(secret))
-	if j, err := json.Marshal(secret); err == nil {
-		derived(string(j[1 : len(j)-1]))
-	}
-	var jb bytes.Buffer
-	je := json.NewEncoder(&jb)
-	je.SetEscapeHTML(false)
-	if je.Encode(secret) == nil {
-		s := strings.TrimSpace(jb.String())
-		derived(s[1 : len(s)-1])
+	for _, e := range escapedForms(secret) {
+		derived(e)
 	}
 
 	r.mu.Lock()
@@ -275,3 +271,53 @@ func (r *Redactor) Tail(s string, n int) string {
 
 // Tail is Redactor.Tail with Default.
 func Tail(s string, n int) string { return Default.Tail(s, n) }
+
+// escapers are the ways the agent escapes a string on its way to a sink: sanitize's Line and
+// Text (an error or a log tail made printable), strconv.Quote and QuoteToASCII (what %q and %+q
+// print, quotes aside) and JSON, with and without HTML escaping (json.Marshal; the logger and
+// json.Encoder without it). Each returns the escaped text without surrounding quotes.
+var escapers = []func(string) string{
+	sanitize.Line,
+	sanitize.Text,
+	func(s string) string { q := strconv.Quote(s); return q[1 : len(q)-1] },
+	func(s string) string { q := strconv.QuoteToASCII(s); return q[1 : len(q)-1] },
+	func(s string) string {
+		j, err := json.Marshal(s)
+		if err != nil {
+			return s
+		}
+		return string(j[1 : len(j)-1])
+	},
+	func(s string) string {
+		var b bytes.Buffer
+		e := json.NewEncoder(&b)
+		e.SetEscapeHTML(false)
+		if e.Encode(s) != nil {
+			return s
+		}
+		j := bytes.TrimSpace(b.Bytes())
+		return string(j[1 : len(j)-1])
+	},
+}
+
+// escapedForms is secret escaped once and twice by every escaper: a call site escapes (an
+// error's text through sanitize.Line, a value through %q) and the sink encodes again (the
+// logger's JSON, a report's JSON body), so a secret that holds a tab, a quote or a backslash
+// reaches the sink in a form that no longer contains it. Forms equal to secret are left out;
+// there may be duplicates.
+func escapedForms(secret string) []string {
+	var out []string
+	for _, e1 := range escapers {
+		once := e1(secret)
+		if once == secret {
+			continue
+		}
+		out = append(out, once)
+		for _, e2 := range escapers {
+			if twice := e2(once); twice != once {
+				out = append(out, twice)
+			}
+		}
+	}
+	return out
+}

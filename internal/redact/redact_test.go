@@ -7,9 +7,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/tikali/monky-deployd/internal/sanitize"
 )
 
 const (
@@ -249,5 +252,51 @@ func TestJSON(t *testing.T) {
 	}
 	if got := r.JSON(nil); len(got) != 0 {
 		t.Errorf("nothing became %q", got)
+	}
+}
+
+// A secret is masked in every escaped form the agent's writers give it: a call site that escapes
+// control characters (sanitize.Line of an error, %q, strconv.Quote) before the text reaches a
+// sink, and a sink that writes JSON (the logger, the store) of text already escaped.
+func TestEscapedForms(t *testing.T) {
+	jsonNoHTML := func(s string) string {
+		var b bytes.Buffer
+		e := json.NewEncoder(&b)
+		e.SetEscapeHTML(false)
+		_ = e.Encode(s)
+		v := strings.TrimSpace(b.String())
+		return v[1 : len(v)-1]
+	}
+	escapers := map[string]func(string) string{
+		"line":             sanitize.Line,
+		"text":             sanitize.Text,
+		"quote":            func(s string) string { q := strconv.Quote(s); return q[1 : len(q)-1] },
+		"quoteASC":         func(s string) string { q := strconv.QuoteToASCII(s); return q[1 : len(q)-1] },
+		"%q":               func(s string) string { q := fmt.Sprintf("%q", s); return q[1 : len(q)-1] },
+		"%+q":              func(s string) string { q := fmt.Sprintf("%+q", s); return q[1 : len(q)-1] },
+		"json":             mustJSON,
+		"jsonNoHTML":       jsonNoHTML,
+		"json(line)":       func(s string) string { return mustJSON(sanitize.Line(s)) },
+		"jsonNoHTML(line)": func(s string) string { return jsonNoHTML(sanitize.Line(s)) },
+		"json(quote)":      func(s string) string { q := strconv.Quote(s); return mustJSON(q[1 : len(q)-1]) },
+		"line(json)":       func(s string) string { return sanitize.Line(mustJSON(s)) },
+	}
+	for _, secret := range []string{
+		"tab\tin-the-middle",
+		"cr\rand\x1besc-z9",
+		`quote"and\backslash`,
+		"bidi\u202eswapped-<tag>&",
+		"two\tlines\nof secret",
+	} {
+		r := New()
+		r.Add(secret)
+		for name, esc := range escapers {
+			f := esc(secret)
+			in := "before " + f + " after"
+			got := r.String(in)
+			if got != "before "+Mask+" after" {
+				t.Errorf("%q as %s (%q): got %q", secret, name, f, got)
+			}
+		}
 	}
 }
