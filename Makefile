@@ -32,6 +32,7 @@ test: vet lint unit
 vet:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt would change:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) vet ./...
+	$(GO) vet -tags $(AGENT_TAGS) ./cmd/monky-deployd
 	$(GO) vet -tags design ./test/bench/floor
 
 lint:
