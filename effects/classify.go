@@ -27,6 +27,20 @@ func Classify(op, hostport, via string, err error) *Error {
 	if err == nil {
 		return nil
 	}
+	if e := classified(op, err); e != nil {
+		return e
+	}
+	where := fmt.Sprintf("%s (transport %s%s)", hostport, via, dialled(err, hostport))
+	e := &Error{Op: op, Err: err}
+	if !classifyTLS(e, err, where) {
+		classifyNet(e, err, where, via)
+	}
+	return e
+}
+
+// classified is the *Error in err's chain (with op when it has none or is the TLS layer's), or
+// the *Error a *transport.Error in it makes; nil when err's chain holds neither.
+func classified(op string, err error) *Error {
 	var ee *Error
 	if errors.As(err, &ee) {
 		if ee.Op == "" || ee.Op == "tls" {
@@ -47,17 +61,18 @@ func Classify(op, hostport, via string, err error) *Error {
 		}
 		return e
 	}
-	where := fmt.Sprintf("%s (transport %s%s)", hostport, via, dialled(err, hostport))
-	e := &Error{Op: op, Err: err}
+	return nil
+}
+
+// classifyTLS fills e's kind, code, message and hint when err is a certificate or handshake
+// failure talking to where, and says whether it was one.
+func classifyTLS(e *Error, err error, where string) bool {
 	var (
 		hostErr x509.HostnameError
 		caErr   x509.UnknownAuthorityError
 		invErr  x509.CertificateInvalidError
 		recErr  tls.RecordHeaderError
 		alert   tls.AlertError
-		dnsErr  *net.DNSError
-		opErr   *net.OpError
-		netErr  net.Error
 	)
 	switch {
 	case errors.As(err, &hostErr):
@@ -80,6 +95,21 @@ func Classify(op, hostport, via string, err error) *Error {
 		e.Kind, e.Code = TLS, vocab.TLSHandshake
 		e.Msg = fmt.Sprintf("TLS handshake with %s failed: %v", where, alert)
 		e.Hint = "check the server's TLS setup"
+	default:
+		return false
+	}
+	return true
+}
+
+// classifyNet fills e's kind, code, message and hint for err, a failure that is not TLS's
+// talking to where over the transport named via: the network ones Temporary, the rest Permanent.
+func classifyNet(e *Error, err error, where, via string) {
+	var (
+		dnsErr *net.DNSError
+		opErr  *net.OpError
+		netErr net.Error
+	)
+	switch {
 	case errors.As(err, &dnsErr):
 		e.Kind, e.Code = Temporary, vocab.DNSFailure
 		e.Msg = fmt.Sprintf("cannot resolve %s for %s: %s", dnsErr.Name, where, dnsErr.Err)
@@ -109,7 +139,6 @@ func Classify(op, hostport, via string, err error) *Error {
 		e.Kind = Permanent
 		e.Msg = fmt.Sprintf("%s: %v", where, err)
 	}
-	return e
 }
 
 // hint points a proxy-transport failure at the proxy unit, the others at the tunneller.

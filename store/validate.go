@@ -116,15 +116,30 @@ func checkBytes(f *os.File, size int64, tree bool) (problem string, err error) {
 	if size == 0 {
 		return "it is empty (zero bytes)", nil
 	}
+	m0, m1, err := readMetas(f)
+	if err != nil {
+		return "", err
+	}
+	used, problem := usedMeta(m0, m1, size)
+	if problem != "" {
+		return problem, nil
+	}
+	m := m0
+	if used == 1 {
+		m = m1
+	}
+	return walkMeta(f, size, used, m, tree)
+}
+
+// readMetas decodes f's two meta pages. The second sits one page in: the first meta's page size
+// when it is valid, else the sizes bbolt could have been created with.
+func readMetas(f *os.File) (m0, m1 metaPage, err error) {
 	head := make([]byte, defaultPageSize)
 	n, err := f.ReadAt(head, 0)
 	if err != nil && !errors.Is(err, io.EOF) {
-		return "", err
+		return m0, m1, err
 	}
-	m0 := decodeMeta(head[:n])
-	var m1 metaPage
-	// the second meta page sits one page in: the first meta's page size when it is valid,
-	// else the sizes bbolt could have been created with
+	m0 = decodeMeta(head[:n])
 	sizes := []uint32{4096, 8192, 16384, 65536, 512, 1024, 2048, 32768}
 	if m0.err == "" {
 		sizes = []uint32{m0.pageSize}
@@ -134,7 +149,7 @@ func checkBytes(f *os.File, size int64, tree bool) (problem string, err error) {
 		buf := make([]byte, pageHeaderSize+metaSize)
 		k, err := f.ReadAt(buf, int64(ps))
 		if err != nil && !errors.Is(err, io.EOF) {
-			return "", err
+			return m0, m1, err
 		}
 		if m := decodeMeta(buf[:k]); m.err == "" && m.pageSize == ps {
 			m1 = m
@@ -143,38 +158,45 @@ func checkBytes(f *os.File, size int64, tree bool) (problem string, err error) {
 			m1 = m
 		}
 	}
+	return m0, m1, nil
+}
+
+// usedMeta is which meta page bbolt will open (0 or 1, always a valid one), or what is wrong with
+// the pair or with that meta's page numbers in a file of size bytes.
+//
+// bbolt opens the valid meta with the higher txid and reads nothing through the other: after a
+// kill in mid-commit, the older meta's freelist or tree pages may already have been reused by
+// the commit that was cut short. Only the meta bbolt will use is checked further.
+func usedMeta(m0, m1 metaPage, size int64) (used int, problem string) {
 	if m0.err != "" && m1.err != "" {
-		return fmt.Sprintf("both meta pages are invalid (meta 0: %s; meta 1: %s)", m0.err, m1.err), nil
+		return 0, fmt.Sprintf("both meta pages are invalid (meta 0: %s; meta 1: %s)", m0.err, m1.err)
 	}
 	if m0.err == "" && m1.err == "" && m0.pageSize != m1.pageSize {
-		return fmt.Sprintf("the meta pages disagree on the page size (%d, %d)", m0.pageSize, m1.pageSize), nil
+		return 0, fmt.Sprintf("the meta pages disagree on the page size (%d, %d)", m0.pageSize, m1.pageSize)
 	}
-	// bbolt opens the valid meta with the higher txid and reads nothing through the other:
-	// after a kill in mid-commit, the older meta's freelist or tree pages may already have been
-	// reused by the commit that was cut short. Only the meta bbolt will use is checked further.
-	used := 0
+	m := m0
 	if m0.err != "" || (m1.err == "" && m1.txid > m0.txid) {
-		used = 1
+		used, m = 1, m1
 	}
-	for i, m := range []metaPage{m0, m1} {
-		if m.err != "" || i != used {
-			continue
-		}
-		ps := uint64(m.pageSize)
-		if m.pgid < 2 || m.pgid > uint64(size)/ps {
-			return fmt.Sprintf("meta %d's high-water mark is page %d (%d bytes) but the file holds %d bytes: truncated",
-				i, m.pgid, m.pgid*ps, size), nil
-		}
-		if m.root < 2 || m.root >= m.pgid {
-			return fmt.Sprintf("meta %d's root page %d lies outside the file's %d pages", i, m.root, m.pgid), nil
-		}
-		if m.freelist != pgidNoFreelist && (m.freelist < 2 || m.freelist >= m.pgid) {
-			return fmt.Sprintf("meta %d's freelist page %d lies outside the file's %d pages", i, m.freelist, m.pgid), nil
-		}
+	ps := uint64(m.pageSize)
+	if m.pgid < 2 || m.pgid > uint64(size)/ps {
+		return used, fmt.Sprintf("meta %d's high-water mark is page %d (%d bytes) but the file holds %d bytes: truncated",
+			used, m.pgid, m.pgid*ps, size)
 	}
-	// The walk reads the file through a read-only mapping of exactly its size (no copy): every
-	// page it touches lies below the high-water mark, which lies within the file, so no access
-	// can fall past the end; a file truncated meanwhile by someone else faults under guard.
+	if m.root < 2 || m.root >= m.pgid {
+		return used, fmt.Sprintf("meta %d's root page %d lies outside the file's %d pages", used, m.root, m.pgid)
+	}
+	if m.freelist != pgidNoFreelist && (m.freelist < 2 || m.freelist >= m.pgid) {
+		return used, fmt.Sprintf("meta %d's freelist page %d lies outside the file's %d pages", used, m.freelist, m.pgid)
+	}
+	return used, ""
+}
+
+// walkMeta walks the pages meta m (number i) reaches in f: its tree when tree is set, and its
+// freelist. It reads the file through a read-only mapping of exactly its size (no copy): every
+// page it touches lies below the high-water mark, which lies within the file, so no access can
+// fall past the end; a file truncated meanwhile by someone else faults under guard.
+func walkMeta(f *os.File, size int64, i int, m metaPage, tree bool) (problem string, err error) {
 	raw, err := syscall.Mmap(int(f.Fd()), 0, int(size), syscall.PROT_READ, syscall.MAP_SHARED)
 	if err != nil {
 		return "", fmt.Errorf("map %s: %w", f.Name(), err)
@@ -187,26 +209,21 @@ func checkBytes(f *os.File, size int64, tree bool) (problem string, err error) {
 			problem, err = fmt.Sprintf("reading it faulted (%v)", r), nil
 		}
 	}()
-	for i, m := range []metaPage{m0, m1} {
-		if m.err != "" || i != used {
-			continue
-		}
-		w := walker{raw: raw, ps: uint64(m.pageSize), hwm: m.pgid, seen: map[uint64]bool{}}
-		if tree {
-			if err := w.tree(m.root, 0); err != nil {
-				if w.ioErr != nil {
-					return "", w.ioErr
-				}
-				return fmt.Sprintf("meta %d's tree: %v", i, err), nil
+	w := walker{raw: raw, ps: uint64(m.pageSize), hwm: m.pgid, seen: map[uint64]bool{}}
+	if tree {
+		if err := w.tree(m.root, 0); err != nil {
+			if w.ioErr != nil {
+				return "", w.ioErr
 			}
+			return fmt.Sprintf("meta %d's tree: %v", i, err), nil
 		}
-		if m.freelist != pgidNoFreelist {
-			if err := w.freelist(m.freelist); err != nil {
-				if w.ioErr != nil {
-					return "", w.ioErr
-				}
-				return fmt.Sprintf("meta %d's freelist: %v", i, err), nil
+	}
+	if m.freelist != pgidNoFreelist {
+		if err := w.freelist(m.freelist); err != nil {
+			if w.ioErr != nil {
+				return "", w.ioErr
 			}
+			return fmt.Sprintf("meta %d's freelist: %v", i, err), nil
 		}
 	}
 	return "", nil
