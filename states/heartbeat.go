@@ -7,19 +7,25 @@ import (
 
 	"github.com/tikali/monky-deployd/effects"
 	"github.com/tikali/monky-deployd/internal/phase"
+	"github.com/tikali/monky-deployd/internal/sanitize"
 	"github.com/tikali/monky-deployd/internal/vocab"
 	"github.com/tikali/monky-deployd/machine"
 	"github.com/tikali/monky-deployd/store"
 )
 
-// heartbeat is action none: the box runs what tenancy wants; report its health.
-func (tk *tick) heartbeat(ctx context.Context, resp effects.CheckinResponse, containers []effects.Container) error {
+// heartbeat is action none: the box runs what tenancy wants; report its health. psErr is the
+// tick's `compose ps` error: one of RELEASE_CHANGED (the release on disk is no longer what was
+// verified, so compose was not run) is the report's fault, whatever runs.
+func (tk *tick) heartbeat(ctx context.Context, resp effects.CheckinResponse, containers []effects.Container, psErr error) error {
 	rec := tk.eng.Record()
 	if rec.AppliedSha == "" && resp.DesiredSha == "" && tk.eng.State().Rest() {
 		return tk.eng.Note(machine.NoteCheckin, "", "action=none: nothing is deployed yet and tenancy wants nothing", tk.Now(), nil)
 	}
-	bad := unhealthy(containers)
-	if len(containers) == 0 {
+	code, bad := vocab.Unhealthy, unhealthy(containers)
+	switch {
+	case effects.CodeOf(psErr) == vocab.ReleaseChanged:
+		code, bad = vocab.ReleaseChanged, []string{sanitize.Line(psErr.Error())}
+	case len(containers) == 0:
 		bad = []string{"no containers of project " + tk.Cfg.ComposeProject + " are running"}
 	}
 	if len(bad) == 0 && tk.outboxEmpty && (tk.eng.State() == machine.Idle || tk.eng.State() == machine.Reported) {
@@ -43,9 +49,11 @@ func (tk *tick) heartbeat(ctx context.Context, resp effects.CheckinResponse, con
 		return tk.flushOutbox(ctx)
 	}
 	rep.Result = effects.ResultFailed
-	rep.Detail = "UNHEALTHY: " + strings.Join(bad, ", ")
-	rep.LogTail = tk.logTail(ctx)
-	if err := tk.eng.Fire(machine.Outcome{Event: machine.EvFail, Code: vocab.Unhealthy, Detail: rep.Detail, Update: func(r *store.Record, tx store.Tx) error {
+	rep.Detail = string(code) + ": " + strings.Join(bad, ", ")
+	if code == vocab.Unhealthy {
+		rep.LogTail = tk.logTail(ctx) // on a changed release compose logs is refused as ps was
+	}
+	if err := tk.eng.Fire(machine.Outcome{Event: machine.EvFail, Code: code, Detail: rep.Detail, Update: func(r *store.Record, tx store.Tx) error {
 		return tk.enqueue(r, tx, machine.Failed, rep)
 	}}, started); err != nil {
 		return err
@@ -53,7 +61,7 @@ func (tk *tick) heartbeat(ctx context.Context, resp effects.CheckinResponse, con
 	if err := tk.flushOutbox(ctx); err != nil {
 		return err
 	}
-	return &effects.Error{Op: "heartbeat", Kind: effects.Permanent, Code: vocab.Unhealthy, Msg: rep.Detail}
+	return &effects.Error{Op: "heartbeat", Kind: effects.Permanent, Code: code, Msg: rep.Detail}
 }
 
 func healthyDetail(cs []effects.Container) string {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tikali/monky-deployd/effects"
 	"github.com/tikali/monky-deployd/internal/testkit"
+	"github.com/tikali/monky-deployd/internal/vocab"
 	"github.com/tikali/monky-deployd/store"
 )
 
@@ -142,6 +143,47 @@ func TestResumedUpNeverRunsAChangedRelease(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A container of a converged box plants a symlink in its release: the heartbeat's `compose ps`
+// is refused with RELEASE_CHANGED and runs nothing. The heartbeat reported that as UNHEALTHY,
+// no containers running, while they ran: its report, journal, explain and exit name
+// RELEASE_CHANGED now, and compose logs is not run on the changed release either.
+func TestHeartbeatOnAChangedReleaseNamesRELEASE_CHANGED(t *testing.T) {
+	h := newHarness(t)
+	sha := h.apply("v1")
+	h.wantExit(h.tick(), 0) // a heartbeat
+	if err := os.Symlink("/", filepath.Join(h.cfg.DeployDir, "releases", sha, "config", "host")); err != nil {
+		t.Fatal(err)
+	}
+	logs := testkit.CountDockerCalls(t, h.dockerLog, "logs")
+	res := h.agent().Tick(context.Background())
+	h.wantExit(res.Exit, 1)
+	if effects.CodeOf(res.Err) != vocab.ReleaseChanged {
+		t.Errorf("the tick's error %v, want RELEASE_CHANGED", res.Err)
+	}
+	result, detail := h.lastReport()
+	if result != effects.ResultFailed || !strings.HasPrefix(detail, "RELEASE_CHANGED: ") ||
+		!strings.Contains(detail, "config/host is a symlink (→ /)") || strings.Contains(detail, "no containers") {
+		t.Errorf("report %s %q, want failed RELEASE_CHANGED naming config/host", result, detail)
+	}
+	h.wantReportWhy(effects.VerdictNeedsPerson)
+	if w := h.explainWhy(); w.Code != vocab.ReleaseChanged || !strings.Contains(w.Evidence, "config/host") {
+		t.Errorf("explain's why %+v, want RELEASE_CHANGED naming config/host", w)
+	}
+	es := journal(t, h.st)
+	var last store.Entry
+	for _, e := range es {
+		if e.To == "Failed" && e.From != e.To {
+			last = e
+		}
+	}
+	if last.Code != vocab.ReleaseChanged {
+		t.Errorf("the heartbeat's failure is journaled as %+v, want RELEASE_CHANGED", last)
+	}
+	if n := testkit.CountDockerCalls(t, h.dockerLog, "logs"); n != logs {
+		t.Errorf("compose logs ran on the changed release")
 	}
 }
 

@@ -231,7 +231,7 @@ func (tk *tick) run(ctx context.Context) error {
 		return err
 	}
 	phase.Mark("token")
-	containers := tk.ps(ctx)
+	containers, psErr := tk.ps(ctx)
 	phase.Mark("compose-ps")
 	resp, err := tk.checkin(ctx, containers)
 	if err != nil {
@@ -245,7 +245,7 @@ func (tk *tick) run(ctx context.Context) error {
 	}
 	switch resp.Action {
 	case vocab.ActionNone:
-		err = tk.heartbeat(ctx, resp, containers)
+		err = tk.heartbeat(ctx, resp, containers, psErr)
 	case vocab.ActionDown:
 		err = tk.retire(ctx, resp)
 	case vocab.ActionApply:
@@ -291,18 +291,19 @@ func fromStore(cs []store.Container) []effects.Container {
 }
 
 // ps lists the project's containers when a release is current; an error is logged and
-// the check-in goes without them.
-func (tk *tick) ps(ctx context.Context) []effects.Container {
+// the check-in goes without them. The error is returned for the heartbeat: a release that is
+// no longer what was verified is its report's fault, not the containers' absence.
+func (tk *tick) ps(ctx context.Context) ([]effects.Container, error) {
 	dir := tk.currentDir()
 	if _, err := os.Stat(dir); err != nil {
-		return []effects.Container{}
+		return []effects.Container{}, nil
 	}
 	cs, err := tk.Fx.Compose.PS(ctx, dir)
 	if err != nil {
 		tk.Log.Warn().Msg("compose ps: " + err.Error())
-		return []effects.Container{}
+		return []effects.Container{}, err
 	}
-	return cs
+	return cs, nil
 }
 
 func (a *Agent) currentDir() string { return a.Cfg.DeployDir + "/current" }

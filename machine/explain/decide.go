@@ -263,6 +263,9 @@ func failedNext(rec store.Record) string {
 	if rec.Failure != nil {
 		code = string(rec.Failure.Code) + " "
 	}
+	if rec.Action == vocab.ActionNone && heartbeatCode(rec) == vocab.ReleaseChanged {
+		return "not converged: RELEASE_CHANGED — the release on disk is no longer what was verified; checked again at the next tick, no compose call runs on it"
+	}
 	if rec.Action == vocab.ActionNone {
 		return "not converged: " + code + "— a service is not running or not healthy; checked again at the next tick, the agent does not restart it"
 	}

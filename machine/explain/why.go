@@ -465,19 +465,35 @@ func (in Input) rateLimited(mk maker) *Why {
 	return mk(vocab.LeaseRateLimited, "", evidence, "no lease is asked before "+machine.Stamp(rec.LeaseRetryAfter)+"; then the apply goes on by itself", at, tick)
 }
 
-// unhealthyWhy is the why of a heartbeat that found a service not running or not healthy.
+// unhealthyWhy is the why of a heartbeat that found a service not running or not healthy, or
+// its release no longer what was verified (RELEASE_CHANGED: compose ps was not run).
 func (in Input) unhealthyWhy(mk maker, nextTick string) *Why {
+	code := heartbeatCode(in.Rec)
 	evidence, at := "", in.Now
 	var tick uint64
-	if e, ok := in.find(func(e store.Entry) bool { return e.Code == vocab.Unhealthy && e.From != e.To }); ok {
+	if e, ok := in.find(func(e store.Entry) bool { return e.Code == code && e.From != e.To }); ok {
 		evidence, at, tick = trimCode(e.Code, e.Detail), e.At, e.Tick
 	} else if in.Rec.LastReport != nil {
-		evidence, at = trimCode(vocab.Unhealthy, in.Rec.LastReport.Detail), in.Rec.LastReport.At
+		evidence, at = trimCode(code, in.Rec.LastReport.Detail), in.Rec.LastReport.At
 	}
-	w := mk(vocab.Unhealthy, "the heartbeat found a service not running or not healthy: the box no longer runs what it applied",
-		evidence, "checked again at every tick (the next "+nextTick+"); reported failed to tenancy until the service is healthy; the agent does not restart it", at, tick)
+	fault := "the heartbeat found a service not running or not healthy: the box no longer runs what it applied"
+	next := "checked again at every tick (the next " + nextTick + "); reported failed to tenancy until the service is healthy; the agent does not restart it"
+	if code == vocab.ReleaseChanged {
+		fault = "the heartbeat found the release on disk no longer what was verified (a file of the bundle changed, a symlink was planted in its tree, or its resolved model is missing or not the agent's own), so compose was not run to look at the containers"
+		next = "checked again at every tick (the next " + nextTick + "); reported failed to tenancy while the release differs; the agent runs no compose call on it"
+	}
+	w := mk(code, fault, evidence, next, at, tick)
 	w.person = true
 	return w
+}
+
+// heartbeatCode is the code of the heartbeat's failed report: RELEASE_CHANGED when its compose
+// ps was refused on a changed release, else UNHEALTHY.
+func heartbeatCode(rec store.Record) vocab.Code {
+	if rec.LastReport != nil && strings.HasPrefix(rec.LastReport.Detail, string(vocab.ReleaseChanged)+": ") {
+		return vocab.ReleaseChanged
+	}
+	return vocab.Unhealthy
 }
 
 // paths replaces the fix lines' path words with this box's own (its config's), or with a
