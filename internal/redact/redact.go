@@ -84,32 +84,10 @@ func (r *Redactor) Add(secret string) {
 		}
 	}
 	forms := []string{secret}
-	derived := func(s string) {
-		if len(s) >= minDerived && s != secret {
-			forms = append(forms, s)
+	for _, f := range append(encodedForms(secret), escapedForms(secret)...) {
+		if len(f) >= minDerived && f != secret {
+			forms = append(forms, f)
 		}
-	}
-	b := []byte(secret)
-	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.URLEncoding} {
-		derived(enc.EncodeToString(b))
-		raw := enc.WithPadding(base64.NoPadding)
-		derived(raw.EncodeToString(b))
-		for k := 0; k < 3; k++ {
-			// The secret preceded by k bytes: the characters that depend on the secret's bits only.
-			buf := append(make([]byte, k), b...)
-			e := raw.EncodeToString(buf)
-			lo, hi := (8*k+5)/6, 8*(k+len(b))/6
-			if hi > lo {
-				derived(e[lo:hi])
-			}
-		}
-	}
-	derived(hex.EncodeToString(b))
-	derived(strings.ToUpper(hex.EncodeToString(b)))
-	derived(url.QueryEscape(secret))
-	derived(url.PathEscape(secret))
-	for _, e := range escapedForms(secret) {
-		derived(e)
 	}
 
 	r.mu.Lock()
@@ -271,6 +249,30 @@ func (r *Redactor) Tail(s string, n int) string {
 
 // Tail is Redactor.Tail with Default.
 func Tail(s string, n int) string { return Default.Tail(s, n) }
+
+// encodedForms is secret encoded: base64 (standard and URL alphabets, padded or not, and the
+// stable middle of each of the three alignments it can have inside a longer base64 text), hex
+// in both cases, URL query- and path-escaped. There may be duplicates and short fragments.
+func encodedForms(secret string) []string {
+	var out []string
+	b := []byte(secret)
+	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.URLEncoding} {
+		out = append(out, enc.EncodeToString(b))
+		raw := enc.WithPadding(base64.NoPadding)
+		out = append(out, raw.EncodeToString(b))
+		for k := 0; k < 3; k++ {
+			// The secret preceded by k bytes: the characters that depend on the secret's bits only.
+			buf := append(make([]byte, k), b...)
+			e := raw.EncodeToString(buf)
+			lo, hi := (8*k+5)/6, 8*(k+len(b))/6
+			if hi > lo {
+				out = append(out, e[lo:hi])
+			}
+		}
+	}
+	h := hex.EncodeToString(b)
+	return append(out, h, strings.ToUpper(h), url.QueryEscape(secret), url.PathEscape(secret))
+}
 
 // escapers are the ways the agent escapes a string on its way to a sink: sanitize's Line and
 // Text (an error or a log tail made printable), strconv.Quote and QuoteToASCII (what %q and %+q
