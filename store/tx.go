@@ -323,6 +323,21 @@ func lastSeen(s TickSummary) time.Time {
 	return last
 }
 
+// olderAge is the age of all[i] given age, that of all[i+1] (ignored for the newest tick): the
+// time the ticks after it account for, each gap between two ticks counted at most maxGap and a
+// folded tick's span at most maxGap per tick folded into it. A clock stepped forward (or a box
+// that was off) ages nothing by more than that, so it never empties the journal; a clock
+// stepped back ages nothing.
+func olderAge(all []TickSummary, i int, age time.Duration, now time.Time) time.Duration {
+	s := all[i]
+	if i == len(all)-1 {
+		return clampGap(now.Sub(lastSeen(s)), maxGap)
+	}
+	newer := all[i+1]
+	age += clampGap(lastSeen(newer).Sub(newer.StartedAt), time.Duration(newer.Folded+1)*maxGap)
+	return age + clampGap(newer.StartedAt.Sub(lastSeen(s)), maxGap)
+}
+
 // Prune keeps the newest r.MaxTicks ticks that are not older than r.MaxAge (by lastSeen), plus
 // the newest r.MaxTicks/10 notable ticks whatever their age or rank; every other tick summary is
 // removed with its journal entries. Journal entries of ticks without a summary that are older than
@@ -342,17 +357,7 @@ func (t *tx) Prune(r Retention, now time.Time) (int, error) {
 	var age time.Duration
 	for i := len(all) - 1; i >= 0; i-- { // newest first
 		s := all[i]
-		// A tick's age is the time the ticks after it account for, each gap between two
-		// ticks counted at most maxGap and a folded tick's span at most maxGap per tick folded
-		// into it: a clock stepped forward (or a box that was off) ages nothing by more than
-		// that, so it never empties the journal; a clock stepped back ages nothing.
-		if i == len(all)-1 {
-			age = clampGap(now.Sub(lastSeen(s)), maxGap)
-		} else {
-			newer := all[i+1]
-			age += clampGap(lastSeen(newer).Sub(newer.StartedAt), time.Duration(newer.Folded+1)*maxGap)
-			age += clampGap(newer.StartedAt.Sub(lastSeen(s)), maxGap)
-		}
+		age = olderAge(all, i, age, now)
 		keep := (r.MaxTicks <= 0 || kept < r.MaxTicks) && (r.MaxAge <= 0 || age <= r.MaxAge)
 		if keep {
 			kept++
