@@ -15,7 +15,8 @@ import (
 
 // heartbeat is action none: the box runs what tenancy wants; report its health. psErr is the
 // tick's `compose ps` error: one of RELEASE_CHANGED (the release on disk is no longer what was
-// verified, so compose was not run) is the report's fault, whatever runs.
+// verified, so compose was not run) is the report's fault, whatever runs; any other is
+// UNHEALTHY saying that ps failed, not that nothing runs.
 func (tk *tick) heartbeat(ctx context.Context, resp effects.CheckinResponse, containers []effects.Container, psErr error) error {
 	rec := tk.eng.Record()
 	if rec.AppliedSha == "" && resp.DesiredSha == "" && tk.eng.State().Rest() {
@@ -25,6 +26,8 @@ func (tk *tick) heartbeat(ctx context.Context, resp effects.CheckinResponse, con
 	switch {
 	case effects.CodeOf(psErr) == vocab.ReleaseChanged:
 		code, bad = vocab.ReleaseChanged, []string{sanitize.Line(psErr.Error())}
+	case psErr != nil: // the containers were not looked at: say why, not that none runs
+		bad = []string{"compose ps failed: " + sanitize.Line(firstLine(strings.TrimPrefix(psErr.Error(), "compose ps: ")))}
 	case len(containers) == 0:
 		bad = []string{"no containers of project " + tk.Cfg.ComposeProject + " are running"}
 	}
@@ -62,6 +65,14 @@ func (tk *tick) heartbeat(ctx context.Context, resp effects.CheckinResponse, con
 		return err
 	}
 	return &effects.Error{Op: "heartbeat", Kind: effects.Permanent, Code: code, Msg: rep.Detail}
+}
+
+// firstLine is s up to its first line break.
+func firstLine(s string) string {
+	if i := strings.IndexAny(s, "\r\n"); i >= 0 {
+		return s[:i]
+	}
+	return s
 }
 
 func healthyDetail(cs []effects.Container) string {

@@ -138,3 +138,12 @@ func TestPlanResume(t *testing.T) {
 		})
 	}
 }
+
+// A failed ps's error goes into a one-line report detail: only its first line.
+func TestFirstLine(t *testing.T) {
+	for in, want := range map[string]string{"": "", "one": "one", "one\ntwo": "one", "one\r\ntwo": "one", "\ntwo": ""} {
+		if got := firstLine(in); got != want {
+			t.Errorf("firstLine(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

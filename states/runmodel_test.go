@@ -187,6 +187,31 @@ func TestHeartbeatOnAChangedReleaseNamesRELEASE_CHANGED(t *testing.T) {
 	}
 }
 
+// A heartbeat whose `compose ps` fails does not know what runs: it reported UNHEALTHY "no
+// containers … are running", which was false. The code stays UNHEALTHY; the detail says ps
+// failed, with its error. When ps answers with no container the old words stay.
+func TestHeartbeatWhosePsFailsSaysSo(t *testing.T) {
+	h := newHarness(t)
+	h.apply("v1")
+	h.dockerKnob("ps-error", "Cannot connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker daemon running?\n")
+	h.wantExit(h.tick(), 1)
+	result, detail := h.lastReport()
+	want := "UNHEALTHY: compose ps failed: COMPOSE_PS_FAILED: Cannot connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker daemon running?"
+	if result != effects.ResultFailed || detail != want {
+		t.Errorf("report %s %q, want failed %q", result, detail, want)
+	}
+	if w := h.explainWhy(); w.Code != vocab.Unhealthy || !strings.Contains(w.Evidence, "compose ps failed: ") {
+		t.Errorf("explain's why %+v, want UNHEALTHY naming the failed ps", w)
+	}
+	// ps answers, with nothing running: the old words
+	h.dockerKnob("ps-error", "")
+	h.dockerKnob("projects/"+h.cfg.ComposeProject+".json", "[]")
+	h.wantExit(h.tick(), 1)
+	if result, detail := h.lastReport(); result != effects.ResultFailed || detail != "UNHEALTHY: no containers of project "+h.cfg.ComposeProject+" are running" {
+		t.Errorf("report %s %q, want failed UNHEALTHY: no containers … are running", result, detail)
+	}
+}
+
 // A service of a profile compose is not asked for does not run: it is checked (with every
 // network and volume it names) but not handed to compose, nor what only it uses.
 func TestProfileServiceCheckedButNotRun(t *testing.T) {

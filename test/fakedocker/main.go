@@ -28,6 +28,8 @@
 //	  pull-error          when present, `compose pull` prints its content to stderr, exit 1
 //	                      (e.g. "Error response from daemon: no basic auth credentials")
 //	  up-error            when present, `compose up` prints its content to stderr, exit 1
+//	  ps-error            when present, `compose ps` prints its content to stderr, exit 1
+//	                      (e.g. "Cannot connect to the Docker daemon …": the engine is down)
 //	  up-sleep            seconds `compose up` blocks before it records anything
 //	  unhealthy           service names, one per line, that `ps` reports "unhealthy"
 //	  log-line            lines `compose logs` prints for every service, each with the
@@ -373,6 +375,10 @@ func save(project string, cs []container) error {
 }
 
 func ps(project string) int {
+	if msg, ok := knob("ps-error"); ok {
+		fmt.Fprint(os.Stderr, msg)
+		return 1
+	}
 	cs := load(project)
 	bad := map[string]bool{}
 	if s, ok := knob("unhealthy"); ok {
