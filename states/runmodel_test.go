@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tikali/monky-deployd/effects"
 	"github.com/tikali/monky-deployd/internal/testkit"
@@ -184,6 +185,29 @@ func TestHeartbeatOnAChangedReleaseNamesRELEASE_CHANGED(t *testing.T) {
 	}
 	if n := testkit.CountDockerCalls(t, h.dockerLog, "logs"); n != logs {
 		t.Errorf("compose logs ran on the changed release")
+	}
+	// what explain says clears it is what does: no apply follows a heartbeat to stage the
+	// release again, resume has nothing parked to clear, restoring the release clears it
+	w := h.explainWhy()
+	if !strings.Contains(w.Next, "restoring the release's files or a new desired sha clears it, `monky-deployd resume` does not") ||
+		!strings.Contains(w.Fix, "a heartbeat's clears when the release is restored or a new sha is desired (resume does not clear it)") ||
+		strings.Contains(w.Fix, "the next apply stages it again") || strings.Contains(w.Evidence, "the next apply stages it again") {
+		t.Errorf("explain's why %+v does not say what clears a heartbeat's RELEASE_CHANGED", w)
+	}
+	h.clock.Advance(time.Minute)
+	if cleared, err := h.agent().Resume(false); err != nil || len(cleared) != 0 {
+		t.Fatalf("resume cleared %v (%v), want nothing: a heartbeat's failure parks nothing", cleared, err)
+	}
+	if res := h.agent().Tick(context.Background()); effects.CodeOf(res.Err) != vocab.ReleaseChanged {
+		t.Errorf("the tick after resume: %v, want RELEASE_CHANGED still", res.Err)
+	}
+	h.clock.Advance(time.Minute)
+	if err := os.Remove(filepath.Join(h.cfg.DeployDir, "releases", sha, "config", "host")); err != nil {
+		t.Fatal(err)
+	}
+	h.wantExit(h.tick(), 0)
+	if result, detail := h.lastReport(); result != effects.ResultApplied {
+		t.Errorf("report %s %q once the release is restored, want applied", result, detail)
 	}
 }
 

@@ -36,7 +36,7 @@ func VerifyRelease(op, rel string) error {
 	changed := func(format string, args ...any) error {
 		return &effects.Error{Op: op, Kind: effects.Permanent, Code: vocab.ReleaseChanged,
 			Msg:  fmt.Sprintf("release %s: ", shortSha(sha)) + fmt.Sprintf(format, args...) + "; compose not run",
-			Hint: "a container or a person changed the release directory: the next apply stages it again from the verified bundle"}
+			Hint: "a container or a person changed the release directory: an apply's retry stages it again from the verified bundle; a heartbeat reports it every tick until the release is restored or a new sha is desired"}
 	}
 	if !bundle.ValidSha(sha) {
 		return changed("%s is not a release directory", sanitize.Line(rel))

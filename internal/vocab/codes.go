@@ -109,7 +109,7 @@ var causes = map[Code]Cause{
 	ComposeUpFailed: {KindFailure, "compose could not start the project",
 		"cd {deploy_dir}/current && docker compose -p {project} logs --tail 50", ""},
 	ReleaseChanged: {KindFailure, "before a compose call the release directory was not what was verified (a file of the bundle changed, a symlink was planted in its tree) or its resolved model was missing or not the agent's own, so compose was not run; the error names the path",
-		"ls -la {deploy_dir}/current/ {deploy_dir}/resolved/   # which service can write the release? the next apply stages it again", ""},
+		"ls -la {deploy_dir}/current/ {deploy_dir}/resolved/   # which service can write the release? an apply's retry stages it again; a heartbeat's clears when the release is restored or a new sha is desired (resume does not clear it)", ""},
 	Unhealthy: {KindFailure, "a service is not running and healthy",
 		"docker compose -p {project} ps", ""},
 	AgentUnauthenticated: {KindBlock, "tenancy refused the OpenBao token (the kit was re-revealed, the env retired, or the token revoked) and no fresh bootstrap grant is on disk",

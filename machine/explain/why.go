@@ -480,7 +480,7 @@ func (in Input) unhealthyWhy(mk maker, nextTick string) *Why {
 	next := "checked again at every tick (the next " + nextTick + "); reported failed to tenancy until the service is healthy; the agent does not restart it"
 	if code == vocab.ReleaseChanged {
 		fault = "the heartbeat found the release on disk no longer what was verified (a file of the bundle changed, a symlink was planted in its tree, or its resolved model is missing or not the agent's own), so compose was not run to look at the containers"
-		next = "checked again at every tick (the next " + nextTick + "); reported failed to tenancy while the release differs; the agent runs no compose call on it"
+		next = "checked again at every tick (the next " + nextTick + "); reported failed to tenancy while the release differs; the agent runs no compose call on it and does not stage it again: restoring the release's files or a new desired sha clears it, `monky-deployd resume` does not"
 	}
 	w := mk(code, fault, evidence, next, at, tick)
 	w.person = true
