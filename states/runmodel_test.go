@@ -224,8 +224,9 @@ func TestHeartbeatWhosePsFailsSaysSo(t *testing.T) {
 	if result != effects.ResultFailed || detail != want {
 		t.Errorf("report %s %q, want failed %q", result, detail, want)
 	}
-	if w := h.explainWhy(); w.Code != vocab.Unhealthy || !strings.Contains(w.Evidence, "compose ps failed: ") {
-		t.Errorf("explain's why %+v, want UNHEALTHY naming the failed ps", w)
+	if w := h.explainWhy(); w.Code != vocab.Unhealthy || !strings.Contains(w.Evidence, "compose ps failed: ") ||
+		!strings.Contains(w.Fault, "could not look at the containers") || strings.Contains(w.Fault, "no longer runs what it applied") {
+		t.Errorf("explain's why %+v, want UNHEALTHY naming the failed ps, not a service down", w)
 	}
 	// ps answers, with nothing running: the old words
 	h.dockerKnob("ps-error", "")

@@ -478,6 +478,10 @@ func (in Input) unhealthyWhy(mk maker, nextTick string) *Why {
 	}
 	fault := "the heartbeat found a service not running or not healthy: the box no longer runs what it applied"
 	next := "checked again at every tick (the next " + nextTick + "); reported failed to tenancy until the service is healthy; the agent does not restart it"
+	if code == vocab.Unhealthy && strings.HasPrefix(evidence, psFailed) {
+		fault = "the heartbeat could not look at the containers: compose ps failed, so whether the services run is not known"
+		next = "checked again at every tick (the next " + nextTick + "); reported failed to tenancy until compose ps answers and the services are healthy"
+	}
 	if code == vocab.ReleaseChanged {
 		fault = "the heartbeat found the release on disk no longer what was verified (a file of the bundle changed, a symlink was planted in its tree, or its resolved model is missing or not the agent's own), so compose was not run to look at the containers"
 		next = "checked again at every tick (the next " + nextTick + "); reported failed to tenancy while the release differs; the agent runs no compose call on it and does not stage it again: restoring the release's files or a new desired sha clears it, `monky-deployd resume` does not"
@@ -486,6 +490,9 @@ func (in Input) unhealthyWhy(mk maker, nextTick string) *Why {
 	w.person = true
 	return w
 }
+
+// psFailed begins the detail of a heartbeat whose compose ps failed (states' heartbeat).
+const psFailed = "compose ps failed: "
 
 // heartbeatCode is the code of the heartbeat's failed report: RELEASE_CHANGED when its compose
 // ps was refused on a changed release, else UNHEALTHY.
