@@ -562,8 +562,9 @@ func sortedKeys(m map[string][]byte) []string {
 }
 
 // redactRecord is r with every word it keeps from a failure, a refusal, a block or a report
-// masked (a code is the vocabulary's or the far side's, never masked): the record is written nowhere else, so no caller has to remember to. The pointed-to
-// structs are copied, never changed in place.
+// masked (a code is the vocabulary's or the far side's, never masked): the record is written
+// nowhere else, so no caller has to remember to. The pointed-to structs are copied, never
+// changed in place.
 func redactRecord(r Record) Record {
 	if r.Refusal != nil {
 		c := *r.Refusal

@@ -215,9 +215,9 @@ func TestNamesPassPromlint(t *testing.T) {
 	}
 }
 
-// TestConvergedAndWhyComeFromExplain: the metrics say what explain says — a refused box is not
-// converged and its why names the refusal's code.
-func TestConvergedAndWhyComeFromExplain(t *testing.T) {
+// refusedBox is the textfile of a box whose seventh tick refused a bundle, parsed.
+func refusedBox(t *testing.T) map[string]*dto.MetricFamily {
+	t.Helper()
 	dir := t.TempDir()
 	st := store.NewMemory()
 	box(t, st, 7, true)
@@ -225,7 +225,13 @@ func TestConvergedAndWhyComeFromExplain(t *testing.T) {
 	if err := metrics.Write(path, filepath.Join(dir, metrics.CountersFile), st, metrics.Tick{Exit: 1, EndedAt: t0}); err != nil {
 		t.Fatal(err)
 	}
-	fams := parse(t, path)
+	return parse(t, path)
+}
+
+// TestConvergedAndWhyComeFromExplain: the metrics say what explain says — a refused box is not
+// converged and its why names the refusal's code.
+func TestConvergedAndWhyComeFromExplain(t *testing.T) {
+	fams := refusedBox(t)
 	if v := value(t, fams, "monky_deployd_converged", nil); v != 0 {
 		t.Errorf("a refused box: converged %v", v)
 	}
@@ -238,14 +244,7 @@ func TestConvergedAndWhyComeFromExplain(t *testing.T) {
 // box, a why sample for each active code (the refusal and the outbox beside it), none for a
 // code that is not active; a box working on it (a young outage) does not need a person.
 func TestNeedsPersonAndEveryCode(t *testing.T) {
-	dir := t.TempDir()
-	st := store.NewMemory()
-	box(t, st, 7, true)
-	path := filepath.Join(dir, "m.prom")
-	if err := metrics.Write(path, filepath.Join(dir, metrics.CountersFile), st, metrics.Tick{Exit: 1, EndedAt: t0}); err != nil {
-		t.Fatal(err)
-	}
-	fams := parse(t, path)
+	fams := refusedBox(t)
 	if v := value(t, fams, "monky_deployd_needs_person", nil); v != 1 {
 		t.Errorf("a refused box: needs_person %v", v)
 	}
@@ -266,7 +265,9 @@ func TestNeedsPersonAndEveryCode(t *testing.T) {
 
 	// the same box, its check-in unanswered for ten minutes: working on it, and the alert rules
 	// know tenancy did not answer
-	st = store.NewMemory()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "m.prom")
+	st := store.NewMemory()
 	box(t, st, 8, false)
 	exit := 75
 	if err := st.Update(func(tx store.Tx) error {
