@@ -2,6 +2,8 @@ package store
 
 import (
 	"bytes"
+	"maps"
+	"slices"
 	"sync"
 )
 
@@ -104,7 +106,7 @@ func (b memBucket) del(k []byte) error {
 }
 
 func (b memBucket) ascend(from []byte, fn func(k, v []byte) (bool, error)) error {
-	for _, k := range sortedKeys(b.m) {
+	for _, k := range slices.Sorted(maps.Keys(b.m)) {
 		if from != nil && bytes.Compare([]byte(k), from) < 0 {
 			continue
 		}
@@ -117,7 +119,7 @@ func (b memBucket) ascend(from []byte, fn func(k, v []byte) (bool, error)) error
 }
 
 func (b memBucket) descend(fn func(k, v []byte) (bool, error)) error {
-	keys := sortedKeys(b.m)
+	keys := slices.Sorted(maps.Keys(b.m))
 	for i := len(keys) - 1; i >= 0; i-- {
 		more, err := fn([]byte(keys[i]), b.m[keys[i]])
 		if err != nil || !more {

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
 	"strconv"
 	"time"
 
@@ -549,16 +548,6 @@ func (t *tx) AddApplied(a Applied) error {
 
 func (t *tx) AppliedHistory() ([]Applied, error) {
 	return allJSON[Applied](t.kv.bucket(bucketApplied), "applied")
-}
-
-// sortedKeys returns the keys of m in byte order (the in-memory store's cursor).
-func sortedKeys(m map[string][]byte) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // redactRecord is r with every word it keeps from a failure, a refusal, a block or a report

@@ -12,7 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 
@@ -144,7 +144,7 @@ func loadCompose(b *Bundle, tpl *envTemplate, env ComposeEnv, envID string) (*mo
 		return m, nil
 	}
 	if err != nil {
-		for _, n := range sortedKeys(withheld) {
+		for _, n := range slices.Sorted(maps.Keys(withheld)) {
 			if strings.Contains(err.Error(), filepath.Join(root, n)) {
 				return nil, invalid("%s, which %s includes or extends, %s", quoteName(n), quoteName(name), withheld[n])
 			}
@@ -234,7 +234,7 @@ func (m *model) findings(b *Bundle) []string {
 // spelling (`"\u0069nclude"`), through anchors and merge keys.
 func includeSettings(b *Bundle, withheld map[string]string) []string {
 	var out []string
-	for _, n := range sortedKeys(b.Files) {
+	for _, n := range slices.Sorted(maps.Keys(b.Files)) {
 		if _, skip := withheld[n]; skip || n == MetaFile {
 			continue
 		}
@@ -325,15 +325,6 @@ func union[M ~map[string]V, V any](a, b M) map[string]V {
 	maps.Copy(out, a)
 	maps.Copy(out, b)
 	return out
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // PrivilegedFindings loads b's compose file as Check does and lists what PRIVILEGED_REFUSED

@@ -1,10 +1,12 @@
 package bundle
 
 import (
+	"maps"
 	"path"
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -114,28 +116,28 @@ func (pol *policy) check(p *types.Project) []Finding {
 	topSet(p, func(field string) { add("", field, field+" is not allowed") })
 
 	services := union(p.Services, p.DisabledServices)
-	for _, n := range sortedKeys(services) {
+	for _, n := range slices.Sorted(maps.Keys(services)) {
 		s := services[n]
 		who := "service " + quoteName(n)
 		pol.service(p, &s, func(field, what string) { add(who, field, what) })
 	}
 	pol.writable(p, services, add)
 	jobs := union(p.Jobs, p.DisabledJobs)
-	for _, n := range sortedKeys(jobs) {
+	for _, n := range slices.Sorted(maps.Keys(jobs)) {
 		add("job "+quoteName(n), "jobs", "jobs are not allowed")
 	}
-	for _, n := range sortedKeys(p.Networks) {
+	for _, n := range slices.Sorted(maps.Keys(p.Networks)) {
 		pol.network(p.Name, n, p.Networks[n], func(field, what string) { add("network "+quoteName(n), field, what) })
 	}
-	for _, n := range sortedKeys(p.Volumes) {
+	for _, n := range slices.Sorted(maps.Keys(p.Volumes)) {
 		pol.volume(p.Name, n, p.Volumes[n], func(field, what string) { add("volume "+quoteName(n), field, what) })
 	}
-	for _, n := range sortedKeys(p.Secrets) {
+	for _, n := range slices.Sorted(maps.Keys(p.Secrets)) {
 		if f := pol.fileObject(types.FileObjectConfig(p.Secrets[n])); f != "" {
 			add("secret "+quoteName(n), "secrets", f)
 		}
 	}
-	for _, n := range sortedKeys(p.Configs) {
+	for _, n := range slices.Sorted(maps.Keys(p.Configs)) {
 		if f := pol.fileObject(types.FileObjectConfig(p.Configs[n])); f != "" {
 			add("config "+quoteName(n), "configs", f)
 		}
@@ -210,7 +212,7 @@ func (pol *policy) serviceValues(p *types.Project, s *types.ServiceConfig, field
 			}
 		}
 	case "sysctls":
-		for _, k := range sortedKeys(c.Sysctls) {
+		for _, k := range slices.Sorted(maps.Keys(c.Sysctls)) {
 			if !strings.HasPrefix(k, "net.") {
 				add(field, "sysctls "+pol.show(k)+" is not allowed (only net.*)")
 			}
@@ -276,7 +278,7 @@ func (pol *policy) writable(p *types.Project, services map[string]types.ServiceC
 	for _, f := range p.ComposeFiles {
 		uses = append(uses, use{"compose reads as the compose file", f, true})
 	}
-	for _, n := range sortedKeys(services) {
+	for _, n := range slices.Sorted(maps.Keys(services)) {
 		who := "service " + quoteName(n)
 		s := services[n]
 		for _, v := range s.Volumes {
@@ -288,13 +290,13 @@ func (pol *policy) writable(p *types.Project, services map[string]types.ServiceC
 			uses = append(uses, use{who + " reads as env_file", e.Path, true})
 		}
 	}
-	for _, n := range sortedKeys(p.Secrets) {
+	for _, n := range slices.Sorted(maps.Keys(p.Secrets)) {
 		uses = append(uses, use{"is the file of secret " + quoteName(n), p.Secrets[n].File, false})
 	}
-	for _, n := range sortedKeys(p.Configs) {
+	for _, n := range slices.Sorted(maps.Keys(p.Configs)) {
 		uses = append(uses, use{"is the file of config " + quoteName(n), p.Configs[n].File, false})
 	}
-	for _, n := range sortedKeys(services) {
+	for _, n := range slices.Sorted(maps.Keys(services)) {
 		who := "service " + quoteName(n)
 		for _, v := range services[n].Volumes {
 			if v.Type != types.VolumeTypeBind || v.ReadOnly || pol.placeholder(v.Source) {
@@ -371,7 +373,7 @@ func (pol *policy) volume(project, key string, v types.VolumeConfig, add func(fi
 	walkSet(reflect.ValueOf(v), "", allowSet(volumeAllowed), func(string, reflect.Value) {}, func(field string, _ reflect.Value) {
 		if field == "driver_opts" {
 			var opts []string
-			for _, k := range sortedKeys(v.DriverOpts) {
+			for _, k := range slices.Sorted(maps.Keys(v.DriverOpts)) {
 				if k == "type" || k == "o" {
 					opts = append(opts, k+"="+pol.show(v.DriverOpts[k]))
 				} else {

@@ -18,8 +18,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -208,7 +210,7 @@ func Families(rec store.Record, c Counters, t Tick, leasesUsed, outbox int) []*d
 			return // a family with no sample is no family
 		}
 		f := newFamily(env, "monky_deployd_"+name, help, dto.MetricType_COUNTER)
-		for _, k := range sortedKeys(m) {
+		for _, k := range slices.Sorted(maps.Keys(m)) {
 			f.add(m[k], key, k)
 		}
 		out = append(out, f)
@@ -299,15 +301,6 @@ func unix(t time.Time) float64 {
 		return 0
 	}
 	return float64(t.UnixNano()) / 1e9
-}
-
-func sortedKeys(m map[string]float64) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
-	return ks
 }
 
 func readCounters(path string) (Counters, error) {

@@ -7,9 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 
@@ -481,7 +482,7 @@ func (c *CrashFS) Crash() error {
 		return err
 	}
 	// drop what the disk shows and the durable tree lacks (or holds as another kind)
-	for _, p := range sortedKeys(shown) {
+	for _, p := range slices.Sorted(maps.Keys(shown)) {
 		if d, ok := durable[p]; !ok || d.kind != shown[p].kind || d.kind == 'l' && d.target != shown[p].target {
 			if err := os.RemoveAll(filepath.Join(c.root, p)); err != nil {
 				return fmt.Errorf("crashfs: %w", err)
@@ -489,7 +490,7 @@ func (c *CrashFS) Crash() error {
 		}
 	}
 	// bring back what is durable, parents first
-	for _, p := range sortedKeys(durable) {
+	for _, p := range slices.Sorted(maps.Keys(durable)) {
 		d, full := durable[p], filepath.Join(c.root, p)
 		st, err := os.Lstat(full)
 		switch d.kind {
@@ -575,13 +576,4 @@ func walk(n *node, rel string, durable bool, out map[string]*node, depth int) er
 		}
 	}
 	return nil
-}
-
-func sortedKeys(m map[string]*node) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
