@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -181,9 +182,10 @@ type lineKey struct {
 	name string
 }
 
+// yaml's messages are read only when it refused something: their patterns are built then.
 var (
-	yamlLineRe    = regexp.MustCompile(`(?s)^line (\d+): (.*)$`)
-	yamlUnknownRe = regexp.MustCompile(`(?s)^field (.*) not found in type \S+$`)
+	yamlLineRe    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?s)^line (\d+): (.*)$`) })
+	yamlUnknownRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?s)^field (.*) not found in type \S+$`) })
 )
 
 // yamlProblems sorts yaml's refusals: the keys it does not know, and the rest (with their line).
@@ -197,13 +199,13 @@ func yamlProblems(err error) (unknown map[lineKey]bool, others []*Error) {
 		return unknown, others
 	}
 	for _, s := range te.Errors {
-		m := yamlLineRe.FindStringSubmatch(s)
+		m := yamlLineRe().FindStringSubmatch(s)
 		if m == nil {
 			others = append(others, &Error{Msg: s})
 			continue
 		}
 		line, _ := strconv.Atoi(m[1])
-		if u := yamlUnknownRe.FindStringSubmatch(m[2]); u != nil {
+		if u := yamlUnknownRe().FindStringSubmatch(m[2]); u != nil {
 			unknown[lineKey{line, u[1]}] = true
 			continue
 		}

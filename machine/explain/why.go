@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/tikali/monky-deployd/effects"
@@ -688,8 +689,11 @@ func (in Input) nextTickWords() string {
 }
 
 // unlisted is a finding of a field no list names ("service api: tty is not allowed", "jobs
-// are not allowed"), as the policy words it: its field is the second group.
-var unlisted = regexp.MustCompile(`^(?:(?:service|network|volume|job) [^:]+: )?([a-z0-9_.]+) (?:is|are) not allowed$`)
+// are not allowed"), as the policy words it: its field is the first group (m[1]). Built on first
+// use: only a refusal's explain reads it.
+var unlisted = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^(?:(?:service|network|volume|job) [^:]+: )?([a-z0-9_.]+) (?:is|are) not allowed$`)
+})
 
 // privilegedFault words a PRIVILEGED_REFUSED whose findings are all fields the allowlist does
 // not name: such a field is refused because no one has listed it, not because it was found to
@@ -705,7 +709,7 @@ func privilegedFault(code vocab.Code, detail string) string {
 	}
 	var fields []string
 	for _, f := range strings.Split(d, "; ") {
-		m := unlisted.FindStringSubmatch(f)
+		m := unlisted().FindStringSubmatch(f)
 		if m == nil {
 			return ""
 		}
