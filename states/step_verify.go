@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/tikali/monky-deployd/effects"
+	"github.com/tikali/monky-deployd/internal/budget"
 	"github.com/tikali/monky-deployd/internal/bundle"
 	"github.com/tikali/monky-deployd/internal/sanitize"
 	"github.com/tikali/monky-deployd/internal/vocab"
@@ -28,7 +29,7 @@ func (tk *tick) fetchBundle(ctx context.Context) (*bundle.Bundle, error) {
 	if body := tk.keptBundle(rec.Sha); body != nil {
 		b, err := bundle.Read(body, tk.Cfg.MaxBundleBytes)
 		if err == nil && b.Sha == rec.Sha {
-			return tk.checkBundle(b, rec.Sha)
+			return tk.checkBundle(ctx, b, rec.Sha)
 		}
 		tk.Log.Warn().Msg("the kept bundle of " + machine.ShortSha(rec.Sha) + " no longer verifies; fetching it again")
 		tk.dropKeptBundle(rec.Sha)
@@ -56,23 +57,27 @@ func (tk *tick) fetchBundle(ctx context.Context) (*bundle.Bundle, error) {
 	if blob.HeaderSha != "" && blob.HeaderSha != b.Sha {
 		tk.Log.Warn().Msgf("bundle header sha %s disagrees with the content's %s; enforcing the desired sha", sanitize.Line(machine.ShortSha(blob.HeaderSha)), machine.ShortSha(b.Sha))
 	}
-	b, err = tk.checkBundle(b, rec.Sha)
+	b, err = tk.checkBundle(ctx, b, rec.Sha)
 	if err == nil {
 		tk.keepBundle(rec.Sha, blob.Body)
 	}
 	return b, err
 }
 
-// checkBundle runs every refusal of PROTOCOL.md §2 against b for the desired sha.
-func (tk *tick) checkBundle(b *bundle.Bundle, sha string) (*bundle.Bundle, error) {
+// checkBundle runs every refusal of PROTOCOL.md §2 against b for the desired sha. The compose
+// file is loaded in a child bounded in memory and CPU and killed at ctx's end (internal/budget):
+// a load past the budget is a refusal like any other, a load the tick's end cut short decides
+// nothing and is temporary (the next tick loads it again).
+func (tk *tick) checkBundle(ctx context.Context, b *bundle.Bundle, sha string) (*bundle.Bundle, error) {
 	// compose is handed the resolved model alone, in an environment the agent sets whole
 	// (effects/docker): nothing of the agent's own environment is interpolated
 	in := bundle.CheckInput{DesiredSha: sha, EnvID: tk.Cfg.EnvID, KVMount: tk.kvMount(),
 		Compose: bundle.ComposeEnv{Project: tk.Cfg.ComposeProject}}
-	if r := bundle.Check(b, in); r != nil {
-		return b, r
+	err := bundle.CheckContext(ctx, b, in)
+	if errors.Is(err, budget.ErrCancelled) {
+		return b, &effects.Error{Op: "verify", Kind: effects.Temporary, Msg: err.Error(), Err: err}
 	}
-	return b, nil
+	return b, err
 }
 
 // stepVerify: CheckedIn → BundleVerified | Refused | Failed. Fetch, read, check the archive,

@@ -28,8 +28,14 @@ func TestComposeBound(t *testing.T) {
 		{"plain", okCompose, ""},
 		{"a star in a value, no alias", "services:\n  api:\n    image: x\n    command: ['ls', '*.txt']\n", ""},
 		{"aliases within the bound", aliasFile(999, 99), ""}, // adds 99,900 nodes
-		{"aliases past the bound", aliasFile(1001, 99), "expands its YAML aliases to more than 100000 nodes"},
-		{"merge keys count", mergeServices(3000), "expands its YAML aliases"}, // 3000 merges of 41 nodes
+		{"aliases past the bound", aliasFile(999, 101), "expands its YAML aliases to more than 100000 nodes"},
+		{"merge keys count", mergeServices(900, 120), "expands its YAML aliases"}, // 900 merges of 241 nodes
+		{"aliases past their count", aliasFile(1001, 1), "holds more than 1000 YAML aliases"},
+		{"an alias of a big scalar", "x-a: &a " + strings.Repeat("x", 4096) + "\nx-b: [" + strings.Repeat("*a,", 600) + "]\n", "expands its YAML aliases to more than 2097152 bytes"},
+		{"deep", "services: {}\nx-a: " + strings.Repeat("[", 65) + strings.Repeat("]", 65) + "\n", "nests more than 64 levels deep"},
+		{"deep through aliases", "x-a: &a " + strings.Repeat("[", 40) + strings.Repeat("]", 40) + "\nx-b: " + strings.Repeat("[", 30) + "*a" + strings.Repeat("]", 30) + "\n", "nests more than 64 levels deep"},
+		{"many services", "services: {" + servicesFlow(1001) + "}\n", "defines more than 1000 services"},
+		{"many services through a merge key", "x-s: &s {" + strings.Repeat("a: {image: x}, ", 1) + strings.TrimSuffix(servicesFlow(1000), ", ") + "}\nservices:\n  <<: *s\n", "defines more than 1000 services"},
 		{"over the size", "# " + strings.Repeat("x", MaxComposeBytes) + "\n" + okCompose, "over the bound of 1048576 bytes"},
 		{"alias and no parse", "x-a: &a [x]\nx-b: *a\n  bad: [\n", "does not parse as YAML"},
 	} {
@@ -42,11 +48,20 @@ func TestComposeBound(t *testing.T) {
 	}
 }
 
-// mergeServices is n services each merging the anchor a, a mapping of 20 keys.
-func mergeServices(n int) string {
+// servicesFlow is n services as flow-mapping entries.
+func servicesFlow(n int) string {
+	var b strings.Builder
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(&b, "s%d: {image: x}, ", i)
+	}
+	return b.String()
+}
+
+// mergeServices is n services each merging the anchor a, a mapping of keys keys.
+func mergeServices(n, keys int) string {
 	var b strings.Builder
 	b.WriteString("x-a: &a {")
-	for i := 0; i < 20; i++ {
+	for i := 0; i < keys; i++ {
 		fmt.Fprintf(&b, "l%d: v, ", i)
 	}
 	b.WriteString("}\nservices:\n")
@@ -234,7 +249,7 @@ func decodedNodes(v any) int {
 func FuzzComposeBound(f *testing.F) {
 	f.Add([]byte(aliasFile(20, 30)))
 	f.Add([]byte(aliasFile(999, 99)))
-	f.Add([]byte(mergeServices(50)))
+	f.Add([]byte(mergeServices(50, 20)))
 	f.Add([]byte("x-a: &a {k: &b [1, 2]}\nx-b: [*a, *b, {<<: *a, j: *b}]\n"))
 	f.Add([]byte("a: &a [*a]\n"))
 	f.Add([]byte("x-a: &a [x,x,x]\nx-b: &b [*a,*a,*a]\nx-c: &c [*b,*b,*b]\nx-d: [*c,*c,*c]\n"))

@@ -1,6 +1,8 @@
 package bundle
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -32,24 +34,35 @@ const DefaultKVMount = "monky"
 
 // Check decides the refusals that need nothing but the bundle and the agent's own facts, in
 // PROTOCOL.md's order: BUNDLE_INVALID (a malformed manifest, a `.env.template` compose cannot
-// read or that sets COMPOSE_*/DOCKER_*, a compose file compose-go cannot load or that holds
-// more than one YAML document), BUNDLE_SHA_MISMATCH, BUNDLE_ENV_MISMATCH, ENV_INCOMPLETE,
-// MANIFEST_PATH_REFUSED, PRIVILEGED_REFUSED (decided on the model compose-go loads, see
-// compose.go). It returns nil when none applies; ROLLBACK_REFUSED and DISK_INSUFFICIENT come
-// after it and are the caller's. It writes a private scratch copy of the bundle for the
-// loader and removes it before it returns.
+// read or that sets COMPOSE_*/DOCKER_*, a compose file over its bounds of cost, that compose-go
+// cannot load within the budget or that holds more than one YAML document), BUNDLE_SHA_MISMATCH,
+// BUNDLE_ENV_MISMATCH, ENV_INCOMPLETE, MANIFEST_PATH_REFUSED, PRIVILEGED_REFUSED (decided on the
+// model compose-go loads, see compose.go). It returns nil when none applies; ROLLBACK_REFUSED and
+// DISK_INSUFFICIENT come after it and are the caller's. The compose file is loaded in a bounded
+// child (isolate.go), which writes a private scratch copy of the bundle for the loader and
+// removes it before it answers.
 func Check(b *Bundle, in CheckInput) *Refusal {
+	err := CheckContext(context.Background(), b, in)
+	var r *Refusal
+	if err != nil && !errors.As(err, &r) {
+		r = invalid("%v", err)
+	}
+	return r
+}
+
+// CheckContext is Check cancelled with ctx: a *Refusal, nil, or — when ctx ends before the
+// compose file is loaded — an error wrapping budget.ErrCancelled, which decides nothing.
+func CheckContext(ctx context.Context, b *Bundle, in CheckInput) error {
 	man, err := b.Manifest()
 	if err != nil {
-		return err.(*Refusal)
+		return err
 	}
-	tpl, err := parseEnvTemplate(b.Files[TemplateFile])
+	if _, err := parseEnvTemplate(b.Files[TemplateFile]); err != nil {
+		return err
+	}
+	findings, err := loadBounded(ctx, b, in.Compose, in.EnvID)
 	if err != nil {
-		return err.(*Refusal)
-	}
-	m, r := loadCompose(b, tpl, in.Compose, in.EnvID)
-	if r != nil {
-		return r
+		return err
 	}
 	if b.Sha != in.DesiredSha {
 		return &Refusal{Code: vocab.BundleShaMismatch, Detail: fmt.Sprintf("content sha %s ≠ desired %s", short(b.Sha), short(in.DesiredSha))}
@@ -69,10 +82,8 @@ func Check(b *Bundle, in CheckInput) *Refusal {
 			return &Refusal{Code: vocab.ManifestPathRefused, Detail: "entry " + e.Label() + ": " + why}
 		}
 	}
-	if !b.Meta.Agent.AllowPrivileged {
-		if f := m.findings(b); len(f) > 0 {
-			return &Refusal{Code: vocab.PrivilegedRefused, Detail: strings.Join(f, "; ") + " (bundle.json agent.allow_privileged is not set)"}
-		}
+	if !b.Meta.Agent.AllowPrivileged && len(findings) > 0 {
+		return &Refusal{Code: vocab.PrivilegedRefused, Detail: strings.Join(findings, "; ") + " (bundle.json agent.allow_privileged is not set)"}
 	}
 	return nil
 }

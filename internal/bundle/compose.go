@@ -327,17 +327,12 @@ func union[M ~map[string]V, V any](a, b M) map[string]V {
 	return out
 }
 
-// PrivilegedFindings loads b's compose file as Check does and lists what PRIVILEGED_REFUSED
-// would refuse (nil when nothing). A bundle whose `.env.template` or compose file does not
-// load is a *Refusal (BUNDLE_INVALID).
+// PrivilegedFindings loads b's compose file as Check does (in a bounded child) and lists what
+// PRIVILEGED_REFUSED would refuse (nil when nothing). A bundle whose `.env.template` or compose
+// file does not load is a *Refusal (BUNDLE_INVALID).
 func PrivilegedFindings(b *Bundle, env ComposeEnv) ([]string, error) {
-	tpl, err := parseEnvTemplate(b.Files[TemplateFile])
-	if err != nil {
+	if _, err := parseEnvTemplate(b.Files[TemplateFile]); err != nil {
 		return nil, err
 	}
-	m, r := loadCompose(b, tpl, env, b.Meta.EnvID)
-	if r != nil {
-		return nil, r
-	}
-	return m.findings(b), nil
+	return loadBounded(context.Background(), b, env, b.Meta.EnvID)
 }

@@ -1,0 +1,248 @@
+// Package budget runs work on outside input in a child process the operating system bounds: the
+// agent's own binary re-executed with MONKY_DEPLOYD_LOADER=<op> in its environment, which a
+// package that registered op with Serve recognises in its init, before main runs. The child sets
+// its own limits first (RLIMIT_DATA, RLIMIT_CPU, RLIMIT_NOFILE, RLIMIT_CORE), then reads its one
+// request from stdin, writes its one answer to stdout and exits; the parent (Run) hands it the
+// request, reads at most MaxAnswer bytes back and kills it at the caller's deadline or WallTime.
+//
+// A child stopped by a limit is an *Exceeded naming the bound. The child holds no state and
+// writes nothing but what its op writes; the package reads no file and starts nothing else.
+package budget
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// The budget of one child (docs/SECURITY.md, "A budget by construction").
+const (
+	// MemoryBytes bounds the child's data (RLIMIT_DATA: its heap, its stacks and the binary's
+	// own writable pages): what a load may use above the agent's own memory.
+	MemoryBytes = 64 << 20
+	// CPUSeconds bounds the child's CPU time, every thread counted (RLIMIT_CPU: the kernel kills
+	// it at the hard limit).
+	CPUSeconds = 10
+	// WallTime bounds the child's life when the caller's deadline is later or absent.
+	WallTime = 60 * time.Second
+	// MaxRequest bounds what a child reads from stdin; MaxAnswer what the parent reads back.
+	MaxRequest = 64 << 20
+	MaxAnswer  = 4 << 20
+	// maxStderr is what the parent keeps of the child's stderr, for the words of a failure.
+	maxStderr = 16 << 10
+	// softMemory is the child's GOMEMLIMIT: the collector works hard before the hard limit.
+	softMemory = MemoryBytes * 5 / 8
+)
+
+// EnvVar names the child's op in its environment. Of the parent's environment only HOME (a
+// compose path's `~` is the home directory) and TMPDIR (where scratch copies go) reach it.
+const EnvVar = "MONKY_DEPLOYD_LOADER"
+
+// passed is what the child inherits of the parent's environment.
+var passed = []string{"HOME", "TMPDIR"}
+
+// Exceeded is a child stopped by its budget: Bound is "memory", "CPU" or "time".
+type Exceeded struct {
+	Bound string
+	Words string
+}
+
+func (e *Exceeded) Error() string { return e.Words }
+
+// ErrCancelled is a child killed because the caller's context ended before its deadline or
+// WallTime: nothing is known about the input.
+var ErrCancelled = errors.New("the load was cancelled")
+
+// A Handler answers one request in the child.
+type Handler func(req []byte) ([]byte, error)
+
+var (
+	mu       sync.Mutex
+	handlers = map[string]Handler{}
+)
+
+// Serve registers h for op and, in a child started for op, runs it and exits: call it from an
+// init of the package that holds h, so that the child never reaches main. In any other process
+// it only registers h.
+func Serve(op string, h Handler) {
+	mu.Lock()
+	handlers[op] = h
+	mu.Unlock()
+	if os.Getenv(EnvVar) != op {
+		return
+	}
+	os.Exit(child(h))
+}
+
+// child is the whole life of a child: limits, one request, one answer.
+func child(h Handler) int {
+	if err := limit(); err != nil {
+		fmt.Fprintf(os.Stderr, "budget: cannot set the limits: %v\n", err)
+		return 3
+	}
+	req, err := io.ReadAll(io.LimitReader(os.Stdin, MaxRequest+1))
+	if err != nil || len(req) > MaxRequest {
+		fmt.Fprintf(os.Stderr, "budget: the request is unreadable or over %d bytes\n", MaxRequest)
+		return 3
+	}
+	ans, err := h(req)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "budget: %v\n", err)
+		return 1
+	}
+	if _, err := os.Stdout.Write(ans); err != nil {
+		return 1
+	}
+	return 0
+}
+
+// limit sets the child's limits, before it reads anything. RLIMIT_DATA counts what the Go
+// runtime has mapped writable, touched or not, from its start; the child may map MemoryBytes
+// more than its anonymous memory at the limit's setting, so that its anonymous memory (heap and
+// stacks, what it adds to the box's) stays within MemoryBytes.
+func limit() error {
+	debug.SetMemoryLimit(softMemory)
+	data, anon, err := dataNow()
+	if err != nil {
+		return err
+	}
+	for _, l := range []struct {
+		res int
+		max uint64
+	}{
+		{syscall.RLIMIT_DATA, data - min(anon, data) + MemoryBytes},
+		{syscall.RLIMIT_CPU, CPUSeconds},
+		{syscall.RLIMIT_CORE, 0},
+		{syscall.RLIMIT_NOFILE, 64},
+	} {
+		if err := syscall.Setrlimit(l.res, &syscall.Rlimit{Cur: l.max, Max: l.max}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// dataNow is the process's VmData and RssAnon, in bytes.
+func dataNow() (data, anon uint64, err error) {
+	raw, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		k, v, _ := strings.Cut(line, ":")
+		var kb uint64
+		if _, err := fmt.Sscanf(strings.TrimSpace(v), "%d kB", &kb); err != nil {
+			continue
+		}
+		switch k {
+		case "VmData":
+			data = kb << 10
+		case "RssAnon":
+			anon = kb << 10
+		}
+	}
+	if data == 0 {
+		return 0, 0, errors.New("no VmData in /proc/self/status")
+	}
+	return data, anon, nil
+}
+
+// Run starts the agent's own binary as a child for op, hands it req and returns its answer. A
+// child the budget stopped is an *Exceeded; one the context ended early is ErrCancelled
+// (wrapped with the context's error); any other failure is an error in words.
+func Run(ctx context.Context, op string, req []byte) ([]byte, error) {
+	mu.Lock()
+	_, ok := handlers[op]
+	mu.Unlock()
+	if !ok {
+		return nil, fmt.Errorf("budget: no handler for %q in this binary", op)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("budget: %w", err)
+	}
+	wall, cancel := context.WithTimeout(ctx, WallTime)
+	defer cancel()
+	cmd := exec.CommandContext(wall, self)
+	cmd.Env = []string{EnvVar + "=" + op}
+	for _, k := range passed {
+		if v, ok := os.LookupEnv(k); ok {
+			cmd.Env = append(cmd.Env, k+"="+v)
+		}
+	}
+	cmd.Dir = "/"
+	cmd.Stdin = bytes.NewReader(req)
+	out := &capped{max: MaxAnswer}
+	errOut := &capped{max: maxStderr}
+	cmd.Stdout, cmd.Stderr = out, errOut
+	cmd.WaitDelay = time.Second
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	err = cmd.Run()
+	switch {
+	case err == nil && out.over:
+		return nil, fmt.Errorf("budget: the answer is over %d bytes", MaxAnswer)
+	case err == nil:
+		return out.buf.Bytes(), nil
+	case ctx.Err() != nil:
+		return nil, fmt.Errorf("%w: %w", ErrCancelled, ctx.Err())
+	case wall.Err() != nil:
+		return nil, &Exceeded{Bound: "time", Words: fmt.Sprintf("the load ran past its time bound (%s of wall time)", WallTime)}
+	}
+	return nil, stopped(cmd.ProcessState, errOut.buf.String(), err)
+}
+
+// stopped says why a child that ran to its end did not answer.
+func stopped(ps *os.ProcessState, stderr string, err error) error {
+	if ps != nil {
+		if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() &&
+			(ws.Signal() == syscall.SIGKILL || ws.Signal() == syscall.SIGXCPU) && ps.UserTime()+ps.SystemTime() >= CPUSeconds*time.Second/2 {
+			return &Exceeded{Bound: "CPU", Words: fmt.Sprintf("the load used up its CPU bound (%d s)", CPUSeconds)}
+		}
+	}
+	if outOfMemory(stderr) {
+		return &Exceeded{Bound: "memory", Words: fmt.Sprintf("the load used up its memory bound (%d MiB)", MemoryBytes>>20)}
+	}
+	line, _, _ := strings.Cut(strings.TrimSpace(strings.TrimPrefix(stderr, "budget: ")), "\n")
+	if line == "" {
+		line = err.Error()
+	}
+	return errors.New(line)
+}
+
+// outOfMemory says whether a child's stderr is the Go runtime's (or a library's) words for an
+// allocation the memory limit refused.
+func outOfMemory(stderr string) bool {
+	for _, w := range []string{"out of memory", "cannot allocate memory", "failed to reserve page summary memory"} {
+		if strings.Contains(stderr, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// capped keeps the first max bytes written to it and drops the rest.
+type capped struct {
+	buf  bytes.Buffer
+	max  int
+	over bool
+}
+
+func (c *capped) Write(p []byte) (int, error) {
+	if room := c.max - c.buf.Len(); room < len(p) {
+		c.over = true
+		if room > 0 {
+			c.buf.Write(p[:room])
+		}
+		return len(p), nil
+	}
+	return c.buf.Write(p)
+}

@@ -1,0 +1,85 @@
+// Package hostile makes the compose files of issue 37's cost classes: small texts that cost the
+// compose loader far more than their size (aliases of a big scalar, many aliases, many services,
+// deep nesting, one big block scalar). They are generated, not committed: each is up to 1 MiB.
+// The bundle tests assert the verdict on each, and `make bench` (test/bench/hostile.sh) measures
+// `check bundle` and a tick on them. The package writes nothing and imports nothing of the agent.
+package hostile
+
+import (
+	"fmt"
+	"strings"
+)
+
+// A Case is one cost class: its name, what it is, the compose file, and the verdict code a
+// box gives (BUNDLE_INVALID, or "" when the model loads within the budget and applies).
+type Case struct {
+	Name    string
+	About   string
+	Want    string
+	Compose func() []byte
+}
+
+// maxFile is the largest compose file a bundle may carry (bundle.MaxComposeBytes).
+const maxFile = 1 << 20
+
+// Cases lists the classes in the order of the issue.
+func Cases() []Case {
+	return []Case{
+		{"alias-400k-x2000", "2,000 aliases of a 400 KiB scalar", "BUNDLE_INVALID", func() []byte { return bigAliases(400<<10, 2000) }},
+		{"alias-1b-x100000", "100,000 aliases of a one-byte scalar", "BUNDLE_INVALID", func() []byte { return bigAliases(1, 100000) }},
+		{"alias-600k-x99000", "99,000 aliases of a 600 KiB scalar", "BUNDLE_INVALID", func() []byte { return bigAliases(600<<10, 99000) }},
+		{"services-46000", "46,000 one-line services in 1 MiB", "BUNDLE_INVALID", func() []byte { return services(46000) }},
+		{"nesting-100", "100 levels of nesting", "BUNDLE_INVALID", func() []byte { return nesting(100) }},
+		{"block-1mib", "a block scalar of almost 1 MiB", "", blockScalar},
+	}
+}
+
+// bigAliases is one service whose command lists n aliases of one scalar of size bytes, in flow
+// style (`[*v,*v,…]`, 3 bytes an alias): the loader copies the scalar at every alias.
+func bigAliases(size, n int) []byte {
+	var b strings.Builder
+	b.WriteString("x-v: &v \"")
+	b.WriteString(strings.Repeat("x", size))
+	b.WriteString("\"\nservices:\n  api:\n    image: busybox\n    command: [")
+	for i := 0; i < n; i++ {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString("*v")
+	}
+	b.WriteString("]\n")
+	return []byte(b.String())
+}
+
+// services is n services of one line each.
+func services(n int) []byte {
+	var b strings.Builder
+	b.WriteString("services:\n")
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(&b, "  s%x: {image: x}\n", i)
+	}
+	return []byte(b.String())
+}
+
+// nesting is a service whose label value is a mapping nested depth levels deep, as an
+// extension field the loader keeps.
+func nesting(depth int) []byte {
+	var b strings.Builder
+	b.WriteString("services:\n  api:\n    image: busybox\n    x-deep: ")
+	b.WriteString(strings.Repeat("{a: ", depth))
+	b.WriteString("x")
+	b.WriteString(strings.Repeat("}", depth))
+	b.WriteString("\n")
+	return []byte(b.String())
+}
+
+// blockScalar is a service whose command is one literal block scalar filling the file.
+func blockScalar() []byte {
+	var b strings.Builder
+	b.WriteString("services:\n  api:\n    image: busybox\n    command:\n      - sh\n      - -c\n      - |\n")
+	line := "        echo " + strings.Repeat("y", 60) + "\n"
+	for b.Len()+len(line) <= maxFile-64 {
+		b.WriteString(line)
+	}
+	return []byte(b.String())
+}
