@@ -20,14 +20,15 @@ import (
 	"runtime/debug"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
 
 // The budget of one child (docs/SECURITY.md, "A budget by construction").
 const (
-	// MemoryBytes bounds the child's data (RLIMIT_DATA: its heap, its stacks and the binary's
-	// own writable pages): what a load may use above the agent's own memory.
+	// MemoryBytes bounds the child's anonymous memory (its heap and stacks), enforced as
+	// RLIMIT_DATA: what a load may use above the agent's own memory.
 	MemoryBytes = 64 << 20
 	// CPUSeconds bounds the child's CPU time, every thread counted (RLIMIT_CPU: the kernel kills
 	// it at the hard limit).
@@ -36,12 +37,21 @@ const (
 	WallTime = 60 * time.Second
 	// MaxRequest bounds what a child reads from stdin; MaxAnswer what the parent reads back.
 	MaxRequest = 64 << 20
-	MaxAnswer  = 4 << 20
+	MaxAnswer  = 8 << 20
 	// maxStderr is what the parent keeps of the child's stderr, for the words of a failure.
 	maxStderr = 16 << 10
-	// softMemory is the child's GOMEMLIMIT: the collector works hard before the hard limit.
-	softMemory = MemoryBytes * 5 / 8
 )
+
+// The limits a parent hands its children: the constants above, lowered by this package's
+// tests only. The child reads them from limitsVar.
+var (
+	memoryBytes uint64 = MemoryBytes
+	cpuSeconds  uint64 = CPUSeconds
+	wallTime           = WallTime
+)
+
+// limitsVar carries the limits to the child: "<memory bytes> <CPU seconds>".
+const limitsVar = "MONKY_DEPLOYD_LOADER_LIMITS"
 
 // EnvVar names the child's op in its environment. Of the parent's environment only HOME (a
 // compose path's `~` is the home directory) and TMPDIR (where scratch copies go) reach it.
@@ -58,8 +68,9 @@ type Exceeded struct {
 
 func (e *Exceeded) Error() string { return e.Words }
 
-// ErrCancelled is a child killed because the caller's context ended before its deadline or
-// WallTime: nothing is known about the input.
+// ErrCancelled is a child killed because the caller's context was cancelled (not past its
+// deadline): nothing is known about the input. A child killed at the context's deadline is an
+// *Exceeded of the time bound.
 var ErrCancelled = errors.New("the load was cancelled")
 
 // A Handler answers one request in the child.
@@ -68,7 +79,11 @@ type Handler func(req []byte) ([]byte, error)
 var (
 	mu       sync.Mutex
 	handlers = map[string]Handler{}
+	started  atomic.Int64
 )
+
+// Started is how many children this process has started: tests tell a load from none by it.
+func Started() int64 { return started.Load() }
 
 // Serve registers h for op and, in a child started for op, runs it and exits: call it from an
 // init of the package that holds h, so that the child never reaches main. In any other process
@@ -110,7 +125,11 @@ func child(h Handler) int {
 // more than its anonymous memory at the limit's setting, so that its anonymous memory (heap and
 // stacks, what it adds to the box's) stays within MemoryBytes.
 func limit() error {
-	debug.SetMemoryLimit(softMemory)
+	mem, cpu := uint64(MemoryBytes), uint64(CPUSeconds)
+	if _, err := fmt.Sscanf(os.Getenv(limitsVar), "%d %d", &mem, &cpu); err != nil {
+		return fmt.Errorf("%s: %w", limitsVar, err)
+	}
+	debug.SetMemoryLimit(int64(mem) * 5 / 8) // the collector works hard before the hard limit
 	data, anon, err := dataNow()
 	if err != nil {
 		return err
@@ -119,8 +138,8 @@ func limit() error {
 		res int
 		max uint64
 	}{
-		{syscall.RLIMIT_DATA, data - min(anon, data) + MemoryBytes},
-		{syscall.RLIMIT_CPU, CPUSeconds},
+		{syscall.RLIMIT_DATA, data - min(anon, data) + mem},
+		{syscall.RLIMIT_CPU, cpu},
 		{syscall.RLIMIT_CORE, 0},
 		{syscall.RLIMIT_NOFILE, 64},
 	} {
@@ -170,10 +189,10 @@ func Run(ctx context.Context, op string, req []byte) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("budget: %w", err)
 	}
-	wall, cancel := context.WithTimeout(ctx, WallTime)
+	wall, cancel := context.WithTimeout(ctx, wallTime)
 	defer cancel()
 	cmd := exec.CommandContext(wall, self)
-	cmd.Env = []string{EnvVar + "=" + op}
+	cmd.Env = []string{EnvVar + "=" + op, fmt.Sprintf("%s=%d %d", limitsVar, memoryBytes, cpuSeconds)}
 	for _, k := range passed {
 		if v, ok := os.LookupEnv(k); ok {
 			cmd.Env = append(cmd.Env, k+"="+v)
@@ -186,30 +205,34 @@ func Run(ctx context.Context, op string, req []byte) ([]byte, error) {
 	cmd.Stdout, cmd.Stderr = out, errOut
 	cmd.WaitDelay = time.Second
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	started.Add(1)
 	err = cmd.Run()
 	switch {
 	case err == nil && out.over:
 		return nil, fmt.Errorf("budget: the answer is over %d bytes", MaxAnswer)
 	case err == nil:
 		return out.buf.Bytes(), nil
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return nil, &Exceeded{Bound: "time", Words: "the load ran past the tick's deadline"}
 	case ctx.Err() != nil:
 		return nil, fmt.Errorf("%w: %w", ErrCancelled, ctx.Err())
 	case wall.Err() != nil:
-		return nil, &Exceeded{Bound: "time", Words: fmt.Sprintf("the load ran past its time bound (%s of wall time)", WallTime)}
+		return nil, &Exceeded{Bound: "time", Words: fmt.Sprintf("the load ran past its time bound (%s of wall time)", wallTime)}
 	}
-	return nil, stopped(cmd.ProcessState, errOut.buf.String(), err)
+	return nil, stopped(cmd.ProcessState, errOut.buf.String(), err, memoryBytes, cpuSeconds)
 }
 
 // stopped says why a child that ran to its end did not answer.
-func stopped(ps *os.ProcessState, stderr string, err error) error {
+func stopped(ps *os.ProcessState, stderr string, err error, mem, cpu uint64) error {
 	if ps != nil {
+		used := ps.UserTime() + ps.SystemTime()
 		if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() &&
-			(ws.Signal() == syscall.SIGKILL || ws.Signal() == syscall.SIGXCPU) && ps.UserTime()+ps.SystemTime() >= CPUSeconds*time.Second/2 {
-			return &Exceeded{Bound: "CPU", Words: fmt.Sprintf("the load used up its CPU bound (%d s)", CPUSeconds)}
+			(ws.Signal() == syscall.SIGKILL || ws.Signal() == syscall.SIGXCPU) && used >= time.Duration(cpu)*time.Second/2 {
+			return &Exceeded{Bound: "CPU", Words: fmt.Sprintf("the load used up its CPU bound (%d s)", cpu)}
 		}
 	}
 	if outOfMemory(stderr) {
-		return &Exceeded{Bound: "memory", Words: fmt.Sprintf("the load used up its memory bound (%d MiB)", MemoryBytes>>20)}
+		return &Exceeded{Bound: "memory", Words: fmt.Sprintf("the load used up its memory bound (%d MiB)", mem>>20)}
 	}
 	line, _, _ := strings.Cut(strings.TrimSpace(strings.TrimPrefix(stderr, "budget: ")), "\n")
 	if line == "" {

@@ -31,6 +31,7 @@ func Cases() []Case {
 		{"services-46000", "46,000 one-line services in 1 MiB", "BUNDLE_INVALID", func() []byte { return services(46000) }},
 		{"nesting-100", "100 levels of nesting", "BUNDLE_INVALID", func() []byte { return nesting(100) }},
 		{"block-1mib", "a block scalar of almost 1 MiB", "", blockScalar},
+		{"nodes-1mib", "1 MiB of one-byte list items, no alias (past the counts: the OS limit)", "BUNDLE_INVALID", denseList},
 	}
 }
 
@@ -81,5 +82,18 @@ func blockScalar() []byte {
 	for b.Len()+len(line) <= maxFile-64 {
 		b.WriteString(line)
 	}
+	return []byte(b.String())
+}
+
+// denseList is a service whose command lists one-byte items filling the file: no alias, no
+// many services, but half a million nodes — what the counts do not bound, the child's memory
+// limit does.
+func denseList() []byte {
+	var b strings.Builder
+	b.WriteString("services:\n  api:\n    image: busybox\n    command: [a")
+	for b.Len()+4 <= maxFile {
+		b.WriteString(",a")
+	}
+	b.WriteString("]\n")
 	return []byte(b.String())
 }

@@ -1,0 +1,110 @@
+package budget
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The test binary is the child too: these ops run in it, re-executed by Run.
+func init() {
+	Serve("test-echo", func(req []byte) ([]byte, error) {
+		env := strings.Join(os.Environ(), "\n")
+		return append(append(req, '\n'), env...), nil
+	})
+	Serve("test-alloc", func([]byte) ([]byte, error) {
+		var keep [][]byte
+		for i := 0; i < 64; i++ { // 512 MiB in 8 MiB pieces, each touched
+			keep = append(keep, bytes.Repeat([]byte{1}, 8<<20))
+		}
+		return []byte{byte(len(keep))}, nil
+	})
+	Serve("test-spin", func([]byte) ([]byte, error) {
+		n := 0
+		for time.Now().Year() > 0 {
+			n++
+		}
+		return []byte{byte(n)}, nil
+	})
+	Serve("test-sleep", func([]byte) ([]byte, error) {
+		time.Sleep(time.Minute)
+		return nil, nil
+	})
+	Serve("test-fail", func([]byte) ([]byte, error) { return nil, errors.New("the model is odd") })
+	Serve("test-flood", func([]byte) ([]byte, error) { return bytes.Repeat([]byte("x"), MaxAnswer+1), nil })
+}
+
+// The child answers with what it was handed, and sees nothing of the parent's environment but
+// its op, its limits, HOME and TMPDIR.
+func TestRunAnswers(t *testing.T) {
+	t.Setenv("MONKY_SECRET_OF_THE_PARENT", "s3cr3t")
+	t.Setenv("HOME", "/home/someone")
+	out, err := Run(context.Background(), "test-echo", []byte("hello"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := string(out)
+	if !strings.HasPrefix(got, "hello\n") || strings.Contains(got, "s3cr3t") || !strings.Contains(got, "HOME=/home/someone") {
+		t.Fatalf("answer: %q", got)
+	}
+	for _, line := range strings.Split(got, "\n")[1:] {
+		k, _, _ := strings.Cut(line, "=")
+		if k != EnvVar && k != limitsVar && k != "HOME" && k != "TMPDIR" {
+			t.Errorf("the child sees %s", k)
+		}
+	}
+}
+
+// Each bound stops the child and is named; a cancelled context decides nothing.
+func TestRunBounds(t *testing.T) {
+	defer func(m, c uint64, w time.Duration) { memoryBytes, cpuSeconds, wallTime = m, c, w }(memoryBytes, cpuSeconds, wallTime)
+	cpuSeconds, wallTime = 1, 30*time.Second
+	for _, c := range []struct {
+		op, bound string
+	}{
+		{"test-alloc", "memory"},
+		{"test-spin", "CPU"},
+	} {
+		_, err := Run(context.Background(), c.op, nil)
+		var over *Exceeded
+		if !errors.As(err, &over) || over.Bound != c.bound {
+			t.Errorf("%s: got %v, want the %s bound", c.op, err, c.bound)
+		}
+	}
+
+	wallTime = 300 * time.Millisecond
+	_, err := Run(context.Background(), "test-sleep", nil)
+	var over *Exceeded
+	if !errors.As(err, &over) || over.Bound != "time" || !strings.Contains(err.Error(), "time bound") {
+		t.Errorf("wall time: got %v", err)
+	}
+	wallTime = 30 * time.Second
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	if _, err := Run(ctx, "test-sleep", nil); !errors.As(err, &over) || over.Bound != "time" || !strings.Contains(err.Error(), "deadline") {
+		t.Errorf("deadline: got %v", err)
+	}
+	ctx, cancel = context.WithCancel(context.Background())
+	time.AfterFunc(300*time.Millisecond, cancel)
+	if _, err := Run(ctx, "test-sleep", nil); !errors.Is(err, ErrCancelled) {
+		t.Errorf("cancelled: got %v", err)
+	}
+}
+
+// A child that fails says why in one line; an answer over MaxAnswer is refused; an op this
+// binary does not serve is not started.
+func TestRunFailures(t *testing.T) {
+	if _, err := Run(context.Background(), "test-fail", nil); err == nil || err.Error() != "the model is odd" {
+		t.Errorf("failure: got %v", err)
+	}
+	if _, err := Run(context.Background(), "test-flood", nil); err == nil || !strings.Contains(err.Error(), "over") {
+		t.Errorf("flood: got %v", err)
+	}
+	if _, err := Run(context.Background(), "no-such-op", nil); err == nil {
+		t.Error("an unknown op ran")
+	}
+}
