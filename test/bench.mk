@@ -1,15 +1,19 @@
 # Performance figures (docs/PERFORMANCE.md).
 #   make bench        the tick vs its floors, RSS, CPU, Go benchmarks, status/explain, binary size
+#   make bench-hostile  the hostile-verify table alone (issue 37's cost classes; make bench ends with it)
 #   make bench-year   525,600 heartbeat ticks and 5,000 applies in process (~25 min on 2 cores: ~3 ms of CPU a tick)
 #   make bench-fleet  10,000 agents in loop mode against one simulator, checkin_interval_s 60, 1 % of
 #                     them each unhealthy, refused by OpenBao or privileged; ends with the fleet table
 #                     and fails unless its count per code is what was injected (~10 min)
 BENCH_SHM := $(shell test -d /dev/shm -a -w /dev/shm && echo /dev/shm || echo $${TMPDIR:-/tmp})
 
-.PHONY: bench bench-year bench-fleet
+.PHONY: bench bench-year bench-fleet bench-hostile
 
 bench:
 	bash test/bench/bench.sh
+
+bench-hostile:
+	bash test/bench/hostile.sh
 
 bench-year:
 	@mkdir -p $(BENCH_SHM)/monky-bench-year.out

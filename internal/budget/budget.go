@@ -206,7 +206,9 @@ func Run(ctx context.Context, op string, req []byte) ([]byte, error) {
 	cmd.WaitDelay = time.Second
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	started.Add(1)
+	t0 := time.Now()
 	err = cmd.Run()
+	trace(op, time.Since(t0), cmd.ProcessState)
 	switch {
 	case err == nil && out.over:
 		return nil, fmt.Errorf("budget: the answer is over %d bytes", MaxAnswer)
@@ -220,6 +222,23 @@ func Run(ctx context.Context, op string, req []byte) ([]byte, error) {
 		return nil, &Exceeded{Bound: "time", Words: fmt.Sprintf("the load ran past its time bound (%s of wall time)", wallTime)}
 	}
 	return nil, stopped(cmd.ProcessState, errOut.buf.String(), err, memoryBytes, cpuSeconds)
+}
+
+// trace writes one line about the child to stderr when MONKY_DEPLOYD_TRACE is set (as
+// internal/phase does for the agent's own run): its wall time, CPU time and peak resident
+// memory, for `make bench`'s hostile-verify table.
+//
+//	loader <op> wall_ms <n> cpu_ms <n> maxrss_kb <n> exit <status>
+func trace(op string, wall time.Duration, ps *os.ProcessState) {
+	if os.Getenv("MONKY_DEPLOYD_TRACE") == "" || ps == nil {
+		return
+	}
+	var rss int64
+	if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
+		rss = ru.Maxrss
+	}
+	fmt.Fprintf(os.Stderr, "loader %s wall_ms %d cpu_ms %d maxrss_kb %d exit %q\n", op, wall.Milliseconds(),
+		(ps.UserTime() + ps.SystemTime()).Milliseconds(), rss, ps.String())
 }
 
 // stopped says why a child that ran to its end did not answer.

@@ -18,7 +18,8 @@
 # receipt, and checking the whole file), and the binary size. It ends with one table: every
 # figure, its target, met or missed, the fleet's figures from the last `make bench-fleet` run
 # ($SHM/monky-bench-fleet.json) among them, and the machine's load average before and after the
-# run.
+# run. Then the hostile-verify table (test/bench/hostile.sh): `check bundle` and a tick on each
+# of issue 37's cost classes, their CPU and peak RSS against the budget.
 #
 # The year's state file comes from `make bench-year` (the full 525,600 ticks; ~25 min) when its
 # directory holds a finished run; otherwise a compressed year is made here (2,200 applies with 3
@@ -305,3 +306,6 @@ for name, value, target, verdict in rows:
     print(f"{name:{wn}}  {value:{wv}}  {target:12} {verdict if target else ''}")
 print(f"load average (1, 5, 15 min): {load_before} before the run, {load_after} after it, on {os.cpu_count()} CPUs")
 PY
+
+banner "hostile verify: issue 37's cost classes against the budget (test/bench/hostile.sh)"
+WORK=$WORK/hostile bash test/bench/hostile.sh
