@@ -119,21 +119,15 @@ func (e *modelRefused) Error() string { return string(e.code) + ": " + e.detail 
 // compose file is loaded as compose would load it (its files, the rendered .env, no process
 // environment), the policy decides on that model, and the resolved model is written 0600 to
 // <deploy_dir>/resolved/<sha>.yaml (beside an empty env file) for every compose call to run
-// alone. The check before the lease stays: it refuses early, on placeholders.
+// alone. The load, the policy and the resolution run in a bounded child (checkmodel.go). The
+// check before the lease stays: it refuses early, on placeholders.
 func (tk *tick) writeModel(ctx context.Context, b *bundle.Bundle, env []byte, rel string) error {
 	if err := docker.VerifyRelease("stage", rel); err != nil {
 		return err
 	}
-	p, err := docker.Load(ctx, rel, b.Meta.ComposeFile, b.Files[b.Meta.ComposeFile], env, tk.Cfg.ComposeProject)
+	model, err := resolveModel(ctx, b, env, rel, tk.Cfg.ComposeProject)
 	if err != nil {
-		return &modelRefused{code: vocab.BundleInvalid, detail: err.Error()}
-	}
-	if f := checkModel(p, rel, b.Meta.Agent.AllowPrivileged); len(f) > 0 {
-		return &modelRefused{code: vocab.PrivilegedRefused, detail: strings.Join(f, "; ") + " (in the model compose would run; bundle.json agent.allow_privileged is not set)"}
-	}
-	model, err := docker.Resolve(p)
-	if err != nil {
-		return &modelRefused{code: vocab.BundleInvalid, detail: err.Error()}
+		return err
 	}
 	defer clear(model)
 	fsys := tk.fs()

@@ -250,7 +250,9 @@ func stopped(ps *os.ProcessState, stderr string, err error, mem, cpu uint64) err
 			return &Exceeded{Bound: "CPU", Words: fmt.Sprintf("the load used up its CPU bound (%d s)", cpu)}
 		}
 	}
-	if outOfMemory(stderr) {
+	if outOfMemory(stderr) || died(ps) && peak(ps) >= mem/2 {
+		// a runtime whose allocation the limit refused says so, or dies of what followed (a
+		// fault in a path that cannot report it): a crash near the limit is the limit's
 		return &Exceeded{Bound: "memory", Words: fmt.Sprintf("the load used up its memory bound (%d MiB)", mem>>20)}
 	}
 	line, _, _ := strings.Cut(strings.TrimSpace(strings.TrimPrefix(stderr, "budget: ")), "\n")
@@ -258,6 +260,27 @@ func stopped(ps *os.ProcessState, stderr string, err error, mem, cpu uint64) err
 		line = err.Error()
 	}
 	return errors.New(line)
+}
+
+// died says whether the child ended by a signal or as the Go runtime ends on a fatal error or
+// an unrecovered panic (exit status 2), not by answering or failing in words.
+func died(ps *os.ProcessState) bool {
+	if ps == nil {
+		return false
+	}
+	ws, ok := ps.Sys().(syscall.WaitStatus)
+	return ok && (ws.Signaled() || ws.ExitStatus() == 2)
+}
+
+// peak is the child's peak resident memory in bytes.
+func peak(ps *os.ProcessState) uint64 {
+	if ps == nil {
+		return 0
+	}
+	if ru, ok := ps.SysUsage().(*syscall.Rusage); ok && ru.Maxrss > 0 {
+		return uint64(ru.Maxrss) << 10
+	}
+	return 0
 }
 
 // outOfMemory says whether a child's stderr is the Go runtime's (or a library's) words for an
