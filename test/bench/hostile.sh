@@ -55,7 +55,7 @@ measure() {
 		if [[ $st -eq 0 ]]; then verdict=ok; else verdict="exit $st"; fi
 	fi
 	awk -v name="$name" -v kind="$kind" -v verdict="$verdict" '
-		/^loader / {lw=$4; lc=$6; lr=$8}
+		/^loader / {lw+=$4; lc+=$6; if ($8>lr) lr=$8}
 		/^memory VmHWM/ {pr=$3}
 		/^time / {w=$2; c=$3+$4}
 		END {printf "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", name, kind, w, c, pr, lw, lc, lr, verdict}' "$WORK/err" >>"$WORK/rows"
