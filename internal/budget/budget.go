@@ -6,7 +6,8 @@
 // request, reads at most MaxAnswer bytes back and kills it at the caller's deadline or WallTime.
 //
 // A child stopped by a limit is an *Exceeded naming the bound. The child holds no state and
-// writes nothing but what its op writes; the package reads no file and starts nothing else.
+// writes nothing but what its op writes; the package reads no file but the child's own
+// /proc/self/status and starts nothing else.
 package budget
 
 import (
