@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"sort"
 	"strings"
 	"testing"
@@ -27,10 +28,12 @@ import (
 // they use, are checked too; neither is handed to compose.)
 //
 // The resolved model is a fixed point (AGENT.md's amendments of 2026-12-02): `docker compose
-// config` of the resolved file prints, byte for byte, the checked model as the agent prints it
-// (docker.Printed) — in the environment the agent sets, and in a hostile one: a random HOME and
-// PATH, DOCKER_* and COMPOSE_* variables, every variable the bundle names set to another value,
-// another working directory holding a `.env`, and a `.env` beside the resolved file.
+// config` of the resolved file prints the checked model as the agent prints it (docker.Printed;
+// compared as YAML, since the plugin prints with its own compose-go release, whose field order
+// may differ), and prints the same bytes in the environment the agent sets and in a hostile one:
+// a random HOME and PATH, DOCKER_* and COMPOSE_* variables, every variable the bundle names set
+// to another value, another working directory holding a `.env` and a compose file, and a `.env`
+// and a compose.override.yaml beside the resolved file.
 func TestDifferentialCheckedModelIsWhatComposeRuns(t *testing.T) {
 	type corpusCase struct {
 		name    string
@@ -153,11 +156,14 @@ func fixedPoint(t *testing.T, archive []byte) {
 	agentEnv := []string{"PATH=" + docker.SystemPath, "HOME=" + privateCfg, "DOCKER_CONFIG=" + privateCfg,
 		"COMPOSE_INTERACTIVE_NO_CLI=1", "PWD=/"}
 	out := composeIn(t, rel, agentEnv, args)
-	var ran map[string]any
+	var checked, ran map[string]any
+	if err := yaml.Unmarshal(want, &checked); err != nil {
+		t.Fatal(err)
+	}
 	if err := yaml.Unmarshal([]byte(out), &ran); err != nil {
 		t.Fatalf("compose config printed no YAML: %v\n%s", err, out)
 	}
-	if out != string(want) {
+	if !reflect.DeepEqual(checked, ran) {
 		t.Errorf("compose runs another model than the one checked\n--- checked (as the agent prints it)\n%s\n--- compose config\n%s", want, out)
 	}
 
@@ -198,8 +204,8 @@ func fixedPoint(t *testing.T, archive []byte) {
 			henv = append(henv, n+"=/evil-"+strings.ToLower(n))
 		}
 	}
-	if got := composeIn(t, hostile, henv, args); got != string(want) {
-		t.Errorf("in a hostile environment compose reads another model\n--- checked (as the agent prints it)\n%s\n--- compose config\n%s", want, got)
+	if got := composeIn(t, hostile, henv, args); got != out {
+		t.Errorf("in a hostile environment compose reads another model\n--- in the agent's environment\n%s\n--- in a hostile one\n%s", out, got)
 	}
 }
 
