@@ -135,6 +135,9 @@ func (tk *tick) writeModel(ctx context.Context, b *bundle.Bundle, env []byte, re
 	if err := files.MkdirAllFS(fsys, dir, 0o700); err != nil {
 		return fmt.Errorf("stage: %w", err)
 	}
+	if err := files.CheckDir(dir); err != nil {
+		return err // trusted like deploy_dir before a secret is written into it
+	}
 	if err := fsys.Chmod(dir, 0o700); err != nil {
 		return fmt.Errorf("stage: %w", err)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tikali/monky-deployd/effects"
+	"github.com/tikali/monky-deployd/effects/docker"
 	"github.com/tikali/monky-deployd/effects/files"
 	"github.com/tikali/monky-deployd/internal/config"
 	"github.com/tikali/monky-deployd/internal/logging"
@@ -439,10 +440,11 @@ func (tk *tick) errTickTimeout() error {
 }
 
 // CheckTrust checks the directories the agent writes into and the files it trusts that are not
-// read as secrets (those are checked when read): state_dir, deploy_dir, releases/, state.db and
-// docker/config.json. The first that fails is returned as a *files.TrustError naming the fix.
+// read as secrets (those are checked when read): state_dir, deploy_dir, releases/, resolved/
+// (the resolved models hold the secrets' values), state.db and docker/config.json. The first
+// that fails is returned as a *files.TrustError naming the fix.
 func CheckTrust(cfg *config.Config) error {
-	for _, d := range []string{cfg.StateDir, cfg.DeployDir, filepath.Join(cfg.DeployDir, "releases")} {
+	for _, d := range []string{cfg.StateDir, cfg.DeployDir, filepath.Join(cfg.DeployDir, "releases"), filepath.Join(cfg.DeployDir, docker.ResolvedDirName)} {
 		if err := files.CheckDir(d); err != nil {
 			return err
 		}

@@ -127,3 +127,39 @@ func TestPlantedReleasesSymlinkIsNotWrittenThrough(t *testing.T) {
 		t.Errorf("the release was written into the planted directory: %v", ents)
 	}
 }
+
+// <deploy_dir>/resolved/ replaced by a symlink to a world-writable directory of another user's:
+// the resolved model, which holds the secrets' values, was written there before the next compose
+// call refused it, every tick, a lease spent. Now it is checked like deploy_dir before anything
+// is leased or written: the tick names the path and the fix, and nothing lands in that directory.
+func TestPlantedResolvedDirIsNotWrittenThrough(t *testing.T) {
+	h := newHarness(t)
+	h.apply("v1")
+	resolved := filepath.Join(h.cfg.DeployDir, "resolved")
+	theirs := filepath.Join(h.dir, "theirs")
+	if err := os.Mkdir(theirs, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(theirs, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(resolved); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(theirs, resolved); err != nil {
+		t.Fatal(err)
+	}
+	h.release("v2", nil)
+	before := h.sim.Counts(env)
+	code, msg := h.tickErr()
+	h.wantExit(code, 1)
+	if !strings.Contains(msg, "rm "+resolved) {
+		t.Errorf("error %q: want the planted link and its fix named", msg)
+	}
+	if ents, _ := os.ReadDir(theirs); len(ents) != 0 {
+		t.Errorf("the resolved model was written into the planted directory: %v", ents)
+	}
+	if after := h.sim.Counts(env); after.Leases != before.Leases {
+		t.Errorf("a lease was spent: %d → %d", before.Leases, after.Leases)
+	}
+}

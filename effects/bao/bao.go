@@ -30,6 +30,7 @@ import (
 	"github.com/hashicorp/vault/api"
 
 	"github.com/tikali/monky-deployd/effects"
+	"github.com/tikali/monky-deployd/internal/sanitize"
 	"github.com/tikali/monky-deployd/internal/vocab"
 	"github.com/tikali/monky-deployd/transport"
 )
@@ -231,7 +232,7 @@ func (c *Client) Login(ctx context.Context, mount, role, jwt string) (effects.To
 		Value:     s.Auth.ClientToken,
 		TTL:       time.Duration(s.Auth.LeaseDuration) * time.Second,
 		Renewable: s.Auth.Renewable,
-		Meta:      s.Auth.Metadata,
+		Meta:      lines(s.Auth.Metadata),
 	}, nil
 }
 
@@ -256,8 +257,9 @@ func (c *Client) LookupSelf(ctx context.Context, token string) (effects.TokenInf
 		ExplicitMax: seconds(d["explicit_max_ttl"]),
 	}
 	if meta, ok := d["meta"].(map[string]any); ok {
-		info.EnvID, _ = meta["env_id"].(string)
-		info.GrantJTI, _ = meta["grant_jti"].(string)
+		envID, _ := meta["env_id"].(string)
+		jti, _ := meta["grant_jti"].(string)
+		info.EnvID, info.GrantJTI = sanitize.Line(envID), sanitize.Line(jti)
 	}
 	return info, nil
 }
@@ -341,7 +343,7 @@ func (c *Client) ReadKV(ctx context.Context, token, path, key string, version in
 	if !ok || v == nil {
 		keys := make([]string, 0, len(data))
 		for k := range data {
-			keys = append(keys, k)
+			keys = append(keys, sanitize.Line(k))
 		}
 		sort.Strings(keys)
 		return "", &effects.Error{Op: op, Kind: effects.Permanent, Code: vocab.KVKeyMissing,
@@ -429,12 +431,27 @@ func scrub(e *effects.Error, secret string) *effects.Error {
 	return &c
 }
 
+// clip trims OpenBao's words to one short line, its control characters escaped as tenancy's
+// are (sanitize.Line): they reach status, explain, the journal and the report.
 func clip(s string) string {
 	s = strings.Join(strings.Fields(s), " ")
 	if len(s) > maxErrorMsg {
 		s = strings.ToValidUTF8(s[:maxErrorMsg], "") + "…"
 	}
-	return s
+	return sanitize.Line(s)
+}
+
+// lines is a token's metadata from OpenBao with each value's control characters escaped: its
+// env_id and grant_jti are recorded and shown by status and explain.
+func lines(meta map[string]string) map[string]string {
+	if meta == nil {
+		return nil
+	}
+	out := make(map[string]string, len(meta))
+	for k, v := range meta {
+		out[k] = sanitize.Line(v)
+	}
+	return out
 }
 
 // checkSegments refuses an empty path or one with empty, "." or ".." segments.

@@ -278,3 +278,49 @@ func TestNewRefusesBadAddr(t *testing.T) {
 		}
 	}
 }
+
+// OpenBao's own words — an error's text, a secret's key names, a token's metadata — reach
+// status, explain, the journal and the report with their control characters escaped, as
+// tenancy's do: no raw ESC, no U+202E that reorders what a terminal shows.
+func TestOpenBaoWordsAreEscaped(t *testing.T) {
+	const hostile = "\x1b[2J\u202edenied\x07"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/v1/auth/jwt-tenancy/login":
+			reply(w, 200, `{"auth":{"client_token":"`+tok+`","metadata":{"env_id":"env\u001b[31m-qa","grant_jti":"j\u202e1"},"lease_duration":60}}`)
+		case "/v1/auth/token/lookup-self":
+			reply(w, 200, `{"data":{"ttl":60,"meta":{"env_id":"env\u001b[31m-qa","grant_jti":"j\u202e1"}}}`)
+		case "/v1/monky/data/env-qa-02/see/keys":
+			reply(w, 200, `{"data":{"data":{"\u001b]0;pwned\u0007":"v"},"metadata":{"version":1}}}`)
+		default:
+			reply(w, 403, `{"errors":["`+strings.ReplaceAll(strings.ReplaceAll(hostile, "\x1b", `\u001b`), "\x07", `\u0007`)+`"]}`)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	c := newClient(t, srv.URL)
+	ctx := context.Background()
+	raw := func(what, s string) {
+		t.Helper()
+		if strings.ContainsAny(s, "\x1b\x07\u202e") {
+			t.Errorf("%s holds a raw control character: %q", what, s)
+		}
+	}
+	_, err := c.ReadKV(ctx, tok, "monky/data/env-qa-02/see/denied", "value", 0)
+	wantErr(t, err, effects.Permanent, "BAO_PERMISSION_DENIED", `\x1b[2J\u202edenied\a`)
+	raw("the error", err.Error())
+	_, err = c.ReadKV(ctx, tok, "monky/data/env-qa-02/see/keys", "value", 0)
+	wantErr(t, err, effects.Permanent, "KV_KEY_MISSING", `\x1b]0;pwned\a`)
+	raw("the error", err.Error())
+	got, err := c.Login(ctx, "jwt-tenancy", "see-env", grant)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw("the login's env_id", got.Meta["env_id"])
+	raw("the login's grant_jti", got.Meta["grant_jti"])
+	info, err := c.LookupSelf(ctx, tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw("lookup-self's env_id", info.EnvID)
+	raw("lookup-self's grant_jti", info.GrantJTI)
+}

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/compose-spec/compose-go/v2/types"
+
 	"github.com/tikali/monky-deployd/effects"
 	"github.com/tikali/monky-deployd/internal/bundle"
 	"github.com/tikali/monky-deployd/internal/redact"
@@ -588,5 +590,68 @@ volumes:
 		if !bytes.Contains(first, []byte(want)) {
 			t.Errorf("the model lacks %q:\n%s", want, first)
 		}
+	}
+}
+
+// TestResolveKeepsMeaning: values are escaped and keys are not, a service that joins no network
+// (`network_mode: ""`) joins none when the model is loaded again, and a model that would not
+// load again as itself — an environment entry compose fills from its own environment, a key
+// holding `$` — is refused naming the service. (An env_file line without a value is dropped
+// when the env_file is folded in: the model takes nothing from any environment.)
+func TestResolveKeepsMeaning(t *testing.T) {
+	ctx := context.Background()
+	load := func(t *testing.T, files map[string]string) *types.Project {
+		t.Helper()
+		rel := stageRelease(t, t.TempDir(), map[string]string{"compose.yaml": "services:\n  x:\n    image: x\n"}, "")
+		for n, body := range files {
+			if err := os.WriteFile(filepath.Join(rel, n), []byte(body), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		p, err := Load(ctx, rel, "compose.yaml", []byte(files["compose.yaml"]), nil, "monky-env-qa-02")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	p := load(t, map[string]string{"compose.yaml": `services:
+  api:
+    image: x
+    labels: {cost: "$$1"}
+  solo:
+    image: x
+    network_mode: ""
+`})
+	model, err := Resolve(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"cost: $$1", `network_mode: ""`} {
+		if !bytes.Contains(model, []byte(want)) {
+			t.Errorf("the model lacks %q:\n%s", want, model)
+		}
+	}
+	again := load(t, map[string]string{"compose.yaml": string(model)})
+	if n := again.Services["solo"].Networks; len(n) != 0 {
+		t.Errorf("loaded again, the service that joins no network joins %v:\n%s", n, model)
+	}
+	if l := again.Services["api"].Labels["cost"]; l != "$1" {
+		t.Errorf("loaded again, the label is %q, want $1", l)
+	}
+
+	for name, c := range map[string]struct{ files map[string]string }{
+		"environment without a value": {map[string]string{"compose.yaml": "services:\n  api:\n    image: x\n    environment: [HOME]\n"}},
+		"label key holding $":         {map[string]string{"compose.yaml": "services:\n  api:\n    image: x\n    labels: {\"k$$x\": v}\n"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			p := load(t, c.files)
+			model, err := Resolve(p)
+			if err == nil {
+				t.Fatalf("resolved:\n%s", model)
+			}
+			if !strings.Contains(err.Error(), "service api: ") {
+				t.Errorf("%v does not name the service", err)
+			}
+		})
 	}
 }

@@ -1,7 +1,6 @@
 package docker
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -14,6 +13,7 @@ import (
 	"github.com/compose-spec/compose-go/v2/types"
 	"github.com/sirupsen/logrus"
 
+	"github.com/tikali/monky-deployd/internal/bundle"
 	"github.com/tikali/monky-deployd/internal/composeguard"
 	"github.com/tikali/monky-deployd/internal/sanitize"
 )
@@ -89,23 +89,37 @@ func Load(ctx context.Context, rel, composeFile string, content, env []byte, pro
 
 // Resolve is the model compose runs: p (as Load returned it and the policy passed it) with
 // every env_file folded into its service's environment and label_file into its labels (both
-// dropped), marshalled as compose's own `config` prints it — every `$` written `$$`, so that
-// compose, reading it again, interpolates nothing.
+// dropped), written as bundle.ResolvedYAML writes it — compose's own printing, every `$` of a
+// value written `$$` and keys as they are, so that compose, reading it again, interpolates
+// nothing and takes nothing from its environment. A model that would not load again as itself
+// (an environment entry without a value, a key holding `$`, see bundle.Unstable) is an error.
 //
 // As for compose, a service of a profile compose is not asked for is not part of it, nor a
 // network, volume, secret or config that no service it runs uses (the policy has decided on
 // them all).
 func Resolve(p *types.Project) ([]byte, error) {
+	r, err := resolved(p)
+	if err != nil {
+		return nil, err
+	}
+	return bundle.ResolvedYAML(r)
+}
+
+// Printed is the resolved model of p as `docker compose config` prints it when it loads the
+// file Resolve wrote: the bytes a test compares with compose's own.
+func Printed(p *types.Project) ([]byte, error) {
+	r, err := resolved(p)
+	if err != nil {
+		return nil, err
+	}
+	return bundle.PrintedYAML(r)
+}
+
+// resolved is p with env_file and label_file folded in and what compose does not run left out.
+func resolved(p *types.Project) (*types.Project, error) {
 	r, err := p.WithoutUnnecessaryResources().WithServicesEnvironmentResolved(true)
 	if err != nil {
 		return nil, err
 	}
-	if r, err = r.WithServicesLabelsResolved(true); err != nil {
-		return nil, err
-	}
-	out, err := r.MarshalYAML()
-	if err != nil {
-		return nil, err
-	}
-	return bytes.ReplaceAll(out, []byte("$"), []byte("$$")), nil
+	return r.WithServicesLabelsResolved(true)
 }

@@ -154,6 +154,12 @@ func loadCompose(b *Bundle, tpl *envTemplate, env ComposeEnv, envID string) (*mo
 	if len(p.ComposeFiles) == 0 {
 		p.ComposeFiles = []string{filepath.Join(root, name)} // the loader leaves it to its callers
 	}
+	if words, err := Unstable(p); err != nil || len(words) > 0 {
+		if err != nil {
+			return nil, invalid("%s does not print: %s", quoteName(name), m.words(err))
+		}
+		return nil, invalid("%s would not run as checked: %s", quoteName(name), m.ph.ReplaceAllString(strings.Join(words, "; "), "$${$2}"))
+	}
 	m.project = p
 	m.pol = &policy{root: m.root, private: m.private, ph: m.ph}
 	return m, nil

@@ -1,6 +1,7 @@
 package bundle
 
 import (
+	"fmt"
 	"maps"
 	"path"
 	"path/filepath"
@@ -23,16 +24,40 @@ import (
 // test keeps the two equal.
 
 // serviceAllowed are the fields a service may set. Some are checked further by value
-// (serviceValues).
+// (serviceValues). A field with parts is listed part by part: `*` stands for each entry of a
+// list or each key of a mapping (`networks.*.aliases`: the aliases of any network the service
+// joins), a name for that key only (`ulimits.nofile`), so a part not named — a fixed address on
+// a network, a ulimit on real-time priority, a bind's mount propagation — is refused like a
+// field not listed (AGENT.md's amendments of 2026-12-02: the list decides by effect).
 var serviceAllowed = []string{
-	"cap_add", "cap_drop", "command", "configs", "cpus", "depends_on",
+	"cap_add", "cap_drop", "command", "configs.*.gid", "configs.*.mode", "configs.*.source",
+	"configs.*.target", "configs.*.uid", "cpus",
+	"depends_on.*.condition", "depends_on.*.required", "depends_on.*.restart",
 	"deploy.replicas", "deploy.resources.limits.cpus", "deploy.resources.limits.memory",
-	"deploy.resources.limits.pids", "deploy.restart_policy", "entrypoint", "env_file", "environment", "expose", "extra_hosts",
-	"healthcheck", "hostname", "image", "init", "labels", "logging", "mem_limit", "networks",
-	"platform", "ports", "profiles", "pull_policy", "read_only", "restart", "scale", "secrets",
-	"security_opt", "shm_size", "stop_grace_period", "stop_signal", "sysctls", "tmpfs", "ulimits",
-	"user", "volumes", "working_dir",
+	"deploy.resources.limits.pids", "deploy.restart_policy.condition", "deploy.restart_policy.delay",
+	"deploy.restart_policy.max_attempts", "deploy.restart_policy.window",
+	"entrypoint", "env_file.*.format", "env_file.*.path", "env_file.*.required", "environment", "expose", "extra_hosts",
+	"healthcheck.disable", "healthcheck.interval", "healthcheck.retries", "healthcheck.start_interval",
+	"healthcheck.start_period", "healthcheck.test", "healthcheck.timeout",
+	"hostname", "image", "init", "labels", "logging.driver",
+	"logging.options.compress", "logging.options.env", "logging.options.env-regex", "logging.options.labels",
+	"logging.options.labels-regex", "logging.options.max-file", "logging.options.max-size", "logging.options.tag",
+	"mem_limit", "networks.*.aliases", "networks.*.priority",
+	"platform", "ports.*.app_protocol", "ports.*.host_ip", "ports.*.mode", "ports.*.name", "ports.*.protocol",
+	"ports.*.published", "ports.*.target", "profiles", "pull_policy", "read_only", "restart", "scale",
+	"secrets.*.gid", "secrets.*.mode", "secrets.*.source", "secrets.*.target", "secrets.*.uid",
+	"security_opt", "shm_size", "stop_grace_period", "stop_signal", "sysctls", "tmpfs",
+	"ulimits.core", "ulimits.nofile", "ulimits.nproc",
+	"user", "volumes.*.bind.create_host_path", "volumes.*.consistency", "volumes.*.read_only",
+	"volumes.*.source", "volumes.*.target", "volumes.*.tmpfs.mode", "volumes.*.tmpfs.size", "volumes.*.type",
+	"volumes.*.volume.labels", "volumes.*.volume.nocopy", "volumes.*.volume.subpath", "working_dir",
 }
+
+// ulimitMax bounds the ulimits a service may set, soft and hard alike: raising nofile or
+// nproc past what the host's own default gives a container, or core dumps past 1 GiB (which
+// the host's core handler writes to the host's disk), is refused; a value of -1 (unlimited)
+// too. Lowering any of them only limits the container.
+var ulimitMax = map[string]int{"core": 1 << 30, "nofile": 1 << 20, "nproc": 1 << 22}
 
 // topAllowed are the top-level keys a compose file may hold (besides x-* extensions, which
 // compose ignores). include and extends are resolved by the loader (their files must be of
@@ -42,7 +67,7 @@ var topAllowed = []string{"configs", "name", "networks", "secrets", "services", 
 // networkAllowed and volumeAllowed are the fields of a top-level network or volume; the
 // driver, the name and external are checked by value.
 var (
-	networkAllowed = []string{"attachable", "driver", "enable_ipv4", "enable_ipv6", "external", "internal", "ipam", "labels", "name"}
+	networkAllowed = []string{"attachable", "driver", "enable_ipv4", "enable_ipv6", "external", "internal", "labels", "name"}
 	volumeAllowed  = []string{"driver", "external", "labels", "name"}
 )
 
@@ -157,8 +182,15 @@ func topSet(p *types.Project, refuse func(field string)) {
 // service checks one service: every field it sets against serviceAllowed, then the values
 // of the allowed fields that have rules of their own.
 func (pol *policy) service(p *types.Project, s *types.ServiceConfig, add func(field, what string)) {
+	checked := map[string]bool{}
 	walkSet(reflect.ValueOf(*s), "", allowSet(serviceAllowed),
-		func(field string, _ reflect.Value) { pol.serviceValues(p, s, field, add) },
+		func(field string, _ reflect.Value) {
+			top := field[:strings.IndexAny(field+".", ".[")]
+			if !checked[top] {
+				checked[top] = true
+				pol.serviceValues(p, s, top, add)
+			}
+		},
 		func(field string, v reflect.Value) { pol.notAllowed(s, field, v, add) })
 }
 
@@ -231,6 +263,19 @@ func (pol *policy) serviceValues(p *types.Project, s *types.ServiceConfig, field
 		for _, v := range c.Volumes {
 			pol.mount(p, v, add)
 		}
+	case "ulimits":
+		for _, n := range slices.Sorted(maps.Keys(c.Ulimits)) {
+			max, u := ulimitMax[n], c.Ulimits[n]
+			if u == nil || max == 0 {
+				continue // a ulimit not listed is refused as a field
+			}
+			for _, v := range []int{u.Single, u.Soft, u.Hard} {
+				if v < 0 || v > max {
+					add("ulimits."+n, fmt.Sprintf("ulimits %s %d is not allowed (0 to %d)", n, v, max))
+					break
+				}
+			}
+		}
 	}
 }
 
@@ -253,6 +298,9 @@ func (pol *policy) mount(p *types.Project, v types.ServiceVolumeConfig, add func
 		}
 		if why := pol.localBind(vol); why != "" {
 			add("volumes", "volume "+quoteName(v.Source)+" binds "+why+" (driver_opts) → "+pol.show(v.Target))
+		}
+		if v.Volume != nil && climbs(v.Volume.Subpath) {
+			add("volumes", "volume "+quoteName(v.Source)+" subpath "+pol.show(v.Volume.Subpath)+" is not allowed (a path inside the volume, never absolute, never `..`) → "+pol.show(v.Target))
 		}
 	case types.VolumeTypeTmpfs:
 	case types.VolumeTypeNamedPipe:
@@ -396,6 +444,16 @@ func (pol *policy) volume(project, key string, v types.VolumeConfig, add func(fi
 	}
 }
 
+// climbs says whether a volume's subpath leaves the volume: absolute, or holding a `..`
+// segment (docker resolves it below the volume's own directory on the host).
+func climbs(sub string) bool {
+	if sub == "" {
+		return false
+	}
+	s := strings.ReplaceAll(sub, `\`, "/")
+	return path.IsAbs(s) || slices.Contains(strings.Split(s, "/"), "..")
+}
+
 // ofProject says whether a network or volume name is this project's own.
 func ofProject(project, name string) bool {
 	return project != "" && (name == project || strings.HasPrefix(name, project+"_"))
@@ -518,9 +576,18 @@ func allowSet(list []string) map[string]bool {
 
 // walkSet walks the fields v (a struct) sets, by their yaml names: a field allowed
 // whole goes to allowed, a section leading to an allowed field is walked into, and any
-// other field set (non-zero) goes to refused. Inline structs are walked at the same level;
-// fields the yaml form does not carry (`-`) and extensions (x-*) are skipped.
+// other field set (non-zero) goes to refused. A section that is a list or a mapping is
+// walked entry by entry: its parts are named `<section>.*.<part>` in the list for any entry,
+// `<section>.<key>` for one key. Inline structs are walked at the same level; fields the yaml
+// form does not carry (`-`) and extensions (x-*) are skipped. The callbacks get the field's
+// name where it is (`networks.front.ipv4_address`, `volumes[1].bind.propagation`).
 func walkSet(v reflect.Value, prefix string, allow map[string]bool, allowed, refused func(field string, v reflect.Value)) {
+	walkStruct(v, prefix, prefix, allow, allowed, refused)
+}
+
+// walkStruct walks a struct's fields: pat is the prefix of their names in the list, at the
+// prefix of their names where they are.
+func walkStruct(v reflect.Value, pat, at string, allow map[string]bool, allowed, refused func(field string, v reflect.Value)) {
 	t := v.Type()
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
@@ -531,28 +598,61 @@ func walkSet(v reflect.Value, prefix string, allow map[string]bool, allowed, ref
 		name, opts, _ := strings.Cut(tag, ",")
 		fv := v.Field(i)
 		if name == "" && strings.Contains(opts, "inline") && fv.Kind() == reflect.Struct {
-			walkSet(fv, prefix, allow, allowed, refused)
+			walkStruct(fv, pat, at, allow, allowed, refused)
 			continue
 		}
 		if name == "" || name == "-" || strings.HasPrefix(name, "#") || unset(fv) {
 			continue
 		}
-		field := prefix + name
-		switch {
-		case allow[field]:
-			allowed(field, fv)
-		case allow[field+"."]:
-			for fv.Kind() == reflect.Pointer {
-				fv = fv.Elem()
-			}
-			if fv.Kind() == reflect.Struct {
-				walkSet(fv, field+".", allow, allowed, refused)
-			} else {
-				refused(field, fv)
-			}
-		default:
-			refused(field, fv)
+		walkValue(fv, pat+name, at+name, allow, allowed, refused)
+	}
+}
+
+// walkValue decides one value set at the field named pat in the list, at where it is.
+func walkValue(v reflect.Value, pat, at string, allow map[string]bool, allowed, refused func(field string, v reflect.Value)) {
+	switch {
+	case allow[pat]:
+		allowed(at, v)
+		return
+	case !allow[pat+"."]:
+		refused(at, v)
+		return
+	}
+	for v.Kind() == reflect.Pointer || v.Kind() == reflect.Interface {
+		v = v.Elem()
+	}
+	switch v.Kind() {
+	case reflect.Struct:
+		walkStruct(v, pat+".", at+".", allow, allowed, refused)
+	case reflect.Map:
+		if v.Type().Key().Kind() != reflect.String {
+			refused(at, v)
+			return
 		}
+		keys := make([]string, 0, v.Len())
+		for _, k := range v.MapKeys() {
+			keys = append(keys, k.String())
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			e := v.MapIndex(reflect.ValueOf(k).Convert(v.Type().Key()))
+			if unset(e) {
+				continue // `front:` with nothing under it
+			}
+			p := pat + "." + k
+			if allow[pat+".*"] || allow[pat+".*."] {
+				p = pat + ".*"
+			}
+			walkValue(e, p, at+"."+k, allow, allowed, refused)
+		}
+	case reflect.Slice:
+		for i := 0; i < v.Len(); i++ {
+			if e := v.Index(i); !unset(e) {
+				walkValue(e, pat+".*", fmt.Sprintf("%s[%d]", at, i), allow, allowed, refused)
+			}
+		}
+	default:
+		refused(at, v)
 	}
 }
 

@@ -19,6 +19,8 @@ import (
 	"strings"
 	"sync"
 
+	"go.yaml.in/yaml/v3"
+
 	"github.com/tikali/monky-deployd/internal/sanitize"
 )
 
@@ -276,8 +278,11 @@ func encodedForms(secret string) []string {
 
 // escapers are the ways the agent escapes a string on its way to a sink: sanitize's Line and
 // Text (an error or a log tail made printable), strconv.Quote and QuoteToASCII (what %q and %+q
-// print, quotes aside) and JSON, with and without HTML escaping (json.Marshal; the logger and
-// json.Encoder without it). Each returns the escaped text without surrounding quotes.
+// print, quotes aside), JSON, with and without HTML escaping (json.Marshal; the logger and
+// json.Encoder without it), and the forms the agent writes itself into the resolved model
+// (<deploy_dir>/resolved/<sha>.yaml): every `$` doubled, YAML's escaping (a double-quoted or
+// single-quoted scalar), and lower case (an error or a name compared without case). Each returns
+// the escaped text without surrounding quotes.
 var escapers = []func(string) string{
 	sanitize.Line,
 	sanitize.Text,
@@ -300,6 +305,27 @@ var escapers = []func(string) string{
 		j := bytes.TrimSpace(b.Bytes())
 		return string(j[1 : len(j)-1])
 	},
+	func(s string) string { return strings.ReplaceAll(s, "$", "$$") },
+	yamlScalar,
+	func(s string) string { return strings.ReplaceAll(s, "'", "''") },
+	strings.ToLower,
+}
+
+// yamlScalar is s as the YAML encoder writes it as a value, quotes aside: plain, or escaped in
+// double quotes (`\e`, `\t`, `\u202E`), or single-quoted; a value the encoder folds across
+// lines is returned as it is (its lines are registered one by one).
+func yamlScalar(s string) string {
+	var n yaml.Node
+	n.SetString(s)
+	out, err := yaml.Marshal(&n)
+	if err != nil {
+		return s
+	}
+	q := strings.TrimSuffix(string(out), "\n")
+	if len(q) >= 2 && (q[0] == '"' && q[len(q)-1] == '"' || q[0] == '\'' && q[len(q)-1] == '\'') {
+		return q[1 : len(q)-1]
+	}
+	return q
 }
 
 // escapedForms is secret escaped once and twice by every escaper: a call site escapes (an

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 
+	"go.yaml.in/yaml/v3"
+
 	"github.com/tikali/monky-deployd/internal/sanitize"
 )
 
@@ -280,6 +282,11 @@ func TestEscapedForms(t *testing.T) {
 		"jsonNoHTML(line)": func(s string) string { return jsonNoHTML(sanitize.Line(s)) },
 		"json(quote)":      func(s string) string { q := strconv.Quote(s); return mustJSON(q[1 : len(q)-1]) },
 		"line(json)":       func(s string) string { return sanitize.Line(mustJSON(s)) },
+		// the resolved model's forms: every $ doubled, YAML's escaping, and both
+		"dollar":       func(s string) string { return strings.ReplaceAll(s, "$", "$$") },
+		"yaml":         yamlValue,
+		"yaml(dollar)": func(s string) string { return yamlValue(strings.ReplaceAll(s, "$", "$$")) },
+		"lower":        strings.ToLower,
 	}
 	for _, secret := range []string{
 		"tab\tin-the-middle",
@@ -287,6 +294,9 @@ func TestEscapedForms(t *testing.T) {
 		`quote"and\backslash`,
 		"bidi\u202eswapped-<tag>&",
 		"two\tlines\nof secret",
+		"pa$$word'with$x-Z9",
+		"esc\x1b[31m$HOME-and-'quote'",
+		"- starts-like-yaml: $x",
 	} {
 		r := New()
 		r.Add(secret)
@@ -299,4 +309,18 @@ func TestEscapedForms(t *testing.T) {
 			}
 		}
 	}
+}
+
+// yamlValue is s as the YAML encoder writes it as a mapping's value (the resolved model),
+// quotes aside.
+func yamlValue(s string) string {
+	out, err := yaml.Marshal(map[string]string{"k": s})
+	if err != nil {
+		panic(err)
+	}
+	v := strings.TrimSuffix(strings.TrimPrefix(string(out), "k: "), "\n")
+	if len(v) >= 2 && (v[0] == '"' || v[0] == '\'') {
+		v = v[1 : len(v)-1]
+	}
+	return v
 }

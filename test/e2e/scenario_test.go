@@ -380,6 +380,49 @@ volumes:
 		}
 	})
 
+	// Issue 37: a network whose ipam picks a subnet. On the real engine the host routed that
+	// prefix into the project's bridge while the project ran (and a prefix of the host's own LAN
+	// took the host's traffic to its neighbours). Now it is refused before any lease, and the
+	// host's routing table is the same, byte for byte, before and after the tick.
+	step("an ipam subnet", func(t *testing.T) {
+		a.t = t
+		const subnet = "10.237.91.0/24"
+		routes := func() string {
+			out, err := runCmd("", nil, "ip", "route", "show", "table", "all")
+			if err != nil {
+				t.Fatalf("ip route: %v", err)
+			}
+			return out
+		}
+		before := routes()
+		w.desire(envA, "ipam", rel{tag: "3", note: "ipam",
+			compose: func(img string) string {
+				return fmt.Sprintf(`services:
+  api:
+    image: %[1]s
+    networks:
+      lan:
+        ipv4_address: 10.237.91.10
+  worker:
+    image: %[1]s
+    environment: {LISTEN: ":8081"}
+networks:
+  lan:
+    ipam:
+      config:
+        - subnet: %[2]s
+`, img, subnet)
+			}})
+		a.refusedBeforeLease("network lan: ipam is not allowed")
+		after := routes()
+		if after != before {
+			t.Errorf("the host's routing table changed across the tick\n--- before\n%s--- after\n%s", before, after)
+		}
+		if strings.Contains(after, subnet) {
+			t.Errorf("the host routes %s:\n%s", subnet, after)
+		}
+	})
+
 	step("unhealthy service", func(t *testing.T) {
 		a.t = t
 		sha := w.desire(envA, "v3-unhealthy", rel{tag: "3", unhealthy: true})
