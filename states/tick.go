@@ -17,6 +17,7 @@ import (
 	"github.com/tikali/monky-deployd/internal/vocab"
 	"github.com/tikali/monky-deployd/machine"
 	"github.com/tikali/monky-deployd/machine/explain"
+	"github.com/tikali/monky-deployd/states/credential"
 	"github.com/tikali/monky-deployd/store"
 )
 
@@ -418,7 +419,7 @@ func (a *Agent) traceEarly(err error) {
 // envMismatchWords says the env mismatch once, naming both envs: config.yaml's and the one the
 // token is pinned to (as lookup-self told it, else tenancy's own words).
 func envMismatchWords(cfgEnv, tokenEnv string, err error) string {
-	said := answerWords(err)
+	said := credential.Answer(err)
 	if tokenEnv != "" && tokenEnv != cfgEnv {
 		return fmt.Sprintf("config.yaml says %s, the token is pinned to %s (tenancy's %s)", cfgEnv, tokenEnv, said)
 	}
