@@ -376,7 +376,7 @@ func (tk *tick) askLease(ctx context.Context, reason string) (effects.Lease, err
 	now := tk.Now()
 	rec := tk.eng.Record()
 	if now.Before(rec.LeaseRetryAfter) {
-		return effects.Lease{}, &effects.Error{Op: "lease", Kind: effects.RateLimited, Code: vocab.LeaseRateLimited,
+		return effects.Lease{}, &effects.Error{Op: "lease", Kind: effects.RateLimited, Code: vocab.LeaseRateLimited, Reason: vocab.ReasonAgentWait,
 			Msg: "tenancy asked to wait: no lease before " + machine.Stamp(rec.LeaseRetryAfter)}
 	}
 	if used, frees := tk.leaseBudget(); used >= LeaseLimit {
@@ -476,7 +476,7 @@ func (tk *tick) credentialForApply(ctx context.Context, started time.Time) error
 	switch {
 	case p.Stop:
 		// OpenBao could not say whether the token lives: no lease on a guess; the next tick asks again
-		tk.noteStop(machine.NoteLeaseDeferred, err, started, "whether the token is reusable is asked again next tick")
+		tk.noteStopBecause(machine.NoteLeaseDeferred, vocab.ReasonReuseUnasked, err, started, "whether the token is reusable is asked again next tick")
 		return err
 	case p.Reuse:
 		return tk.eng.Fire(machine.Outcome{Event: machine.EvReuse, Detail: p.Detail}, started)
@@ -503,7 +503,7 @@ func (tk *tick) leaseForApply(ctx context.Context, started time.Time) error {
 				if src == "" {
 					src = store.SourceBootstrap
 				}
-				return tk.eng.Fire(machine.Outcome{Event: machine.EvReuse, Code: effects.CodeOf(err), Detail: err.Error() + ": applying with the " + src + " token; the swap waits for the next apply"}, started)
+				return tk.eng.Fire(machine.Outcome{Event: machine.EvReuse, Code: effects.CodeOf(err), Reason: effects.ReasonOf(err), Detail: err.Error() + ": applying with the " + src + " token; the swap waits for the next apply"}, started)
 			}
 			tk.noteStop(machine.NoteLeaseDeferred, err, started, "")
 			return err

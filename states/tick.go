@@ -364,11 +364,17 @@ func endNote(ev string) bool {
 // its redacted words; then, when not empty, says what the next tick does. The note ends the
 // tick's story (endNote): journalEnd adds nothing after it.
 func (tk *tick) noteStop(event string, err error, started time.Time, then string) {
+	tk.noteStopBecause(event, effects.ReasonOf(err), err, started, then)
+}
+
+// noteStopBecause is noteStop with the reason the tick itself knows (the effect's own is
+// err's).
+func (tk *tick) noteStopBecause(event string, reason vocab.Reason, err error, started time.Time, then string) {
 	detail := err.Error()
 	if then != "" {
 		detail += " (" + then + ")"
 	}
-	_ = tk.eng.Note(event, stopCode(event, err), detail, started, nil)
+	_ = tk.eng.NoteReason(event, stopCode(event, err), reason, detail, started, nil)
 }
 
 // stopCode is the code a stop note is journaled with: the fault's own, else BAO_UNAVAILABLE
