@@ -38,7 +38,7 @@ func (tk *tick) failBecause(ctx context.Context, from machine.State, code vocab.
 	}
 	started := tk.stepStart()
 	rec := tk.eng.Record()
-	rep := effects.Report{Sha: rec.Sha, Result: effects.ResultFailed, Detail: string(code) + ": " + detail, Containers: fromStore(rec.Containers)}
+	rep := effects.Report{Sha: rec.Sha, Result: effects.ResultFailed, Code: code, Detail: string(code) + ": " + detail, Containers: fromStore(rec.Containers)}
 	if withLogs {
 		rep.LogTail = tk.logTail(ctx)
 	}

@@ -53,7 +53,7 @@ func (tk *tick) heartbeat(ctx context.Context, resp effects.CheckinResponse, con
 		}
 		return tk.flushOutbox(ctx)
 	}
-	rep.Result = effects.ResultFailed
+	rep.Result, rep.Code = effects.ResultFailed, code
 	rep.Detail = string(code) + ": " + strings.Join(bad, ", ")
 	if code == vocab.Unhealthy {
 		rep.LogTail = tk.logTail(ctx) // on a changed release compose logs is refused as ps was

@@ -84,11 +84,12 @@ type TokenMeta struct {
 
 // LastReport is the newest report handed to the outbox.
 type LastReport struct {
-	Result       string    `json:"result"`
-	Sha          string    `json:"sha"`
-	Detail       string    `json:"detail,omitempty"`
-	At           time.Time `json:"at"`
-	Acknowledged bool      `json:"acknowledged"`
+	Result       string     `json:"result"`
+	Sha          string     `json:"sha"`
+	Code         vocab.Code `json:"code,omitempty"` // a failed report's code ("" in a record written before it was kept)
+	Detail       string     `json:"detail,omitempty"`
+	At           time.Time  `json:"at"`
+	Acknowledged bool       `json:"acknowledged"`
 }
 
 // Container mirrors effects.Container (kept here so the store imports nothing of the agent).
@@ -189,9 +190,10 @@ type QueuedReport struct {
 
 // QueuedReportMeta lets the machine know what a queued report was for without decoding Body.
 type QueuedReportMeta struct {
-	Result string `json:"result"`
-	Sha    string `json:"sha"`
-	State  string `json:"state"` // the state that produced it
+	Result string     `json:"result"`
+	Sha    string     `json:"sha"`
+	State  string     `json:"state"`          // the state that produced it
+	Code   vocab.Code `json:"code,omitempty"` // a failed report's code ("" in an outbox written before it was kept)
 }
 
 // Applied is one entry of the applied-sha history (rollback detection).
