@@ -99,6 +99,11 @@ func (tk *tick) send(ctx context.Context, q store.QueuedReport) error {
 	started := tk.Now()
 	err := tk.withBearer(ctx, func() error { return tk.Fx.Tenancy.Report(ctx, tk.token, rep) })
 	if err != nil && tk.isBlocked() {
+		// the report was sent and tenancy answered it (a 403, a second 401): it counts, so
+		// that the outbox's "sent N times" agrees with the block's entry
+		if cerr := tk.eng.ReportNotAcknowledged(q); cerr != nil {
+			tk.Log.Warn().Msg("count the report's attempt: " + cerr.Error())
+		}
 		return err
 	}
 	if err != nil && droppable(err) {
