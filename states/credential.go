@@ -361,8 +361,8 @@ func (tk *tick) leaseRefused(err error, now time.Time) error {
 		r.LeaseRetryAfter = now.Add(wait)
 		return nil
 	})
-	if e.Code == "" {
-		// tenancy's 429 without a code of its own: the entry carries the code in its field
+	if e.Code == "" || e.Code == vocab.RateLimited {
+		// tenancy's 429 without a code of its own: the entry carries the lease's code in its field
 		cp := *e
 		cp.Code = vocab.LeaseRateLimited
 		return &cp
