@@ -95,8 +95,9 @@ type Report struct {
 // ReportWhy is a failed report's why: strings only, redacted like Detail.
 type ReportWhy struct {
 	Code     string `json:"code"`
-	Verdict  string `json:"verdict"` // VerdictWorking | VerdictNeedsPerson
-	Since    string `json:"since"`   // RFC 3339, UTC
+	Reason   string `json:"reason,omitempty"` // the typed cause behind Code (docs/JOURNAL.md, "Reasons")
+	Verdict  string `json:"verdict"`          // VerdictWorking | VerdictNeedsPerson
+	Since    string `json:"since"`            // RFC 3339, UTC
 	Fault    string `json:"fault"`
 	Evidence string `json:"evidence"`
 	Next     string `json:"next"`

@@ -2,12 +2,14 @@ package states_test
 
 import (
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/tikali/monky-deployd/internal/vocab"
 	"github.com/tikali/monky-deployd/machine"
 	"github.com/tikali/monky-deployd/machine/explain"
+	"github.com/tikali/monky-deployd/machine/metrics"
 	"github.com/tikali/monky-deployd/store"
 )
 
@@ -57,6 +59,26 @@ func TestMalformedStoredTokenIsCredentialShape(t *testing.T) {
 				t.Errorf("%q says %q: nothing was sent", words, lie)
 			}
 		}
+	}
+	if doc.Why.Reason != vocab.ReasonShape {
+		t.Errorf("explain's why reason %q", doc.Why.Reason)
+	}
+	// status and the metrics say the same
+	st, err := explain.BuildStatus(h.st, h.clock.Now(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Why == nil || st.Why.Code != vocab.CredentialShape || st.Verdict != explain.NeedsPerson {
+		t.Errorf("status: verdict %s why %+v", st.Verdict, st.Why)
+	}
+	dir := t.TempDir()
+	prom := filepath.Join(dir, "monky.prom")
+	if err := metrics.Write(prom, filepath.Join(dir, "counters.json"), h.st, metrics.Tick{Exit: 1, EndedAt: h.clock.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	text, _ := os.ReadFile(prom)
+	if want := `monky_deployd_why_reason{code="CREDENTIAL_SHAPE",env="` + env + `",reason="local-shape"} 1`; !strings.Contains(string(text), want) {
+		t.Errorf("the metrics lack %s:\n%s", want, text)
 	}
 	// a fresh grant from the kit unblocks, logs in and converges
 	h.freshGrant()

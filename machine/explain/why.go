@@ -18,13 +18,16 @@ import (
 // sentence, the evidence the agent recorded (its own words, never a value), what the agent does
 // next and when, and the one command that fixes or checks it.
 type Why struct {
-	Code     vocab.Code `json:"code"`
-	Fault    string     `json:"fault"`
-	Evidence string     `json:"evidence"`
-	Next     string     `json:"next"`
-	Fix      string     `json:"fix"`
-	At       time.Time  `json:"at"` // when the agent recorded it
-	Tick     uint64     `json:"tick,omitempty"`
+	Code vocab.Code `json:"code"`
+	// Reason is the typed cause behind Code, as the record keeps it ("" when the code says
+	// all, or the record is older than reasons).
+	Reason   vocab.Reason `json:"reason,omitempty"`
+	Fault    string       `json:"fault"`
+	Evidence string       `json:"evidence"`
+	Next     string       `json:"next"`
+	Fix      string       `json:"fix"`
+	At       time.Time    `json:"at"` // when the agent recorded it
+	Tick     uint64       `json:"tick,omitempty"`
 	// Since is when the fault began: the first tick of a run of exit 75, the refusal, the
 	// first failed attempt, the last tick of a stale box.
 	Since time.Time `json:"since"`
@@ -161,6 +164,7 @@ func (in Input) blockedWhy(mk maker, nextTick string) *Why {
 	case code != b.Code:
 		w.Fix = causeOf(vocab.BaoPermissionDenied).Fix + "   # then re-run the install kit (a new bootstrap.jwt unblocks)"
 	}
+	w.Reason = b.Reason
 	return w
 }
 
@@ -194,6 +198,7 @@ func (in Input) temporaryWhy(e store.Entry, mk maker, nextTick string) *Why {
 		next += fmt.Sprintf("; after %d in a row, check the fix below rather than wait", n)
 	}
 	w := mk(code, fault, evidence, next, e.At, e.Tick)
+	w.Reason = e.Reason
 	if !vocab.Known(e.Code) && e.Event == machine.NoteCheckinFailed {
 		w.Fix = "systemctl status ziti-edge-tunnel   # and tenancy's health"
 	}
@@ -257,6 +262,7 @@ func (in Input) refusedWhy(mk maker, nextTick string) *Why {
 		fault = "the bundle declares it needs " + machine.Size(r.NeedBytes) + " of image storage, which no box has: its disk_need_bytes is wrong, not this disk"
 	}
 	w := mk(r.Code, fault, trimCode(r.Code, r.Detail), next, r.At, in.tickOf(r.Code))
+	w.Reason = r.Reason
 	if r.Code == vocab.DiskInsufficient && r.NeedBytes > implausibleNeed {
 		w.Fix = fmt.Sprintf("fix disk_need_bytes in the bundle's bundle.json (it declares %s; no image set needs that): publish the bundle again", machine.Size(r.NeedBytes))
 	}
@@ -310,6 +316,7 @@ func (in Input) failedWhy(mk maker, nextTick string) *Why {
 		w.Fix = fix
 	}
 	w.person = w.person || person
+	w.Reason = f.Reason
 	return w
 }
 
@@ -387,7 +394,7 @@ func (in Input) refusedTokenWhy(mk maker, nextTick string) *Why {
 		if baoRefused(lastRefusal) {
 			w.Fix = causeOf(vocab.BaoPermissionDenied).Fix
 		}
-		w.Since, w.person = firstRefusal.At.UTC(), true
+		w.Since, w.person, w.Reason = firstRefusal.At.UTC(), true, lastRefusal.Reason
 		return w
 	}
 	return nil
@@ -509,7 +516,7 @@ func (in Input) unhealthyWhy(mk maker, nextTick string) *Why {
 		next = "checked again at every tick (the next " + nextTick + "); reported failed to tenancy while the release differs; the agent runs no compose call on it and does not stage it again: restoring the release's files or a new desired sha clears it, `monky-deployd resume` does not"
 	}
 	w := mk(code, fault, evidence, next, at, tick)
-	w.person = true
+	w.person, w.Reason = true, reason
 	return w
 }
 
