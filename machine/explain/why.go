@@ -163,6 +163,9 @@ func (in Input) blockedWhy(mk maker, nextTick string) *Why {
 		w.Fix = in.paths().Replace("sudo ls -l {bootstrap}; sudo chown monky-deployd {bootstrap} && sudo chmod 0600 {bootstrap}   # then monky-deployd resume --now")
 	case code != b.Code:
 		w.Fix = causeOf(vocab.BaoPermissionDenied).Fix + "   # then re-run the install kit (a new bootstrap.jwt unblocks)"
+	case b.Reason == vocab.ReasonShape:
+		// the token is gone: only a new grant logs the box in again
+		w.Fix = in.paths().Replace(causeOf(vocab.AgentUnauthenticated).Fix)
 	}
 	w.Reason = b.Reason
 	return w
