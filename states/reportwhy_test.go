@@ -33,7 +33,7 @@ func (h *harness) wantReportWhy(verdict string) {
 	if r.Result != effects.ResultFailed || r.Why == nil || w == nil {
 		h.t.Fatalf("report %s why %+v; explain's why %+v", r.Result, r.Why, w)
 	}
-	want := effects.ReportWhy{Code: string(w.Code), Verdict: verdict, Since: w.At.UTC().Format(time.RFC3339),
+	want := effects.ReportWhy{Code: string(w.Code), Reason: string(w.Reason), Verdict: verdict, Since: w.At.UTC().Format(time.RFC3339),
 		Fault: w.Fault, Evidence: w.Evidence, Next: w.Next, Fix: w.Fix}
 	if *r.Why != want {
 		h.t.Errorf("report's why\n %+v\nexplain's\n %+v", *r.Why, want)
