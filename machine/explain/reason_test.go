@@ -1,6 +1,8 @@
 package explain_test
 
 import (
+	"bytes"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -92,5 +94,27 @@ func TestBlockWithoutAReasonReadsByItsCode(t *testing.T) {
 	typed := explain.Decide(in(vocab.ReasonGrantUnreadable))
 	if typed.Why == nil || !strings.Contains(typed.Why.Fault, "cannot be read") {
 		t.Errorf("a typed block: %+v", typed.Why)
+	}
+}
+
+// `explain --ndjson` carries the verdict and the codes explain gives, on its header line: a
+// ticket's attachment answers the one question without replaying it.
+func TestNDJSONCarriesTheVerdict(t *testing.T) {
+	for _, name := range []string{"full-apply", "pull-failed", "unauthenticated-blocked", "connection-refused"} {
+		t.Run(name, func(t *testing.T) {
+			tr := loadTrace(t, name)
+			var out bytes.Buffer
+			if err := explain.WriteNDJSON(&out, tr.st, tr.now); err != nil {
+				t.Fatal(err)
+			}
+			first, _, _ := bytes.Cut(out.Bytes(), []byte("\n"))
+			var hdr explain.Line
+			if err := json.Unmarshal(first, &hdr); err != nil || hdr.Type != "header" {
+				t.Fatalf("header %s: %v", first, err)
+			}
+			if hdr.Verdict == "" || hdr.Verdict != tr.doc.Verdict || strings.Join(hdr.Codes, ",") != strings.Join(tr.doc.Codes, ",") {
+				t.Errorf("header verdict %q codes %v, explain's %q %v", hdr.Verdict, hdr.Codes, tr.doc.Verdict, tr.doc.Codes)
+			}
+		})
 	}
 }
