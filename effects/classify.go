@@ -139,6 +139,9 @@ func classifyNet(e *Error, err error, where, via string) {
 		e.Kind = Permanent
 		e.Msg = fmt.Sprintf("%s: %v", where, err)
 	}
+	if e.Kind == Temporary {
+		e.Reason = vocab.ReasonNetwork
+	}
 }
 
 // hint points a proxy-transport failure at the proxy unit, the others at the tunneller.

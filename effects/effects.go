@@ -7,6 +7,8 @@ package effects
 import (
 	"context"
 	"time"
+
+	"github.com/tikali/monky-deployd/internal/vocab"
 )
 
 // Container is one row of `compose ps`, as sent to tenancy in check-ins and reports.
@@ -76,13 +78,16 @@ const (
 
 // Report is the body of POST /v1/agent/report. Detail and LogTail carry names, never values.
 type Report struct {
-	EnvID        string      `json:"env_id"`
-	Sha          string      `json:"sha"`
-	Result       string      `json:"result"`
-	AgentVersion string      `json:"agent_version"`
-	Detail       string      `json:"detail,omitempty"`
-	LogTail      string      `json:"log_tail,omitempty"`
-	Containers   []Container `json:"containers"`
+	EnvID        string `json:"env_id"`
+	Sha          string `json:"sha"`
+	Result       string `json:"result"`
+	AgentVersion string `json:"agent_version"`
+	Detail       string `json:"detail,omitempty"`
+	// Code is the code Detail begins with, for the agent's own record; not sent (the wire
+	// carries it in Detail and Why).
+	Code       vocab.Code  `json:"-"`
+	LogTail    string      `json:"log_tail,omitempty"`
+	Containers []Container `json:"containers"`
 	// Why is the box's verdict in explain's words, on every failed report (PROTOCOL.md §1).
 	Why *ReportWhy `json:"why,omitempty"`
 }
@@ -90,8 +95,9 @@ type Report struct {
 // ReportWhy is a failed report's why: strings only, redacted like Detail.
 type ReportWhy struct {
 	Code     string `json:"code"`
-	Verdict  string `json:"verdict"` // VerdictWorking | VerdictNeedsPerson
-	Since    string `json:"since"`   // RFC 3339, UTC
+	Reason   string `json:"reason,omitempty"` // the typed cause behind Code (docs/JOURNAL.md, "Reasons")
+	Verdict  string `json:"verdict"`          // VerdictWorking | VerdictNeedsPerson
+	Since    string `json:"since"`            // RFC 3339, UTC
 	Fault    string `json:"fault"`
 	Evidence string `json:"evidence"`
 	Next     string `json:"next"`

@@ -59,6 +59,7 @@ type Error struct {
 	Kind       Kind          //
 	Status     int           // HTTP status, 0 when none
 	Code       vocab.Code    // the agent's code, or the far side's (tenancy's, OpenBao's) as it answered
+	Reason     vocab.Reason  // who observed what (tenancy's 401, a local shape fault, …); "" when the code says all
 	Msg        string        // the far side's own words, redacted; never a secret
 	Hint       string        // what to check, for a person
 	RetryAfter time.Duration // 429's Retry-After, 0 when absent
@@ -100,6 +101,21 @@ func CodeOf(err error) vocab.Code {
 	var e *Error
 	if errors.As(err, &e) {
 		return e.Code
+	}
+	return ""
+}
+
+// ReasonOf returns the Reason of the first *Error in err's chain that has one, "" when none.
+func ReasonOf(err error) vocab.Reason {
+	for err != nil {
+		var e *Error
+		if !errors.As(err, &e) {
+			return ""
+		}
+		if e.Reason != "" {
+			return e.Reason
+		}
+		err = e.Err
 	}
 	return ""
 }

@@ -33,6 +33,7 @@ type Transition struct {
 type Outcome struct {
 	Event  string
 	Code   vocab.Code
+	Reason vocab.Reason // the typed cause behind Code, kept in the entry
 	Detail string
 	// Update, when set, edits the record and writes more in the same transaction.
 	Update func(rec *store.Record, tx store.Tx) error
@@ -200,7 +201,7 @@ func (e *Engine) Fire(o Outcome, started time.Time) error {
 	}
 	rec := cloneRecord(e.rec)
 	rec.State = string(to)
-	entry := store.Entry{Tick: rec.Tick, At: now, From: string(from), To: string(to), Event: o.Event, Ms: ms, Code: o.Code, Detail: o.Detail}
+	entry := store.Entry{Tick: rec.Tick, At: now, From: string(from), To: string(to), Event: o.Event, Ms: ms, Code: o.Code, Reason: o.Reason, Detail: o.Detail}
 	failpoint.Hit("before:" + string(to))
 	err := e.update(func(tx store.Tx) error {
 		if o.Update != nil {
@@ -231,6 +232,11 @@ func (e *Engine) Fire(o Outcome, started time.Time) error {
 // Note journals words without a change of state (a check-in that resumes a flight, a tick
 // that waits for its backoff), committing update with it when given.
 func (e *Engine) Note(event string, code vocab.Code, detail string, started time.Time, update func(rec *store.Record, tx store.Tx) error) error {
+	return e.NoteReason(event, code, "", detail, started, update)
+}
+
+// NoteReason is Note with the typed cause behind code, kept in the entry.
+func (e *Engine) NoteReason(event string, code vocab.Code, reason vocab.Reason, detail string, started time.Time, update func(rec *store.Record, tx store.Tx) error) error {
 	now := e.now()
 	ms := now.Sub(started).Milliseconds()
 	if ms < 0 {
@@ -238,7 +244,7 @@ func (e *Engine) Note(event string, code vocab.Code, detail string, started time
 	}
 	rec := cloneRecord(e.rec)
 	s := string(e.State())
-	entry := store.Entry{Tick: rec.Tick, At: now, From: s, To: s, Event: event, Ms: ms, Code: code, Detail: detail}
+	entry := store.Entry{Tick: rec.Tick, At: now, From: s, To: s, Event: event, Ms: ms, Code: code, Reason: reason, Detail: detail}
 	err := e.update(func(tx store.Tx) error {
 		if update != nil {
 			if err := update(&rec, tx); err != nil {

@@ -3,6 +3,7 @@ package machine
 import (
 	"time"
 
+	"github.com/tikali/monky-deployd/internal/vocab"
 	"github.com/tikali/monky-deployd/store"
 )
 
@@ -76,10 +77,12 @@ func (e *Engine) EndTick(end TickEnd, keep store.Retention) error {
 	})
 }
 
-// fold merges a tick into the tick before it when both did the same thing with the same
-// result: the older header counts it (Folded, LastAt) and the newer one's entries go.
+// fold merges a quiet tick (exit 0) into the tick before it when both did the same thing with
+// the same result: the older header counts it (Folded, LastAt) and the newer one's entries go.
+// A tick that ended exit 1, 75 or 78 is kept as a tick of its own (docs/JOURNAL.md, "Retention
+// and folding": only quiet heartbeats fold), so that every failed tick reads as one.
 func fold(tx store.Tx, sum store.TickSummary, now time.Time) (bool, error) {
-	if sum.Tick < 2 {
+	if sum.Tick < 2 || sum.Exit == nil || *sum.Exit != vocab.ExitOK {
 		return false, nil
 	}
 	prevs, err := tx.Ticks(2)
@@ -103,7 +106,7 @@ func fold(tx store.Tx, sum store.TickSummary, now time.Time) (bool, error) {
 		return false, nil
 	}
 	for i := range a {
-		if a[i].From != b[i].From || a[i].To != b[i].To || a[i].Event != b[i].Event || a[i].Code != b[i].Code || a[i].Detail != b[i].Detail {
+		if a[i].From != b[i].From || a[i].To != b[i].To || a[i].Event != b[i].Event || a[i].Code != b[i].Code || a[i].Reason != b[i].Reason || a[i].Detail != b[i].Detail {
 			return false, nil
 		}
 	}

@@ -2,8 +2,11 @@ package states_test
 
 import (
 	"os"
+	"strings"
 	"testing"
 
+	"github.com/tikali/monky-deployd/machine/explain"
+	"github.com/tikali/monky-deployd/store"
 	"github.com/tikali/monky-deployd/test/sim"
 )
 
@@ -90,5 +93,35 @@ func TestKVReadRefusedPathFailsTheApply(t *testing.T) {
 	}
 	if _, err := os.Stat(h.cfg.TokenPath()); err != nil {
 		t.Errorf("the token was dropped: %v", err)
+	}
+}
+
+// A report tenancy answered with 403 was sent: the outbox counts it, so the evidence does not
+// say "sent 0 time(s)" beside a block entry that says the report got a 403.
+func TestReportThatGotA403CountsAsSent(t *testing.T) {
+	h := newHarness(t)
+	h.release("v1", nil)
+	h.sim.Fail(sim.FailRule{Path: "/v1/agent/report", Status: 403, Code: "AGENT_ENV_MISMATCH"})
+	h.wantExit(h.tick(), 78)
+	h.wantBlocked("AGENT_ENV_MISMATCH")
+	var q []store.QueuedReport
+	if err := h.st.View(func(tx store.Tx) error {
+		var err error
+		q, err = tx.Outbox()
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(q) != 1 || q[0].Attempts != 1 {
+		t.Fatalf("outbox %+v, want one report sent once", q)
+	}
+	doc, err := explain.Build(h.st, explain.Options{Now: h.clock.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range append([]explain.Why{*doc.Why}, doc.Also...) {
+		if strings.Contains(w.Evidence, "sent 0 time") {
+			t.Errorf("%s: %s", w.Code, w.Evidence)
+		}
 	}
 }

@@ -7,33 +7,34 @@ import (
 	"github.com/tikali/monky-deployd/effects/files"
 	"github.com/tikali/monky-deployd/internal/vocab"
 	"github.com/tikali/monky-deployd/machine"
+	"github.com/tikali/monky-deployd/states/credential"
 	"github.com/tikali/monky-deployd/store"
 )
 
-func (tk *tick) blockUnauthenticated(cause error, detail string) error {
+func (tk *tick) blockUnauthenticated(cause error, reason vocab.Reason, detail string) error {
 	if cause != nil && effects.KindOf(cause) == effects.Unauthenticated {
 		detail = "bearer refused: " + detail
 	}
-	return tk.block(codeUnauthenticated, detail, tk.Now(), cause)
+	return tk.block(credential.BlockCode(reason), reason, detail, tk.Now(), cause)
 }
 
 // block parks the machine in Blocked: later ticks touch no network until resume, a changed
 // config, or (for a refused bearer) a new bootstrap grant on disk.
-func (tk *tick) block(code vocab.Code, detail string, started time.Time, cause error) error {
+func (tk *tick) block(code vocab.Code, reason vocab.Reason, detail string, started time.Time, cause error) error {
 	kind := effects.Permanent
 	if code == codeEnvMismatch {
 		kind = effects.EnvMismatch
 	}
-	b := &store.Block{Code: code, Detail: detail, At: tk.Now(), ConfigHash: tk.Cfg.Hash, GrantStamp: files.Stamp(tk.Cfg.BootstrapPath)}
+	b := &store.Block{Code: code, Reason: reason, Detail: detail, At: tk.Now(), ConfigHash: tk.Cfg.Hash, GrantStamp: files.Stamp(tk.Cfg.BootstrapPath)}
 	if tk.eng.State() != machine.Blocked {
-		if err := tk.eng.Fire(machine.Outcome{Event: machine.EvBlock, Code: code, Detail: detail, Update: func(r *store.Record, _ store.Tx) error {
+		if err := tk.eng.Fire(machine.Outcome{Event: machine.EvBlock, Code: code, Reason: reason, Detail: detail, Update: func(r *store.Record, _ store.Tx) error {
 			r.Block = b
 			return nil
 		}}, started); err != nil {
 			return err
 		}
 	}
-	return &effects.Error{Op: "blocked", Kind: kind, Code: code, Msg: detail, Err: cause}
+	return &effects.Error{Op: "blocked", Kind: kind, Code: code, Reason: reason, Msg: detail, Err: cause}
 }
 
 // checkBlock clears a block whose cause went away, or ends the tick at once, off the network.
@@ -47,7 +48,7 @@ func (tk *tick) checkBlock() error {
 	switch {
 	case tk.Cfg.Hash != "" && tk.Cfg.Hash != b.ConfigHash:
 		reason = "config.yaml changed"
-	case b.Code == codeUnauthenticated && files.Stamp(tk.Cfg.BootstrapPath) != "" && files.Stamp(tk.Cfg.BootstrapPath) != b.GrantStamp:
+	case b.Code != codeEnvMismatch && files.Stamp(tk.Cfg.BootstrapPath) != "" && files.Stamp(tk.Cfg.BootstrapPath) != b.GrantStamp:
 		reason = "a new bootstrap grant is on disk"
 	}
 	if reason != "" {
@@ -61,11 +62,11 @@ func (tk *tick) checkBlock() error {
 		kind = effects.EnvMismatch
 	}
 	msg := b.Detail + " — blocked since " + machine.Stamp(b.At) + "; no network until `monky-deployd resume`, a changed config"
-	if b.Code == codeUnauthenticated {
+	if b.Code != codeEnvMismatch {
 		msg += " or a new bootstrap.jwt"
 	}
-	_ = tk.eng.Note(machine.NoteBlocked, b.Code, "still blocked: "+b.Detail, tk.Now(), nil)
-	return &effects.Error{Op: "blocked", Kind: kind, Code: b.Code, Msg: msg}
+	_ = tk.eng.NoteReason(machine.NoteBlocked, b.Code, b.Reason, "still blocked: "+b.Detail, tk.Now(), nil)
+	return &effects.Error{Op: "blocked", Kind: kind, Code: b.Code, Reason: b.Reason, Msg: msg}
 }
 
 // isBlocked reports whether a call just blocked the machine: the step's error then ends the

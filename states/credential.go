@@ -3,14 +3,11 @@ package states
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"net/http"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/tikali/monky-deployd/effects"
@@ -19,6 +16,7 @@ import (
 	"github.com/tikali/monky-deployd/internal/redact"
 	"github.com/tikali/monky-deployd/internal/vocab"
 	"github.com/tikali/monky-deployd/machine"
+	"github.com/tikali/monky-deployd/states/credential"
 	"github.com/tikali/monky-deployd/store"
 )
 
@@ -35,40 +33,12 @@ func untrusted(err error) bool {
 	return errors.As(err, &te)
 }
 
-// maxTokenBytes bounds a token or grant the agent stores (OpenBao's tokens are under 200
-// bytes, a grant JWT under 2 KiB).
-const maxTokenBytes = 8192
-
-// checkCredential refuses a token or grant that is not 1 to maxTokenBytes printable ASCII
-// characters without spaces: such a value breaks every later request's header (a CR/LF in a
-// token answer made every tick exit 1). The value itself is never in the error.
-func checkCredential(op, what, v string) error {
-	msg := ""
-	switch {
-	case v == "":
-		msg = what + " is empty"
-	case len(v) > maxTokenBytes:
-		msg = fmt.Sprintf("%s is %d bytes, more than %d", what, len(v), maxTokenBytes)
-	default:
-		for i := 0; i < len(v); i++ {
-			if v[i] < 0x21 || v[i] > 0x7e {
-				msg = fmt.Sprintf("%s holds a byte that is not printable ASCII (%#02x at offset %d)", what, v[i], i)
-				break
-			}
-		}
-	}
-	if msg == "" {
-		return nil
-	}
-	return &effects.Error{Op: op, Kind: effects.Permanent, Code: vocab.CredentialShape, Msg: msg + ": not stored"}
-}
-
 // readSecretFile reads a 0600 file holding one secret; "" when absent or empty. The file must
 // be one the agent trusts (files.ReadTrusted): a symlink, a foreign owner or a group- or
 // world-writable mode is an error naming the fix, and nothing is read from it. The value is
 // registered with the redactor before it is returned.
 func readSecretFile(path string) (string, error) {
-	b, err := files.ReadTrusted(path, maxTokenBytes+64)
+	b, err := files.ReadTrusted(path, credential.MaxBytes+64)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return "", nil
@@ -92,7 +62,7 @@ func (tk *tick) ensureToken(ctx context.Context) error {
 		return err
 	}
 	if tok != "" {
-		if err := checkCredential("token", tk.Cfg.TokenPath(), tok); err != nil {
+		if err := credential.Check("token", tk.Cfg.TokenPath(), tok); err != nil {
 			// written by an older agent: unusable in a header, so dropped like a refused one
 			return tk.reauthenticate(ctx, err)
 		}
@@ -104,10 +74,10 @@ func (tk *tick) ensureToken(ctx context.Context) error {
 		return err
 	}
 	if err != nil {
-		return tk.blockUnauthenticated(err, fmt.Sprintf("no token and the bootstrap grant at %s is unreadable: %v", tk.Cfg.BootstrapPath, err))
+		return tk.blockUnauthenticated(err, vocab.ReasonGrantUnreadable, fmt.Sprintf("no token and the bootstrap grant at %s is unreadable: %v", tk.Cfg.BootstrapPath, err))
 	}
 	if grant == "" {
-		return tk.blockUnauthenticated(nil, fmt.Sprintf("no token at %s and no bootstrap grant at %s — re-run the install kit", tk.Cfg.TokenPath(), tk.Cfg.BootstrapPath))
+		return tk.blockUnauthenticated(nil, vocab.ReasonGrantAbsent, fmt.Sprintf("no token at %s and no bootstrap grant at %s — re-run the install kit", tk.Cfg.TokenPath(), tk.Cfg.BootstrapPath))
 	}
 	return tk.bootstrap(ctx, grant)
 }
@@ -123,10 +93,10 @@ func (tk *tick) bootstrap(ctx context.Context, grant string) error {
 			tk.noteStop(machine.NoteBootstrapFailed, err, started, "")
 			return err
 		}
-		return tk.blockUnauthenticated(err, "the bootstrap grant was refused by OpenBao ("+err.Error()+") — re-run the install kit for a fresh grant")
+		return tk.blockUnauthenticated(err, vocab.ReasonGrantRefused, "the bootstrap grant was refused by OpenBao ("+err.Error()+") — re-run the install kit for a fresh grant")
 	}
 	redact.Add(t.Value)
-	if err := checkCredential("bao login", "the token in OpenBao's answer", t.Value); err != nil {
+	if err := credential.Check("bao login", "the token in OpenBao's answer", t.Value); err != nil {
 		_ = tk.eng.Note(machine.NoteBootstrapFailed, effects.CodeOf(err), err.Error()+"; the grant is kept for the next tick", started, nil)
 		return err
 	}
@@ -141,26 +111,6 @@ func (tk *tick) bootstrap(ctx context.Context, grant string) error {
 	meta := store.TokenMeta{Present: true, Source: store.SourceBootstrap, ExpiresAt: now.Add(t.TTL), CheckedAt: now, GrantJTI: t.Meta["grant_jti"], EnvID: t.Meta["env_id"]}
 	return tk.eng.Note(machine.NoteBootstrap, "", fmt.Sprintf("logged in with the bootstrap grant; token stored (ttl %s); %s", t.TTL.Round(time.Second), consumed), started,
 		func(r *store.Record, _ store.Tx) error { r.Token = meta; return nil })
-}
-
-// wholeToken accepts a token file as WriteAtomicFS wrote it: one line of printable ASCII
-// ended by its newline. A torn write (no newline, or cut short by a power loss) is refused.
-func wholeToken(b []byte) bool {
-	if len(b) < 2 || len(b) > 16<<10 || b[len(b)-1] != '\n' {
-		return false
-	}
-	for _, c := range b[:len(b)-1] {
-		if c <= ' ' || c > '~' {
-			return false
-		}
-	}
-	return true
-}
-
-// wholeGrant accepts a kept grant file: a whole line holding a JWT whose claims decode.
-func wholeGrant(b []byte) bool {
-	var claims map[string]any
-	return wholeToken(b) && jwtClaims(string(b), &claims)
 }
 
 // consumeGrant deletes a used grant, or empties it where the directory is not writable, and
@@ -191,7 +141,7 @@ func (tk *tick) learnExpiry(ctx context.Context, now time.Time) error {
 	// A kill between the bootstrap login's token write and the grant's consumption leaves
 	// the grant on disk: the token's grant_jti says it was used.
 	fromGrant := false
-	if g, _ := readSecretFile(tk.Cfg.BootstrapPath); g != "" && info.GrantJTI != "" && grantJTI(g) == info.GrantJTI {
+	if g, _ := readSecretFile(tk.Cfg.BootstrapPath); g != "" && info.GrantJTI != "" && credential.GrantJTI(g) == info.GrantJTI {
 		consumeGrant(tk.fs(), tk.Cfg.BootstrapPath)
 		fromGrant = true
 	}
@@ -262,14 +212,8 @@ func (tk *tick) reauthenticate(ctx context.Context, cause error) error {
 		return err
 	}
 	tk.token = ""
-	code, detail := codeUnauthenticated, "bearer refused by tenancy ("+answerWords(cause)+"): token deleted"
-	why := "the grant was superseded (kit re-revealed or env retired) or the token revoked, and no fresh bootstrap grant is on disk — re-run the install kit"
-	if c := effects.CodeOf(cause); strings.HasPrefix(string(c), "BAO_") {
-		// OpenBao's refusal is OpenBao's, not tenancy's 401
-		code, detail = c, "OpenBao refused the token ("+answerWords(cause)+"): token deleted"
-		why = "OpenBao refused the token (" + string(c) + "), and no fresh bootstrap grant is on disk — re-run the install kit"
-	}
-	if err := tk.eng.Note(machine.NoteUnauthenticated, code, detail, started, func(r *store.Record, _ store.Tx) error {
+	d := credential.Dropped(cause)
+	if err := tk.eng.NoteReason(machine.NoteUnauthenticated, d.Code, d.Reason, d.Detail, started, func(r *store.Record, _ store.Tx) error {
 		r.Token = store.TokenMeta{}
 		return nil
 	}); err != nil {
@@ -280,23 +224,9 @@ func (tk *tick) reauthenticate(ctx context.Context, cause error) error {
 		return err
 	}
 	if err != nil || grant == "" {
-		return tk.blockUnauthenticated(cause, why)
+		return tk.blockUnauthenticated(cause, d.Reason, d.Block)
 	}
 	return tk.bootstrap(ctx, grant)
-}
-
-// answerWords is what the far side answered, once: the call, the HTTP status and its message,
-// without the hint the error adds for a log line.
-func answerWords(err error) string {
-	var e *effects.Error
-	if !errors.As(err, &e) || e.Msg == "" {
-		return err.Error()
-	}
-	w := e.Op
-	if e.Status > 0 {
-		w += fmt.Sprintf(" HTTP %d", e.Status)
-	}
-	return w + ": " + e.Msg
 }
 
 // withBearer makes one call that carries the token under PROTOCOL.md §1's rows for 401 and
@@ -314,11 +244,11 @@ func (tk *tick) withBearer(ctx context.Context, call func() error) error {
 		}
 		err = call()
 		if err != nil && effects.KindOf(err) == effects.Unauthenticated {
-			return tk.blockUnauthenticated(err, "the fresh bootstrap grant's token was refused too")
+			return tk.blockUnauthenticated(err, vocab.ReasonTenancy401, "the fresh bootstrap grant's token was refused too")
 		}
 	}
 	if err != nil && effects.KindOf(err) == effects.EnvMismatch {
-		return tk.block(codeEnvMismatch, envMismatchWords(tk.Cfg.EnvID, tk.eng.Record().Token.EnvID, err), started, err)
+		return tk.block(codeEnvMismatch, vocab.ReasonTenancy403, envMismatchWords(tk.Cfg.EnvID, tk.eng.Record().Token.EnvID, err), started, err)
 	}
 	return err
 }
@@ -431,8 +361,8 @@ func (tk *tick) leaseRefused(err error, now time.Time) error {
 		r.LeaseRetryAfter = now.Add(wait)
 		return nil
 	})
-	if e.Code == "" {
-		// tenancy's 429 without a code of its own: the entry carries the code in its field
+	if e.Code == "" || e.Code == vocab.RateLimited {
+		// tenancy's 429 without a code of its own: the entry carries the lease's code in its field
 		cp := *e
 		cp.Code = vocab.LeaseRateLimited
 		return &cp
@@ -446,7 +376,7 @@ func (tk *tick) askLease(ctx context.Context, reason string) (effects.Lease, err
 	now := tk.Now()
 	rec := tk.eng.Record()
 	if now.Before(rec.LeaseRetryAfter) {
-		return effects.Lease{}, &effects.Error{Op: "lease", Kind: effects.RateLimited, Code: vocab.LeaseRateLimited,
+		return effects.Lease{}, &effects.Error{Op: "lease", Kind: effects.RateLimited, Code: vocab.LeaseRateLimited, Reason: vocab.ReasonAgentWait,
 			Msg: "tenancy asked to wait: no lease before " + machine.Stamp(rec.LeaseRetryAfter)}
 	}
 	if used, frees := tk.leaseBudget(); used >= LeaseLimit {
@@ -475,53 +405,13 @@ func (tk *tick) askLease(ctx context.Context, reason string) (effects.Lease, err
 		return lease, tk.leaseRefused(err, now)
 	}
 	redact.Add(lease.LoginJWT)
-	if err := checkCredential("lease", "the login_jwt in tenancy's lease", lease.LoginJWT); err != nil {
+	if err := credential.Check("lease", "the login_jwt in tenancy's lease", lease.LoginJWT); err != nil {
 		return effects.Lease{}, err
 	}
 	if lease.Addr != "" && lease.Addr != tk.Cfg.Bao.Addr {
 		tk.Log.Info().Msgf("lease names OpenBao at %s; the configured %s is used", lease.Addr, tk.Cfg.Bao.Addr)
 	}
 	return lease, nil
-}
-
-// grantJTI reads a JWT's jti without verifying it; "" when it has none.
-func grantJTI(jwt string) string {
-	var claims struct {
-		JTI string `json:"jti"`
-	}
-	if !jwtClaims(jwt, &claims) {
-		return ""
-	}
-	return claims.JTI
-}
-
-// jwtClaims decodes a JWT's payload into v without verifying it.
-func jwtClaims(jwt string, v any) bool {
-	parts := strings.Split(strings.TrimSpace(jwt), ".")
-	if len(parts) != 3 {
-		return false
-	}
-	raw, err := base64.RawURLEncoding.DecodeString(parts[1])
-	return err == nil && json.Unmarshal(raw, v) == nil
-}
-
-// grantExpired reads a JWT's exp without verifying it (OpenBao verifies); true when past.
-func grantExpired(jwt string, now time.Time) bool {
-	parts := strings.Split(jwt, ".")
-	if len(parts) != 3 {
-		return false
-	}
-	raw, err := base64.RawURLEncoding.DecodeString(parts[1])
-	if err != nil {
-		return false
-	}
-	var claims struct {
-		Exp int64 `json:"exp"`
-	}
-	if json.Unmarshal(raw, &claims) != nil || claims.Exp == 0 {
-		return false
-	}
-	return !now.Before(time.Unix(claims.Exp, 0))
 }
 
 func (tk *tick) loggedIn(started time.Time, ttl time.Duration, jti, env, detail string) error {
@@ -550,7 +440,7 @@ func (tk *tick) leaseLogin(ctx context.Context, reason string) error {
 		return err
 	}
 	redact.Add(t.Value)
-	if err := checkCredential("bao login", "the token in OpenBao's answer", t.Value); err != nil {
+	if err := credential.Check("bao login", "the token in OpenBao's answer", t.Value); err != nil {
 		return err
 	}
 	if err := files.WriteAtomicFS(tk.fs(), tk.Cfg.TokenPath(), []byte(t.Value+"\n"), 0o600); err != nil {
@@ -582,42 +472,21 @@ func (tk *tick) credentialForApply(ctx context.Context, started time.Time) error
 	if err == nil && !reusable {
 		kept, _ = readSecretFile(tk.Cfg.GrantPath())
 	}
-	p := planCredential(why, reusable, err, kept, tk.Now())
+	p := credential.PlanApply(why, reusable, err, kept, tk.Now())
 	switch {
-	case p.stop:
+	case p.Stop:
 		// OpenBao could not say whether the token lives: no lease on a guess; the next tick asks again
-		tk.noteStop(machine.NoteLeaseDeferred, err, started, "whether the token is reusable is asked again next tick")
+		tk.noteStopBecause(machine.NoteLeaseDeferred, vocab.ReasonReuseUnasked, err, started, "whether the token is reusable is asked again next tick")
 		return err
-	case p.reuse:
-		return tk.eng.Fire(machine.Outcome{Event: machine.EvReuse, Detail: p.detail}, started)
-	case p.keptGrant:
-		return tk.eng.Fire(machine.Outcome{Event: machine.EvLease, Detail: p.detail, Update: func(r *store.Record, _ store.Tx) error {
-			r.LeaseJTI = p.jti
+	case p.Reuse:
+		return tk.eng.Fire(machine.Outcome{Event: machine.EvReuse, Detail: p.Detail}, started)
+	case p.KeptGrant:
+		return tk.eng.Fire(machine.Outcome{Event: machine.EvLease, Detail: p.Detail, Update: func(r *store.Record, _ store.Tx) error {
+			r.LeaseJTI = p.JTI
 			return nil
 		}}, started)
 	}
 	return tk.leaseForApply(ctx, started)
-}
-
-// credentialPlan is how an apply gets its token: stop (ask again next tick), reuse the one
-// held, take the kept grant (its jti), or, none of them, ask a lease.
-type credentialPlan struct {
-	stop, reuse, keptGrant bool
-	detail, jti            string
-}
-
-// planCredential decides from whether the token held is reusable (why, or the error that left
-// it unknown) and the grant kept from an interrupted tick ("" when none) at now.
-func planCredential(why string, reusable bool, reuseErr error, kept string, now time.Time) credentialPlan {
-	switch {
-	case reuseErr != nil:
-		return credentialPlan{stop: true}
-	case reusable:
-		return credentialPlan{reuse: true, detail: why}
-	case kept != "" && !grantExpired(kept, now):
-		return credentialPlan{keptGrant: true, jti: grantJTI(kept), detail: "a lease's grant kept from an interrupted tick: no new lease"}
-	}
-	return credentialPlan{}
 }
 
 // leaseForApply asks tenancy for a lease for this apply and keeps its grant 0600 until the
@@ -634,7 +503,7 @@ func (tk *tick) leaseForApply(ctx context.Context, started time.Time) error {
 				if src == "" {
 					src = store.SourceBootstrap
 				}
-				return tk.eng.Fire(machine.Outcome{Event: machine.EvReuse, Code: effects.CodeOf(err), Detail: err.Error() + ": applying with the " + src + " token; the swap waits for the next apply"}, started)
+				return tk.eng.Fire(machine.Outcome{Event: machine.EvReuse, Code: effects.CodeOf(err), Reason: effects.ReasonOf(err), Detail: err.Error() + ": applying with the " + src + " token; the swap waits for the next apply"}, started)
 			}
 			tk.noteStop(machine.NoteLeaseDeferred, err, started, "")
 			return err
@@ -647,7 +516,7 @@ func (tk *tick) leaseForApply(ctx context.Context, started time.Time) error {
 	failpoint.Hit("file:grant-written")
 	tk.grantFresh = true
 	used, _ := tk.leaseBudget()
-	jti := grantJTI(lease.LoginJWT)
+	jti := credential.GrantJTI(lease.LoginJWT)
 	return tk.eng.Fire(machine.Outcome{Event: machine.EvLease, Detail: fmt.Sprintf("lease granted (%d/%d this hour); grant kept 0600 until login", used, LeaseLimit), Update: func(r *store.Record, _ store.Tx) error {
 		r.LeaseJTI = jti
 		return nil

@@ -26,6 +26,11 @@ func backoff(n int) time.Duration {
 // fail commits a failure of this flight from the state whose step failed: counted, backed
 // off, reported failed with the code and names only, parked after MaxAttempts.
 func (tk *tick) fail(ctx context.Context, from machine.State, code vocab.Code, detail string, withLogs bool) error {
+	return tk.failBecause(ctx, from, code, "", detail, withLogs)
+}
+
+// failBecause is fail with the typed cause behind code, kept in the entry and the failure.
+func (tk *tick) failBecause(ctx context.Context, from machine.State, code vocab.Code, reason vocab.Reason, detail string, withLogs bool) error {
 	if pastDeadline(ctx) {
 		// whatever failed may have failed for want of time: not this apply's failure; the
 		// next tick does the step again
@@ -33,19 +38,19 @@ func (tk *tick) fail(ctx context.Context, from machine.State, code vocab.Code, d
 	}
 	started := tk.stepStart()
 	rec := tk.eng.Record()
-	rep := effects.Report{Sha: rec.Sha, Result: effects.ResultFailed, Detail: string(code) + ": " + detail, Containers: fromStore(rec.Containers)}
+	rep := effects.Report{Sha: rec.Sha, Result: effects.ResultFailed, Code: code, Detail: string(code) + ": " + detail, Containers: fromStore(rec.Containers)}
 	if withLogs {
 		rep.LogTail = tk.logTail(ctx)
 	}
 	now := tk.Now()
 	var n int
-	err := tk.eng.Fire(machine.Outcome{Event: machine.EvFail, Code: code, Detail: detail, Update: func(r *store.Record, tx store.Tx) error {
+	err := tk.eng.Fire(machine.Outcome{Event: machine.EvFail, Code: code, Reason: reason, Detail: detail, Update: func(r *store.Record, tx store.Tx) error {
 		if r.Attempts == nil {
 			r.Attempts = map[string]int{}
 		}
 		r.Attempts[string(from)]++
 		n = r.TotalAttempts()
-		r.Failure = &store.Failure{Sha: r.Sha, Code: code, Detail: rep.Detail[len(code)+2:], State: string(from), At: now, Limit: tk.MaxAttempts}
+		r.Failure = &store.Failure{Sha: r.Sha, Code: code, Reason: reason, Detail: rep.Detail[len(code)+2:], State: string(from), At: now, Limit: tk.MaxAttempts}
 		r.NextRetryAt = now.Add(backoff(n))
 		r.Parked = n >= tk.MaxAttempts
 		return tk.enqueue(r, tx, machine.Failed, rep)

@@ -23,10 +23,12 @@ func (tk *tick) heartbeat(ctx context.Context, resp effects.CheckinResponse, con
 		return tk.eng.Note(machine.NoteCheckin, "", "action=none: nothing is deployed yet and tenancy wants nothing", tk.Now(), nil)
 	}
 	code, bad := vocab.Unhealthy, unhealthy(containers)
+	var reason vocab.Reason
 	switch {
 	case effects.CodeOf(psErr) == vocab.ReleaseChanged:
 		code, bad = vocab.ReleaseChanged, []string{sanitize.Line(psErr.Error())}
 	case psErr != nil: // the containers were not looked at: say why, not that none runs
+		reason = vocab.ReasonPSFailed
 		bad = []string{"compose ps failed: " + sanitize.Line(firstLine(strings.TrimPrefix(psErr.Error(), "compose ps: ")))}
 	case len(containers) == 0:
 		bad = []string{"no containers of project " + tk.Cfg.ComposeProject + " are running"}
@@ -51,12 +53,12 @@ func (tk *tick) heartbeat(ctx context.Context, resp effects.CheckinResponse, con
 		}
 		return tk.flushOutbox(ctx)
 	}
-	rep.Result = effects.ResultFailed
+	rep.Result, rep.Code = effects.ResultFailed, code
 	rep.Detail = string(code) + ": " + strings.Join(bad, ", ")
 	if code == vocab.Unhealthy {
 		rep.LogTail = tk.logTail(ctx) // on a changed release compose logs is refused as ps was
 	}
-	if err := tk.eng.Fire(machine.Outcome{Event: machine.EvFail, Code: code, Detail: rep.Detail, Update: func(r *store.Record, tx store.Tx) error {
+	if err := tk.eng.Fire(machine.Outcome{Event: machine.EvFail, Code: code, Reason: reason, Detail: rep.Detail, Update: func(r *store.Record, tx store.Tx) error {
 		return tk.enqueue(r, tx, machine.Failed, rep)
 	}}, started); err != nil {
 		return err
@@ -64,7 +66,7 @@ func (tk *tick) heartbeat(ctx context.Context, resp effects.CheckinResponse, con
 	if err := tk.flushOutbox(ctx); err != nil {
 		return err
 	}
-	return &effects.Error{Op: "heartbeat", Kind: effects.Permanent, Code: code, Msg: rep.Detail}
+	return &effects.Error{Op: "heartbeat", Kind: effects.Permanent, Code: code, Reason: reason, Msg: rep.Detail}
 }
 
 // firstLine is s up to its first line break.

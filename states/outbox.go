@@ -35,10 +35,10 @@ func (tk *tick) enqueue(r *store.Record, tx store.Tx, state machine.State, rep e
 		return fmt.Errorf("report: %w", err)
 	}
 	now := tk.Now()
-	if _, err := tx.Enqueue(store.QueuedReport{Queued: now, Body: body, Meta: store.QueuedReportMeta{Result: rep.Result, Sha: rep.Sha, State: string(state)}}); err != nil {
+	if _, err := tx.Enqueue(store.QueuedReport{Queued: now, Body: body, Meta: store.QueuedReportMeta{Result: rep.Result, Sha: rep.Sha, State: string(state), Code: rep.Code}}); err != nil {
 		return err
 	}
-	r.LastReport = &store.LastReport{Result: rep.Result, Sha: rep.Sha, Detail: rep.Detail, At: now}
+	r.LastReport = &store.LastReport{Result: rep.Result, Sha: rep.Sha, Code: rep.Code, Detail: rep.Detail, At: now}
 	return nil
 }
 
@@ -99,6 +99,11 @@ func (tk *tick) send(ctx context.Context, q store.QueuedReport) error {
 	started := tk.Now()
 	err := tk.withBearer(ctx, func() error { return tk.Fx.Tenancy.Report(ctx, tk.token, rep) })
 	if err != nil && tk.isBlocked() {
+		// the report was sent and tenancy answered it (a 403, a second 401): it counts, so
+		// that the outbox's "sent N times" agrees with the block's entry
+		if cerr := tk.eng.ReportNotAcknowledged(q); cerr != nil {
+			tk.Log.Warn().Msg("count the report's attempt: " + cerr.Error())
+		}
 		return err
 	}
 	if err != nil && droppable(err) {
@@ -134,8 +139,14 @@ func (tk *tick) reportWhy(q store.QueuedReport, rep effects.Report) *effects.Rep
 	if w != nil {
 		return w
 	}
-	code, words, _ := strings.Cut(rep.Detail, ": ")
-	return &effects.ReportWhy{Code: code, Verdict: effects.VerdictWorking, Since: q.Queued.UTC().Format(time.RFC3339),
+	// the report's own code, as it was queued (an outbox written before codes were kept has
+	// none: the words then hold it)
+	code := q.Meta.Code
+	words := rep.Detail
+	if code != "" {
+		words = strings.TrimPrefix(words, string(code)+": ")
+	}
+	return &effects.ReportWhy{Code: string(code), Verdict: effects.VerdictWorking, Since: q.Queued.UTC().Format(time.RFC3339),
 		Fault: "The box no longer says why: it has moved on since this report was queued.", Evidence: words,
 		Next: "The next report says where the box stands now.", Fix: "monky-deployd explain"}
 }

@@ -2,7 +2,6 @@ package states
 
 import (
 	"encoding/base64"
-	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -83,30 +82,6 @@ func TestPlanRollback(t *testing.T) {
 			}
 			if !strings.Contains(refuse, c.refuseHas) || !strings.Contains(note, c.noteHas) {
 				t.Fatalf("refuse %q note %q, want %q / %q", refuse, note, c.refuseHas, c.noteHas)
-			}
-		})
-	}
-}
-
-func TestPlanCredential(t *testing.T) {
-	live, expired := jwt("k1", planNow.Add(time.Hour).Unix()), jwt("k1", planNow.Add(-time.Hour).Unix())
-	for _, c := range []struct {
-		name     string
-		why      string
-		reusable bool
-		err      error
-		kept     string
-		want     credentialPlan
-	}{
-		{name: "unknown whether the token lives: stop", err: errors.New("503"), kept: live, want: credentialPlan{stop: true}},
-		{name: "a reusable token", why: "token reused", reusable: true, kept: live, want: credentialPlan{reuse: true, detail: "token reused"}},
-		{name: "a kept grant", kept: live, want: credentialPlan{keptGrant: true, jti: "k1", detail: "a lease's grant kept from an interrupted tick: no new lease"}},
-		{name: "a kept grant that expired: a lease", kept: expired, want: credentialPlan{}},
-		{name: "nothing: a lease", want: credentialPlan{}},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			if got := planCredential(c.why, c.reusable, c.err, c.kept, planNow); got != c.want {
-				t.Fatalf("plan %+v, want %+v", got, c.want)
 			}
 		})
 	}

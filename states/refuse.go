@@ -14,7 +14,7 @@ import (
 func (tk *tick) refuse(ctx context.Context, code vocab.Code, detail string, needBytes int64) error {
 	started := tk.stepStart()
 	rec := tk.eng.Record()
-	rep := effects.Report{Sha: rec.Sha, Result: effects.ResultFailed, Detail: string(code) + ": " + detail, Containers: fromStore(rec.Containers)}
+	rep := effects.Report{Sha: rec.Sha, Result: effects.ResultFailed, Code: code, Detail: string(code) + ": " + detail, Containers: fromStore(rec.Containers)}
 	now := tk.Now()
 	if err := tk.eng.Fire(machine.Outcome{Event: machine.EvRefuse, Code: code, Detail: detail, Update: func(r *store.Record, tx store.Tx) error {
 		r.Refusal = &store.Refusal{Sha: r.Sha, Code: code, Detail: rep.Detail[len(code)+2:], At: now, NeedBytes: needBytes}

@@ -33,7 +33,7 @@ func (h *harness) wantReportWhy(verdict string) {
 	if r.Result != effects.ResultFailed || r.Why == nil || w == nil {
 		h.t.Fatalf("report %s why %+v; explain's why %+v", r.Result, r.Why, w)
 	}
-	want := effects.ReportWhy{Code: string(w.Code), Verdict: verdict, Since: w.At.UTC().Format(time.RFC3339),
+	want := effects.ReportWhy{Code: string(w.Code), Reason: string(w.Reason), Verdict: verdict, Since: w.At.UTC().Format(time.RFC3339),
 		Fault: w.Fault, Evidence: w.Evidence, Next: w.Next, Fix: w.Fix}
 	if *r.Why != want {
 		h.t.Errorf("report's why\n %+v\nexplain's\n %+v", *r.Why, want)
@@ -59,6 +59,13 @@ func TestAFailedReportCarriesExplainsWhy(t *testing.T) {
 			h.wantExit(h.tick(), 1)
 		}},
 		{"failed", "COMPOSE_PULL_FAILED", effects.VerdictWorking, func(h *harness) {
+			// a registry that does not answer: a retry may help, so working on it
+			h.release("v1", nil)
+			h.dockerKnob("pull-error", "Error response from daemon: Get \"https://harbor.example/v2/\": dial tcp 10.0.0.9:443: i/o timeout")
+			h.wantExit(h.tick(), 1)
+		}},
+		{"failed for good", "COMPOSE_PULL_FAILED", effects.VerdictNeedsPerson, func(h *harness) {
+			// the registry refuses the credential: no retry can help, a person at once
 			h.release("v1", nil)
 			h.dockerKnob("pull-error", "Error response from daemon: no basic auth credentials")
 			h.wantExit(h.tick(), 1)

@@ -11,6 +11,7 @@ import (
 	"github.com/tikali/monky-deployd/internal/redact"
 	"github.com/tikali/monky-deployd/internal/vocab"
 	"github.com/tikali/monky-deployd/machine"
+	"github.com/tikali/monky-deployd/states/credential"
 	"github.com/tikali/monky-deployd/store"
 )
 
@@ -85,7 +86,7 @@ func planLogin(in loginInput) loginPlan {
 	if in.looked {
 		jti := in.leaseJTI
 		if in.grant != "" {
-			jti = grantJTI(in.grant)
+			jti = credential.GrantJTI(in.grant)
 		}
 		ok := in.lookupErr == nil
 		switch {
@@ -98,7 +99,7 @@ func planLogin(in loginInput) loginPlan {
 			return loginPlan{done: true, detail: "logged in before a restart"}
 		}
 	}
-	return loginPlan{lease: in.grant == "" || grantExpired(in.grant, in.now)}
+	return loginPlan{lease: in.grant == "" || credential.GrantExpired(in.grant, in.now)}
 }
 
 // leaseAgain replaces a kept grant that is gone or expired with a new lease's: the grant, or
@@ -117,7 +118,7 @@ func (tk *tick) leaseAgain(ctx context.Context) (grant string, ok bool, err erro
 		return "", false, err
 	}
 	failpoint.Hit("file:grant-written")
-	jti := grantJTI(grant)
+	jti := credential.GrantJTI(grant)
 	if err := tk.eng.Save(func(r *store.Record, _ store.Tx) error { r.LeaseJTI = jti; return nil }); err != nil {
 		return "", false, err
 	}
@@ -137,7 +138,7 @@ func (tk *tick) login(ctx context.Context, started time.Time, grant string) erro
 		return tk.fail(ctx, machine.Leased, codeOr(err, vocab.BaoLoginRefused), err.Error(), false)
 	}
 	redact.Add(t.Value)
-	if err := checkCredential("bao login", "the token in OpenBao's answer", t.Value); err != nil {
+	if err := credential.Check("bao login", "the token in OpenBao's answer", t.Value); err != nil {
 		return tk.fail(ctx, machine.Leased, effects.CodeOf(err), err.Error(), false)
 	}
 	old := tk.token

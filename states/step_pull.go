@@ -31,5 +31,5 @@ func (tk *tick) composeFailed(ctx context.Context, from machine.State, fallback 
 	if errors.As(err, &e) && e.Msg != "" {
 		msg = op + ": " + sanitize.Line(e.Msg)
 	}
-	return tk.fail(ctx, from, codeOr(err, fallback), msg, op != "compose pull")
+	return tk.failBecause(ctx, from, codeOr(err, fallback), effects.ReasonOf(err), msg, op != "compose pull")
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/tikali/monky-deployd/internal/redact"
 	"github.com/tikali/monky-deployd/internal/vocab"
 	"github.com/tikali/monky-deployd/machine"
+	"github.com/tikali/monky-deployd/states/credential"
 )
 
 // stepStage: LoggedIn → Staged | Failed. Read the manifest's secrets (pinned versions), write
@@ -429,7 +430,7 @@ func writeSynced(fsys files.FS, path string, data []byte, perm os.FileMode) erro
 // hold secrets: they must not outlive the kill that left them). A temp file that cannot be
 // settled ends the tick before any network call.
 func (tk *tick) cleanLeftovers() error {
-	rec, err := files.RecoverTempsFS(tk.fs(), tk.Cfg.TokenPath(), wholeToken)
+	rec, err := files.RecoverTempsFS(tk.fs(), tk.Cfg.TokenPath(), credential.WholeToken)
 	if err != nil {
 		return err
 	}
@@ -437,7 +438,7 @@ func (tk *tick) cleanLeftovers() error {
 		tk.tokenRecovered = true
 		tk.Log.Info().Msg("a token written before a restart was found under its temp name and kept")
 	}
-	if rec, err := files.RecoverTempsFS(tk.fs(), tk.Cfg.GrantPath(), wholeGrant); err != nil {
+	if rec, err := files.RecoverTempsFS(tk.fs(), tk.Cfg.GrantPath(), credential.WholeGrant); err != nil {
 		return err
 	} else if rec {
 		tk.Log.Info().Msg("a lease's grant written before a restart was found under its temp name and kept")

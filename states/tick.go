@@ -18,6 +18,7 @@ import (
 	"github.com/tikali/monky-deployd/internal/vocab"
 	"github.com/tikali/monky-deployd/machine"
 	"github.com/tikali/monky-deployd/machine/explain"
+	"github.com/tikali/monky-deployd/states/credential"
 	"github.com/tikali/monky-deployd/store"
 )
 
@@ -364,11 +365,17 @@ func endNote(ev string) bool {
 // its redacted words; then, when not empty, says what the next tick does. The note ends the
 // tick's story (endNote): journalEnd adds nothing after it.
 func (tk *tick) noteStop(event string, err error, started time.Time, then string) {
+	tk.noteStopBecause(event, effects.ReasonOf(err), err, started, then)
+}
+
+// noteStopBecause is noteStop with the reason the tick itself knows (the effect's own is
+// err's).
+func (tk *tick) noteStopBecause(event string, reason vocab.Reason, err error, started time.Time, then string) {
 	detail := err.Error()
 	if then != "" {
 		detail += " (" + then + ")"
 	}
-	_ = tk.eng.Note(event, stopCode(event, err), detail, started, nil)
+	_ = tk.eng.NoteReason(event, stopCode(event, err), reason, detail, started, nil)
 }
 
 // stopCode is the code a stop note is journaled with: the fault's own, else BAO_UNAVAILABLE
@@ -419,7 +426,7 @@ func (a *Agent) traceEarly(err error) {
 // envMismatchWords says the env mismatch once, naming both envs: config.yaml's and the one the
 // token is pinned to (as lookup-self told it, else tenancy's own words).
 func envMismatchWords(cfgEnv, tokenEnv string, err error) string {
-	said := answerWords(err)
+	said := credential.Answer(err)
 	if tokenEnv != "" && tokenEnv != cfgEnv {
 		return fmt.Sprintf("config.yaml says %s, the token is pinned to %s (tenancy's %s)", cfgEnv, tokenEnv, said)
 	}

@@ -15,6 +15,6 @@ func boxWhy(tx store.Tx, now time.Time, lim explain.Limits) (*effects.ReportWhy,
 	if err != nil || w == nil {
 		return nil, err
 	}
-	return &effects.ReportWhy{Code: w.Code, Verdict: w.Verdict, Since: w.Since,
+	return &effects.ReportWhy{Code: w.Code, Reason: w.Reason, Verdict: w.Verdict, Since: w.Since,
 		Fault: w.Fault, Evidence: w.Evidence, Next: w.Next, Fix: w.Fix}, nil
 }

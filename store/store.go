@@ -34,6 +34,8 @@ type Refusal struct {
 	Code   vocab.Code `json:"code"`
 	Detail string     `json:"detail"`
 	At     time.Time  `json:"at"`
+	// Reason is the typed cause behind Code ("" in a record written before reasons were kept).
+	Reason vocab.Reason `json:"reason,omitempty"`
 	// NeedBytes is what DISK_INSUFFICIENT measured against, so the next tick can re-measure
 	// without fetching the bundle again (-1: the bundle declares no size).
 	NeedBytes int64 `json:"need_bytes,omitempty"`
@@ -41,11 +43,14 @@ type Refusal struct {
 
 // Block is what only a person or a new grant can clear.
 type Block struct {
-	Code       vocab.Code `json:"code"` // AGENT_ENV_MISMATCH | AGENT_UNAUTHENTICATED
-	Detail     string     `json:"detail"`
-	At         time.Time  `json:"at"`
-	ConfigHash string     `json:"config_hash"` // a changed config unblocks
-	GrantStamp string     `json:"grant_stamp"` // size+mtime of bootstrap.jwt when blocked; a new grant unblocks
+	Code   vocab.Code `json:"code"` // AGENT_ENV_MISMATCH | AGENT_UNAUTHENTICATED
+	Detail string     `json:"detail"`
+	// Reason is who decided the block: tenancy's 401, OpenBao's refusal, a local shape fault,
+	// a grant unreadable or absent ("" in a record written before reasons were kept).
+	Reason     vocab.Reason `json:"reason,omitempty"`
+	At         time.Time    `json:"at"`
+	ConfigHash string       `json:"config_hash"` // a changed config unblocks
+	GrantStamp string       `json:"grant_stamp"` // size+mtime of bootstrap.jwt when blocked; a new grant unblocks
 }
 
 // Failure is the last failure after the lease, with what it cost.
@@ -54,7 +59,9 @@ type Failure struct {
 	Code   vocab.Code `json:"code"`
 	Detail string     `json:"detail"`
 	State  string     `json:"state"` // the state whose step failed
-	At     time.Time  `json:"at"`
+	// Reason is the typed cause behind Code ("" in a record written before reasons were kept).
+	Reason vocab.Reason `json:"reason,omitempty"`
+	At     time.Time    `json:"at"`
 	// Limit is the attempts the agent allowed when it committed this failure (it parks at Limit).
 	Limit int `json:"limit,omitempty"`
 }
@@ -77,11 +84,12 @@ type TokenMeta struct {
 
 // LastReport is the newest report handed to the outbox.
 type LastReport struct {
-	Result       string    `json:"result"`
-	Sha          string    `json:"sha"`
-	Detail       string    `json:"detail,omitempty"`
-	At           time.Time `json:"at"`
-	Acknowledged bool      `json:"acknowledged"`
+	Result       string     `json:"result"`
+	Sha          string     `json:"sha"`
+	Code         vocab.Code `json:"code,omitempty"` // a failed report's code ("" in a record written before it was kept)
+	Detail       string     `json:"detail,omitempty"`
+	At           time.Time  `json:"at"`
+	Acknowledged bool       `json:"acknowledged"`
 }
 
 // Container mirrors effects.Container (kept here so the store imports nothing of the agent).
@@ -136,15 +144,18 @@ func (r Record) TotalAttempts() int {
 
 // Entry is one journal line: a transition (From != To, or an fsm event) or a note (From == To).
 type Entry struct {
-	Seq    uint64     `json:"seq"` // assigned by Append
-	Tick   uint64     `json:"tick"`
-	At     time.Time  `json:"at"`
-	From   string     `json:"from"`
-	To     string     `json:"to"`
-	Event  string     `json:"event"`
-	Ms     int64      `json:"ms"` // how long the step took
-	Code   vocab.Code `json:"code,omitempty"`
-	Detail string     `json:"detail,omitempty"` // redacted words; names only, never a value
+	Seq   uint64     `json:"seq"` // assigned by Append
+	Tick  uint64     `json:"tick"`
+	At    time.Time  `json:"at"`
+	From  string     `json:"from"`
+	To    string     `json:"to"`
+	Event string     `json:"event"`
+	Ms    int64      `json:"ms"` // how long the step took
+	Code  vocab.Code `json:"code,omitempty"`
+	// Reason is the typed cause behind Code: who observed what ("" when the code says all, or
+	// in an entry written before reasons were kept).
+	Reason vocab.Reason `json:"reason,omitempty"`
+	Detail string       `json:"detail,omitempty"` // redacted words; names only, never a value
 }
 
 // TickSummary is one tick's header in the journal.
@@ -179,9 +190,10 @@ type QueuedReport struct {
 
 // QueuedReportMeta lets the machine know what a queued report was for without decoding Body.
 type QueuedReportMeta struct {
-	Result string `json:"result"`
-	Sha    string `json:"sha"`
-	State  string `json:"state"` // the state that produced it
+	Result string     `json:"result"`
+	Sha    string     `json:"sha"`
+	State  string     `json:"state"`          // the state that produced it
+	Code   vocab.Code `json:"code,omitempty"` // a failed report's code ("" in an outbox written before it was kept)
 }
 
 // Applied is one entry of the applied-sha history (rollback detection).

@@ -44,9 +44,6 @@ func cmdExplain(c *cli.Context, stdout io.Writer) error {
 		return err
 	}
 	now := time.Now()
-	if c.Bool("ndjson") {
-		return writeJournal(stdout, st, now)
-	}
 	at, err := asOf(c)
 	if err != nil {
 		return err
@@ -54,6 +51,9 @@ func cmdExplain(c *cli.Context, stdout io.Writer) error {
 	o := explain.Options{N: c.Int("n"), Now: now, Since: c.Duration("since"), Copy: c.String("state-file") != "", AsOf: at, Limits: explain.LimitsOf(cfg)}
 	if cfg != nil {
 		o.Limits.TickRunning = states.TickRunning(cfg.LockPath())
+	}
+	if c.Bool("ndjson") {
+		return writeJournal(stdout, st, o)
 	}
 	doc, err := explain.Build(st, o)
 	if err != nil {
@@ -92,9 +92,9 @@ func explainSource(c *cli.Context) (*config.Config, *store.Bolt, error) {
 }
 
 // writeJournal is `explain --ndjson`: every journal entry, one JSON object per line.
-func writeJournal(stdout io.Writer, st store.Store, now time.Time) error {
+func writeJournal(stdout io.Writer, st store.Store, o explain.Options) error {
 	var b strings.Builder
-	if err := explain.WriteNDJSON(&b, st, now); err != nil {
+	if err := explain.WriteNDJSONWith(&b, st, o); err != nil {
 		return fail(1, "explain: %v", err)
 	}
 	_, err := fmt.Fprint(stdout, b.String())

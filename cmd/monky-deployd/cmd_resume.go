@@ -89,7 +89,7 @@ func resumeChecks(cfg *config.Config, rec store.Record) []string {
 	if rec.Refusal != nil && rec.Refusal.Code == vocab.DiskInsufficient {
 		out = append(out, "disk: not measured here (that needs docker's data-root); the next tick measures it before anything else")
 	}
-	if rec.Block != nil && rec.Block.Code == vocab.AgentUnauthenticated {
+	if rec.Block != nil && (rec.Block.Code == vocab.AgentUnauthenticated || rec.Block.Code == vocab.CredentialShape) {
 		if fi, err := os.Stat(cfg.BootstrapPath); err == nil && fi.Size() > 0 {
 			out = append(out, "bootstrap grant present at "+cfg.BootstrapPath+": the next tick logs in with it")
 		} else if err == nil {

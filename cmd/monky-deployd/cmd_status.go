@@ -68,13 +68,16 @@ func cmdStatus(c *cli.Context, stdout io.Writer) error {
 		}
 		return corruptOr(err, cfg.StatePath())
 	}
-	_, terr := os.Stat(cfg.TokenPath())
-	present := terr == nil
+	present, untrusted := tokenFile(cfg.TokenPath())
 	lim := explain.LimitsOf(cfg)
 	lim.TickRunning = states.TickRunning(cfg.LockPath())
 	s, err := explain.BuildStatusWith(st, time.Now(), &present, lim)
 	if err != nil {
 		return fail(1, "status: %v", err)
+	}
+	if untrusted != "" {
+		s.Token.Present, s.Token.Untrusted = false, untrusted
+		s.Token.Source, s.Token.ExpiresAt, s.Token.Expired = "", nil, false
 	}
 	return printStatus(stdout, s, c.Bool("json"))
 }
@@ -146,4 +149,23 @@ func privateTmp(stateDir string) string {
 		}
 	}
 	return ""
+}
+
+// tokenFile says whether the token file is there and, when it is but the agent would not read
+// it, why: not a regular file (a symlink, a FIFO…) or group- or world-writable — the shape the
+// agent's trust rules refuse whoever runs status (its owner is the journal's to say: it
+// depends on the agent's user). It follows no symlink and opens nothing.
+func tokenFile(path string) (present bool, untrusted string) {
+	fi, err := os.Lstat(path)
+	switch {
+	case err != nil:
+		return false, ""
+	case fi.Mode()&os.ModeSymlink != 0:
+		return true, path + " is a symlink"
+	case !fi.Mode().IsRegular():
+		return true, fmt.Sprintf("%s is not a regular file (%s)", path, fi.Mode().Type())
+	case fi.Mode().Perm()&0o022 != 0:
+		return true, fmt.Sprintf("%s is group- or world-writable (%04o)", path, fi.Mode().Perm())
+	}
+	return true, ""
 }

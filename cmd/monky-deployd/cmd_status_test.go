@@ -91,3 +91,39 @@ func TestStatusOfAStaleBox(t *testing.T) {
 		t.Errorf("status with stale_after_s 900: exit %d\n%s", code, out)
 	}
 }
+
+// TestStatusOfAnUntrustedTokenFile: a bao.token that is a symlink is not read by any tick (the
+// journal says it is untrusted); status must not say "token present (lease)" beside it, on
+// either form.
+func TestStatusOfAnUntrustedTokenFile(t *testing.T) {
+	last := time.Now().Add(-30 * time.Second).UTC().Truncate(time.Second)
+	cfg, stateDir := statusBox(t, last, "")
+	tok := filepath.Join(stateDir, "bao.token")
+	elsewhere := filepath.Join(t.TempDir(), "token")
+	testkit.WriteFile(t, elsewhere, "hvs.x\n", 0o600)
+	if err := os.Remove(tok); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(elsewhere, tok); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	run([]string{"monky-deployd", "--config", cfg, "status"}, &out, &errb)
+	if strings.Contains(out.String(), "present (lease)") || !strings.Contains(out.String(), tok+" is a symlink") {
+		t.Errorf("status:\n%s", out.String())
+	}
+	out.Reset()
+	run([]string{"monky-deployd", "--config", cfg, "status", "--json"}, &out, &errb)
+	var s struct {
+		Token struct {
+			Present   bool   `json:"present"`
+			Untrusted string `json:"untrusted"`
+		} `json:"token"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &s); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	if s.Token.Present || !strings.Contains(s.Token.Untrusted, "symlink") {
+		t.Errorf("status --json token %+v", s.Token)
+	}
+}

@@ -85,9 +85,9 @@ func TestStatusTriagesACorpusOfCopies(t *testing.T) {
 
 	// several files name the copies one by one; one working copy alone exits 0
 	out.Reset()
-	a, b := filepath.Join(dir, "failed-pull", "state.db"), filepath.Join(dir, "kv-read-503.db")
+	a, b := filepath.Join(dir, "repeated-75", "state.db"), filepath.Join(dir, "kv-read-503.db")
 	if _, err := os.Stat(a); err != nil {
-		a = filepath.Join(dir, "failed-pull.db")
+		a = filepath.Join(dir, "repeated-75.db")
 	}
 	if _, err := os.Stat(b); err != nil {
 		b = filepath.Join(dir, "kv-read-503", "state.db")

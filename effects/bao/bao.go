@@ -391,7 +391,7 @@ func statusErr(op string, status int, header http.Header, raw []byte) *effects.E
 			e.Code = vocab.KVVersionDeleted
 		}
 	case s == http.StatusTooManyRequests:
-		e.Kind = effects.RateLimited
+		e.Kind, e.Code = effects.RateLimited, vocab.RateLimited
 		if n, err := strconv.Atoi(strings.TrimSpace(header.Get("Retry-After"))); err == nil && n > 0 {
 			e.RetryAfter = time.Duration(n) * time.Second
 		}

@@ -241,10 +241,41 @@ func (c *CLI) PS(ctx context.Context, dir string) ([]effects.Container, error) {
 	return cs, nil
 }
 
-// Pull is `compose pull` in dir. Idempotent. A failure carries the registry's own words.
+// Pull is `compose pull` in dir. Idempotent. A failure carries the registry's own words and
+// the typed cause they name (PullReason).
 func (c *CLI) Pull(ctx context.Context, dir string) error {
 	_, err := c.compose(ctx, "compose pull", vocab.ComposePullFailed, dir, c.Timeout, "pull")
+	var e *effects.Error
+	if errors.As(err, &e) && e.Code == vocab.ComposePullFailed && e.Reason == "" {
+		e.Reason = PullReason(e.Msg)
+	}
 	return err
+}
+
+// pullReasons are the causes a registry's (or the resolver's, or the network's) own words name
+// in compose pull's output, first match first.
+var pullReasons = []struct {
+	words  []string
+	reason vocab.Reason
+}{
+	{[]string{"no basic auth credentials", "unauthorized", "denied", "authentication required"}, vocab.ReasonRegistryDenied},
+	{[]string{"manifest unknown", "not found", "no such image"}, vocab.ReasonImageMissing},
+	{[]string{"no such host", "server misbehaving"}, vocab.ReasonRegistryDNS},
+	{[]string{"i/o timeout", "connection refused", "connection reset", "tls handshake timeout", "network is unreachable", "context deadline exceeded", "timed out", "eof"}, vocab.ReasonNetwork},
+}
+
+// PullReason is the typed cause of a failed pull, read once, here, from compose's output (the
+// registry's own words): "" when none matches. Nothing after this effect reads those words.
+func PullReason(out string) vocab.Reason {
+	o := strings.ToLower(out)
+	for _, k := range pullReasons {
+		for _, w := range k.words {
+			if strings.Contains(o, w) {
+				return k.reason
+			}
+		}
+	}
+	return ""
 }
 
 // Up is `compose up -d --remove-orphans` in dir. Idempotent: compose converges.

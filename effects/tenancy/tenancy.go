@@ -249,6 +249,9 @@ func (c *Client) statusErr(op string, resp *http.Response, raw []byte, token str
 		e.Kind = effects.NotFound
 	case s == http.StatusTooManyRequests:
 		e.Kind = effects.RateLimited
+		if e.Code == "" {
+			e.Code = vocab.RateLimited
+		}
 		e.RetryAfter = retryAfter(resp.Header.Get("Retry-After"), c.now())
 	case s >= 500:
 		e.Kind = effects.Temporary

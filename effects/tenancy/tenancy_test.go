@@ -199,7 +199,7 @@ func TestStatusMapping(t *testing.T) {
 		{"404", 404, `{"detail": "Not Found"}`, nil, effects.NotFound, "", "Not Found", 0},
 		{"429 seconds", 429, `{"detail": {"code": "LEASE_RATE_LIMITED", "message": "5 leases per hour"}}`, []string{"Retry-After", "120"}, effects.RateLimited, "LEASE_RATE_LIMITED", "5 leases per hour", 120 * time.Second},
 		{"429 date", 429, `{"code": "LEASE_RATE_LIMITED"}`, []string{"Retry-After", fixedNow.Add(17 * time.Minute).Format(http.TimeFormat)}, effects.RateLimited, "LEASE_RATE_LIMITED", "", 17 * time.Minute},
-		{"429 bare", 429, ``, nil, effects.RateLimited, "", "", 0},
+		{"429 bare: RATE_LIMITED, the code of a 429 without its own", 429, ``, nil, effects.RateLimited, "RATE_LIMITED", "", 0},
 		{"500", 500, `Internal Server Error`, nil, effects.Temporary, "", "Internal Server Error", 0},
 		{"502", 502, `<html>bad gateway</html>`, nil, effects.Temporary, "", "bad gateway", 0},
 		{"503 detail", 503, `{"detail": {"code": "MAINTENANCE", "message": "later"}}`, nil, effects.Temporary, "MAINTENANCE", "later", 0},

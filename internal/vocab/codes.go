@@ -15,6 +15,7 @@ const (
 	LeaseShape           Code = "LEASE_SHAPE"
 	LeaseBudget          Code = "LEASE_BUDGET"
 	LeaseRateLimited     Code = "LEASE_RATE_LIMITED"
+	RateLimited          Code = "RATE_LIMITED"
 	BaoLoginRefused      Code = "BAO_LOGIN_REFUSED"
 	SecretReadFailed     Code = "SECRET_READ_FAILED"
 	RegistryAuthInvalid  Code = "REGISTRY_AUTH_INVALID"
@@ -98,6 +99,8 @@ var causes = map[Code]Cause{
 		"monky-deployd status   # lease_budget.frees_at", ""},
 	LeaseRateLimited: {KindTemporary, "tenancy answered the lease with 429 Too Many Requests, and its Retry-After is honoured",
 		"monky-deployd status   # nothing to fix: wait", ""},
+	RateLimited: {KindTemporary, "tenancy or OpenBao answered 429 Too Many Requests to a call other than the lease (without a code of its own): the next tick asks again, after its Retry-After",
+		"monky-deployd status   # nothing to fix: wait; if it lasts, ask who runs tenancy or OpenBao about its rate limit", ""},
 	BaoLoginRefused: {KindFailure, "OpenBao refused the login with the lease's grant",
 		"check the env's role and the grant in OpenBao's audit log", ""},
 	SecretReadFailed: {KindFailure, "OpenBao refused or could not serve a secret the manifest names",

@@ -96,6 +96,14 @@ type Verdict struct {
 // NeedsPerson reports whether the box needs a person: status exits 1.
 func (v Verdict) NeedsPerson() bool { return v.Verdict == NeedsPerson }
 
+// Whys are every active why, Why's first.
+func (v Verdict) Whys() []Why {
+	if v.Why == nil {
+		return nil
+	}
+	return append([]Why{*v.Why}, v.Also...)
+}
+
 // Words is the verdict as status and explain print it.
 func (v Verdict) Words() string { return VerdictWords(v.Verdict) }
 

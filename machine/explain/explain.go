@@ -26,13 +26,15 @@ const (
 
 // Transition is one journal entry as explain shows it.
 type Transition struct {
-	From   string     `json:"from"`
-	To     string     `json:"to"`
-	Event  string     `json:"event"`
-	At     time.Time  `json:"at"`
-	Ms     int64      `json:"ms"`
-	Code   vocab.Code `json:"code,omitempty"`
-	Detail string     `json:"detail"`
+	From  string     `json:"from"`
+	To    string     `json:"to"`
+	Event string     `json:"event"`
+	At    time.Time  `json:"at"`
+	Ms    int64      `json:"ms"`
+	Code  vocab.Code `json:"code,omitempty"`
+	// Reason is the typed cause behind Code (docs/JOURNAL.md, "Reasons").
+	Reason vocab.Reason `json:"reason,omitempty"`
+	Detail string       `json:"detail"`
 }
 
 // Tick is one tick of the journal.
@@ -177,7 +179,7 @@ func readTicks(tx store.Tx, n int, since time.Time) ([]Tick, error) {
 			t.LastAt = &la
 		}
 		for _, e := range es {
-			t.Transitions = append(t.Transitions, Transition{From: e.From, To: e.To, Event: e.Event, At: e.At, Ms: e.Ms, Code: e.Code, Detail: e.Detail})
+			t.Transitions = append(t.Transitions, Transition{From: e.From, To: e.To, Event: e.Event, At: e.At, Ms: e.Ms, Code: e.Code, Reason: e.Reason, Detail: e.Detail})
 		}
 		ticks = append(ticks, t)
 	}

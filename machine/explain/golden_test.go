@@ -147,6 +147,13 @@ func TestNDJSONRoundTrip(t *testing.T) {
 				t.Fatal(err)
 			}
 			exported := out.String()
+			if exported != string(raw) && *update {
+				// the export's own shape changed (its header): the trace is exported again
+				if err := os.WriteFile(filepath.Join("..", "..", "testdata", "traces", name+".ndjson"), out.Bytes(), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				raw = []byte(exported)
+			}
 			if exported != string(raw) {
 				t.Errorf("re-export differs from the trace:\n%s", out.String())
 			}

@@ -12,7 +12,8 @@ import (
 
 // Line is one line of `explain --ndjson`. Type says which field is set:
 //
-//	header   the export: schema, env_id, exported_at, state_file_moved_aside when the file
+//	header   the export: schema, env_id, exported_at, the box's verdict and its codes as
+//	         explain decides them at exported_at, state_file_moved_aside when the file
 //	         replaced a corrupt one
 //	record   the machine's record (no secret: the store never holds one)
 //	tick     a tick header, followed by its entries
@@ -25,6 +26,10 @@ type Line struct {
 	Schema     int        `json:"schema,omitempty"`
 	EnvID      string     `json:"env_id,omitempty"`
 	ExportedAt *time.Time `json:"exported_at,omitempty"`
+	// Verdict and Codes (on the header) are explain's answer for the box as exported: the
+	// same verdict every other surface gives.
+	Verdict string   `json:"verdict,omitempty"`
+	Codes   []string `json:"codes,omitempty"`
 	// MovedAside (on the header) is the corrupt state file this one replaced.
 	MovedAside *store.MovedAside   `json:"state_file_moved_aside,omitempty"`
 	Record     *store.Record       `json:"record,omitempty"`
@@ -39,6 +44,15 @@ type Line struct {
 // each tick header followed by its entries (oldest first), the lease window, the outbox and
 // the applied history. ReadNDJSON turns it back into a store that explains the same.
 func WriteNDJSON(w io.Writer, st store.Store, now time.Time) error {
+	return WriteNDJSONWith(w, st, Options{Now: now})
+}
+
+// WriteNDJSONWith is WriteNDJSON with explain's options (the box's limits, a copy's as-of):
+// the header's verdict is the one `explain` gives with them. The export is stamped o.Now.
+func WriteNDJSONWith(w io.Writer, st store.Store, o Options) error {
+	now := o.Now
+	// a file explain cannot decide is still exported, without a verdict
+	doc, _ := Build(st, o)
 	bw := bufio.NewWriter(w)
 	enc := json.NewEncoder(bw)
 	enc.SetEscapeHTML(false)
@@ -52,7 +66,7 @@ func WriteNDJSON(w io.Writer, st store.Store, now time.Time) error {
 			return err
 		}
 		at := now.UTC()
-		if err := enc.Encode(Line{Type: "header", Schema: Schema, EnvID: rec.EnvID, ExportedAt: &at, MovedAside: moved}); err != nil {
+		if err := enc.Encode(Line{Type: "header", Schema: Schema, EnvID: rec.EnvID, ExportedAt: &at, Verdict: doc.Verdict, Codes: doc.Codes, MovedAside: moved}); err != nil {
 			return err
 		}
 		if err := enc.Encode(Line{Type: "record", Record: &rec}); err != nil {

@@ -11,7 +11,10 @@ import (
 // words explain uses, strings only. The caller redacts it like the report's detail and may cut
 // Evidence and Fix (ending "…") to keep the report within its bound; never the others.
 type ReportWhy struct {
-	Code     string `json:"code"`
+	Code string `json:"code"`
+	// Reason is the typed cause behind Code (docs/JOURNAL.md, "Reasons"; not in PROTOCOL.md
+	// §1's first shape: an older tenancy ignores it).
+	Reason   string `json:"reason,omitempty"`
 	Verdict  string `json:"verdict"` // working | needs_person
 	Since    string `json:"since"`   // RFC 3339, UTC
 	Fault    string `json:"fault"`
@@ -32,7 +35,7 @@ func (w *Why) Report() *ReportWhy {
 	if since.IsZero() {
 		since = w.At
 	}
-	r := &ReportWhy{Code: string(w.Code), Verdict: w.Verdict, Fault: w.Fault, Evidence: w.Evidence, Next: w.Next, Fix: w.Fix}
+	r := &ReportWhy{Code: string(w.Code), Reason: string(w.Reason), Verdict: w.Verdict, Fault: w.Fault, Evidence: w.Evidence, Next: w.Next, Fix: w.Fix}
 	if !since.IsZero() {
 		r.Since = since.UTC().Format(time.RFC3339)
 	}

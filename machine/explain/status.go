@@ -16,7 +16,10 @@ import (
 
 // TokenStatus describes the bearer, never its value.
 type TokenStatus struct {
-	Present   bool       `json:"present"`
+	Present bool `json:"present"`
+	// Untrusted is why the agent will not read the token file it has (a symlink, not a
+	// regular file, group- or world-writable): the file is there, but no tick uses it.
+	Untrusted string     `json:"untrusted,omitempty"`
 	Source    string     `json:"source,omitempty"`
 	ExpiresAt *time.Time `json:"expires_at,omitempty"`
 	// Expired: the state file's expiry is past (as of now, or of a copy's newest tick).
@@ -237,6 +240,9 @@ func writeStatusHead(w io.Writer, s Status) {
 // tokenWords is the status table's token row.
 func tokenWords(s Status) string {
 	tok := "absent"
+	if s.Token.Untrusted != "" {
+		return "not usable: " + s.Token.Untrusted + " — the agent does not read it (the journal names the fix)"
+	}
 	if s.Token.Present {
 		tok = "present (" + s.Token.Source + ")"
 		if s.Token.ExpiresAt != nil {

@@ -18,13 +18,16 @@ import (
 // sentence, the evidence the agent recorded (its own words, never a value), what the agent does
 // next and when, and the one command that fixes or checks it.
 type Why struct {
-	Code     vocab.Code `json:"code"`
-	Fault    string     `json:"fault"`
-	Evidence string     `json:"evidence"`
-	Next     string     `json:"next"`
-	Fix      string     `json:"fix"`
-	At       time.Time  `json:"at"` // when the agent recorded it
-	Tick     uint64     `json:"tick,omitempty"`
+	Code vocab.Code `json:"code"`
+	// Reason is the typed cause behind Code, as the record keeps it ("" when the code says
+	// all, or the record is older than reasons).
+	Reason   vocab.Reason `json:"reason,omitempty"`
+	Fault    string       `json:"fault"`
+	Evidence string       `json:"evidence"`
+	Next     string       `json:"next"`
+	Fix      string       `json:"fix"`
+	At       time.Time    `json:"at"` // when the agent recorded it
+	Tick     uint64       `json:"tick,omitempty"`
 	// Since is when the fault began: the first tick of a run of exit 75, the refusal, the
 	// first failed attempt, the last tick of a stale box.
 	Since time.Time `json:"since"`
@@ -127,33 +130,44 @@ func (in Input) blockedWhy(mk maker, nextTick string) *Why {
 		next = "every tick exits 78 at once without touching the network until config.yaml changes or `monky-deployd resume`"
 	}
 	code, fault, evidence := b.Code, "", trimCode(b.Code, b.Detail)
-	refusedBearer := b.Code == vocab.AgentUnauthenticated && !strings.Contains(b.Detail, "is unreadable")
-	if e, ok := in.find(func(e store.Entry) bool { return e.Event == machine.NoteUnauthenticated }); ok && refusedBearer {
-		evidence = e.Detail + "; no fresh bootstrap grant on disk"
-	}
-	if e, ok := in.find(func(e store.Entry) bool {
-		return e.Event == machine.NoteUnauthenticated && strings.HasPrefix(string(e.Code), "BAO_")
-	}); ok && refusedBearer {
-		// OpenBao refused the token, not tenancy: name OpenBao's code
-		code = e.Code
-		fault = "OpenBao refused the box's token (" + string(e.Code) + ": OpenBao's refusal, not tenancy's), so the agent deleted it; no fresh bootstrap grant is on disk to log in again"
-	}
-	unreadable := b.Code == vocab.AgentUnauthenticated && strings.Contains(b.Detail, "is unreadable")
-	switch {
-	case unreadable:
+	switch b.Reason {
+	case vocab.ReasonGrantUnreadable:
 		// no one refused anything: the agent's user cannot read the grant on disk
-		code, fault = b.Code, "no token is stored and the bootstrap grant on disk cannot be read by the agent's user (its owner or mode): nothing was sent to tenancy or OpenBao"
+		fault = "no token is stored and the bootstrap grant on disk cannot be read by the agent's user (its owner or mode): nothing was sent to tenancy or OpenBao"
 		next = "every tick exits 1 at once without touching the network until the grant is readable and `monky-deployd resume` (or a new bootstrap.jwt) lifts the block"
-	case b.Code == vocab.AgentUnauthenticated && strings.Contains(b.Detail, "no bootstrap grant at") && !strings.HasPrefix(b.Detail, "bearer refused"):
+	case vocab.ReasonGrantAbsent:
 		fault = "no OpenBao token is stored and no bootstrap grant is on disk: the box has not logged in since its token went, and has nothing to log in with"
+	case vocab.ReasonGrantRefused:
+		fault = "OpenBao refused the bootstrap grant at the login (expired, superseded or for another role): no token was stored and the grant cannot be used again"
+	case vocab.ReasonShape:
+		fault = "the stored token was not a credential (" + causeOf(vocab.CredentialShape).Fault + "): the agent deleted it without sending it, and no fresh bootstrap grant is on disk to log in again"
+	case vocab.ReasonTenancy401, vocab.ReasonBaoRefused, "":
+		e, dropped := in.find(func(e store.Entry) bool { return e.Event == machine.NoteUnauthenticated })
+		switch {
+		case dropped && b.Code == vocab.AgentUnauthenticated:
+			evidence = e.Detail + "; no fresh bootstrap grant on disk"
+			if baoRefused(e) {
+				// OpenBao refused the token, not tenancy: name OpenBao's code
+				code = e.Code
+				fault = "OpenBao refused the box's token (" + string(e.Code) + ": OpenBao's refusal, not tenancy's), so the agent deleted it; no fresh bootstrap grant is on disk to log in again"
+			}
+		case b.Reason == "" && b.Code == vocab.AgentUnauthenticated:
+			// a block written before reasons were kept, no refusal in the journal: its words
+			// are the evidence, not read
+			fault = "the box has no usable token and no fresh bootstrap grant on disk to log in with (this block was written by an agent that kept no typed cause: the evidence holds its words)"
+		}
 	}
 	w := mk(code, fault, evidence, next, b.At, in.tickWhere(func(e store.Entry) bool { return e.To == string(machine.Blocked) && e.From != e.To }))
 	switch {
-	case unreadable:
+	case b.Reason == vocab.ReasonGrantUnreadable:
 		w.Fix = in.paths().Replace("sudo ls -l {bootstrap}; sudo chown monky-deployd {bootstrap} && sudo chmod 0600 {bootstrap}   # then monky-deployd resume --now")
 	case code != b.Code:
 		w.Fix = causeOf(vocab.BaoPermissionDenied).Fix + "   # then re-run the install kit (a new bootstrap.jwt unblocks)"
+	case b.Reason == vocab.ReasonShape:
+		// the token is gone: only a new grant logs the box in again
+		w.Fix = in.paths().Replace(causeOf(vocab.AgentUnauthenticated).Fix)
 	}
+	w.Reason = b.Reason
 	return w
 }
 
@@ -161,7 +175,7 @@ func (in Input) blockedWhy(mk maker, nextTick string) *Why {
 // moment, which the next tick tries again — unless it lasts.
 func (in Input) temporaryWhy(e store.Entry, mk maker, nextTick string) *Why {
 	fault := temporaryEvents[e.Event]
-	reuseUnasked := e.Event == machine.NoteLeaseDeferred && (strings.HasPrefix(string(e.Code), "BAO_") || strings.Contains(e.Detail, "whether the token is reusable"))
+	reuseUnasked := e.Event == machine.NoteLeaseDeferred && (e.Reason == vocab.ReasonReuseUnasked || (e.Reason == "" && baoCode(e.Code)))
 	if reuseUnasked {
 		// OpenBao could not be asked about the token in hand: no new lease is needed yet
 		fault = "OpenBao could not be asked whether the token in hand still reads the secrets, so no lease was asked on a guess"
@@ -187,6 +201,7 @@ func (in Input) temporaryWhy(e store.Entry, mk maker, nextTick string) *Why {
 		next += fmt.Sprintf("; after %d in a row, check the fix below rather than wait", n)
 	}
 	w := mk(code, fault, evidence, next, e.At, e.Tick)
+	w.Reason = e.Reason
 	if !vocab.Known(e.Code) && e.Event == machine.NoteCheckinFailed {
 		w.Fix = "systemctl status ziti-edge-tunnel   # and tenancy's health"
 	}
@@ -250,6 +265,7 @@ func (in Input) refusedWhy(mk maker, nextTick string) *Why {
 		fault = "the bundle declares it needs " + machine.Size(r.NeedBytes) + " of image storage, which no box has: its disk_need_bytes is wrong, not this disk"
 	}
 	w := mk(r.Code, fault, trimCode(r.Code, r.Detail), next, r.At, in.tickOf(r.Code))
+	w.Reason = r.Reason
 	if r.Code == vocab.DiskInsufficient && r.NeedBytes > implausibleNeed {
 		w.Fix = fmt.Sprintf("fix disk_need_bytes in the bundle's bundle.json (it declares %s; no image set needs that): publish the bundle again", machine.Size(r.NeedBytes))
 	}
@@ -280,9 +296,21 @@ func (in Input) failedWhy(mk maker, nextTick string) *Why {
 	if pf := privilegedFault(f.Code, f.Detail); pf != "" {
 		fault = pf
 	}
+	var person bool
 	switch {
 	case f.Code == vocab.ComposePullFailed:
-		fault, fix = pullKind(f.Detail)
+		fault, fix = pullKind(f.Reason)
+		if f.Reason.Hopeless() && !rec.Parked {
+			// the registry gives the same answer to every retry: say so, and that a person acts
+			person = true
+			next = fmt.Sprintf("attempt %d of %d failed (the step from %s); the retry at %s gets the same answer from the registry until someone acts: it does not clear by waiting", n, limit, f.State, machine.Stamp(rec.NextRetryAt))
+		}
+		if f.Reason == vocab.ReasonNetwork || f.Reason == vocab.ReasonRegistryDNS {
+			if since := in.firstFailure(f); in.Now.Sub(since) > in.Limits.stuckAfter() {
+				person = true
+				next += fmt.Sprintf("; failing since %s, past stuck_after_s (%d): it will not clear by waiting", machine.Stamp(since), int(in.Limits.stuckAfter().Seconds()))
+			}
+		}
 	case f.Code == vocab.Unhealthy:
 		fault = "a service did not turn healthy within healthy_timeout_s after compose up"
 	}
@@ -290,6 +318,8 @@ func (in Input) failedWhy(mk maker, nextTick string) *Why {
 	if fix != "" {
 		w.Fix = fix
 	}
+	w.person = w.person || person
+	w.Reason = f.Reason
 	return w
 }
 
@@ -359,15 +389,15 @@ func (in Input) refusedTokenWhy(mk maker, nextTick string) *Why {
 	if refused >= 2 && stateOf(rec) != string(machine.Blocked) {
 		code := lastRefusal.Code
 		fault := "the box's token is refused tick after tick: each time the agent deletes it and logs in again with a bootstrap grant, so the box lives from one grant to the next"
-		if strings.HasPrefix(string(code), "BAO_") {
+		if baoRefused(lastRefusal) {
 			fault = "OpenBao refuses the box's token (" + string(code) + ", OpenBao's refusal, not tenancy's): each time the agent deletes it and logs in again with a bootstrap grant, so the box lives from one grant to the next"
 		}
 		next := fmt.Sprintf("the next tick (%s) meets the same refusal and deletes the token again; it goes on only while a fresh bootstrap.jwt is on disk, else it blocks", nextTick)
 		w := mk(code, fault, fmt.Sprintf("refused in %d of the last %d ticks; the last: %s", refused, in.recentCount(), trimCode(code, lastRefusal.Detail)), next, lastRefusal.At, lastRefusal.Tick)
-		if strings.HasPrefix(string(code), "BAO_") {
+		if baoRefused(lastRefusal) {
 			w.Fix = causeOf(vocab.BaoPermissionDenied).Fix
 		}
-		w.Since, w.person = firstRefusal.At.UTC(), true
+		w.Since, w.person, w.Reason = firstRefusal.At.UTC(), true, lastRefusal.Reason
 		return w
 	}
 	return nil
@@ -443,7 +473,7 @@ func (in Input) stale(mk maker) *Why {
 // newest that names the code (the agent's own wait).
 func (in Input) leaseRefusal() (store.Entry, bool) {
 	if e, ok := in.find(func(e store.Entry) bool {
-		return e.Code == vocab.LeaseRateLimited && !strings.Contains(e.Detail, "tenancy asked to wait")
+		return e.Code == vocab.LeaseRateLimited && e.Reason != vocab.ReasonAgentWait
 	}); ok {
 		return e, true
 	}
@@ -472,14 +502,15 @@ func (in Input) unhealthyWhy(mk maker, nextTick string) *Why {
 	code := heartbeatCode(in.Rec)
 	evidence, at := "", in.Now
 	var tick uint64
+	var reason vocab.Reason
 	if e, ok := in.find(func(e store.Entry) bool { return e.Code == code && e.From != e.To }); ok {
-		evidence, at, tick = trimCode(e.Code, e.Detail), e.At, e.Tick
+		evidence, at, tick, reason = trimCode(e.Code, e.Detail), e.At, e.Tick, e.Reason
 	} else if in.Rec.LastReport != nil {
 		evidence, at = trimCode(code, in.Rec.LastReport.Detail), in.Rec.LastReport.At
 	}
 	fault := "the heartbeat found a service not running or not healthy: the box no longer runs what it applied"
 	next := "checked again at every tick (the next " + nextTick + "); reported failed to tenancy until the service is healthy; the agent does not restart it"
-	if code == vocab.Unhealthy && strings.HasPrefix(evidence, psFailed) {
+	if code == vocab.Unhealthy && reason == vocab.ReasonPSFailed {
 		fault = "the heartbeat could not look at the containers: compose ps failed, so whether the services run is not known"
 		next = "checked again at every tick (the next " + nextTick + "); reported failed to tenancy until compose ps answers and the services are healthy"
 	}
@@ -488,17 +519,24 @@ func (in Input) unhealthyWhy(mk maker, nextTick string) *Why {
 		next = "checked again at every tick (the next " + nextTick + "); reported failed to tenancy while the release differs; the agent runs no compose call on it and does not stage it again: restoring the release's files or a new desired sha clears it, `monky-deployd resume` does not"
 	}
 	w := mk(code, fault, evidence, next, at, tick)
-	w.person = true
+	w.person, w.Reason = true, reason
 	return w
 }
 
-// psFailed begins the detail of a heartbeat whose compose ps failed (states' heartbeat).
-const psFailed = "compose ps failed: "
+// baoCode: code is one of OpenBao's own.
+func baoCode(code vocab.Code) bool { return strings.HasPrefix(string(code), "BAO_") }
+
+// baoRefused: the entry's cause is OpenBao's refusal of the token (an entry written before
+// reasons were kept says so by OpenBao's code alone).
+func baoRefused(e store.Entry) bool {
+	return e.Reason == vocab.ReasonBaoRefused || (e.Reason == "" && baoCode(e.Code))
+}
 
 // heartbeatCode is the code of the heartbeat's failed report: RELEASE_CHANGED when its compose
-// ps was refused on a changed release, else UNHEALTHY.
+// ps was refused on a changed release, else UNHEALTHY (also for a report written before its
+// code was kept).
 func heartbeatCode(rec store.Record) vocab.Code {
-	if rec.LastReport != nil && strings.HasPrefix(rec.LastReport.Detail, string(vocab.ReleaseChanged)+": ") {
+	if rec.LastReport != nil && rec.LastReport.Code == vocab.ReleaseChanged {
 		return vocab.ReleaseChanged
 	}
 	return vocab.Unhealthy
@@ -529,35 +567,39 @@ func clears(code vocab.Code) string {
 	return "a new desired sha clears it; `monky-deployd resume` checks the same bundle again and refuses it again"
 }
 
-// pullKinds are the kinds of pull fault the registry's own words name, first match first: the
-// words, the fault, and the one command that checks it ("" keeps the code's fix).
-var pullKinds = []struct {
-	words      []string
-	fault, fix string
-}{
-	{[]string{"no basic auth credentials", "unauthorized", "denied"},
-		"the registry refused the pull: the agent's credential is missing or wrong (a `docker login` by hand is invisible to it)",
-		""},
-	{[]string{"manifest unknown", "not found"},
-		"the registry does not hold an image the bundle names (tag or repository absent)",
+// pullKinds are the kinds of pull fault by their typed cause (docker.PullReason read the
+// registry's words once): the fault, and the one command that checks it ("" keeps the code's
+// fix).
+var pullKinds = map[vocab.Reason]struct{ fault, fix string }{
+	vocab.ReasonRegistryDenied: {"the registry refused the pull: the agent's credential is missing or wrong (a `docker login` by hand is invisible to it)", ""},
+	vocab.ReasonImageMissing: {"the registry does not hold an image the bundle names (tag or repository absent)",
 		"docker manifest inspect <image from the message>   # the tag must exist in the registry; else fix the bundle's compose.yaml"},
-	{[]string{"no such host", "lookup "},
-		"the registry's name does not resolve on this box",
+	vocab.ReasonRegistryDNS: {"the registry's name does not resolve on this box",
 		"getent hosts <registry host from the message>   # the box's DNS must resolve the registry"},
+	vocab.ReasonNetwork: {"the registry could not be reached or did not answer in time", ""},
 }
 
-// pullKind reads the registry's own words in a pull fault's detail: the fault and the command
-// of its kind, or the code's fault and "" when no kind matches.
-func pullKind(detail string) (fault, fix string) {
-	d := strings.ToLower(detail)
-	for _, k := range pullKinds {
-		for _, w := range k.words {
-			if strings.Contains(d, w) {
-				return k.fault, k.fix
+// pullKind is the fault and the command of a pull fault's cause, or the code's fault and ""
+// for a cause it has no words for (a failure written before causes were kept).
+func pullKind(r vocab.Reason) (fault, fix string) {
+	if k, ok := pullKinds[r]; ok {
+		return k.fault, k.fix
+	}
+	return causeOf(vocab.ComposePullFailed).Fault, ""
+}
+
+// firstFailure is when the failures of f's sha and code began: the oldest failed transition of
+// them in the recent ticks, else f's own time.
+func (in Input) firstFailure(f *store.Failure) time.Time {
+	since := f.At
+	for i := len(in.Recent) - 1; i >= 0; i-- {
+		for _, e := range in.Entries[in.Recent[i].Tick] {
+			if e.Event == machine.EvFail && e.Code == f.Code && e.From != e.To && e.At.Before(since) {
+				since = e.At
 			}
 		}
 	}
-	return causeOf(vocab.ComposePullFailed).Fault, ""
+	return since
 }
 
 // temporary is the newest tick's note about a step that could not go on now, when the tick

@@ -83,7 +83,7 @@ func TestUnreadableGrantIsNotARefusal(t *testing.T) {
 	exit := vocab.ExitFail
 	in := explain.Input{
 		Rec: store.Record{EnvID: "env-a", State: string(machine.Blocked), Tick: 2,
-			Block: &store.Block{Code: vocab.AgentUnauthenticated, At: at,
+			Block: &store.Block{Code: vocab.AgentUnauthenticated, Reason: vocab.ReasonGrantUnreadable, At: at,
 				Detail: "no token and the bootstrap grant at /srv/box/etc/grant.jwt is unreadable: open /srv/box/etc/grant.jwt: permission denied"}},
 		Recent: []store.TickSummary{{Tick: 2, StartedAt: at, EndedAt: at, Exit: &exit}},
 		Now:    at.Add(time.Minute), Limits: explain.Limits{Paths: boxPaths},

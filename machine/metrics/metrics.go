@@ -368,6 +368,17 @@ func troubles(env string, v explain.Verdict, unanswered bool, lim explain.Limits
 		}
 		out = append(out, f.mf)
 	}
+	if whys := v.Whys(); len(whys) > 0 {
+		f := newFamily(env, "monky_deployd_why_reason", "1 for each active code that carries a typed cause, labelled with it (docs/JOURNAL.md, \"Reasons\").", dto.MetricType_GAUGE)
+		for _, w := range whys {
+			if w.Reason != "" {
+				f.add(1, "code", string(w.Code), "reason", string(w.Reason))
+			}
+		}
+		if len(f.mf.Metric) > 0 {
+			out = append(out, f.mf)
+		}
+	}
 	return out
 }
 

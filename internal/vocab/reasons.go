@@ -1,0 +1,67 @@
+package vocab
+
+// Reason is the typed cause behind a code: which effect observed the fault, and what it saw.
+// A code says what failed (AGENT_UNAUTHENTICATED); its reason says who decided it (tenancy's
+// 401, OpenBao's refusal, a grant the agent cannot read, none on disk). The effect that
+// observed the fault sets it; the journal entry, the block, the failure and the refusal keep
+// it; explain, status, the report's why and the metrics switch on it and never on words. ""
+// is a record written before reasons were kept: it reads with its code's own words.
+type Reason string
+
+// Every reason, once. The spelling is stored in state files: it never changes.
+const (
+	// ReasonTenancy401: tenancy answered 401 to a call that carried the token.
+	ReasonTenancy401 Reason = "tenancy-401"
+	// ReasonTenancy403: tenancy answered 403 (the token's env is not the config's).
+	ReasonTenancy403 Reason = "tenancy-403"
+	// ReasonBaoRefused: OpenBao refused the token (its code is the entry's).
+	ReasonBaoRefused Reason = "bao-refused"
+	// ReasonGrantRefused: OpenBao refused the bootstrap grant at the login.
+	ReasonGrantRefused Reason = "grant-refused"
+	// ReasonShape: a credential held locally is not a credential (empty, too long, a byte
+	// that is not printable ASCII); it was dropped with no request sent.
+	ReasonShape Reason = "local-shape"
+	// ReasonGrantUnreadable: no token, and the agent's user cannot read the grant on disk.
+	ReasonGrantUnreadable Reason = "grant-unreadable"
+	// ReasonGrantAbsent: no token and no grant on disk; nothing was sent.
+	ReasonGrantAbsent Reason = "grant-absent"
+	// ReasonRegistryDenied: the registry refused the pull for its credential.
+	ReasonRegistryDenied Reason = "registry-denied"
+	// ReasonImageMissing: the registry does not hold an image or tag the bundle names.
+	ReasonImageMissing Reason = "image-missing"
+	// ReasonRegistryDNS: the registry's name does not resolve on this box.
+	ReasonRegistryDNS Reason = "registry-dns"
+	// ReasonNetwork: the far side could not be reached or did not answer in time.
+	ReasonNetwork Reason = "network"
+	// ReasonReuseUnasked: OpenBao could not be asked whether the token in hand still reads
+	// the secrets, so no lease was asked on a guess.
+	ReasonReuseUnasked Reason = "reuse-unasked"
+	// ReasonAgentWait: the agent's own wait for a Retry-After tenancy gave earlier; no
+	// request was sent.
+	ReasonAgentWait Reason = "agent-wait"
+	// ReasonPSFailed: the heartbeat's compose ps failed, so whether the services run is not
+	// known.
+	ReasonPSFailed Reason = "ps-failed"
+)
+
+// reasons are the known reasons, with whether a retry can change what they observed.
+var reasons = map[Reason]bool{
+	ReasonTenancy401: false, ReasonTenancy403: false, ReasonBaoRefused: false, ReasonGrantRefused: false,
+	ReasonShape: false, ReasonGrantUnreadable: false, ReasonGrantAbsent: false,
+	ReasonRegistryDenied: false, ReasonImageMissing: false, ReasonRegistryDNS: true, ReasonNetwork: true,
+	ReasonReuseUnasked: true, ReasonAgentWait: true, ReasonPSFailed: true,
+}
+
+// KnownReason reports whether r is a reason this agent writes ("" is not).
+func KnownReason(r Reason) bool {
+	_, ok := reasons[r]
+	return ok
+}
+
+// Hopeless reports whether no retry can change what r observed: the same request gets the
+// same answer until a person acts (the registry refusing the credential, an image that does
+// not exist). A failure of such a reason needs a person at once.
+func (r Reason) Hopeless() bool {
+	retry, ok := reasons[r]
+	return ok && !retry
+}
