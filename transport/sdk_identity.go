@@ -164,6 +164,10 @@ func identityPEM(v string) (string, error) {
 	default:
 		return "", fmt.Errorf("names a key store (%s:) the agent does not load", u.Scheme)
 	}
+	// a FIFO or a device would hang the read or feed it without end: only a regular file is read
+	if st, err := os.Stat(path); err == nil && !st.Mode().IsRegular() {
+		return "", fmt.Errorf("names %s, which is not a regular file", path)
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {

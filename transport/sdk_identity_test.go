@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -24,7 +25,7 @@ type zitiIdentity struct {
 	API, Cert, Key, CA string
 }
 
-func newZitiIdentity(t *testing.T) zitiIdentity {
+func newZitiIdentity(t testing.TB) zitiIdentity {
 	t.Helper()
 	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "ziti test network CA"},
@@ -71,9 +72,9 @@ func (z zitiIdentity) JSON() []byte {
 // damagedIdentity is an identity file the sdk transport must refuse with code, in words
 // holding want, before the SDK sees it.
 type damagedIdentity struct {
-	name string
-	data []byte
-	mode os.FileMode
+	name       string
+	data       []byte
+	mode       os.FileMode
 	code, want string
 }
 
@@ -108,12 +109,23 @@ func damagedIdentities(t *testing.T) []damagedIdentity {
 			"`id.ca`: names /nonexistent/ca.pem, which does not exist"},
 		{"key in a key store", []byte(strings.Replace(string(full), `"key": "pem:`+jsonEscaped(good.Key)+`"`, `"key": "pkcs11:///usr/lib/softhsm.so?id=01"`, 1)), 0o640, ti,
 			"`id.key`: names a key store (pkcs11:) the agent does not load"},
+		{"CA a FIFO", []byte(strings.Replace(string(full), `"ca": "pem:`+jsonEscaped(good.CA)+`"`, `"ca": "file:`+fifo(t)+`"`, 1)), 0o640, ti,
+			"which is not a regular file"},
 		{"no ztAPI", noAPI.JSON(), 0o640, ti, "no `ztAPI`"},
 		{"ztAPI not https", httpAPI.JSON(), 0o640, ti, "`ztAPI` is not an https URL"},
 		{"id not an object", []byte(`{"ztAPI": "https://c:1280", "id": "x"}`), 0o640, ti, "(`id` is a JSON string, not a"},
 		{"group-writable", full, 0o660, ti, "is group-writable (mode 0660)"},
 		{"world-writable", full, 0o646, ti, "is world-writable (mode 0646)"},
 	}
+}
+
+// fifo is a named pipe: a read of it waits for a writer that never comes.
+func fifo(t *testing.T) string {
+	p := filepath.Join(t.TempDir(), "ca.pem")
+	if err := syscall.Mkfifo(p, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
 
 func jsonEscaped(s string) string {
@@ -193,4 +205,32 @@ func writeFileIn(t *testing.T, dir, name, data string) string {
 	p := filepath.Join(dir, name)
 	testkit.WriteFile(t, p, data, 0o600)
 	return p
+}
+
+// FuzzSDKIdentity: whatever bytes the identity file holds, the check ends without a panic in a
+// coded one-line refusal, or with a certificate, key and CA the SDK's loader can take.
+func FuzzSDKIdentity(f *testing.F) {
+	good := newZitiIdentity(f).JSON()
+	f.Add(good)
+	f.Add(good[:len(good)/2])
+	f.Add([]byte(`{"ztAPI": "https://c:1280", "id": {"cert": "pem:x", "key": "pem:-----BEGIN EC PRIVATE KEY-----\nAAAA\n-----END EC PRIVATE KEY-----\n", "ca": "pem:x"}}`))
+	f.Add([]byte(`{"ztAPIs": ["https://c:1280"], "id": {"cert": "/dev/null", "key": "file:///dev/zero", "ca": "engine:x"}}`))
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, data []byte) {
+		p := filepath.Join(dir, "id.json")
+		if err := os.WriteFile(p, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		id, err := loadSDKIdentity(p)
+		if err != nil {
+			e := testkit.ErrorAs[*Error](t, err)
+			if (e.Code != "TRANSPORT_IDENTITY" && e.Code != "IDENTITY_UNUSABLE") || strings.Contains(err.Error(), "\n") {
+				t.Fatalf("code %q: %q", e.Code, err)
+			}
+			return
+		}
+		if _, err := pemCertificates([]byte(id.CA)); err != nil || pemPrivateKey([]byte(id.Key)) != nil {
+			t.Fatalf("accepted an identity whose CA or key does not parse: %v", err)
+		}
+	})
 }
