@@ -87,7 +87,7 @@ sdk-mod:
 	$(GO) mod edit -modfile=$(SDK_MOD)/go.mod -require=github.com/openziti/sdk-golang@$(ZITI_SDK_VERSION)
 	@if [ -n "$(ZITI_SRC)" ]; then for m in $(ZITI_MODULES); do \
 		test -f "$(ZITI_SRC)/$${m%%=*}/go.mod" || { echo "sdk: $(ZITI_SRC)/$${m%%=*} holds no go.mod" >&2; exit 1; }; \
-		echo "$(GO) mod edit -replace=$${m#*=}=$(ZITI_SRC)/$${m%%=*}"; \
+		echo "$(GO) mod edit -modfile=$(SDK_MOD)/go.mod -replace=$${m#*=}=$(ZITI_SRC)/$${m%%=*}"; \
 		$(GO) mod edit -modfile=$(SDK_MOD)/go.mod -replace=$${m#*=}=$(ZITI_SRC)/$${m%%=*} || exit 1; \
 	done; else echo "sdk: ZITI_SRC is empty: the OpenZiti modules come from the module proxy"; fi
 
