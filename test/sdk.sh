@@ -38,12 +38,7 @@ chmod 0755 "$WORK/bin/docker"
 	--addr-file "$WORK/addr.json" --state-dir "$WORK/sim-state" --docker-bin "$WORK/bin/docker" \
 	--quiet >"$WORK/sim.log" 2>&1 &
 SIM_PID=$!
-for _ in $(seq 1 100); do
-	[[ -s "$WORK/addr.json" ]] && break
-	kill -0 "$SIM_PID" 2>/dev/null || { cat "$WORK/sim.log" >&2; exit 1; }
-	sleep 0.1
-done
-[[ -s "$WORK/addr.json" ]] || { echo "sdk.sh: the simulator wrote no address file" >&2; exit 1; }
+wait_sim "$WORK/addr.json" "$WORK/sim.log" || exit 1
 sim() { "$SIM_BIN" "$1" --addr-file "$WORK/addr.json" --env "$ENV_ID" "${@:2}"; }
 
 FAILED=()
