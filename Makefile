@@ -14,7 +14,7 @@ BIN := bin
 # bin/monky-deployd is the package's /usr/bin/monky-deployd, byte for byte (packaging/deb.mk)
 AGENT_TAGS := urfave_cli_no_docs
 
-.PHONY: all build agent test vet lint unit demo sdk clean
+.PHONY: all build agent test vet lint unit demo sdk sdk-mod sdk-test clean
 
 all: build
 
@@ -53,12 +53,48 @@ unit:
 demo: build
 	bash test/demo.sh
 
-# The sdk transport needs github.com/openziti/sdk-golang, which the module proxy this project
-# builds from does not serve. Where it is reachable:
-#   go get github.com/openziti/sdk-golang && go build -tags ziti ./cmd/monky-deployd
-sdk:
-	$(GO) get github.com/openziti/sdk-golang
-	CGO_ENABLED=0 $(GO) build -tags ziti,$(AGENT_TAGS) -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/monky-deployd ./cmd/monky-deployd
+# The agent with the sdk transport (the OpenZiti SDK, -tags ziti), built as `agent` builds it, to
+# $(SDK_BIN). It builds with a modfile of its own, written to $(SDK_MOD): this module's go.mod with
+# the SDK required and, where ZITI_SRC names a folder of OpenZiti sources, the eight OpenZiti
+# modules replaced by its folders (../shared/third_party/openziti when it is there; its README);
+# every other module comes from the module proxy, their sums in $(SDK_MOD)/go.sum. With ZITI_SRC
+# empty the SDK comes from the module proxy too. go.mod and go.sum never name the SDK.
+#   make sdk                      bin/monky-deployd-sdk
+#   make sdk ZITI_SRC=            the SDK from the module proxy
+#   make sdk-test                 vet and test the packages the tag changes, then test/sdk.sh
+ZITI_SDK_VERSION := v1.7.0
+ZITI_SRC ?= $(abspath $(wildcard ../shared/third_party/openziti))
+ZITI_MODULES := sdk-golang=github.com/openziti/sdk-golang channel=github.com/openziti/channel/v4 \
+	edge-api=github.com/openziti/edge-api foundation=github.com/openziti/foundation/v2 \
+	identity=github.com/openziti/identity metrics=github.com/openziti/metrics \
+	secretstream=github.com/openziti/secretstream transport=github.com/openziti/transport/v2
+SDK_MOD ?= $(BIN)/sdk-mod
+SDK_BIN ?= $(BIN)/monky-deployd-sdk
+SDK_GOFLAGS = -mod=mod -modfile=$(abspath $(SDK_MOD))/go.mod -tags ziti,$(AGENT_TAGS)
+# the packages that build differently with -tags ziti, and the binary's tests that run a transport
+SDK_TEST_PKGS := ./transport ./internal/config ./internal/version ./cmd/monky-deployd
+
+sdk: sdk-mod
+	CGO_ENABLED=0 $(GO) build $(SDK_GOFLAGS) -trimpath -ldflags "$(LDFLAGS)" -o $(SDK_BIN) ./cmd/monky-deployd
+	$(SDK_BIN) version
+
+# the modfile: written afresh each time from go.mod; its go.sum keeps the sums of earlier runs
+sdk-mod:
+	@mkdir -p $(SDK_MOD)
+	cp go.mod $(SDK_MOD)/go.mod
+	cat go.sum $$( [ -f $(SDK_MOD)/go.sum ] && echo $(SDK_MOD)/go.sum ) | sort -u >$(SDK_MOD)/go.sum.new
+	mv $(SDK_MOD)/go.sum.new $(SDK_MOD)/go.sum
+	$(GO) mod edit -modfile=$(SDK_MOD)/go.mod -require=github.com/openziti/sdk-golang@$(ZITI_SDK_VERSION)
+	@if [ -n "$(ZITI_SRC)" ]; then for m in $(ZITI_MODULES); do \
+		test -f "$(ZITI_SRC)/$${m%%=*}/go.mod" || { echo "sdk: $(ZITI_SRC)/$${m%%=*} holds no go.mod" >&2; exit 1; }; \
+		echo "$(GO) mod edit -modfile=$(SDK_MOD)/go.mod -replace=$${m#*=}=$(ZITI_SRC)/$${m%%=*}"; \
+		$(GO) mod edit -modfile=$(SDK_MOD)/go.mod -replace=$${m#*=}=$(ZITI_SRC)/$${m%%=*} || exit 1; \
+	done; else echo "sdk: ZITI_SRC is empty: the OpenZiti modules come from the module proxy"; fi
+
+sdk-test: sdk
+	$(GO) vet $(SDK_GOFLAGS) $(SDK_TEST_PKGS)
+	$(GO) test -count=1 $(SDK_GOFLAGS) $(SDK_TEST_PKGS)
+	bash test/sdk.sh $(SDK_BIN)
 
 clean:
 	rm -rf $(BIN) dist

@@ -79,19 +79,7 @@ fi
 	--addr-file "$WORK/addr.json" --state-dir "$WORK/state" --docker-bin "$DOCKER_BIN" \
 	--quiet >"$WORK/sim.log" 2>&1 &
 SIM_PID=$!
-for _ in $(seq 1 100); do
-	[[ -s "$WORK/addr.json" ]] && break
-	if ! kill -0 "$SIM_PID" 2>/dev/null; then
-		echo "demo: the simulator stopped at start:" >&2
-		cat "$WORK/sim.log" >&2
-		exit 1
-	fi
-	sleep 0.1
-done
-if [[ ! -s "$WORK/addr.json" ]]; then
-	echo "demo: the simulator wrote no address file within 10 s" >&2
-	exit 1
-fi
+wait_sim "$WORK/addr.json" "$WORK/sim.log" || exit 1
 echo "simulator up: $(tr -d '\n' <"$WORK/addr.json")"
 echo "install kit:  $WORK/kit/config.yaml (transport system, state in $WORK/state)"
 

@@ -28,12 +28,31 @@ func CheckIdentity(path string) error {
 }
 
 func checkIdentity(transport, path string) error {
-	op := "transport"
-	if transport != "" {
-		op += " " + transport
+	raw, _, err := readIdentity(transport, path)
+	if err != nil {
+		return err
 	}
-	fail := func(msg, hint string, err error) error {
-		return &Error{Op: op, Code: vocab.IdentityUnusable, Msg: msg, Hint: hint, Err: err}
+	if reason := notZitiIdentity(raw); reason != "" {
+		return &Error{Op: identityOp(transport), Code: vocab.IdentityUnusable,
+			Msg:  fmt.Sprintf("identity %s is not a ziti identity (%s)", path, reason),
+			Hint: "re-enrol the identity; a ziti identity file is JSON with `ztAPI` and `id`"}
+	}
+	return nil
+}
+
+func identityOp(transport string) string {
+	if transport == "" {
+		return "transport"
+	}
+	return "transport " + transport
+}
+
+// readIdentity reads the identity file at path as this user and returns its bytes and mode.
+// What keeps the agent from the file (no `identity:`, absent, not readable, not a regular file,
+// larger than a ziti identity) is an *Error, Code IDENTITY_UNUSABLE.
+func readIdentity(transport, path string) ([]byte, fs.FileMode, error) {
+	fail := func(msg, hint string, err error) ([]byte, fs.FileMode, error) {
+		return nil, 0, &Error{Op: identityOp(transport), Code: vocab.IdentityUnusable, Msg: msg, Hint: hint, Err: err}
 	}
 	if path == "" {
 		return fail("no identity configured (`identity:` is empty)", "", nil)
@@ -53,22 +72,21 @@ func checkIdentity(transport, path string) error {
 		return fail(fmt.Sprintf("identity %s is unreadable: %v", path, errors.Unwrap(err)), "", err)
 	}
 	defer f.Close()
-	if st, err := f.Stat(); err == nil && !st.Mode().IsRegular() {
-		return fail(fmt.Sprintf("identity %s is not a regular file", path), "", nil)
-	}
-	raw, err := io.ReadAll(io.LimitReader(f, maxIdentityBytes+1))
-	n := len(raw)
+	st, err := f.Stat()
 	if err != nil {
 		return fail(fmt.Sprintf("identity %s is unreadable: %v", path, errors.Unwrap(err)), "", err)
 	}
-	if n > maxIdentityBytes {
+	if !st.Mode().IsRegular() {
+		return fail(fmt.Sprintf("identity %s is not a regular file", path), "", nil)
+	}
+	raw, err := io.ReadAll(io.LimitReader(f, maxIdentityBytes+1))
+	if err != nil {
+		return fail(fmt.Sprintf("identity %s is unreadable: %v", path, errors.Unwrap(err)), "", err)
+	}
+	if len(raw) > maxIdentityBytes {
 		return fail(fmt.Sprintf("identity %s is not a ziti identity (larger than %d bytes)", path, maxIdentityBytes), "", nil)
 	}
-	if reason := notZitiIdentity(raw[:n]); reason != "" {
-		return fail(fmt.Sprintf("identity %s is not a ziti identity (%s)", path, reason),
-			"re-enrol the identity; a ziti identity file is JSON with `ztAPI` and `id`", nil)
-	}
-	return nil
+	return raw, st.Mode(), nil
 }
 
 // notZitiIdentity says why raw is not a ziti identity, "" when it is one. It names keys and

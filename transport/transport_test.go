@@ -369,25 +369,6 @@ func checkIdentityError(t *testing.T, err error, want string) {
 	}
 }
 
-func TestSDKUnavailableInDefaultBuild(t *testing.T) {
-	cfg := proxyConfig(t, "127.0.0.1:18443", "127.0.0.1:18200")
-	cfg.Transport = config.TransportSDK
-	_, err := New(cfg)
-	var e *Error
-	if !errors.As(err, &e) || e.Code != "SDK_UNAVAILABLE" || e.TLS {
-		t.Fatalf("got %v", err)
-	}
-	msg := err.Error()
-	if strings.Contains(msg, "\n") {
-		t.Fatalf("message is more than one line: %q", msg)
-	}
-	for _, w := range []string{"transport sdk:", "this build has no OpenZiti SDK", "`transport: proxy` (monky-deployd-proxy.service)", "`transport: system`"} {
-		if !strings.Contains(msg, w) {
-			t.Errorf("message %q lacks %q", msg, w)
-		}
-	}
-}
-
 func TestUnknownTransport(t *testing.T) {
 	_, err := New(Config{Transport: "carrier-pigeon"})
 	if err == nil || !strings.Contains(err.Error(), `"carrier-pigeon"`) {

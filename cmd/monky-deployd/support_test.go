@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tikali/monky-deployd/internal/config"
 	"github.com/tikali/monky-deployd/internal/testkit"
 	"github.com/tikali/monky-deployd/machine/explain"
 	"github.com/tikali/monky-deployd/machine/metrics"
@@ -266,12 +267,19 @@ func TestSinceOnACopyCountsFromItsNewestTick(t *testing.T) {
 }
 
 // TestEarlyFailureLeavesATrace: a tick that fails before the machine moves (here: transport
-// sdk in a build without the SDK) is still a tick in the journal, with its exit and code.
+// sdk in a build without the SDK; in a build with it, an identity whose certificate is not
+// one) is still a tick in the journal, with its exit and code.
 func TestEarlyFailureLeavesATrace(t *testing.T) {
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "sdk.yaml")
 	stateDir := filepath.Join(dir, "state")
-	if err := os.WriteFile(cfg, []byte("env_id: env-qa-02\nsite: cbs\ntransport: sdk\nidentity: "+filepath.Join(dir, "no-such-identity.json")+
+	identity := filepath.Join(dir, "identity.json")
+	testkit.WriteFile(t, identity, `{"ztAPI": "https://ctrl.ziti.example:1280", "id": {"cert": "pem:x", "key": "pem:x", "ca": "pem:x"}}`, 0o600)
+	code, fix := "SDK_UNAVAILABLE", "transport: proxy"
+	if config.SDKBuiltIn {
+		code, fix = "TRANSPORT_IDENTITY", "ziti-edge-tunnel add --jwt"
+	}
+	if err := os.WriteFile(cfg, []byte("env_id: env-qa-02\nsite: cbs\ntransport: sdk\nidentity: "+identity+
 		"\nstate_dir: "+stateDir+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -283,7 +291,7 @@ func TestEarlyFailureLeavesATrace(t *testing.T) {
 	if code := run([]string{"monky-deployd", "explain", "--state-file", filepath.Join(stateDir, "state.db")}, &out, &errb); code != 0 {
 		t.Fatalf("explain: exit %d: %s", code, errb.String())
 	}
-	for _, want := range []string{"exit 1", "tick-end", "why: SDK_UNAVAILABLE", "transport: proxy"} {
+	for _, want := range []string{"exit 1", "tick-end", "why: " + code, fix} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("explain of the failed tick lacks %q:\n%s", want, out.String())
 		}
@@ -298,7 +306,7 @@ func TestEarlyFailureLeavesATrace(t *testing.T) {
 		Verdict  string `json:"verdict"`
 		Why      *struct{ Code string }
 	}
-	if err := json.Unmarshal(out.Bytes(), &st); err != nil || st.LastExit != 1 || st.Verdict != "needs_person" || st.Why == nil || st.Why.Code != "SDK_UNAVAILABLE" {
+	if err := json.Unmarshal(out.Bytes(), &st); err != nil || st.LastExit != 1 || st.Verdict != "needs_person" || st.Why == nil || st.Why.Code != code {
 		t.Errorf("status --json: %s (%v)", out.String(), err)
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -88,6 +90,10 @@ func BuildAgent(version string) (string, error) {
 	}
 	const name = "monky-deployd"
 	args := []string{"--no-print-directory", "agent", "BIN=" + dir}
+	if zitiBuild() {
+		// a test binary built with -tags ziti (make sdk-test) tests the agent `make sdk` builds
+		args = []string{"--no-print-directory", "sdk", "SDK_BIN=" + filepath.Join(dir, name)}
+	}
 	if version != "" {
 		args = append(args, "VERSION="+version)
 	}
@@ -105,6 +111,18 @@ func BuildAgent(version string) (string, error) {
 	}
 	builds.done[name] = key
 	return filepath.Join(dir, name), nil
+}
+
+// zitiBuild reports whether this test binary was built with -tags ziti.
+func zitiBuild() bool {
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range bi.Settings {
+			if s.Key == "-tags" && slices.Contains(strings.Split(s.Value, ","), "ziti") {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 const fakeDockerPkg = "./test/fakedocker"

@@ -27,6 +27,7 @@ const (
 	AgentEnvMismatch     Code = "AGENT_ENV_MISMATCH"
 	SDKUnavailable       Code = "SDK_UNAVAILABLE"
 	IdentityUnusable     Code = "IDENTITY_UNUSABLE"
+	TransportIdentity    Code = "TRANSPORT_IDENTITY"
 	ConnectionRefused    Code = "CONNECTION_REFUSED"
 	ConnectionReset      Code = "CONNECTION_RESET"
 	DNSFailure           Code = "DNS_FAILURE"
@@ -123,6 +124,8 @@ var causes = map[Code]Cause{
 		"set `transport: proxy` (and enable monky-deployd-proxy.service) or `system`", ""},
 	IdentityUnusable: {KindFailure, "the agent cannot use the box's ziti identity (absent, not readable by its user, or not an identity)",
 		"ls -l /opt/openziti/etc/identities/ && id monky-deployd   # must list ziti; else usermod -a -G ziti monky-deployd", ""},
+	TransportIdentity: {KindFailure, "the sdk transport refused the box's ziti identity before the OpenZiti SDK saw it (group- or world-writable, not the JSON an identity is, or a certificate, key or CA that does not parse or match), or the SDK failed on it (the controller refused it, or the SDK panicked and the panic was caught)",
+		"grep '^identity:' {config}   # then ls -l that file: 0640 or 0600, not group- or world-writable; a damaged JSON, certificate, key or CA: enrol the box again (ziti-edge-tunnel add --jwt <token>)", ""},
 	ConnectionRefused: {KindTemporary, "nothing listens at the service's address: no intercept for it, or the proxy is down",
 		"systemctl status ziti-edge-tunnel   # proxy transport: systemctl status monky-deployd-proxy", ""},
 	ConnectionReset: {KindTemporary, "the far side or the mesh dropped the connection",
