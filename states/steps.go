@@ -35,6 +35,8 @@ func (tk *tick) apply(ctx context.Context, resp effects.CheckinResponse) error {
 			return err
 		}
 		if !ok {
+			free := tk.diskFree
+			tk.eng.Defer(func(r *store.Record) { r.Refusal.FreeBytes = free })
 			_ = tk.eng.Note(machine.NoteCheckin, codeDisk, "still refused: "+string(codeDisk)+": "+detail, now, nil)
 			return parked(effects.Permanent, codeDisk, "refused: %s: %s — measured again every tick", codeDisk, detail)
 		}
