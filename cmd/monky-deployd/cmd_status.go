@@ -35,7 +35,7 @@ func statusCommand(stdout io.Writer) *cli.Command {
 			&cli.BoolFlag{Name: "json", Usage: "one JSON document on stdout"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "print nothing; only the exit status says whether the box needs a person"},
 			&cli.StringFlag{Name: "state-file", Usage: "read this copy of a state file instead of the config's (as of its newest tick; writes nothing); several files or a directory of copies: one line per box, the ones that need a person first"},
-			&cli.StringFlag{Name: "as-of", Usage: "with --state-file FILE: read the copy as of this RFC 3339 time (when the box sent it) instead of its newest tick, so a box whose timer stopped reads stale"},
+			&cli.StringFlag{Name: "as-of", Usage: "with --state-file FILE|DIR ...: read the copies as of this RFC 3339 time (when the box sent it) instead of its newest tick, so a box whose timer stopped reads stale"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.Bool("quiet") {
@@ -49,8 +49,12 @@ func statusCommand(stdout io.Writer) *cli.Command {
 func cmdStatus(c *cli.Context, stdout io.Writer) error {
 	if path := c.String("state-file"); path != "" {
 		if more := c.Args().Slice(); triageWanted(path, more) {
-			paths, asJSON := triageArgs(path, more, c.Bool("json"))
-			return statusCopies(paths, asJSON, stdout) // triage.go
+			paths, asJSON, v := triageArgs(path, more, c.Bool("json"), c.String("as-of"))
+			at, err := parseAsOf(c, v)
+			if err != nil {
+				return err
+			}
+			return statusCopies(paths, asJSON, at, stdout) // triage.go
 		}
 		return statusCopy(c, path, stdout)
 	}

@@ -144,7 +144,6 @@ func ReadWith(tx store.Tx, now time.Time, lim Limits) (Input, error) {
 	if in.Rec, err = tx.Record(); err != nil {
 		return in, err
 	}
-	in.Limits = in.Limits.orBox(in.Rec.Box)
 	if in.Used, in.Frees, err = machine.LeaseBudget(tx, now); err != nil {
 		return in, err
 	}
@@ -168,6 +167,7 @@ func ReadWith(tx store.Tx, now time.Time, lim Limits) (Input, error) {
 // Decide is the one place that says what happens next, why, and whether the box is converged,
 // working on it or needs a person, for explain, status, the metrics, the log and the report.
 func Decide(in Input) Verdict {
+	in.Limits = in.Limits.orBox(in.Rec.Box) // a copy answers with the values that decided its newest tick
 	whys := allWhys(in)
 	base, converged := next(in)
 	v := Verdict{Next: base, Converged: converged && len(whys) == 0}

@@ -2,6 +2,7 @@ package explain
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/tikali/monky-deployd/internal/config"
@@ -124,6 +125,7 @@ func shellQuote(s string) string {
 // the agent's user (render).
 func (in Input) finish(v *Verdict) {
 	for _, w := range in.whysOf(v) {
+		w.Who = whoActs(w.Code)
 		in.checked(w)
 		w.Fix = in.render(w.Fix)
 		w.Next = in.render(w.Next)
@@ -170,6 +172,9 @@ func (in Input) checked(w *Why) {
 		if fix := in.diskFix(); fix != "" {
 			w.Fix = fix
 		}
+		if rec.Refusal != nil && rec.Refusal.NeedBytes > implausibleNeed {
+			w.Who = WhoPublisher // the bundle's declared size is wrong, not this disk
+		}
 	}
 	if !in.grantOnDisk() {
 		// no grant on disk (or none known): bootstrap --force has nothing to log in with
@@ -197,6 +202,7 @@ var forceOffers = []struct{ offer, instead string }{
 	{" (or `monky-deployd bootstrap --force`)", ""},
 	{", or `monky-deployd bootstrap --force`", ""},
 	{"; then: monky-deployd bootstrap --force", ": its bootstrap.jwt is used at the next tick"},
+	{"; then: " + asAgentPrefix + "monky-deployd bootstrap --force", ": its bootstrap.jwt is used at the next tick"},
 }
 
 // noForce is line without its offer of `bootstrap --force` (no grant is on disk to force).
@@ -220,4 +226,49 @@ func (in Input) diskFix() string {
 	}
 	return fmt.Sprintf("grep -n -A3 '^disk:' {config}   # disk.headroom_bytes (%d) is what does not fit: the images need %s of the %s free; lower it, or free %s",
 		b.DiskHeadroomBytes, machine.Size(images), machine.Size(r.FreeBytes), machine.Size(images+b.DiskHeadroomBytes-r.FreeBytes))
+}
+
+// Who must act on a fault (Why.Who): the box's operator, the bundle's publisher, OpenBao's or
+// tenancy's operators. A desk routes a box that needs a person by it.
+const (
+	WhoBox       = "box"
+	WhoPublisher = "publisher"
+	WhoOpenBao   = "openbao"
+	WhoTenancy   = "tenancy"
+)
+
+// actors are the codes someone other than the box's operator must act on.
+var actors = map[string][]vocab.Code{
+	WhoPublisher: {vocab.BundleInvalid, vocab.BundleShaMismatch, vocab.BundleEnvMismatch, vocab.EnvIncomplete, vocab.ManifestPathRefused,
+		vocab.PrivilegedRefused, vocab.RollbackRefused, vocab.BaoPath, vocab.BundleNotFound},
+	WhoOpenBao: {vocab.BaoLoginRefused, vocab.SecretReadFailed, vocab.RegistryAuthInvalid, vocab.BaoPermissionDenied, vocab.BaoUnavailable,
+		vocab.KVNotFound, vocab.KVVersionDeleted, vocab.KVKeyMissing, vocab.BaoNotFound, vocab.BaoAnswer, vocab.BaoRequestRefused,
+		vocab.LeaseEveryTick, vocab.TokenExpiring},
+	WhoTenancy: {vocab.LeaseShape, vocab.LeaseFailed, vocab.CheckinShape, vocab.BundleFetchFailed, vocab.ReportPending, vocab.OutboxStuck,
+		vocab.LeaseBudget, vocab.LeaseRateLimited},
+}
+
+// whoActs is who must act on code: the box's operator unless another is named for it.
+func whoActs(code vocab.Code) string {
+	for who, codes := range actors {
+		if slices.Contains(codes, code) {
+			return who
+		}
+	}
+	return WhoBox
+}
+
+// WhoRank orders who must act for a desk's triage: the box's own operator first.
+func WhoRank(who string) int {
+	switch who {
+	case WhoBox:
+		return 0
+	case WhoPublisher:
+		return 1
+	case WhoOpenBao:
+		return 2
+	case WhoTenancy:
+		return 3
+	}
+	return 4
 }

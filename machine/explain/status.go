@@ -58,6 +58,14 @@ type Status struct {
 	LastTickAt      *time.Time        `json:"last_tick_at"`
 	LastExit        int               `json:"last_exit"`
 	TickRunning     bool              `json:"tick_running"`
+	// Host is the box's name as its newest tick recorded it ("" in a file an older agent wrote).
+	Host string `json:"host,omitempty"`
+	// Who must act when the box needs a person: box (its operator), publisher (the bundle's
+	// author), openbao or tenancy; "" when nobody must (the agent goes on by itself).
+	Who string `json:"who,omitempty"`
+	// ParksAt is the earliest a failed flight that still retries parks, should every retry
+	// fail as it did (null when it is parked or not failed).
+	ParksAt *time.Time `json:"parks_at,omitempty"`
 	// Verdict is converged, working or needs_person: status exits 1 on needs_person.
 	Verdict string `json:"verdict"`
 	// Codes are every active code, Why's first.
@@ -116,6 +124,10 @@ func BuildStatusWith(st store.Store, now time.Time, tokenPresent *bool, lim Limi
 			Refusal: rec.Refusal, Failure: rec.Failure, Block: rec.Block, Outbox: len(q),
 			Containers: rec.Containers, LastTickAt: ptime(rec.LastTickAt), LastExit: rec.LastExit}
 		s.Attempts = rec.TotalAttempts()
+		s.Host, s.ParksAt = rec.Box.Host, ptime(machine.ParksAt(rec))
+		if v.NeedsPerson() && v.Why != nil {
+			s.Who = v.Why.Who
+		}
 		if now.Before(rec.LeaseRetryAfter) {
 			s.LeaseRetryAfter = ptime(rec.LeaseRetryAfter)
 			if e, ok := in.leaseRefusal(); ok {
@@ -172,6 +184,9 @@ func WriteStatusText(w io.Writer, s Status) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	row := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, v) }
 	row("env", s.EnvID)
+	if s.Host != "" {
+		row("host", s.Host)
+	}
 	verdict := VerdictWords(s.Verdict)
 	if len(s.Codes) > 0 {
 		verdict += " (" + strings.Join(s.Codes, ", ") + ")"
@@ -179,6 +194,9 @@ func WriteStatusText(w io.Writer, s Status) {
 	row("verdict", verdict)
 	row("state", s.State)
 	row("next", s.Next)
+	if s.Who != "" {
+		row("who acts", s.Who)
+	}
 	row("applied", machine.ShortSha(s.AppliedSha))
 	row("desired", machine.ShortSha(s.DesiredSha))
 	row("token", tokenWords(s))
@@ -200,6 +218,9 @@ func WriteStatusText(w io.Writer, s Status) {
 		row("attempts", fmt.Sprintf("%d%s", s.Attempts, map[bool]string{true: " (parked)", false: ""}[s.Parked]))
 		if s.NextRetryAt != nil && !s.Parked {
 			row("next retry", machine.Stamp(*s.NextRetryAt))
+			if s.ParksAt != nil {
+				row("parks at", machine.Stamp(*s.ParksAt)+" at the earliest, if every retry fails")
+			}
 		}
 	}
 	if s.Outbox > 0 {

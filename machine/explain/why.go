@@ -30,6 +30,8 @@ type Why struct {
 	Since time.Time `json:"since"`
 	// Verdict is the box's: working or needs_person.
 	Verdict string `json:"verdict"`
+	// Who must act on this fault: box, publisher, openbao or tenancy (fix.go, whoActs).
+	Who string `json:"who,omitempty"`
 	// short is Next in a few words, for the `next` line of a box that rests but is not well.
 	short string
 	// person: this fault alone makes the box need a person.
@@ -246,7 +248,7 @@ func (in Input) refusedWhy(mk maker, nextTick string) *Why {
 	}
 	w := mk(r.Code, fault, trimCode(r.Code, r.Detail), next, r.At, in.tickOf(r.Code))
 	if r.Code == vocab.DiskInsufficient && r.NeedBytes > implausibleNeed {
-		w.Fix = fmt.Sprintf("fix disk_need_bytes in the bundle's bundle.json (it declares %s; no image set needs that): publish the bundle again", machine.Size(r.NeedBytes))
+		w.Fix = fmt.Sprintf("# in monky-deploy: fix disk_need_bytes in the bundle's bundle.json (it declares %s; no image set needs that) and publish the bundle again", machine.Size(r.NeedBytes))
 	}
 	return w
 }
