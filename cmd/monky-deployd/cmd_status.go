@@ -89,10 +89,11 @@ func statusCopy(c *cli.Context, path string, stdout io.Writer) error {
 	if _, err := os.Stat(path); err != nil {
 		return fail(1, "no state file at %s: %v", path, err)
 	}
-	st, err := store.OpenBolt(path, store.BoltOptions{ReadOnly: true})
+	st, words, salvaged, cleanup, err := openCopy(path) // statefile.go
 	if err != nil {
-		return fail(1, "state file %s: %v", path, err)
+		return corruptOr(err, path)
 	}
+	defer cleanup()
 	at, err := asOf(c)
 	if err != nil {
 		return err
@@ -100,6 +101,10 @@ func statusCopy(c *cli.Context, path string, stdout io.Writer) error {
 	s, err := explain.BuildStatusCopyAsOf(st, at)
 	if err != nil {
 		return fail(1, "status: %v", err)
+	}
+	s.Salvaged = salvaged
+	if words != "" && !c.Bool("json") {
+		fmt.Fprintf(stdout, "%s\n\n", words)
 	}
 	return printStatus(stdout, s, c.Bool("json"))
 }

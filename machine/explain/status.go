@@ -80,6 +80,9 @@ type Status struct {
 	AsOf *time.Time `json:"as_of,omitempty"`
 	// MovedAside is the corrupt state file this one replaced (where the copy is), nil when none.
 	MovedAside *store.MovedAside `json:"state_file_moved_aside"`
+	// Salvaged is set when the file is corrupt and was read as far as it could be (through an
+	// older meta page, or its sound pages only): what follows lacks what it lost.
+	Salvaged *store.Salvaged `json:"salvaged,omitempty"`
 	// leaseRefusal is tenancy's own words when it refused a lease (429).
 	leaseRefusal string
 	// sent: AsOf is the time given (--as-of), not the copy's newest tick.
@@ -248,7 +251,7 @@ func writeStatusHead(w io.Writer, s Status) {
 		}
 	}
 	if m := s.MovedAside; m != nil {
-		fmt.Fprintf(w, "state file: started afresh at %s; the corrupt one (%s) is kept at %s\n\n", m.At.UTC().Format(time.RFC3339), m.Problem, m.Path)
+		fmt.Fprintf(w, "%s\n\n", MovedAsideWords(m))
 	}
 	if p := problem(s); p != "" {
 		fmt.Fprintf(w, "!! %s\n\n", p)
@@ -332,4 +335,32 @@ func problem(s Status) string {
 		return "needs a person: " + s.Next
 	}
 	return ""
+}
+
+// MovedAsideWords says that a state file replaced a corrupt one, and what the fresh file lost.
+func MovedAsideWords(m *store.MovedAside) string {
+	return fmt.Sprintf("state file: started afresh at %s; the corrupt one (%s) is kept at %s — this file holds nothing from before: "+
+		"the journal, the attempts, a refusal or block, the lease budget's count and the reports waiting in the outbox are in the corrupt one "+
+		"(monky-deployd explain --state-file %s reads what it can of it)",
+		m.At.UTC().Format(time.RFC3339), m.Problem, m.Path, shellQuote(m.Path))
+}
+
+// SalvageWords say how a corrupt copy was read (store.Salvage) and what the reading lacks; aside:
+// the copy is one the agent moved aside (the box runs on a fresh file).
+func SalvageWords(path string, s store.Salvaged, aside bool) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "state file %s is corrupt: %s.", path, s.Problem)
+	if aside {
+		b.WriteString(" It is a copy the agent moved aside: the box runs on a fresh state file beside it, which holds nothing of what this one did.")
+	}
+	switch {
+	case s.Older():
+		fmt.Fprintf(&b, " Read through its older meta page (commit %d): the newest commit (%d), the last tick's writes, is lost to this reading.", s.TxID, s.Newest)
+	default:
+		fmt.Fprintf(&b, " Read through its newest meta page (commit %d).", s.TxID)
+	}
+	if !s.Whole {
+		fmt.Fprintf(&b, " Only what lies on sound pages reads (%s): what follows may lack ticks.", s.Lost)
+	}
+	return b.String()
 }
