@@ -168,6 +168,11 @@ func (in Input) checked(w *Why) {
 			w.Next = sentence("nothing is sent while the box is blocked: no tick makes a call until the block is lifted, then the outbox is sent first")
 			w.short = "the outbox waits for the block to be lifted"
 		}
+	case vocab.Unhealthy:
+		if t := rec.Box.HealthyTimeoutS; t > 0 {
+			// the value that decided it, as the box had it
+			w.Fault = strings.Replace(w.Fault, "within healthy_timeout_s", fmt.Sprintf("within healthy_timeout_s (%d s)", t), 1)
+		}
 	case vocab.DiskInsufficient:
 		if fix := in.diskFix(); fix != "" {
 			w.Fix = fix
