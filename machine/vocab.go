@@ -53,6 +53,34 @@ const LeaseAsked = "asked"
 
 // AttemptLimit is the limit of failed attempts the record was parked or counted against: the
 // one the agent used when the failure was committed, else the default.
+// Backoff is the wait after failed attempt n (1-based): 2, 4, 8, 16 … minutes, at most 30 —
+// longer than the timer's minute from the first failure on.
+func Backoff(n int) time.Duration {
+	d := 2 * time.Minute
+	for i := 1; i < n && d < 30*time.Minute; i++ {
+		d *= 2
+	}
+	if d > 30*time.Minute {
+		d = 30 * time.Minute
+	}
+	return d
+}
+
+// ParksAt is the earliest a failed flight that is not parked parks, should every retry fail
+// as it did: its next retry, then the backoffs of the attempts before the last (zero when it is
+// parked or has no retry).
+func ParksAt(rec store.Record) time.Time {
+	n := rec.TotalAttempts()
+	if rec.Parked || rec.Failure == nil || rec.NextRetryAt.IsZero() || n == 0 {
+		return time.Time{}
+	}
+	at := rec.NextRetryAt
+	for k := n + 1; k < AttemptLimit(rec); k++ {
+		at = at.Add(Backoff(k))
+	}
+	return at
+}
+
 func AttemptLimit(rec store.Record) int {
 	if rec.Failure != nil && rec.Failure.Limit > 0 {
 		return rec.Failure.Limit

@@ -70,6 +70,9 @@ type Agent struct {
 // sees another's. The steps are its methods.
 type tick struct {
 	*Agent
+	// diskFree is the free image storage the tick's last disk measure found (DISK_INSUFFICIENT
+	// records it: explain tells a need only the config's headroom blocks).
+	diskFree int64
 	// Log is the Agent's logger with the tick's number, once it has one: it stands in for
 	// Agent.Log in every method of the tick (loop mode runs many ticks on one Agent).
 	Log zerolog.Logger

@@ -275,7 +275,7 @@ func TestAMissingSecretIsExplained(t *testing.T) {
 		t.Fatal(err)
 	}
 	if w := doc.Why; w == nil || w.Code != "KV_NOT_FOUND" || !strings.Contains(w.Fault, "has no data in OpenBao") ||
-		!strings.Contains(w.Evidence, "see/never-set") || !strings.Contains(w.Fix, "bao kv metadata get") {
+		!strings.Contains(w.Evidence, "see/never-set") || !strings.Contains(w.Fix, "bao kv list -mount=monky env-qa-02/see") {
 		t.Errorf("why = %+v", w)
 	}
 }

@@ -37,7 +37,7 @@ func (tk *tick) correctClock(future int) error {
 	if retryAfter {
 		fixes = append(fixes, "tenancy's Retry-After ("+rec.LeaseRetryAfter.UTC().Format(time.RFC3339)+") treated as now")
 	}
-	nextRetry := rec.NextRetryAt.After(now.Add(backoff(tk.MaxAttempts+1) + clockSkew))
+	nextRetry := rec.NextRetryAt.After(now.Add(machine.Backoff(tk.MaxAttempts+1) + clockSkew))
 	if nextRetry {
 		fixes = append(fixes, "the retry backoff ("+rec.NextRetryAt.UTC().Format(time.RFC3339)+") treated as now")
 	}

@@ -2,26 +2,12 @@ package states
 
 import (
 	"context"
-	"time"
 
 	"github.com/tikali/monky-deployd/effects"
 	"github.com/tikali/monky-deployd/internal/vocab"
 	"github.com/tikali/monky-deployd/machine"
 	"github.com/tikali/monky-deployd/store"
 )
-
-// backoff is the wait after failed attempt n (1-based): 2, 4, 8, 16 … minutes, at most 30 —
-// longer than the timer's minute from the first failure on.
-func backoff(n int) time.Duration {
-	d := 2 * time.Minute
-	for i := 1; i < n && d < 30*time.Minute; i++ {
-		d *= 2
-	}
-	if d > 30*time.Minute {
-		d = 30 * time.Minute
-	}
-	return d
-}
 
 // fail commits a failure of this flight from the state whose step failed: counted, backed
 // off, reported failed with the code and names only, parked after MaxAttempts.
@@ -51,7 +37,7 @@ func (tk *tick) failBecause(ctx context.Context, from machine.State, code vocab.
 		r.Attempts[string(from)]++
 		n = r.TotalAttempts()
 		r.Failure = &store.Failure{Sha: r.Sha, Code: code, Reason: reason, Detail: rep.Detail[len(code)+2:], State: string(from), At: now, Limit: tk.MaxAttempts}
-		r.NextRetryAt = now.Add(backoff(n))
+		r.NextRetryAt = now.Add(machine.Backoff(n))
 		r.Parked = n >= tk.MaxAttempts
 		return tk.enqueue(r, tx, machine.Failed, rep)
 	}}, started)

@@ -18,6 +18,9 @@ func (tk *tick) refuse(ctx context.Context, code vocab.Code, detail string, need
 	now := tk.Now()
 	if err := tk.eng.Fire(machine.Outcome{Event: machine.EvRefuse, Code: code, Detail: detail, Update: func(r *store.Record, tx store.Tx) error {
 		r.Refusal = &store.Refusal{Sha: r.Sha, Code: code, Detail: rep.Detail[len(code)+2:], At: now, NeedBytes: needBytes}
+		if code == codeDisk {
+			r.Refusal.FreeBytes = tk.diskFree
+		}
 		return tk.enqueue(r, tx, machine.Refused, rep)
 	}}, started); err != nil {
 		return err

@@ -45,6 +45,8 @@ func (a *Agent) Resume(dryRun bool) ([]string, error) {
 	if _, err := eng.BeginTick(envID); err != nil {
 		return nil, err
 	}
+	box := BoxOf(a.Cfg, a.Host)
+	eng.Defer(func(r *store.Record) { r.Box = box })
 	started := a.Now()
 	detail := "resume by " + a.operator() + ": cleared " + strings.Join(cleared, "; ") + " — the next tick checks again"
 	if len(cleared) == 0 {

@@ -189,7 +189,7 @@ func TestHeartbeatOnAChangedReleaseNamesRELEASE_CHANGED(t *testing.T) {
 	// what explain says clears it is what does: no apply follows a heartbeat to stage the
 	// release again, resume has nothing parked to clear, restoring the release clears it
 	w := h.explainWhy()
-	if !strings.Contains(w.Next, "restoring the release's files or a new desired sha clears it, `monky-deployd resume` does not") ||
+	if !strings.Contains(w.Next, "restoring the release's files or a new desired sha clears it, `sudo -u monky-deployd monky-deployd resume` does not") ||
 		!strings.Contains(w.Fix, "a heartbeat's clears when the release is restored or a new sha is desired (resume does not clear it)") ||
 		strings.Contains(w.Fix, "the next apply stages it again") || strings.Contains(w.Evidence, "the next apply stages it again") {
 		t.Errorf("explain's why %+v does not say what clears a heartbeat's RELEASE_CHANGED", w)

@@ -129,6 +129,7 @@ func (tk *tick) diskEnough(ctx context.Context, need int64) (bool, string, error
 	} else {
 		sized = fmt.Sprintf("a pull needs at least %s headroom (the bundle declares no size)", machine.Size(required))
 	}
+	tk.diskFree = int64(min(free, 1<<62))
 	detail := fmt.Sprintf("image storage (%s) has %s free, %s", joinPaths(paths), machine.Size(int64(min(free, 1<<62))), sized)
 	return free >= uint64(required), detail, nil
 }

@@ -28,13 +28,15 @@ func (tk *tick) apply(ctx context.Context, resp effects.CheckinResponse) error {
 	case st == machine.Refused && rec.Refusal != nil && rec.Refusal.Sha == sha:
 		if rec.Refusal.Code != codeDisk {
 			_ = tk.eng.Note(machine.NoteCheckin, rec.Refusal.Code, "still refused: "+string(rec.Refusal.Code)+": "+rec.Refusal.Detail, now, nil)
-			return parked(effects.Permanent, rec.Refusal.Code, "refused: %s: %s — waiting for a new desired sha or `monky-deployd resume`", rec.Refusal.Code, rec.Refusal.Detail)
+			return parked(effects.Permanent, rec.Refusal.Code, "refused: %s: %s — waiting for a new desired sha or `sudo -u monky-deployd monky-deployd resume`", rec.Refusal.Code, rec.Refusal.Detail)
 		}
 		ok, detail, err := tk.diskEnough(ctx, rec.Refusal.NeedBytes)
 		if err != nil {
 			return err
 		}
 		if !ok {
+			free := tk.diskFree
+			tk.eng.Defer(func(r *store.Record) { r.Refusal.FreeBytes = free })
 			_ = tk.eng.Note(machine.NoteCheckin, codeDisk, "still refused: "+string(codeDisk)+": "+detail, now, nil)
 			return parked(effects.Permanent, codeDisk, "refused: %s: %s — measured again every tick", codeDisk, detail)
 		}
@@ -45,7 +47,7 @@ func (tk *tick) apply(ctx context.Context, resp effects.CheckinResponse) error {
 		n := rec.TotalAttempts()
 		if rec.Parked {
 			_ = tk.eng.Note(machine.NoteCheckin, rec.Failure.Code, fmt.Sprintf("parked after %d failed attempts: %s", n, rec.Failure.Detail), now, nil)
-			return parked(effects.Permanent, rec.Failure.Code, "failed %d times: %s: %s — parked until `monky-deployd resume` or a new desired sha", n, rec.Failure.Code, rec.Failure.Detail)
+			return parked(effects.Permanent, rec.Failure.Code, "failed %d times: %s: %s — parked until `sudo -u monky-deployd monky-deployd resume` or a new desired sha", n, rec.Failure.Code, rec.Failure.Detail)
 		}
 		if now.Before(rec.NextRetryAt) {
 			_ = tk.eng.Note(machine.NoteCheckin, rec.Failure.Code, fmt.Sprintf("retry %d of %d at %s", n+1, tk.MaxAttempts, machine.Stamp(rec.NextRetryAt)), now, nil)

@@ -477,6 +477,34 @@ func supportCases(t *testing.T) []supportCase {
 				h.t.Errorf("after the timer ran again: verdict %s (%v)", doc.Verdict, err)
 			}
 		}},
+		{name: "refused-disk-headroom", code: "DISK_INSUFFICIENT", run: func(h *harness) {
+			// the images (3 GiB × 1.5) fit the 5 GiB free; the config's 2 GiB headroom does not
+			h.disk.free = 5 << 30
+			h.release("v1", func(f map[string][]byte) { f["bundle.json"] = []byte(`{"disk_need_bytes": 3221225472}`) })
+			h.wantExit(h.tick(), 1)
+		}, next: func(h *harness) {
+			// what the fix names clears it: a smaller disk.headroom_bytes in the config
+			h.rewriteConfig("state_dir:", "disk:\n  headroom_bytes: 268435456\nstate_dir:")
+			h.wantExit(h.tick(), 0)
+		}},
+		{name: "blocked-with-outbox", code: "AGENT_UNAUTHENTICATED", run: func(h *harness) {
+			h.apply("v1")
+			h.sim.Fail(sim.FailRule{Path: "/v1/agent/report", Status: 503, Message: "report store unavailable"})
+			h.release("v2", nil)
+			h.wantExit(h.tick(), 75)
+			h.sim.RevokeTokens(env)
+			h.wantExit(h.tick(), 1)
+			if rec := h.record(); rec.State != "Blocked" {
+				h.t.Fatalf("state %s, want Blocked", rec.State)
+			}
+		}, next: func(h *harness) {
+			// a blocked box sends nothing, its outbox included
+			before := h.sim.Counts(env).Reports
+			h.noCheckin(1)
+			if got := h.sim.Counts(env).Reports; got != before {
+				h.t.Errorf("a blocked box sent its outbox (%d → %d)", before, got)
+			}
+		}},
 		{name: "lock-file-unusable", code: "LOCAL_FAILURE", run: func(h *harness) {
 			h.apply("v1")
 			if err := os.Remove(h.cfg.LockPath()); err != nil {
@@ -487,6 +515,87 @@ func supportCases(t *testing.T) []supportCase {
 			}
 			h.wantExit(h.tick(), 1)
 		}, next: func(h *harness) { h.noCheckin(1) }},
+	}
+}
+
+// supportWant is what a desk must read on a copy of each case, read without its config: the
+// verdict, who must act ("" when nobody: the agent goes on by itself), and the start of the fix
+// line with the box's own paths written {state_dir}, {deploy_dir}, {config}, {bootstrap}.
+type supportWant struct{ verdict, who, fix string }
+
+var supportWants = map[string]supportWant{
+	"refused-privileged":           {explain.NeedsPerson, "publisher", "# in monky-deploy: drop the finding"},
+	"refused-rollback":             {explain.NeedsPerson, "publisher", "# in monky-deploy: set agent.allow_rollback: true"},
+	"refused-bundle-invalid":       {explain.NeedsPerson, "publisher", "# in monky-deploy: fix the bundle"},
+	"refused-sha-mismatch":         {explain.NeedsPerson, "publisher", "find . -type f ! -name .env"},
+	"refused-env-incomplete":       {explain.NeedsPerson, "publisher", "# in monky-deploy: add the entries"},
+	"refused-manifest-path":        {explain.NeedsPerson, "publisher", "# in monky-deploy: fix the entry's path in secrets.manifest.json to lie under monky/data/env-qa-02/see/"},
+	"refused-disk-full":            {explain.NeedsPerson, "box", `df -h "$(docker info -f '{{.DockerRootDir}}')"`},
+	"refused-disk-1pib":            {explain.NeedsPerson, "publisher", "# in monky-deploy: fix disk_need_bytes"},
+	"refused-disk-headroom":        {explain.NeedsPerson, "box", "grep -n -A3 '^disk:' {config}   # disk.headroom_bytes (2147483648)"},
+	"failed-pull":                  {explain.NeedsPerson, "box", "sudo ls -l {state_dir}/docker/config.json"},
+	"failed-parked":                {explain.NeedsPerson, "box", "sudo -u monky-deployd docker compose -p monky-env-qa-02 logs --tail 50"},
+	"resume-then-failed":           {explain.Working, "", "sudo -u monky-deployd docker compose -p monky-env-qa-02 logs --tail 50"},
+	"failed-unhealthy-apply":       {explain.Working, "", "sudo -u monky-deployd docker compose -p monky-env-qa-02 ps"},
+	"unhealthy-heartbeat":          {explain.NeedsPerson, "box", "sudo -u monky-deployd docker compose -p monky-env-qa-02 ps"},
+	"blocked-env-mismatch":         {explain.NeedsPerson, "box", "grep -n '^env_id' {config}   # config says env-qa-03, the token is pinned to env-qa-02"},
+	"blocked-unauthenticated":      {explain.NeedsPerson, "box", "sudo ls -l {bootstrap}   # no grant there: re-run the install kit"},
+	"blocked-with-outbox":          {explain.NeedsPerson, "box", "sudo ls -l {bootstrap}   # no grant there: re-run the install kit"},
+	"token-renew-refused-blocked":  {explain.NeedsPerson, "openbao", "bao read auth/jwt-tenancy/role/see-env"},
+	"dying-token":                  {explain.NeedsPerson, "openbao", "bao read auth/jwt-tenancy/role/see-env"},
+	"token-expiring":               {explain.NeedsPerson, "openbao", "monky-deployd explain -n 10"},
+	"lease-every-tick":             {explain.NeedsPerson, "openbao", "bao read auth/jwt-tenancy/role/see-env"},
+	"lease-budget-spent":           {explain.Working, "", "monky-deployd status"},
+	"unacked-report":               {explain.Working, "", "monky-deployd status --json"},
+	"outbox-stuck":                 {explain.Working, "", "monky-deployd explain -n 5"},
+	"repeated-75":                  {explain.Working, "", "systemctl status ziti-edge-tunnel"},
+	"kv-read-503":                  {explain.Working, "", `curl -s "$BAO_ADDR/v1/sys/health"`},
+	"rollback-allowed-pull-failed": {explain.NeedsPerson, "publisher", "grep -h 'image:' {deploy_dir}/current/compose.yaml"},
+	"token-file-unusable":          {explain.NeedsPerson, "box", "sudo ls -la {state_dir} {deploy_dir}"},
+	"moved-aside":                  {explain.Converged, "", ""},
+	"lease-refused-by-tenancy":     {explain.Working, "", "monky-deployd status"},
+	"dying-token-budget-spent":     {explain.NeedsPerson, "openbao", "bao read auth/jwt-tenancy/role/see-env"},
+	"token-symlink":                {explain.NeedsPerson, "box", "sudo ls -la {state_dir} {deploy_dir}"},
+	"openbao-down-40m":             {explain.NeedsPerson, "openbao", `curl -s "$BAO_ADDR/v1/sys/health"`},
+	"stale-box":                    {explain.NeedsPerson, "box", "systemctl list-timers monky-deployd.timer"},
+	"lock-file-unusable":           {explain.NeedsPerson, "box", "sudo ls -la {state_dir} {deploy_dir}"},
+}
+
+// checkDeskReads checks what a desk reads on doc, a copy of case name read without its config:
+// its verdict, who must act, its fix line (with h's paths), and that every fix and next line
+// runs as printed.
+func checkDeskReads(t *testing.T, h *harness, name string, doc explain.Doc) {
+	t.Helper()
+	want, ok := supportWants[name]
+	if !ok {
+		t.Fatalf("no supportWants row for %s: every case says what a desk must read", name)
+	}
+	if doc.Verdict != want.verdict {
+		t.Errorf("verdict %s, want %s", doc.Verdict, want.verdict)
+	}
+	who, fix := "", ""
+	if doc.Why != nil {
+		fix = doc.Why.Fix
+		if doc.Verdict == explain.NeedsPerson {
+			who = doc.Why.Who
+		}
+	}
+	if who != want.who {
+		t.Errorf("who must act: %q, want %q", who, want.who)
+	}
+	wantFix := strings.NewReplacer("{state_dir}", h.cfg.StateDir, "{deploy_dir}", h.cfg.DeployDir, "{config}", h.cfg.Path,
+		"{bootstrap}", h.cfg.BootstrapPath).Replace(want.fix)
+	if !strings.HasPrefix(fix, wantFix) {
+		t.Errorf("fix %q\nwant it to begin %q", fix, wantFix)
+	}
+	testkit.RunsAsPrinted(t, "next", doc.Next, false)
+	whys := doc.Also
+	if doc.Why != nil {
+		whys = append([]explain.Why{*doc.Why}, whys...)
+	}
+	for _, w := range whys {
+		testkit.RunsAsPrinted(t, string(w.Code)+" fix", w.Fix, true)
+		testkit.RunsAsPrinted(t, string(w.Code)+" next", w.Next, false)
 	}
 }
 
@@ -531,6 +640,7 @@ func TestSupportCorpus(t *testing.T) {
 			if c.codes != nil && strings.Join(doc.Codes, ",") != strings.Join(c.codes, ",") {
 				t.Errorf("codes %v, want %v", doc.Codes, c.codes)
 			}
+			checkDeskReads(t, h, c.name, doc)
 			raw, err := os.ReadFile(h.cfg.StatePath())
 			if err != nil {
 				t.Fatal(err)

@@ -104,6 +104,7 @@ func (a *Agent) open() (tk *tick, fresh bool, future int, err error) {
 		return nil, false, 0, fmt.Errorf("begin tick: %w", err)
 	}
 	tk.number = n
+	tk.recordBox()
 	// every line of this tick carries its number (loop mode runs many ticks on one logger)
 	tk.Log = a.Log.With().Uint64(logging.FieldTick, n).Logger()
 	return tk, fresh, future, nil
@@ -202,7 +203,26 @@ func (tk *tick) endWithTail(exit int) error {
 
 // tickEnd is the tick's end, with exit, as committed.
 func (tk *tick) tickEnd(exit int) machine.TickEnd {
+	tk.recordBox()
 	return machine.TickEnd{Exit: exit, Action: tk.action, Read: tk.readVerdict}
+}
+
+// recordBox writes what decides this tick into the record with its next commit (store.Box):
+// the host, the paths, the config values a verdict reads, and whether a bootstrap grant lies on
+// disk — so a copy of the file names this box's own paths and keys in its fix lines.
+func (tk *tick) recordBox() {
+	b := BoxOf(tk.Cfg, tk.Host)
+	tk.eng.Defer(func(r *store.Record) { r.Box = b })
+}
+
+// BoxOf is what cfg decides on host (store.Box), with whether its bootstrap grant is on disk now.
+func BoxOf(cfg *config.Config, host string) store.Box {
+	_, err := os.Lstat(cfg.BootstrapPath)
+	return store.Box{Host: host, StateDir: cfg.StateDir, DeployDir: cfg.DeployDir, Config: cfg.Path,
+		BootstrapPath: cfg.BootstrapPath, BaoCAFile: cfg.Bao.CAFile, Project: cfg.ComposeProject,
+		HealthyTimeoutS: cfg.HealthyTimeoutS, DiskFactor: cfg.Disk.Factor, DiskHeadroomBytes: cfg.Disk.HeadroomBytes,
+		VolumesOnAbsent: cfg.VolumesOnAbsent, StuckAfterS: cfg.StuckAfterS, StaleAfterS: cfg.StaleAfterS,
+		GrantOnDisk: err == nil}
 }
 
 // readVerdict reads the box's verdict, in the tick's end's transaction: its closing line's

@@ -39,6 +39,8 @@ type Refusal struct {
 	// NeedBytes is what DISK_INSUFFICIENT measured against, so the next tick can re-measure
 	// without fetching the bundle again (-1: the bundle declares no size).
 	NeedBytes int64 `json:"need_bytes,omitempty"`
+	// FreeBytes is the free space DISK_INSUFFICIENT measured (0: not measured, or an older file).
+	FreeBytes int64 `json:"free_bytes,omitempty"`
 }
 
 // Block is what only a person or a new grant can clear.
@@ -131,6 +133,30 @@ type Record struct {
 	LastExit        int         `json:"last_exit"`
 	RetiredAt       time.Time   `json:"retired_at,omitempty"` // the last retire: applies before it are no rollback base
 	LastTickAt      time.Time   `json:"last_tick_at,omitempty"`
+	// Box is what decided the newest tick on this box (zero in a file an older agent wrote).
+	Box Box `json:"box,omitzero"`
+}
+
+// Box is what decided a tick on this box, written at every tick: its host, its paths and the
+// config values a verdict depends on, so a copy of the file answers with this box's own words
+// (its fix lines name its own paths and keys) without its config.
+type Box struct {
+	Host          string `json:"host,omitempty"`
+	StateDir      string `json:"state_dir,omitempty"`
+	DeployDir     string `json:"deploy_dir,omitempty"`
+	Config        string `json:"config,omitempty"` // the config file the tick read
+	BootstrapPath string `json:"bootstrap_path,omitempty"`
+	BaoCAFile     string `json:"bao_ca_file,omitempty"`
+	// Project is the compose project (compose_project, else monky-<env_id>).
+	Project           string  `json:"project,omitempty"`
+	HealthyTimeoutS   int     `json:"healthy_timeout_s,omitempty"`
+	DiskFactor        float64 `json:"disk_factor,omitempty"`
+	DiskHeadroomBytes int64   `json:"disk_headroom_bytes,omitempty"`
+	VolumesOnAbsent   string  `json:"volumes_on_absent,omitempty"`
+	StuckAfterS       int     `json:"stuck_after_s,omitempty"`
+	StaleAfterS       int     `json:"stale_after_s,omitempty"`
+	// GrantOnDisk: a bootstrap grant lay at BootstrapPath when the tick ended.
+	GrantOnDisk bool `json:"grant_on_disk,omitempty"`
 }
 
 // TotalAttempts is the failed attempts of the flight, over every state.

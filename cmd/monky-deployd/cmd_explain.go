@@ -39,10 +39,12 @@ func cmdExplain(c *cli.Context, stdout io.Writer) error {
 	if n := c.Int("n"); n < 1 {
 		return usageErr(c, "-n must be 1 or more (got %d)", n)
 	}
-	cfg, st, err := explainSource(c)
+	cfg, src, err := explainSource(c)
 	if err != nil {
 		return err
 	}
+	defer src.cleanup()
+	st := src.st
 	now := time.Now()
 	at, err := asOf(c)
 	if err != nil {
@@ -59,10 +61,14 @@ func cmdExplain(c *cli.Context, stdout io.Writer) error {
 	if err != nil {
 		return fail(1, "explain: %v", err)
 	}
+	doc.Salvaged = src.salvaged
 	if c.Bool("json") {
 		return writeJSON(stdout, doc)
 	}
 	var b strings.Builder
+	if src.words != "" {
+		fmt.Fprintf(&b, "%s\n\n", src.words)
+	}
 	writeMovedAside(&b, doc.MovedAside)
 	explain.WriteText(&b, doc)
 	fmt.Fprint(stdout, b.String())
@@ -71,7 +77,7 @@ func cmdExplain(c *cli.Context, stdout io.Writer) error {
 
 // explainSource opens the state file explain reads, read-only: --state-file's copy (and no
 // config: cfg is nil), else the config's.
-func explainSource(c *cli.Context) (*config.Config, *store.Bolt, error) {
+func explainSource(c *cli.Context) (*config.Config, *copySource, error) {
 	path := c.String("state-file")
 	var cfg *config.Config
 	if path == "" {
@@ -84,11 +90,27 @@ func explainSource(c *cli.Context) (*config.Config, *store.Bolt, error) {
 	if _, err := os.Stat(path); err != nil {
 		return nil, nil, fail(1, "no state file at %s: %v", path, err)
 	}
-	st, err := store.OpenBolt(path, store.BoltOptions{ReadOnly: true})
+	if cfg != nil {
+		// the box's own file: a corrupt one is the next run's to move aside
+		st, err := store.OpenBolt(path, store.BoltOptions{ReadOnly: true})
+		if err != nil {
+			return nil, nil, corruptOr(err, path)
+		}
+		return cfg, &copySource{st: st, cleanup: func() {}}, nil
+	}
+	st, words, salvaged, cleanup, err := openCopy(path) // statefile.go
 	if err != nil {
 		return nil, nil, corruptOr(err, path)
 	}
-	return cfg, st, nil
+	return nil, &copySource{st: st, words: words, salvaged: salvaged, cleanup: cleanup}, nil
+}
+
+// copySource is a state file opened for reading, with the words on a corrupt copy's reading.
+type copySource struct {
+	st       *store.Bolt
+	words    string
+	salvaged *store.Salvaged
+	cleanup  func()
 }
 
 // writeJournal is `explain --ndjson`: every journal entry, one JSON object per line.

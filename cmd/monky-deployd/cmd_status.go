@@ -35,7 +35,7 @@ func statusCommand(stdout io.Writer) *cli.Command {
 			&cli.BoolFlag{Name: "json", Usage: "one JSON document on stdout"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "print nothing; only the exit status says whether the box needs a person"},
 			&cli.StringFlag{Name: "state-file", Usage: "read this copy of a state file instead of the config's (as of its newest tick; writes nothing); several files or a directory of copies: one line per box, the ones that need a person first"},
-			&cli.StringFlag{Name: "as-of", Usage: "with --state-file FILE: read the copy as of this RFC 3339 time (when the box sent it) instead of its newest tick, so a box whose timer stopped reads stale"},
+			&cli.StringFlag{Name: "as-of", Usage: "with --state-file FILE|DIR ...: read the copies as of this RFC 3339 time (when the box sent it) instead of its newest tick, so a box whose timer stopped reads stale"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.Bool("quiet") {
@@ -49,8 +49,12 @@ func statusCommand(stdout io.Writer) *cli.Command {
 func cmdStatus(c *cli.Context, stdout io.Writer) error {
 	if path := c.String("state-file"); path != "" {
 		if more := c.Args().Slice(); triageWanted(path, more) {
-			paths, asJSON := triageArgs(path, more, c.Bool("json"))
-			return statusCopies(paths, asJSON, stdout) // triage.go
+			paths, asJSON, v := triageArgs(path, more, c.Bool("json"), c.String("as-of"))
+			at, err := parseAsOf(c, v)
+			if err != nil {
+				return err
+			}
+			return statusCopies(paths, asJSON, at, stdout) // triage.go
 		}
 		return statusCopy(c, path, stdout)
 	}
@@ -88,10 +92,11 @@ func statusCopy(c *cli.Context, path string, stdout io.Writer) error {
 	if _, err := os.Stat(path); err != nil {
 		return fail(1, "no state file at %s: %v", path, err)
 	}
-	st, err := store.OpenBolt(path, store.BoltOptions{ReadOnly: true})
+	st, words, salvaged, cleanup, err := openCopy(path) // statefile.go
 	if err != nil {
-		return fail(1, "state file %s: %v", path, err)
+		return corruptOr(err, path)
 	}
+	defer cleanup()
 	at, err := asOf(c)
 	if err != nil {
 		return err
@@ -99,6 +104,10 @@ func statusCopy(c *cli.Context, path string, stdout io.Writer) error {
 	s, err := explain.BuildStatusCopyAsOf(st, at)
 	if err != nil {
 		return fail(1, "status: %v", err)
+	}
+	s.Salvaged = salvaged
+	if words != "" && !c.Bool("json") {
+		fmt.Fprintf(stdout, "%s\n\n", words)
 	}
 	return printStatus(stdout, s, c.Bool("json"))
 }

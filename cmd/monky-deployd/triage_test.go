@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -46,19 +47,32 @@ func TestStatusTriagesACorpusOfCopies(t *testing.T) {
 		t.Fatalf("%d lines for %d copies and a junk file:\n%s", len(lines), len(files), out.String())
 	}
 	rank := map[string]int{"needs_person": 0, "unreadable": 1, "working": 2, "converged": 3}
-	last, rollback := -1, ""
+	whoRank := map[string]int{"box": 0, "publisher": 1, "openbao": 2, "tenancy": 3, "-": 4}
+	type key struct{ verdict, who int }
+	var last key
+	lastSince, rollback := "", ""
 	for _, l := range lines[1 : len(lines)-1] {
 		f := strings.Fields(l)
-		r, ok := rank[f[2]]
-		if !ok || r < last {
-			t.Errorf("row out of order or without a verdict: %s", l)
+		if strings.Contains(l, "junk.db") {
+			continue // its error's words are its codes
 		}
-		last = r
+		// FILE HOST ENV VERDICT WHO CODES SINCE PARKS
+		r, ok := rank[f[3]]
+		k := key{r, whoRank[f[4]]}
+		since := f[6]
+		if !ok || len(f) != 8 || k.verdict < last.verdict || (k.verdict == last.verdict && k.who < last.who) ||
+			(k == last && since != "-" && lastSince != "-" && since < lastSince) {
+			t.Errorf("row out of order (who must act, then the oldest fault first) or without a verdict: %s", l)
+		}
+		if k != last {
+			lastSince = ""
+		}
+		last, lastSince = k, since
 		if strings.Contains(f[0], "refused-rollback") {
 			rollback = l
 		}
 	}
-	if f := strings.Fields(rollback); len(f) != 5 || f[1] != "env-qa-02" || f[2] != "needs_person" || f[3] != "ROLLBACK_REFUSED" || !strings.HasPrefix(f[4], "2026-") {
+	if f := strings.Fields(rollback); len(f) != 8 || f[1] != "box-1" || f[2] != "env-qa-02" || f[3] != "needs_person" || f[4] != "publisher" || f[5] != "ROLLBACK_REFUSED" || !strings.HasPrefix(f[6], "2026-") {
 		t.Errorf("the rollback copy's row: %q", rollback)
 	}
 	if !strings.Contains(out.String(), "junk.db") || !strings.Contains(lines[len(lines)-1], "unreadable 1") {
@@ -95,5 +109,66 @@ func TestStatusTriagesACorpusOfCopies(t *testing.T) {
 	if code := run([]string{"monky-deployd", "status", "--state-file", a, b}, &out, &errb); code != 0 ||
 		strings.Count(out.String(), "\n") != 4 || !strings.Contains(out.String(), "2 box(es): working 2") {
 		t.Errorf("two working copies: exit %d\n%s%s", code, out.String(), errb.String())
+	}
+}
+
+// TestTriageFilesAMovedAsideCopyUnderItsBox: a `*.corrupt-*` file the agent moved aside is
+// listed under the box whose state file it was, not counted as a box of its own; one whose box
+// is not among the copies stays a row.
+func TestTriageFilesAMovedAsideCopyUnderItsBox(t *testing.T) {
+	t.Setenv("MONKY_DEPLOYD_CONFIG", filepath.Join(t.TempDir(), "absent", "config.yaml"))
+	dir := t.TempDir()
+	raw, err := os.ReadFile(filepath.Join(supportDir, "moved-aside.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	box := filepath.Join(dir, "box-a")
+	if err := os.MkdirAll(box, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(box, "state.db"), raw, 0o600)
+	os.WriteFile(filepath.Join(box, "state.db.corrupt-20261129T140000Z"), []byte("not a bolt file"), 0o600)
+	var out, errb bytes.Buffer
+	if code := run([]string{"monky-deployd", "status", "--state-file", dir}, &out, &errb); code != 0 {
+		t.Fatalf("exit %d, want 0 (the box is converged; its moved-aside copy is no box)\n%s%s", code, out.String(), errb.String())
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 4 || !strings.Contains(lines[2], "state.db.corrupt-20261129T140000Z") || !strings.Contains(lines[2], "moved aside") ||
+		!strings.Contains(lines[3], "1 box(es)") {
+		t.Errorf("the moved-aside copy is not filed under its box:\n%s", out.String())
+	}
+	var rows []triageRow
+	out.Reset()
+	run([]string{"monky-deployd", "status", "--state-file", dir, "--json"}, &out, &errb)
+	if err := json.Unmarshal(out.Bytes(), &rows); err != nil || len(rows) != 1 || len(rows[0].MovedAside) != 1 {
+		t.Errorf("--json: %v %+v", err, rows)
+	}
+}
+
+// TestTriageHonoursAsOf: --as-of reads every copy of a directory or a list as of that time — a
+// box whose timer stopped reads stale — whether the flag comes before or after the paths.
+func TestTriageHonoursAsOf(t *testing.T) {
+	t.Setenv("MONKY_DEPLOYD_CONFIG", filepath.Join(t.TempDir(), "absent", "config.yaml"))
+	dir := t.TempDir()
+	for _, n := range []string{"stale-box", "failed-pull"} {
+		raw, err := os.ReadFile(filepath.Join(supportDir, n+".db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(dir, n+".db"), raw, 0o600)
+	}
+	later := "2026-12-01T00:00:00Z"
+	for _, args := range [][]string{
+		{"--state-file", dir},
+		{"--as-of", later, "--state-file", dir},
+		{"--state-file", filepath.Join(dir, "stale-box.db"), filepath.Join(dir, "failed-pull.db"), "--as-of", later},
+	} {
+		var out, errb bytes.Buffer
+		code := run(append([]string{"monky-deployd", "status"}, args...), &out, &errb)
+		asOf := slices.Contains(args, "--as-of")
+		stale := strings.Contains(out.String(), "TICKS_STOPPED")
+		if asOf != stale || (asOf && code != 1) {
+			t.Errorf("%v: exit %d, stale %v:\n%s%s", args, code, stale, out.String(), errb.String())
+		}
 	}
 }

@@ -48,8 +48,10 @@ func (k Kind) String() string {
 type Cause struct {
 	Kind  Kind
 	Fault string // the fault in one sentence, without its full stop
-	// Fix is the one command that fixes or checks it; it may hold {project}, {env} and the box's
-	// paths: {state_dir}, {deploy_dir}, {config}, {bootstrap}, {bao_ca}.
+	// Fix is the one command that fixes or checks it, a line bash runs as printed (what a person
+	// does off the box is a `# …` comment); it may hold {project}, {env}, {kv_mount} and the
+	// box's paths: {state_dir}, {deploy_dir}, {config}, {bootstrap}, {bao_ca}, which explain
+	// fills from the record, shell-quoted.
 	Fix string
 	// Clears, for a refusal, is what clears it ("" when the fix says).
 	Clears string

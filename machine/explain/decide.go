@@ -43,6 +43,30 @@ type Limits struct {
 	Paths Paths
 }
 
+// orBox fills what l leaves unset (a copy read without its config) from the record's box: the
+// values and paths that decided its newest tick.
+func (l Limits) orBox(b store.Box) Limits {
+	if l.StuckAfter == 0 {
+		l.StuckAfter = time.Duration(b.StuckAfterS) * time.Second
+	}
+	if l.StaleAfter == 0 {
+		l.StaleAfter = time.Duration(b.StaleAfterS) * time.Second
+	}
+	p := &l.Paths
+	for _, f := range []struct {
+		dst *string
+		src string
+	}{
+		{&p.StateDir, b.StateDir}, {&p.DeployDir, b.DeployDir}, {&p.Config, b.Config},
+		{&p.BootstrapPath, b.BootstrapPath}, {&p.BaoCAFile, b.BaoCAFile},
+	} {
+		if *f.dst == "" {
+			*f.dst = f.src
+		}
+	}
+	return l
+}
+
 func (l Limits) stuckAfter() time.Duration {
 	if l.StuckAfter > 0 {
 		return l.StuckAfter
@@ -57,8 +81,9 @@ func (l Limits) staleAfter() time.Duration {
 	return DefaultStaleAfter
 }
 
-// Paths are the box's own paths, from its config, that fix lines name. Empty fields keep the
-// placeholder (<state_dir>…): a copy read without its config.
+// Paths are the box's own paths, from its config, that fix lines name. Empty fields are filled
+// from the record (store.Box, what decided the newest tick), else the config's defaults (a copy
+// an older agent wrote).
 type Paths struct {
 	StateDir, DeployDir, Config, BootstrapPath, BaoCAFile string
 }
@@ -150,6 +175,7 @@ func ReadWith(tx store.Tx, now time.Time, lim Limits) (Input, error) {
 // Decide is the one place that says what happens next, why, and whether the box is converged,
 // working on it or needs a person, for explain, status, the metrics, the log and the report.
 func Decide(in Input) Verdict {
+	in.Limits = in.Limits.orBox(in.Rec.Box) // a copy answers with the values that decided its newest tick
 	whys := allWhys(in)
 	base, converged := next(in)
 	v := Verdict{Next: base, Converged: converged && len(whys) == 0}
@@ -170,6 +196,7 @@ func Decide(in Input) Verdict {
 	if n := len(in.Outbox); n > 0 && !slices.Contains(v.Codes, string(vocab.ReportPending)) && !slices.Contains(v.Codes, string(vocab.OutboxStuck)) {
 		v.Next += fmt.Sprintf("; %d report(s) wait in the outbox for the next tick", n)
 	}
+	in.finish(&v) // fix.go: every line true of the record and runnable as printed
 	v.Verdict = in.verdict(whys, v.Converged)
 	for _, w := range whys {
 		w.Verdict = v.Verdict

@@ -71,6 +71,9 @@ type Doc struct {
 	Ticks []Tick `json:"ticks"`
 	// MovedAside is the corrupt state file this one replaced (where the copy is), nil when none.
 	MovedAside *store.MovedAside `json:"state_file_moved_aside,omitempty"`
+	// Salvaged is set when the file is corrupt and was read as far as it could be (through an
+	// older meta page, or its sound pages only): what follows lacks what it lost.
+	Salvaged *store.Salvaged `json:"salvaged,omitempty"`
 	// sent: AsOf is the time given (Options.AsOf), not the copy's newest tick.
 	sent bool
 }

@@ -61,6 +61,14 @@ type Status struct {
 	LastTickAt      *time.Time        `json:"last_tick_at"`
 	LastExit        int               `json:"last_exit"`
 	TickRunning     bool              `json:"tick_running"`
+	// Host is the box's name as its newest tick recorded it ("" in a file an older agent wrote).
+	Host string `json:"host,omitempty"`
+	// Who must act when the box needs a person: box (its operator), publisher (the bundle's
+	// author), openbao or tenancy; "" when nobody must (the agent goes on by itself).
+	Who string `json:"who,omitempty"`
+	// ParksAt is the earliest a failed flight that still retries parks, should every retry
+	// fail as it did (null when it is parked or not failed).
+	ParksAt *time.Time `json:"parks_at,omitempty"`
 	// Verdict is converged, working or needs_person: status exits 1 on needs_person.
 	Verdict string `json:"verdict"`
 	// Codes are every active code, Why's first.
@@ -75,6 +83,9 @@ type Status struct {
 	AsOf *time.Time `json:"as_of,omitempty"`
 	// MovedAside is the corrupt state file this one replaced (where the copy is), nil when none.
 	MovedAside *store.MovedAside `json:"state_file_moved_aside"`
+	// Salvaged is set when the file is corrupt and was read as far as it could be (through an
+	// older meta page, or its sound pages only): what follows lacks what it lost.
+	Salvaged *store.Salvaged `json:"salvaged,omitempty"`
 	// leaseRefusal is tenancy's own words when it refused a lease (429).
 	leaseRefusal string
 	// sent: AsOf is the time given (--as-of), not the copy's newest tick.
@@ -119,6 +130,10 @@ func BuildStatusWith(st store.Store, now time.Time, tokenPresent *bool, lim Limi
 			Refusal: rec.Refusal, Failure: rec.Failure, Block: rec.Block, Outbox: len(q),
 			Containers: rec.Containers, LastTickAt: ptime(rec.LastTickAt), LastExit: rec.LastExit}
 		s.Attempts = rec.TotalAttempts()
+		s.Host, s.ParksAt = rec.Box.Host, ptime(machine.ParksAt(rec))
+		if v.NeedsPerson() && v.Why != nil {
+			s.Who = v.Why.Who
+		}
 		if now.Before(rec.LeaseRetryAfter) {
 			s.LeaseRetryAfter = ptime(rec.LeaseRetryAfter)
 			if e, ok := in.leaseRefusal(); ok {
@@ -175,6 +190,9 @@ func WriteStatusText(w io.Writer, s Status) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	row := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, v) }
 	row("env", s.EnvID)
+	if s.Host != "" {
+		row("host", s.Host)
+	}
 	verdict := VerdictWords(s.Verdict)
 	if len(s.Codes) > 0 {
 		verdict += " (" + strings.Join(s.Codes, ", ") + ")"
@@ -182,6 +200,9 @@ func WriteStatusText(w io.Writer, s Status) {
 	row("verdict", verdict)
 	row("state", s.State)
 	row("next", s.Next)
+	if s.Who != "" {
+		row("who acts", s.Who)
+	}
 	row("applied", machine.ShortSha(s.AppliedSha))
 	row("desired", machine.ShortSha(s.DesiredSha))
 	row("token", tokenWords(s))
@@ -203,6 +224,9 @@ func WriteStatusText(w io.Writer, s Status) {
 		row("attempts", fmt.Sprintf("%d%s", s.Attempts, map[bool]string{true: " (parked)", false: ""}[s.Parked]))
 		if s.NextRetryAt != nil && !s.Parked {
 			row("next retry", machine.Stamp(*s.NextRetryAt))
+			if s.ParksAt != nil {
+				row("parks at", machine.Stamp(*s.ParksAt)+" at the earliest, if every retry fails")
+			}
 		}
 	}
 	if s.Outbox > 0 {
@@ -230,7 +254,7 @@ func writeStatusHead(w io.Writer, s Status) {
 		}
 	}
 	if m := s.MovedAside; m != nil {
-		fmt.Fprintf(w, "state file: started afresh at %s; the corrupt one (%s) is kept at %s\n\n", m.At.UTC().Format(time.RFC3339), m.Problem, m.Path)
+		fmt.Fprintf(w, "%s\n\n", MovedAsideWords(m))
 	}
 	if p := problem(s); p != "" {
 		fmt.Fprintf(w, "!! %s\n\n", p)
@@ -317,4 +341,32 @@ func problem(s Status) string {
 		return "needs a person: " + s.Next
 	}
 	return ""
+}
+
+// MovedAsideWords says that a state file replaced a corrupt one, and what the fresh file lost.
+func MovedAsideWords(m *store.MovedAside) string {
+	return fmt.Sprintf("state file: started afresh at %s; the corrupt one (%s) is kept at %s — this file holds nothing from before: "+
+		"the journal, the attempts, a refusal or block, the lease budget's count and the reports waiting in the outbox are in the corrupt one "+
+		"(monky-deployd explain --state-file %s reads what it can of it)",
+		m.At.UTC().Format(time.RFC3339), m.Problem, m.Path, shellQuote(m.Path))
+}
+
+// SalvageWords say how a corrupt copy was read (store.Salvage) and what the reading lacks; aside:
+// the copy is one the agent moved aside (the box runs on a fresh file).
+func SalvageWords(path string, s store.Salvaged, aside bool) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "state file %s is corrupt: %s.", path, s.Problem)
+	if aside {
+		b.WriteString(" It is a copy the agent moved aside: the box runs on a fresh state file beside it, which holds nothing of what this one did.")
+	}
+	switch {
+	case s.Older():
+		fmt.Fprintf(&b, " Read through its older meta page (commit %d): the newest commit (%d), the last tick's writes, is lost to this reading.", s.TxID, s.Newest)
+	default:
+		fmt.Fprintf(&b, " Read through its newest meta page (commit %d).", s.TxID)
+	}
+	if !s.Whole {
+		fmt.Fprintf(&b, " Only what lies on sound pages reads (%s): what follows may lack ticks.", s.Lost)
+	}
+	return b.String()
 }

@@ -33,6 +33,8 @@ type Why struct {
 	Since time.Time `json:"since"`
 	// Verdict is the box's: working or needs_person.
 	Verdict string `json:"verdict"`
+	// Who must act on this fault: box, publisher, openbao or tenancy (fix.go, whoActs).
+	Who string `json:"who,omitempty"`
 	// short is Next in a few words, for the `next` line of a box that rests but is not well.
 	short string
 	// person: this fault alone makes the box need a person.
@@ -77,11 +79,6 @@ func allWhys(in Input) []*Why {
 
 // maker builds a why of code from the vocabulary's words and this box's names.
 func (in Input) maker() maker {
-	env := in.Rec.EnvID
-	if env == "" {
-		env = "<env>"
-	}
-	project := "monky-" + env
 	return func(code vocab.Code, fault, evidence, next string, at time.Time, tick uint64) *Why {
 		c, ok := vocab.CauseOf(code)
 		if !ok {
@@ -92,8 +89,8 @@ func (in Input) maker() maker {
 		if fault == "" {
 			fault = c.Fault
 		}
-		fix := in.paths().Replace(strings.NewReplacer("{project}", project, "{env}", env).Replace(c.Fix))
-		return &Why{Code: code, Fault: sentence(fault), Evidence: evidence, Next: sentence(next), Fix: fix, At: at.UTC(), Tick: tick, Since: at.UTC(), short: next}
+		// the names in the fix are filled from the record by Decide (fix.go)
+		return &Why{Code: code, Fault: sentence(fault), Evidence: evidence, Next: sentence(next), Fix: c.Fix, At: at.UTC(), Tick: tick, Since: at.UTC(), short: next}
 	}
 }
 
@@ -160,12 +157,12 @@ func (in Input) blockedWhy(mk maker, nextTick string) *Why {
 	w := mk(code, fault, evidence, next, b.At, in.tickWhere(func(e store.Entry) bool { return e.To == string(machine.Blocked) && e.From != e.To }))
 	switch {
 	case b.Reason == vocab.ReasonGrantUnreadable:
-		w.Fix = in.paths().Replace("sudo ls -l {bootstrap}; sudo chown monky-deployd {bootstrap} && sudo chmod 0600 {bootstrap}   # then monky-deployd resume --now")
+		w.Fix = "sudo ls -l {bootstrap}; sudo chown monky-deployd {bootstrap} && sudo chmod 0600 {bootstrap}   # then: monky-deployd resume --now"
 	case code != b.Code:
 		w.Fix = causeOf(vocab.BaoPermissionDenied).Fix + "   # then re-run the install kit (a new bootstrap.jwt unblocks)"
 	case b.Reason == vocab.ReasonShape:
 		// the token is gone: only a new grant logs the box in again
-		w.Fix = in.paths().Replace(causeOf(vocab.AgentUnauthenticated).Fix)
+		w.Fix = causeOf(vocab.AgentUnauthenticated).Fix
 	}
 	w.Reason = b.Reason
 	return w
@@ -267,7 +264,7 @@ func (in Input) refusedWhy(mk maker, nextTick string) *Why {
 	w := mk(r.Code, fault, trimCode(r.Code, r.Detail), next, r.At, in.tickOf(r.Code))
 	w.Reason = r.Reason
 	if r.Code == vocab.DiskInsufficient && r.NeedBytes > implausibleNeed {
-		w.Fix = fmt.Sprintf("fix disk_need_bytes in the bundle's bundle.json (it declares %s; no image set needs that): publish the bundle again", machine.Size(r.NeedBytes))
+		w.Fix = fmt.Sprintf("# in monky-deploy: fix disk_need_bytes in the bundle's bundle.json (it declares %s; no image set needs that) and publish the bundle again", machine.Size(r.NeedBytes))
 	}
 	return w
 }
@@ -542,20 +539,6 @@ func heartbeatCode(rec store.Record) vocab.Code {
 	return vocab.Unhealthy
 }
 
-// paths replaces the fix lines' path words with this box's own (its config's), or with a
-// placeholder where the config is not known (a copy read without it).
-func (in Input) paths() *strings.Replacer {
-	p := in.Limits.Paths
-	or := func(v, placeholder string) string {
-		if v == "" {
-			return placeholder
-		}
-		return v
-	}
-	return strings.NewReplacer("{state_dir}", or(p.StateDir, "<state_dir>"), "{deploy_dir}", or(p.DeployDir, "<deploy_dir>"),
-		"{config}", or(p.Config, "<config.yaml>"), "{bootstrap}", or(p.BootstrapPath, "<bootstrap_path>"), "{bao_ca}", or(p.BaoCAFile, "<bao.ca_file>"))
-}
-
 // implausibleNeed is a disk need no bundle has: its declared size is wrong, not the disk.
 const implausibleNeed = 16 << 40
 
@@ -573,9 +556,9 @@ func clears(code vocab.Code) string {
 var pullKinds = map[vocab.Reason]struct{ fault, fix string }{
 	vocab.ReasonRegistryDenied: {"the registry refused the pull: the agent's credential is missing or wrong (a `docker login` by hand is invisible to it)", ""},
 	vocab.ReasonImageMissing: {"the registry does not hold an image the bundle names (tag or repository absent)",
-		"docker manifest inspect <image from the message>   # the tag must exist in the registry; else fix the bundle's compose.yaml"},
+		"grep -h 'image:' {deploy_dir}/current/compose.yaml   # then docker manifest inspect on the image the evidence names: the tag must exist in the registry; else fix the bundle's compose.yaml"},
 	vocab.ReasonRegistryDNS: {"the registry's name does not resolve on this box",
-		"getent hosts <registry host from the message>   # the box's DNS must resolve the registry"},
+		"grep -h 'image:' {deploy_dir}/current/compose.yaml   # then getent hosts on the registry the evidence names: the box's DNS must resolve it"},
 	vocab.ReasonNetwork: {"the registry could not be reached or did not answer in time", ""},
 }
 

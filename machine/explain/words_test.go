@@ -23,11 +23,11 @@ func TestFixNamesTheBoxsPaths(t *testing.T) {
 	at := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	exit := vocab.ExitFail
 	starts := []string{"ls ", "sudo ", "cd ", "docker ", "bao ", "systemctl ", "openssl ", "curl ", "grep ", "df ", "monky-deployd ",
-		"resolvectl ", "command ", "find ", "getent ", "fix ", "set ", "add ", "drop ", "upgrade ", "check ", "read ", "re-run "}
+		"resolvectl ", "command ", "find ", "getent ", "# ", "fix ", "set ", "add ", "drop ", "upgrade ", "check ", "read ", "re-run "}
 	want := map[vocab.Code][]string{
 		"LOCAL_FAILURE":       {"ls -la /srv/box/state /srv/box/deploy/env-a", "bootstrap.jwt"},
 		"COMPOSE_PULL_FAILED": {"/srv/box/state/docker/config.json"},
-		"COMPOSE_UP_FAILED":   {"cd /srv/box/deploy/env-a/current"},
+		"COMPOSE_UP_FAILED":   {"sudo -u monky-deployd docker compose -p monky-env-a logs"},
 		"AGENT_ENV_MISMATCH":  {"/srv/box/etc/config.yaml"},
 		"TLS_UNKNOWN_CA":      {"/srv/box/etc/ca.pem"},
 		"CREDENTIAL_SHAPE":    {"/srv/box/state/bao.token"},

@@ -1,0 +1,48 @@
+package main
+
+import (
+	"bytes"
+	"encoding/binary"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestExplainReadsACorruptCopy: explain and status on a moved-aside copy whose newest commit is
+// broken read it through the older meta page, say so and that the box runs on a fresh file, and
+// exit as the verdict says — never a panic, never "the next run moves it aside".
+func TestExplainReadsACorruptCopy(t *testing.T) {
+	t.Setenv("MONKY_DEPLOYD_CONFIG", filepath.Join(t.TempDir(), "absent", "config.yaml"))
+	raw, err := os.ReadFile(filepath.Join(supportDir, "failed-pull.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ne := binary.NativeEndian
+	const ps = 4096
+	txid := func(off int) uint64 { return ne.Uint64(raw[off+16+48:]) }
+	root := func(off int) uint64 { return ne.Uint64(raw[off+16+16:]) }
+	newest := 0
+	if txid(ps) > txid(0) {
+		newest = ps
+	}
+	broken := append([]byte(nil), raw...)
+	r := int(root(newest))
+	copy(broken[r*ps:(r+1)*ps], bytes.Repeat([]byte{0xff}, ps))
+	path := filepath.Join(t.TempDir(), "state.db.corrupt-20261129T140000Z")
+	if err := os.WriteFile(path, broken, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, cmd := range []string{"explain", "status"} {
+		var out, errb bytes.Buffer
+		code := run([]string{"monky-deployd", cmd, "--state-file", path}, &out, &errb)
+		got := out.String() + errb.String()
+		if code > 1 || !strings.Contains(got, "older meta page") || !strings.Contains(got, "moved aside") ||
+			strings.Contains(got, "moves it aside") || strings.Contains(got, "panic") || !strings.Contains(got, "COMPOSE_PULL_FAILED") {
+			t.Errorf("%s: exit %d\n%s", cmd, code, got)
+		}
+	}
+	if after, _ := os.ReadFile(path); !bytes.Equal(after, broken) {
+		t.Errorf("reading the corrupt copy changed it")
+	}
+}

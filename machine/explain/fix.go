@@ -1,0 +1,283 @@
+package explain
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/tikali/monky-deployd/internal/config"
+	"github.com/tikali/monky-deployd/internal/vocab"
+	"github.com/tikali/monky-deployd/machine"
+)
+
+// The one place a fix or next line becomes what a person reads (AGENT.md, "Every word a person
+// reads is a fact of the record"): its names are filled from the record (the paths and values
+// that decided the newest tick, store.Box), shell-quoted; a command that changes the box runs
+// as the agent's user; and advice the record contradicts is replaced before it is printed.
+
+// agentUser is the user the agent runs as: a command that changes the box runs as it.
+const agentUser = "monky-deployd"
+
+// asAgentPrefix runs a command as the agent's user.
+const asAgentPrefix = "sudo -u " + agentUser + " "
+
+// changesBox are the commands that change the box (the agent's own state or the project's
+// containers): printed, they carry asAgentPrefix. Read-only ones (status, explain, ps, logs) do not
+// need it.
+var changesBox = []string{
+	"monky-deployd run", "monky-deployd resume", "monky-deployd bootstrap",
+	"docker compose -p {project} down", "docker compose -p {project} up", "docker image prune",
+}
+
+// words are this box's values for the names a fix or next line holds, shell-quoted: the
+// config's paths when it was read, else the record's (what decided the newest tick), else the
+// config's defaults (a copy an older agent wrote).
+func (in Input) words() *strings.Replacer {
+	p := in.Limits.Paths
+	or := func(v, def string) string {
+		if v == "" {
+			return shellQuote(def)
+		}
+		return shellQuote(v)
+	}
+	env := in.Rec.EnvID
+	envWord := shellQuote(env)
+	if env == "" {
+		// a file no tick has written: the box's config knows
+		envWord = `"$(monky-deployd status --json | jq -r .env_id)"`
+	}
+	project := in.Rec.Box.Project
+	if project == "" {
+		project = "monky-" + env
+	}
+	stateDir := orDefault(p.StateDir, config.DefaultStateDir)
+	// deploy_dir's default is state_dir/env_id (config.yaml)
+	deployDir := orDefault(p.DeployDir, strings.TrimSuffix(stateDir, "/")+"/"+env)
+	return strings.NewReplacer(
+		"{state_dir}", shellQuote(stateDir), "{deploy_dir}", shellQuote(deployDir),
+		"{config}", or(p.Config, config.DefaultPath), "{bootstrap}", or(p.BootstrapPath, config.DefaultBootstrapPath),
+		"{bao_ca}", or(p.BaoCAFile, config.DefaultBaoCAFile), "{kv_mount}", or(in.Rec.KVMount, config.DefaultBaoKVMount),
+		"{project}", shellQuote(project), "{env}", envWord)
+}
+
+func orDefault(v, def string) string {
+	if v == "" {
+		return def
+	}
+	return v
+}
+
+// render fills line's names with this box's words and prefixes every command in it that changes
+// the box with asAgentPrefix.
+func (in Input) render(line string) string {
+	for _, c := range changesBox {
+		line = asAgent(line, c)
+	}
+	return in.words().Replace(line)
+}
+
+// asAgent puts asAgentPrefix before every cmd in line that does not carry it yet.
+func asAgent(line, cmd string) string {
+	var b strings.Builder
+	for {
+		i := strings.Index(line, cmd)
+		if i < 0 {
+			b.WriteString(line)
+			return b.String()
+		}
+		b.WriteString(line[:i])
+		end := i + len(cmd)
+		whole := (i == 0 || !isWordByte(line[i-1])) && (end == len(line) || !isWordByte(line[end]))
+		if whole && !strings.HasSuffix(line[:i], asAgentPrefix) {
+			b.WriteString(asAgentPrefix)
+		}
+		b.WriteString(cmd)
+		line = line[i+len(cmd):]
+	}
+}
+
+func isWordByte(c byte) bool {
+	return c == '-' || c == '_' || c == '/' || c == '.' || ('a' <= c && c <= 'z') || ('A' <= c && c <= 'Z') || ('0' <= c && c <= '9')
+}
+
+// shellQuote is s as one shell word: as it is when it holds nothing the shell reads, else in
+// single quotes.
+func shellQuote(s string) string {
+	if s == "" {
+		return "''"
+	}
+	plain := true
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(isWordByte(c) || c == ':' || c == '@' || c == '%' || c == '+' || c == '=' || c == ',') {
+			plain = false
+			break
+		}
+	}
+	if plain {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// finish makes every line of v true of this box's record and runnable as printed: the record's
+// checks first (checked), then the names filled and the commands that change the box run as
+// the agent's user (render).
+func (in Input) finish(v *Verdict) {
+	for _, w := range in.whysOf(v) {
+		w.Who = whoActs(w.Code, w.Reason)
+		in.checked(w)
+		w.Fix = in.render(w.Fix)
+		w.Next = in.render(w.Next)
+		w.short = in.render(w.short)
+	}
+	v.Next = in.render(in.checkedNext(v.Next))
+}
+
+func (in Input) whysOf(v *Verdict) []*Why {
+	var out []*Why
+	if v.Why != nil {
+		out = append(out, v.Why)
+	}
+	for i := range v.Also {
+		out = append(out, &v.Also[i])
+	}
+	return out
+}
+
+// blocked: the box is Blocked, so no tick makes a call until a person acts.
+func (in Input) blocked() bool { return stateOf(in.Rec) == string(machine.Blocked) }
+
+// grantOnDisk: the record says a bootstrap grant lay on disk at the newest tick (a file an older
+// agent wrote does not say, and a block is only ever written with no fresh grant on disk).
+func (in Input) grantOnDisk() bool { return in.Rec.Box.GrantOnDisk }
+
+// checked replaces what w's fix or next would say that the record contradicts.
+func (in Input) checked(w *Why) {
+	rec := in.Rec
+	switch w.Code {
+	case vocab.AgentEnvMismatch:
+		if tokenEnv := rec.Token.EnvID; tokenEnv != "" && tokenEnv == rec.EnvID {
+			// the token is pinned to the config's env: neither env_id nor the identity is wrong
+			w.Fix = "monky-deployd explain -n 5   # the token's env is config.yaml's ({env}): tenancy refused a call (403) for another reason; check the env's grant and tenancy's log, then: monky-deployd resume"
+		} else if tokenEnv != "" {
+			w.Fix = "grep -n '^env_id' {config}   # config says {env}, the token is pinned to " + shellQuote(tokenEnv) + ": fix env_id (a changed config unblocks), or re-issue the identity and grant for {env}"
+		}
+	case vocab.ReportPending, vocab.OutboxStuck:
+		if in.blocked() {
+			w.Next = sentence("nothing is sent while the box is blocked: no tick makes a call until the block is lifted, then the outbox is sent first")
+			w.short = "the outbox waits for the block to be lifted"
+		}
+	case vocab.Unhealthy:
+		if t := rec.Box.HealthyTimeoutS; t > 0 {
+			// the value that decided it, as the box had it
+			w.Fault = strings.Replace(w.Fault, "within healthy_timeout_s", fmt.Sprintf("within healthy_timeout_s (%d s)", t), 1)
+		}
+	case vocab.DiskInsufficient:
+		if fix := in.diskFix(); fix != "" {
+			w.Fix = fix
+		}
+		if rec.Refusal != nil && rec.Refusal.NeedBytes > implausibleNeed {
+			w.Who = WhoPublisher // the bundle's declared size is wrong, not this disk
+		}
+	}
+	if !in.grantOnDisk() {
+		// no grant on disk (or none known): bootstrap --force has nothing to log in with
+		w.Fix = noForce(w.Fix)
+		w.Next = noForce(w.Next)
+		w.short = noForce(w.short)
+	}
+}
+
+// checkedNext is the machine's next line, less what the record contradicts.
+func (in Input) checkedNext(next string) string {
+	if !in.grantOnDisk() {
+		next = noForce(next)
+	}
+	if in.blocked() {
+		next = strings.ReplaceAll(next, " wait in the outbox for the next tick", " wait in the outbox until the block is lifted")
+	}
+	return next
+}
+
+// forceOffers are the ways a line offers `bootstrap --force`, and what it says instead when no
+// grant is on disk.
+var forceOffers = []struct{ offer, instead string }{
+	{" or `monky-deployd bootstrap --force`", ""},
+	{" (or `monky-deployd bootstrap --force`)", ""},
+	{", or `monky-deployd bootstrap --force`", ""},
+	{"; then: monky-deployd bootstrap --force", ": its bootstrap.jwt is used at the next tick"},
+	{"; then: " + asAgentPrefix + "monky-deployd bootstrap --force", ": its bootstrap.jwt is used at the next tick"},
+}
+
+// noForce is line without its offer of `bootstrap --force` (no grant is on disk to force).
+func noForce(line string) string {
+	for _, f := range forceOffers {
+		line = strings.ReplaceAll(line, f.offer, f.instead)
+	}
+	return line
+}
+
+// diskFix is the fix of a DISK_INSUFFICIENT that only the config can clear, "" otherwise: the
+// images the bundle declares fit the free space, the headroom the config adds does not.
+func (in Input) diskFix() string {
+	r, b := in.Rec.Refusal, in.Rec.Box
+	if r == nil || r.FreeBytes <= 0 || b.DiskFactor == 0 || r.NeedBytes > implausibleNeed {
+		return ""
+	}
+	images := int64(float64(max(r.NeedBytes, 0)) * b.DiskFactor)
+	if images > r.FreeBytes || images+b.DiskHeadroomBytes <= r.FreeBytes {
+		return ""
+	}
+	return fmt.Sprintf("grep -n -A3 '^disk:' {config}   # disk.headroom_bytes (%d) is what does not fit: the images need %s of the %s free; lower it, or free %s",
+		b.DiskHeadroomBytes, machine.Size(images), machine.Size(r.FreeBytes), machine.Size(images+b.DiskHeadroomBytes-r.FreeBytes))
+}
+
+// Who must act on a fault (Why.Who): the box's operator, the bundle's publisher, OpenBao's or
+// tenancy's operators. A desk routes a box that needs a person by it.
+const (
+	WhoBox       = "box"
+	WhoPublisher = "publisher"
+	WhoOpenBao   = "openbao"
+	WhoTenancy   = "tenancy"
+)
+
+// actors are the codes someone other than the box's operator must act on.
+var actors = map[string][]vocab.Code{
+	WhoPublisher: {vocab.BundleInvalid, vocab.BundleShaMismatch, vocab.BundleEnvMismatch, vocab.EnvIncomplete, vocab.ManifestPathRefused,
+		vocab.PrivilegedRefused, vocab.RollbackRefused, vocab.BaoPath, vocab.BundleNotFound},
+	WhoOpenBao: {vocab.BaoLoginRefused, vocab.SecretReadFailed, vocab.RegistryAuthInvalid, vocab.BaoPermissionDenied, vocab.BaoUnavailable,
+		vocab.KVNotFound, vocab.KVVersionDeleted, vocab.KVKeyMissing, vocab.BaoNotFound, vocab.BaoAnswer, vocab.BaoRequestRefused,
+		vocab.LeaseEveryTick, vocab.TokenExpiring},
+	WhoTenancy: {vocab.LeaseShape, vocab.LeaseFailed, vocab.CheckinShape, vocab.BundleFetchFailed, vocab.ReportPending, vocab.OutboxStuck,
+		vocab.LeaseBudget, vocab.LeaseRateLimited},
+}
+
+// whoActs is who must act on code for its typed cause: the box's operator unless another is
+// named for it. An image the registry does not hold is the bundle's to fix, whatever the code.
+func whoActs(code vocab.Code, reason vocab.Reason) string {
+	if reason == vocab.ReasonImageMissing {
+		return WhoPublisher
+	}
+	for who, codes := range actors {
+		if slices.Contains(codes, code) {
+			return who
+		}
+	}
+	return WhoBox
+}
+
+// WhoRank orders who must act for a desk's triage: the box's own operator first.
+func WhoRank(who string) int {
+	switch who {
+	case WhoBox:
+		return 0
+	case WhoPublisher:
+		return 1
+	case WhoOpenBao:
+		return 2
+	case WhoTenancy:
+		return 3
+	}
+	return 4
+}

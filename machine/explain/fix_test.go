@@ -1,0 +1,184 @@
+package explain_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tikali/monky-deployd/internal/testkit"
+	"github.com/tikali/monky-deployd/internal/vocab"
+	"github.com/tikali/monky-deployd/machine"
+	"github.com/tikali/monky-deployd/machine/explain"
+	"github.com/tikali/monky-deployd/store"
+)
+
+var runsAsPrinted = testkit.RunsAsPrinted
+
+// boxes are the three ways a record reaches explain: on the box with its config, a copy whose
+// record says what decided its newest tick (with a path that needs quoting), and a copy an
+// older agent wrote (no box facts: the config's defaults).
+func boxes() map[string]struct {
+	box store.Box
+	lim explain.Limits
+} {
+	return map[string]struct {
+		box store.Box
+		lim explain.Limits
+	}{
+		"config": {lim: explain.Limits{Paths: boxPaths}},
+		"record": {box: store.Box{Host: "qa-02.example", StateDir: "/srv/my box/state", DeployDir: "/srv/it's/deploy", Config: "/etc/m d/config.yaml",
+			BootstrapPath: "/etc/m d/bootstrap.jwt", BaoCAFile: "/etc/m d/ca.pem", Project: "shop_1", StuckAfterS: 600, StaleAfterS: 120,
+			DiskFactor: 1.5, DiskHeadroomBytes: 2 << 30}},
+		"old copy": {},
+	}
+}
+
+// recordOf puts code on a record the way the machine does: a refusal, a block, or a failure.
+func recordOf(code vocab.Code, box store.Box, at time.Time) store.Record {
+	rec := store.Record{EnvID: "env-a", Tick: 2, Action: vocab.ActionApply, Sha: strings.Repeat("b", 64), KVMount: "monky", Box: box,
+		Token: store.TokenMeta{Present: true, EnvID: "env-b"}}
+	c, _ := vocab.CauseOf(code)
+	switch {
+	case code == vocab.AgentUnauthenticated || code == vocab.AgentEnvMismatch:
+		rec.State = string(machine.Blocked)
+		rec.Block = &store.Block{Code: code, Detail: "bearer refused by tenancy (401)", At: at}
+	case c.Kind == vocab.KindRefusal:
+		rec.State = string(machine.Refused)
+		rec.Refusal = &store.Refusal{Sha: rec.Sha, Code: code, Detail: "the step's words", At: at, NeedBytes: 3 << 30}
+	default:
+		rec.State = string(machine.Failed)
+		rec.Failure = &store.Failure{Sha: rec.Sha, Code: code, Detail: string(code) + ": the step's words", State: string(machine.Staged), At: at}
+	}
+	return rec
+}
+
+// TestEveryFixRunsAsPrinted renders explain's why for every code of the registry, on the box,
+// on a copy that records its box and on an older copy: no fix or next line holds a
+// placeholder, every fix line is one bash accepts, every command a next line quotes too, and a
+// command that changes the box runs as the agent's user.
+func TestEveryFixRunsAsPrinted(t *testing.T) {
+	at := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	exit := vocab.ExitFail
+	for name, b := range boxes() {
+		for _, code := range vocab.Codes() {
+			in := explain.Input{Rec: recordOf(code, b.box, at), Recent: []store.TickSummary{{Tick: 2, StartedAt: at, EndedAt: at, Exit: &exit}},
+				Now: at.Add(time.Minute), Limits: b.lim}
+			v := explain.Decide(in)
+			if v.Why == nil {
+				t.Errorf("%s %s: no why", name, code)
+				continue
+			}
+			what := name + " " + string(code)
+			runsAsPrinted(t, what+" fix", v.Why.Fix, true)
+			runsAsPrinted(t, what+" why.next", v.Why.Next, false)
+			runsAsPrinted(t, what+" next", v.Next, false)
+			if name == "record" && strings.Contains(v.Why.Fix, "/srv/my box") && !strings.Contains(v.Why.Fix, "'/srv/my box/state'") {
+				t.Errorf("%s: the path is not quoted: %s", what, v.Why.Fix)
+			}
+		}
+	}
+}
+
+// TestFixNamesTheRecordsPaths: a copy read without its config names the paths its record
+// says decided its newest tick, and the record's stuck_after_s decides its verdict.
+func TestFixNamesTheRecordsPaths(t *testing.T) {
+	at := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	exit := vocab.ExitFail
+	box := boxes()["record"].box
+	in := explain.Input{Rec: recordOf(vocab.LocalFailure, box, at), Recent: []store.TickSummary{{Tick: 2, StartedAt: at, EndedAt: at, Exit: &exit}}, Now: at.Add(time.Minute)}
+	if fix := explain.Decide(in).Why.Fix; !strings.HasPrefix(fix, `sudo ls -la '/srv/my box/state' '/srv/it'\''s/deploy'`) {
+		t.Errorf("fix %s", fix)
+	}
+	// a temporary fault 15 minutes old: past this box's stuck_after_s (600), not the default's
+	tmp := exit
+	tmp = vocab.ExitTemporary
+	rec := store.Record{EnvID: "env-a", State: string(machine.Staged), Tick: 3, Box: box}
+	in = explain.Input{Rec: rec, Recent: []store.TickSummary{{Tick: 3, StartedAt: at, EndedAt: at, Exit: &tmp}},
+		Entries: map[uint64][]store.Entry{3: {{Tick: 3, At: at, From: "Staged", To: "Staged", Event: machine.NoteTickEnd, Code: vocab.BaoUnavailable, Detail: "OpenBao answered 503"}}},
+		Now:     at.Add(15 * time.Minute)}
+	if v := explain.Decide(in); v.Verdict != explain.NeedsPerson {
+		t.Errorf("15 minutes past a stuck_after_s of 600: verdict %s (%+v)", v.Verdict, v.Why)
+	}
+	in.Rec.Box = store.Box{}
+	if v := explain.Decide(in); v.Verdict != explain.Working {
+		t.Errorf("an older copy, 15 minutes under the default stuck_after_s: verdict %s", v.Verdict)
+	}
+}
+
+// TestOldRecordStillReads: a record an older agent wrote (no box) reads, with no box facts.
+func TestOldRecordStillReads(t *testing.T) {
+	var rec store.Record
+	if err := json.Unmarshal([]byte(`{"env_id":"env-a","state":"Failed","tick":4,"token":{"present":true}}`), &rec); err != nil {
+		t.Fatal(err)
+	}
+	if rec.Box != (store.Box{}) || rec.EnvID != "env-a" {
+		t.Errorf("record %+v", rec)
+	}
+	b, err := json.Marshal(store.Record{EnvID: "env-a"})
+	if err != nil || strings.Contains(string(b), `"box"`) {
+		t.Errorf("a record with no box facts writes %s (%v)", b, err)
+	}
+}
+
+// TestFixTheRecordContradicts: advice the record contradicts is never printed.
+func TestFixTheRecordContradicts(t *testing.T) {
+	at := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	exit := vocab.ExitFail
+	decide := func(rec store.Record) explain.Verdict {
+		return explain.Decide(explain.Input{Rec: rec, Recent: []store.TickSummary{{Tick: 2, StartedAt: at, EndedAt: at, Exit: &exit}}, Now: at.Add(time.Minute)})
+	}
+	box := boxes()["record"].box
+
+	t.Run("no bootstrap --force without a grant on disk", func(t *testing.T) {
+		for _, code := range []vocab.Code{vocab.AgentUnauthenticated, vocab.TokenExpired} {
+			rec := recordOf(code, box, at)
+			v := decide(rec)
+			for _, line := range []string{v.Next, v.Why.Next, v.Why.Fix} {
+				if strings.Contains(line, "--force") {
+					t.Errorf("%s: no grant on disk, yet: %s", code, line)
+				}
+			}
+			rec.Box.GrantOnDisk = true
+			if v := decide(rec); code == vocab.AgentUnauthenticated && !strings.Contains(v.Next, "sudo -u monky-deployd monky-deployd bootstrap --force") {
+				t.Errorf("%s: a grant on disk, and no bootstrap --force: %s", code, v.Next)
+			}
+		}
+	})
+	t.Run("no fix env_id when the token's env is the config's", func(t *testing.T) {
+		rec := recordOf(vocab.AgentEnvMismatch, box, at)
+		if fix := decide(rec).Why.Fix; !strings.Contains(fix, "fix env_id") || !strings.Contains(fix, "env-b") {
+			t.Errorf("the token pinned to env-b, config env-a: %s", fix)
+		}
+		rec.Token.EnvID = rec.EnvID
+		if fix := decide(rec).Why.Fix; strings.Contains(fix, "env_id") || strings.Contains(fix, "re-issue") {
+			t.Errorf("the token's env is the config's, yet: %s", fix)
+		}
+	})
+	t.Run("the config key when only the config can clear it", func(t *testing.T) {
+		rec := recordOf(vocab.DiskInsufficient, box, at)
+		rec.Refusal.FreeBytes = 5 << 30 // the images (4.5 GiB) fit; the 2 GiB headroom does not
+		if fix := decide(rec).Why.Fix; !strings.Contains(fix, "disk.headroom_bytes") || !strings.Contains(fix, "'/etc/m d/config.yaml'") {
+			t.Errorf("only the headroom does not fit: %s", fix)
+		}
+		rec.Refusal.FreeBytes = 1 << 30 // the images themselves do not fit
+		if fix := decide(rec).Why.Fix; strings.Contains(fix, "headroom") {
+			t.Errorf("the images do not fit: %s", fix)
+		}
+	})
+	t.Run("nothing is sent while Blocked", func(t *testing.T) {
+		rec := recordOf(vocab.AgentUnauthenticated, box, at)
+		in := explain.Input{Rec: rec, Recent: []store.TickSummary{{Tick: 2, StartedAt: at, EndedAt: at, Exit: &exit}}, Now: at.Add(time.Minute),
+			Outbox: []store.QueuedReport{{ID: 1, Queued: at.Add(-time.Hour), Attempts: 1}}}
+		v := explain.Decide(in)
+		lines := []string{v.Next}
+		for _, w := range v.Also {
+			lines = append(lines, w.Next)
+		}
+		for _, l := range lines {
+			if strings.Contains(l, "next tick") && strings.Contains(l, "outbox") {
+				t.Errorf("a blocked box's outbox is said to be sent: %s", l)
+			}
+		}
+	})
+}
