@@ -43,8 +43,8 @@ lint:
 # its check and names it here; MONKY_REQUIRE_TOOLS=1 (.ci/run) makes each of them a failure
 unit:
 	@skipped=$$(mktemp); st=0; \
-	echo "$(GO) test -count=1 ./..."; \
-	MONKY_SKIPPED_CHECKS=$$skipped $(GO) test -count=1 ./... || st=$$?; \
+	echo "$(GO) test -count=1 -timeout 30m ./..."; \
+	MONKY_SKIPPED_CHECKS=$$skipped $(GO) test -count=1 -timeout 30m ./... || st=$$?; \
 	if [ -s $$skipped ]; then echo "make test: optional checks skipped (MONKY_REQUIRE_TOOLS=1 makes them fail):"; \
 		sort -u $$skipped | sed 's/^/  /'; \
 	else echo "make test: no optional check skipped"; fi; \
