@@ -94,7 +94,7 @@ func (tk *tick) readSecrets(ctx context.Context, man bundle.Manifest) (values ma
 				return nil, nil, false, true, tk.fail(ctx, machine.LoggedIn, vocab.RegistryAuthInvalid, fmt.Sprintf("registry credential at %s: %s", e.Path, err.Error()), false)
 			}
 			redact.Add(auth.Password)
-			if err := docker.WriteDockerConfigFS(tk.fs(), tk.Cfg.DockerConfigDir(), auth); err != nil {
+			if err := tk.Fx.Compose.WriteDockerConfig(tk.fs(), tk.Cfg.DockerConfigDir(), auth); err != nil {
 				return nil, nil, false, true, tk.fail(ctx, machine.LoggedIn, vocab.StageFailed, err.Error(), false)
 			}
 			registry = true
@@ -121,17 +121,17 @@ func (e *modelRefused) Error() string { return string(e.code) + ": " + e.detail 
 // <deploy_dir>/resolved/<sha>.yaml (beside an empty env file) for every compose call to run
 // alone. The check before the lease stays: it refuses early, on placeholders.
 func (tk *tick) writeModel(ctx context.Context, b *bundle.Bundle, env []byte, rel string) error {
-	if err := docker.VerifyRelease("stage", rel); err != nil {
+	if err := tk.Fx.Compose.VerifyRelease("stage", rel); err != nil {
 		return err
 	}
-	p, err := docker.Load(ctx, rel, b.Meta.ComposeFile, b.Files[b.Meta.ComposeFile], env, tk.Cfg.ComposeProject)
+	p, err := tk.Fx.Compose.Load(ctx, rel, b.Meta.ComposeFile, b.Files[b.Meta.ComposeFile], env, tk.Cfg.ComposeProject)
 	if err != nil {
 		return &modelRefused{code: vocab.BundleInvalid, detail: err.Error()}
 	}
 	if f := checkModel(p, rel, b.Meta.Agent.AllowPrivileged); len(f) > 0 {
 		return &modelRefused{code: vocab.PrivilegedRefused, detail: strings.Join(f, "; ") + " (in the model compose would run; bundle.json agent.allow_privileged is not set)"}
 	}
-	model, err := docker.Resolve(p)
+	model, err := tk.Fx.Compose.Resolve(p)
 	if err != nil {
 		return &modelRefused{code: vocab.BundleInvalid, detail: err.Error()}
 	}
