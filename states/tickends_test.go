@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tikali/monky-deployd/effects"
 	"github.com/tikali/monky-deployd/internal/vocab"
 	"github.com/tikali/monky-deployd/store"
 )
@@ -178,5 +179,29 @@ func TestResumeNowHandsItsLockToItsTick(t *testing.T) {
 	}
 	if rec := h.record(); rec.Tick != res.Tick {
 		t.Errorf("the newest tick is %d, want resume --now's %d", rec.Tick, res.Tick)
+	}
+}
+
+// A start that fails before the tick touches anything (docker's group, the transport) is a tick
+// of its own in the journal, and its closing line carries the fields a tick's does: tick, exit
+// and code.
+func TestAFailedStartHasTheClosingLinesFields(t *testing.T) {
+	h := newHarness(t)
+	h.logs.Reset()
+	cause := &effects.Error{Op: "docker", Kind: effects.Permanent, Code: vocab.DockerGroupMissing, Msg: "permission denied on /run/docker.sock"}
+	res := h.agent().RecordStartFailure(cause)
+	if res.Exit != 1 || res.Tick == 0 {
+		t.Fatalf("exit %d tick %d, want 1 of a tick of its own", res.Exit, res.Tick)
+	}
+	var l struct {
+		logLine
+		Tick uint64 `json:"tick"`
+	}
+	lines := strings.Split(strings.TrimSpace(h.logs.String()), "\n")
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &l); err != nil {
+		t.Fatal(err)
+	}
+	if l.Tick != res.Tick || l.Exit == nil || *l.Exit != 1 || l.Code != string(vocab.DockerGroupMissing) || l.Level != "error" || !strings.Contains(l.Message, "permission denied") {
+		t.Errorf("closing line %+v, want tick %d, exit 1, code %s at error", l, res.Tick, vocab.DockerGroupMissing)
 	}
 }
