@@ -2,7 +2,8 @@ package vocab
 
 // Every code the agent journals, reports or finds, and its cause as explain words it. A code of
 // tenancy's or OpenBao's that no release of the agent knows has no constant and no row: explain
-// says it is one. The spelling is a contract (AGENT.md, PROTOCOL.md): it never changes.
+// says it is one. The spelling is a contract (docs/PROTOCOL.md, docs/JOURNAL.md): it never
+// changes.
 const (
 	BundleInvalid        Code = "BUNDLE_INVALID"
 	BundleShaMismatch    Code = "BUNDLE_SHA_MISMATCH"
