@@ -100,10 +100,10 @@ func TestEarlyEndsCarryTheClosingLinesFields(t *testing.T) {
 // each ends by itself (with whatever exit it decides), none is killed. state.json (0.1.x's) is
 // read only by the takeover of a box without a state file: it is planted on one.
 func TestAFIFOInStateDirHangsNoCommand(t *testing.T) {
-	names := []string{"lock", "state.db", "state.db" + store.ReceiptSuffix, "bao.token", metrics.CountersFile, "state.json"}
+	names := []string{"lock", "state.db", "state.db" + store.ReceiptSuffix, "bao.token", metrics.CountersFile, "state.json", "docker/config.json"}
 	commands := [][]string{{"run", "--once"}, {"status"}, {"explain"}, {"resume"}, {"bootstrap"}}
 	for _, name := range names {
-		t.Run(name, func(t *testing.T) {
+		t.Run(strings.ReplaceAll(name, "/", "_"), func(t *testing.T) {
 			b := startBox(t)
 			b.Sim("desire", "--release", "v1")
 			b.tick(0)
@@ -116,6 +116,9 @@ func TestAFIFOInStateDirHangsNoCommand(t *testing.T) {
 				}
 			}
 			p := filepath.Join(b.StateDir, name)
+			if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+				t.Fatal(err)
+			}
 			if err := os.Remove(p); err != nil && !os.IsNotExist(err) {
 				t.Fatal(err)
 			}
