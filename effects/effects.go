@@ -6,8 +6,12 @@ package effects
 
 import (
 	"context"
+	"fmt"
 	"time"
 
+	"github.com/compose-spec/compose-go/v2/types"
+
+	"github.com/tikali/monky-deployd/effects/files"
 	"github.com/tikali/monky-deployd/internal/vocab"
 )
 
@@ -153,7 +157,9 @@ type Bao interface {
 	ReadKV(ctx context.Context, token, path, key string, version int) (string, error)
 }
 
-// Compose runs `docker compose -p <project>` in a directory (the release, `current`).
+// Compose runs `docker compose -p <project>` in a directory (the release, `current`), and
+// prepares what it runs: the release verified, its model loaded and resolved as compose would
+// run it, the registry credential it pulls with.
 type Compose interface {
 	PS(ctx context.Context, dir string) ([]Container, error)
 	Pull(ctx context.Context, dir string) error // the error carries the registry's own message
@@ -163,7 +169,33 @@ type Compose interface {
 	// DataRoot is `docker info -f '{{.DockerRootDir}}'`.
 	DataRoot(ctx context.Context) (string, error)
 	ImagePrune(ctx context.Context) error
+
+	// VerifyRelease checks that the release written at rel is still the one that was verified
+	// (op names the step in the error).
+	VerifyRelease(op, rel string) error
+	// Load loads the compose file of the release at rel (its verified content and the rendered
+	// env) as compose would run it as project: the model the policy decides on.
+	Load(ctx context.Context, rel, composeFile string, content, env []byte, project string) (*types.Project, error)
+	// Resolve is the model compose runs, as `docker compose config` prints it.
+	Resolve(p *types.Project) ([]byte, error)
+	// WriteDockerConfig writes the registry credential as docker's config.json in dir.
+	WriteDockerConfig(fsys files.FS, dir string, a RegistryAuth) error
 }
+
+// RegistryAuth is the registry pull credential. Password is a secret: String never shows it.
+type RegistryAuth struct {
+	Registry string
+	Username string
+	Password string
+}
+
+// String names the credential without its secret.
+func (a RegistryAuth) String() string {
+	return fmt.Sprintf("registry credential for %s (user %s)", a.Registry, a.Username)
+}
+
+// GoString keeps %#v from printing the password.
+func (a RegistryAuth) GoString() string { return a.String() }
 
 // Disk measures free space.
 type Disk interface {

@@ -7,10 +7,10 @@ package effects
 import (
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/tikali/monky-deployd/internal/vocab"
+	"github.com/tikali/monky-deployd/store"
 )
 
 // Kind classifies an effect's failure; the exit code is derived from it in one place (cmd).
@@ -67,31 +67,20 @@ type Error struct {
 }
 
 func (e *Error) Error() string {
-	s := e.Op
-	if e.Code != "" && !strings.Contains(e.Msg, string(e.Code)) {
-		s += ": " + string(e.Code)
-	}
-	if e.Status != 0 {
-		s += fmt.Sprintf(" (HTTP %d)", e.Status)
-	}
-	if e.Msg != "" {
-		s += ": " + e.Msg
-	} else if e.Err != nil {
-		s += ": " + e.Err.Error()
-	}
-	if e.Hint != "" {
-		s += " — " + e.Hint
-	}
-	return s
+	return vocab.ErrorText(e.Op, e.Code, e.Status, e.Msg, e.Err, e.Hint)
 }
 
 func (e *Error) Unwrap() error { return e.Err }
 
-// KindOf returns the Kind of the first *Error in err's chain; an unclassified error is Permanent.
+// KindOf returns the Kind of the first *Error in err's chain; the state file held by another
+// process past the wait (store.ErrLocked) is Temporary; another unclassified error is Permanent.
 func KindOf(err error) Kind {
 	var e *Error
 	if errors.As(err, &e) {
 		return e.Kind
+	}
+	if errors.Is(err, store.ErrLocked) {
+		return Temporary
 	}
 	return Permanent
 }

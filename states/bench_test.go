@@ -7,11 +7,13 @@ import (
 	"time"
 
 	"github.com/tikali/monky-deployd/effects"
+	"github.com/tikali/monky-deployd/effects/docker"
 	"github.com/tikali/monky-deployd/store"
 )
 
-// quietCompose answers ps with two healthy containers, in process (no exec per tick).
-type quietCompose struct{}
+// quietCompose answers ps with two healthy containers, in process (no exec per tick); the
+// release's model is prepared as the agent does.
+type quietCompose struct{ docker.Model }
 
 func (quietCompose) PS(context.Context, string) ([]effects.Container, error) {
 	return []effects.Container{{Name: "monky-env-qa-02-api-1", Service: "api", State: "running", Health: "healthy"},

@@ -5,12 +5,20 @@ import (
 	"fmt"
 	"os"
 	"syscall"
+
+	"github.com/tikali/monky-deployd/effects/files"
 )
 
-// lockFile takes the tick lock without waiting. held is false when another tick has it.
+// lockFile takes the tick lock without waiting. held is false when another tick has it. The
+// lock file is a regular file of its own: a symlink is not followed, and a FIFO, a device or a
+// socket planted there is refused without waiting on it.
 func lockFile(path string) (lk *tickLock, held bool, err error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0o600)
 	if err != nil {
+		return nil, false, fmt.Errorf("tick lock: %w", err)
+	}
+	if err := files.IsRegular(f); err != nil {
+		f.Close()
 		return nil, false, fmt.Errorf("tick lock: %w", err)
 	}
 	return flockFile(f)
@@ -40,11 +48,12 @@ func (l *tickLock) release() {
 }
 
 // TickRunning reports whether a tick holds the lock now (for status and explain). It opens
-// the lock file read-only and never creates it: no lock file means no tick holds it, and a
+// the lock file read-only and never creates it (nor waits on a FIFO planted there: that is no
+// tick either): no lock file means no tick holds it, and a
 // read-only command must leave no file behind (one created by root would lock every later
 // tick out).
 func TickRunning(path string) bool {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	f, err := files.OpenRegular(path)
 	if err != nil {
 		return false
 	}

@@ -162,7 +162,7 @@ func (tk *tick) logEnd(res Result, took time.Duration) {
 		}
 	}
 	ev := tk.Log.WithLevel(level).Int(logging.FieldExit, res.Exit).Str(logging.FieldState, string(tk.eng.State())).Int64(logging.FieldMs, took.Milliseconds())
-	if c := effects.CodeOf(res.Err); res.Err != nil && c != "" {
+	if c := codeOf(res.Err); c != "" {
 		ev = ev.Str(logging.FieldCode, string(c))
 	}
 	if verr == nil {
@@ -172,6 +172,18 @@ func (tk *tick) logEnd(res Result, took time.Duration) {
 		}
 	}
 	ev.Msg(msg)
+}
+
+// codeOf is the code a closing line carries for err: its effect's, STATE_FILE_LOCKED for the
+// state file held by another process past the wait; "" when it has none.
+func codeOf(err error) vocab.Code {
+	if c := effects.CodeOf(err); c != "" {
+		return c
+	}
+	if errors.Is(err, store.ErrLocked) {
+		return vocab.StateFileLocked
+	}
+	return ""
 }
 
 func healthWords(cs []store.Container) string {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tikali/monky-deployd/internal/logging"
 	"github.com/tikali/monky-deployd/internal/vocab"
 	"github.com/tikali/monky-deployd/machine"
 	"github.com/tikali/monky-deployd/store"
@@ -18,23 +19,65 @@ import (
 // block — so the next tick checks again. With dryRun it says what it would clear and
 // changes nothing. It takes the tick lock: it never races a tick.
 func (a *Agent) Resume(dryRun bool) ([]string, error) {
+	cleared, lk, err := a.resume(dryRun)
+	if lk != nil {
+		lk.release()
+	}
+	return cleared, err
+}
+
+// ResumeHolding is Resume that keeps the tick lock when it succeeds: the caller hands it to
+// the tick it runs next (TickHolding), so no other tick can run between the two (`resume
+// --now`), or releases it. held is nil when Resume failed.
+func (a *Agent) ResumeHolding(dryRun bool) (cleared []string, held *HeldLock, err error) {
+	cleared, lk, err := a.resume(dryRun)
+	if err != nil {
+		if lk != nil {
+			lk.release()
+		}
+		return cleared, nil, err
+	}
+	return cleared, &HeldLock{lk: lk}, nil
+}
+
+// HeldLock is the tick lock, held by this process and not yet handed to a tick.
+type HeldLock struct{ lk *tickLock }
+
+// Release lets the lock go without a tick.
+func (h *HeldLock) Release() {
+	if h.lk != nil {
+		h.lk.release()
+		h.lk = nil
+	}
+}
+
+// TickHolding runs one tick under the lock h (taken by ResumeHolding), as Tick does once it has
+// taken its own; the lock is released when the tick ends.
+func (a *Agent) TickHolding(ctx context.Context, h *HeldLock) Result {
+	a.defaults()
+	lk := h.lk
+	h.lk = nil
+	return a.tickHolding(ctx, lk)
+}
+
+// resume is Resume; lk is the tick lock it took (nil when it took none).
+func (a *Agent) resume(dryRun bool) (cleared []string, lk *tickLock, err error) {
 	a.defaults()
 	lk, held, err := lockFile(a.Cfg.LockPath())
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if !held {
-		return nil, fmt.Errorf("a tick is running now; run resume again when it ends")
+		return nil, nil, fmt.Errorf("a tick is running now; run resume again when it ends")
 	}
-	defer lk.release()
 	eng, err := machine.Load(a.Store, a.Now)
 	if err != nil {
-		return nil, err
+		return nil, lk, err
 	}
 	rec := eng.Record()
 	ev, cleared := planResume(eng.State(), rec, a.Now())
 	if ev == "" || dryRun {
-		return cleared, nil
+		return cleared, lk, nil
 	}
 	// resume is journaled as a tick of its own, saying who ran it: it is not part of the
 	// tick before it.
@@ -43,7 +86,7 @@ func (a *Agent) Resume(dryRun bool) ([]string, error) {
 		envID = a.Cfg.EnvID
 	}
 	if _, err := eng.BeginTick(envID); err != nil {
-		return nil, err
+		return nil, lk, err
 	}
 	box := BoxOf(a.Cfg, a.Host)
 	eng.Defer(func(r *store.Record) { r.Box = box })
@@ -57,10 +100,11 @@ func (a *Agent) Resume(dryRun bool) ([]string, error) {
 		r.Attempts, r.NextRetryAt, r.Parked = nil, timeZero, false
 		return nil
 	}}, started)
+	end := eng.EndTick(machine.TickEnd{Exit: ExitCode(err), Action: vocab.ActionResume}, a.Retention)
 	if err != nil {
-		return cleared, err
+		return cleared, lk, err
 	}
-	return cleared, eng.EndTick(machine.TickEnd{Exit: vocab.ExitOK, Action: vocab.ActionResume}, a.Retention)
+	return cleared, lk, end
 }
 
 // planResume is what a resume of a machine in st clears: the event that clears it ("" when
@@ -144,13 +188,34 @@ func (a *Agent) BootstrapCommand(ctx context.Context, force bool) error {
 		}
 		return fmt.Errorf("no bootstrap grant at %s — re-run the install kit", a.Cfg.BootstrapPath)
 	}
-	if eng.State() == machine.Blocked {
-		if err := eng.Fire(machine.Outcome{Event: machine.EvUnblock, Detail: "unblocked: bootstrap with a new grant", Update: func(r *store.Record, _ store.Tx) error {
+	// bootstrap is journaled as a tick of its own: its entries are not the tick's before it
+	envID := eng.Record().EnvID
+	if envID == "" {
+		envID = a.Cfg.EnvID
+	}
+	n, err := eng.BeginTick(envID)
+	if err != nil {
+		return err
+	}
+	tk := a.newTick(eng)
+	tk.number = n
+	tk.Log = a.Log.With().Uint64(logging.FieldTick, n).Logger()
+	err = tk.bootstrapUnblocking(ctx, grant)
+	if end := eng.EndTick(machine.TickEnd{Exit: ExitCode(err), Action: vocab.ActionBootstrap}, a.Retention); err == nil {
+		err = end
+	}
+	return err
+}
+
+// bootstrapUnblocking clears a block (a refused bearer, a pinned env) and logs in with grant.
+func (tk *tick) bootstrapUnblocking(ctx context.Context, grant string) error {
+	if tk.eng.State() == machine.Blocked {
+		if err := tk.eng.Fire(machine.Outcome{Event: machine.EvUnblock, Detail: "unblocked: bootstrap with a new grant", Update: func(r *store.Record, _ store.Tx) error {
 			r.Block = nil
 			return nil
-		}}, a.Now()); err != nil {
+		}}, tk.Now()); err != nil {
 			return err
 		}
 	}
-	return a.newTick(eng).bootstrap(ctx, grant)
+	return tk.bootstrap(ctx, grant)
 }

@@ -3,16 +3,26 @@ package states
 import (
 	"fmt"
 
+	"github.com/rs/zerolog"
+
 	"github.com/tikali/monky-deployd/effects"
+	"github.com/tikali/monky-deployd/internal/logging"
 	"github.com/tikali/monky-deployd/internal/vocab"
 	"github.com/tikali/monky-deployd/machine"
 )
 
 // RecordStartFailure journals a tick that could not start because what it dials with is
-// unusable — a transport this build lacks, an identity it cannot read — so `explain` and
-// `status` name the tick, its exit code and the fix. It changes no state but the tick's.
+// unusable — a transport this build lacks, an identity it cannot read, docker's socket that
+// refuses the agent's user — so `explain` and `status` name the tick, its exit code and the
+// fix, and writes its closing line. It changes no state but the tick's.
 func (a *Agent) RecordStartFailure(cause error) Result {
 	a.defaults()
+	log := a.Log
+	code := effects.CodeOf(cause)
+	if code == "" {
+		code = vocab.LocalFailure
+	}
+	defer func() { EndEarly(log, code, cause) }()
 	res := Result{Exit: ExitCode(cause), Err: cause}
 	lk, held, err := lockFile(a.Cfg.LockPath())
 	if err != nil || !held {
@@ -24,16 +34,35 @@ func (a *Agent) RecordStartFailure(cause error) Result {
 		return res
 	}
 	started := a.Now()
-	if _, err := eng.BeginTick(a.Cfg.EnvID); err != nil {
+	n, err := eng.BeginTick(a.Cfg.EnvID)
+	if err != nil {
 		return res
 	}
-	code := effects.CodeOf(cause)
-	if code == "" {
-		code = vocab.LocalFailure
-	}
+	log = a.Log.With().Uint64(logging.FieldTick, n).Logger()
+	res.Tick = n
 	if err := eng.Note(machine.NoteTickEnd, code, cause.Error(), started, nil); err != nil {
-		a.Log.Warn().Msg(fmt.Sprintf("journal the failed start: %v", err))
+		log.Warn().Msg(fmt.Sprintf("journal the failed start: %v", err))
 	}
 	_ = eng.EndTick(machine.TickEnd{Exit: res.Exit}, a.Retention)
 	return res
+}
+
+// EndEarly writes the closing line of a run that ended before its tick began or could go on
+// (the config, the state file's lock, trust, its open, what it dials with): `exit N: words`
+// with the fields a tick's closing line carries (exit, code; env_id and tick from log's
+// context), at warning for exit 75 and error otherwise. code "" is the error's own.
+func EndEarly(log zerolog.Logger, code vocab.Code, err error) Result {
+	exit := ExitCode(err)
+	if code == "" {
+		code, _ = endWords(err)
+	}
+	if code == "" {
+		code = vocab.LocalFailure
+	}
+	level := zerolog.ErrorLevel
+	if exit == vocab.ExitTemporary {
+		level = zerolog.WarnLevel
+	}
+	log.WithLevel(level).Int(logging.FieldExit, exit).Str(logging.FieldCode, string(code)).Msg(fmt.Sprintf("exit %d: %v", exit, err))
+	return Result{Exit: exit, Err: err}
 }

@@ -95,7 +95,7 @@ func (tk *tick) readSecrets(ctx context.Context, man bundle.Manifest) (values ma
 				return nil, nil, false, true, tk.fail(ctx, machine.LoggedIn, vocab.RegistryAuthInvalid, fmt.Sprintf("registry credential at %s: %s", e.Path, err.Error()), false)
 			}
 			redact.Add(auth.Password)
-			if err := docker.WriteDockerConfigFS(tk.fs(), tk.Cfg.DockerConfigDir(), auth); err != nil {
+			if err := tk.Fx.Compose.WriteDockerConfig(tk.fs(), tk.Cfg.DockerConfigDir(), auth); err != nil {
 				return nil, nil, false, true, tk.fail(ctx, machine.LoggedIn, vocab.StageFailed, err.Error(), false)
 			}
 			registry = true
@@ -123,7 +123,7 @@ func (e *modelRefused) Error() string { return string(e.code) + ": " + e.detail 
 // alone. The load, the policy and the resolution run in a bounded child (checkmodel.go). The
 // check before the lease stays: it refuses early, on placeholders.
 func (tk *tick) writeModel(ctx context.Context, b *bundle.Bundle, env []byte, rel string) error {
-	if err := docker.VerifyRelease("stage", rel); err != nil {
+	if err := tk.Fx.Compose.VerifyRelease("stage", rel); err != nil {
 		return err
 	}
 	model, err := resolveModel(ctx, b, env, rel, tk.Cfg.ComposeProject)

@@ -31,24 +31,29 @@ func (a *Agent) Tick(ctx context.Context) Result {
 	a.defaults()
 	lk, res, held := a.enter()
 	if !held {
+		if res.Err != nil {
+			EndEarly(a.Log, "", res.Err)
+		}
 		return res
 	}
-	defer func() {
-		if lk != nil {
-			lk.release()
-		}
-	}()
+	return a.tickHolding(ctx, lk)
+}
+
+// tickHolding runs the tick under lk, which it releases when the tick ends. A failure before
+// the tick began ends with its closing line (and a journal entry where the file can be
+// written); once begun, the tick always ends: decide, end and finish run whatever failed.
+func (a *Agent) tickHolding(ctx context.Context, lk *tickLock) Result {
+	defer lk.release()
 	phase.Mark("lock")
 	tk, fresh, future, err := a.open()
 	if err != nil {
-		return Result{Exit: vocab.ExitFail, Err: err}
+		if !errors.Is(err, store.ErrLocked) {
+			a.traceEarly(err)
+		}
+		return EndEarly(a.Log, "", err)
 	}
 	began := tk.Now()
-	leftovers, err := tk.settle(fresh, future)
-	if err != nil {
-		return Result{Exit: vocab.ExitFail, Err: err}
-	}
-	res = tk.end(tk.decide(tk.work(ctx, leftovers)))
+	res := tk.end(tk.decide(tk.work(ctx, tk.settle(fresh, future))))
 	phase.Mark("commit")
 	tk.finish(res, tk.Now().Sub(began))
 	return res
@@ -112,25 +117,25 @@ func (a *Agent) open() (tk *tick, fresh bool, future int, err error) {
 
 // settle readies the box before any network call: a box upgraded in place from 0.1.x is taken
 // over (its token, applied sha and releases), the temp files a kill left are settled, the box's
-// secrets are masked and times recorded in the future corrected. A takeover that fails is err;
-// a temp file that cannot be settled is leftovers, which ends the tick before its work.
-func (tk *tick) settle(fresh bool, future int) (leftovers, err error) {
+// secrets are masked and times recorded in the future corrected. A takeover that fails, or a
+// temp file that cannot be settled, is the error that ends the tick before its work.
+func (tk *tick) settle(fresh bool, future int) error {
 	if fresh {
 		if err := tk.takeover(); err != nil {
-			return nil, fmt.Errorf("take over: %w", err)
+			return fmt.Errorf("take over: %w", err)
 		}
 	}
-	leftovers = tk.cleanLeftovers()
+	leftovers := tk.cleanLeftovers()
 	tk.maskBoxSecrets()
 	if err := tk.correctClock(future); err != nil {
 		tk.Log.Warn().Msg("clock check: " + err.Error())
 	}
-	return leftovers, nil
+	return leftovers
 }
 
-// work runs the tick's body (run) under its deadline, unless leftovers ended it: a temporary
-// or local fault met past tick_timeout_s is the deadline's, said as such.
-func (tk *tick) work(ctx context.Context, leftovers error) error {
+// work runs the tick's body (run) under its deadline, unless settling the box failed
+// (unsettled): a temporary or local fault met past tick_timeout_s is the deadline's, said as such.
+func (tk *tick) work(ctx context.Context, unsettled error) error {
 	parent := ctx
 	if tk.TickTimeout > 0 {
 		var cancel context.CancelFunc
@@ -138,7 +143,7 @@ func (tk *tick) work(ctx context.Context, leftovers error) error {
 		defer cancel()
 	}
 	phase.Mark("state-read")
-	err := leftovers
+	err := unsettled
 	if err == nil {
 		err = tk.run(ctx)
 	}
@@ -156,7 +161,8 @@ func (tk *tick) work(ctx context.Context, leftovers error) error {
 // ended early (exit 75 or 1); a temporary fault in laptop mode is exit 0.
 func (tk *tick) decide(err error) Result {
 	res := Result{Exit: ExitCode(err), Err: err, IntervalS: tk.eng.Record().IntervalS, Tick: tk.number}
-	if res.Exit == vocab.ExitTemporary || res.Exit == vocab.ExitFail {
+	// a state file another process holds past the wait takes no note either: the end tries once
+	if (res.Exit == vocab.ExitTemporary || res.Exit == vocab.ExitFail) && !errors.Is(err, store.ErrLocked) {
 		tk.journalEnd(err)
 	}
 	if err != nil && tk.Cfg.LaptopMode && res.Exit == vocab.ExitTemporary {
@@ -426,6 +432,8 @@ func endWords(err error) (vocab.Code, string) {
 		return vocab.BaoUnavailable, msg
 	case errors.As(err, &e) && effects.IsTemporary(err):
 		return vocab.Temporary, msg
+	case errors.Is(err, store.ErrLocked):
+		return vocab.StateFileLocked, msg
 	case local(err):
 		return vocab.LocalFailure, msg
 	}

@@ -12,9 +12,5 @@ import (
 // now: the one source of a failed report's why (PROTOCOL.md §1), explain's one verdict.
 func boxWhy(tx store.Tx, now time.Time, lim explain.Limits) (*effects.ReportWhy, error) {
 	w, _, err := explain.WhyOf(tx, now, lim)
-	if err != nil || w == nil {
-		return nil, err
-	}
-	return &effects.ReportWhy{Code: w.Code, Reason: w.Reason, Verdict: w.Verdict, Since: w.Since,
-		Fault: w.Fault, Evidence: w.Evidence, Next: w.Next, Fix: w.Fix}, nil
+	return w, err
 }

@@ -46,7 +46,8 @@ import (
 const (
 	fileMode = 0o600
 	dirMode  = 0o700
-	// defaultTimeout bounds the wait for another process's lock (status and explain wait no longer).
+	// defaultTimeout bounds the wait for another process's lock (status and explain wait no
+	// longer; a tick waits TickWait).
 	defaultTimeout = time.Second
 	// compactMinBytes: a file smaller than this is never worth compacting.
 	compactMinBytes = 128 << 10
@@ -59,7 +60,8 @@ type BoltOptions struct {
 	// ReadOnly opens a copy for reading (explain --state-file): Update returns ErrReadOnly and a
 	// damaged file is an error, never moved aside.
 	ReadOnly bool
-	// Timeout bounds the wait for the file lock (default 1 s); past it the error wraps ErrLocked.
+	// Timeout bounds the wait for the file lock (default ReaderWait; a tick's is TickWait); past
+	// it the error is a *LockedError, which is ErrLocked.
 	Timeout time.Duration
 	// Logf receives the one line said when a damaged file is moved aside (default: dropped).
 	Logf func(format string, args ...any)
@@ -128,7 +130,7 @@ func (b *Bolt) open(readOnly bool) (*bolt.DB, error) {
 		db, f, err := boltOpen(b.path, b.opts, readOnly)
 		if err != nil {
 			if errors.Is(err, bolterrors.ErrTimeout) {
-				return nil, fmt.Errorf("open %s: %w", b.path, ErrLocked)
+				return nil, lockedAt(b.path)
 			}
 			return nil, fmt.Errorf("open %s: %w", b.path, err)
 		}
@@ -158,7 +160,8 @@ func boltOpen(path string, opts BoltOptions, readOnly bool) (db *bolt.DB, f *os.
 		MaxSize:  int(opts.MaxSize),
 		OpenFile: func(name string, flag int, perm os.FileMode) (*os.File, error) {
 			var err error
-			f, err = os.OpenFile(name, flag|syscall.O_NOFOLLOW, perm)
+			// O_NONBLOCK: a FIFO put in the file's place since the check is not waited on
+			f, err = os.OpenFile(name, flag|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, perm)
 			return f, err
 		},
 	})

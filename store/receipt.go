@@ -99,7 +99,7 @@ func sumOf(f *os.File) (size int64, crc uint32, err error) {
 // sumPath hashes the file at path (no symlink followed) without taking its lock: the caller
 // holds it.
 func sumPath(path string) (size int64, crc uint32, err error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return 0, 0, err
 	}

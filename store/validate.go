@@ -393,7 +393,7 @@ func flockShared(f *os.File, timeout time.Duration) error {
 			return fmt.Errorf("lock %s: %w", f.Name(), err)
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("open %s: %w", f.Name(), ErrLocked)
+			return lockedAt(f.Name())
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

@@ -1,10 +1,6 @@
 package transport
 
-import (
-	"strings"
-
-	"github.com/tikali/monky-deployd/internal/vocab"
-)
+import "github.com/tikali/monky-deployd/internal/vocab"
 
 // Error is a fault the transport decides itself, before or instead of a socket: no usable
 // transport in the config, an unusable identity, an address outside the mapping, a CA file
@@ -21,19 +17,7 @@ type Error struct {
 }
 
 func (e *Error) Error() string {
-	s := e.Op
-	if e.Code != "" && !strings.Contains(e.Msg, string(e.Code)) {
-		s += ": " + string(e.Code)
-	}
-	if e.Msg != "" {
-		s += ": " + e.Msg
-	} else if e.Err != nil {
-		s += ": " + e.Err.Error()
-	}
-	if e.Hint != "" {
-		s += " — " + e.Hint
-	}
-	return s
+	return vocab.ErrorText(e.Op, e.Code, 0, e.Msg, e.Err, e.Hint)
 }
 
 func (e *Error) Unwrap() error { return e.Err }

@@ -141,22 +141,26 @@ TLS or identity fault, a usage or config error. Files, environment: monky-deploy
 func loadConfig(c *cli.Context) (*config.Config, error) {
 	cfg, err := config.Load(c.String("config"))
 	if err != nil {
-		return nil, fail(1, "%v", err)
+		return nil, &exitError{code: 1, msg: err.Error(), cause: err}
 	}
 	return cfg, nil
 }
 
+// openStore opens the state file for a command that changes state: it waits store.TickWait for
+// readers (status, explain, the bbolt CLI) to let go, longer than they wait for it. Its error
+// carries the cause, so a state file held past the wait exits 75.
 func openStore(cfg *config.Config, log zerolog.Logger) (*store.Bolt, error) {
 	if err := os.MkdirAll(cfg.StateDir, 0o700); err != nil {
-		return nil, fail(1, "state dir: %v", err)
+		return nil, &exitError{code: 1, msg: fmt.Sprintf("state dir: %v", err), cause: fmt.Errorf("state dir: %w", err)}
 	}
 	// nothing is read from or written through a state_dir or state.db the agent cannot trust
 	if err := states.CheckTrust(cfg); err != nil {
-		return nil, fail(1, "%v", err)
+		return nil, &exitError{code: 1, msg: err.Error(), cause: err}
 	}
-	st, err := store.OpenBolt(cfg.StatePath(), store.BoltOptions{Logf: func(f string, a ...any) { log.Warn().Msgf(f, a...) }})
+	st, err := store.OpenBolt(cfg.StatePath(), store.BoltOptions{Timeout: store.TickWait, Logf: func(f string, a ...any) { log.Warn().Msgf(f, a...) }})
 	if err != nil {
-		return nil, fail(1, "state file: %v", err)
+		err = fmt.Errorf("state file: %w", err)
+		return nil, &exitError{code: states.ExitCode(err), msg: err.Error(), cause: err}
 	}
 	return st, nil
 }

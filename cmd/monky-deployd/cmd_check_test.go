@@ -21,7 +21,7 @@ func runIn(args ...string) (string, string, int) {
 }
 
 // TestCheckConfig: every problem of a config is a line naming its line and key, in the file's
-// order, and exit 1; a good config exits 0; the --config path is the default; nothing is
+// order (an unknown key one edit from a known one with its did-you-mean), and exit 1; a good config exits 0; the --config path is the default; nothing is
 // created, not even the state_dir the config names.
 func TestCheckConfig(t *testing.T) {
 	dir := t.TempDir()
@@ -39,9 +39,9 @@ func TestCheckConfig(t *testing.T) {
 	lines := strings.Split(strings.TrimRight(o, "\n"), "\n")
 	want := []string{
 		`line 2: site "two words" must be one word`,
-		`line 3: unknown key "docker_bni"`,
+		`line 3: unknown key "docker_bni" (did you mean "docker_bin"?)`,
 		`line 5: tenancy.port: want an integer, got "abc"`,
-		`line 6: unknown key "tenancy.bse_url"`,
+		`line 6: unknown key "tenancy.bse_url" (did you mean "tenancy.base_url"?)`,
 		`line 8: log_level "LOUD" must be DEBUG, INFO, WARN or ERROR`,
 	}
 	if c != 1 || e != "" || len(lines) != len(want) {

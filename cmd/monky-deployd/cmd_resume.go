@@ -41,9 +41,15 @@ func cmdResume(c *cli.Context, stdout, stderr io.Writer) error {
 		return fail(1, "resume: %v", err)
 	}
 	dry := c.Bool("dry-run")
-	cleared, err := a.Resume(dry)
+	now := c.Bool("now") && !dry
+	cleared, held, err := a.ResumeHolding(dry)
 	if err != nil {
 		return fail(1, "resume: %v", err)
+	}
+	// --now hands the lock to its tick: no timer tick can run between the two
+	defer held.Release()
+	if !now {
+		held.Release()
 	}
 	verb := "cleared"
 	if dry {
@@ -58,7 +64,7 @@ func cmdResume(c *cli.Context, stdout, stderr io.Writer) error {
 	for _, s := range resumeChecks(cfg, before) {
 		fmt.Fprintln(stdout, "check: "+s)
 	}
-	if dry || !c.Bool("now") {
+	if !now {
 		if !dry && len(cleared) > 0 {
 			fmt.Fprintln(stdout, "the next tick checks again (or run `monky-deployd resume --now`)")
 		}
@@ -68,7 +74,7 @@ func cmdResume(c *cli.Context, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	return tickExit(agent.Tick(context.Background()))
+	return tickExit(agent.TickHolding(context.Background(), held))
 }
 
 // resumeChecks re-checks, where it is cheap, what the next tick needs: the config (read again

@@ -45,22 +45,31 @@ func runCommand(stderr io.Writer) *cli.Command {
 
 func cmdRun(c *cli.Context, stderr io.Writer) error {
 	phase.Mark("cli")
-	cfg, log, st, err := setup(c, stderr)
+	cfg, err := loadConfig(c)
 	if err != nil {
-		return err
+		return endEarly(newLogger(nil, stderr), vocab.ConfigInvalid, err)
+	}
+	if err := wrongUser(c, cfg); err != nil {
+		return err // an operator's command line, not the timer's tick: the usual line
+	}
+	log := newLogger(cfg, stderr)
+	phase.Mark("config")
+	st, err := openStore(cfg, log)
+	phase.Mark("store-open")
+	if err != nil {
+		return endEarly(log, "", err)
 	}
 	a, err := newAgent(cfg, log, st)
 	if err != nil {
 		if ee := (*exitError)(nil); errors.As(err, &ee) && ee.cause != nil {
 			// the tick's first line: journaled too, so explain and status name it
-			(&states.Agent{Cfg: cfg, Store: st, Log: log}).RecordStartFailure(ee.cause)
+			return tickExit((&states.Agent{Cfg: cfg, Store: st, Log: log}).RecordStartFailure(ee.cause))
 		}
-		return err
+		return endEarly(log, "", err)
 	}
 	// a user docker's socket refuses: the fix, journaled, before the tick touches anything
 	if err := docker.CheckGroup(docker.Socket()); err != nil {
-		a.RecordStartFailure(err)
-		return &exitError{code: 1, msg: err.Error(), cause: err}
+		return tickExit(a.RecordStartFailure(err))
 	}
 	a.Prune = c.Bool("prune")
 	phase.Mark("wire")
@@ -72,6 +81,16 @@ func cmdRun(c *cli.Context, stderr io.Writer) error {
 		return tickExit(res)
 	}
 	return loop(cfg, a, st, log)
+}
+
+// endEarly ends a run that failed before its tick began with the closing line a tick has, its
+// fields included (states.EndEarly); code "" is the error's own.
+func endEarly(log zerolog.Logger, code vocab.Code, err error) error {
+	var ee *exitError
+	if errors.As(err, &ee) && ee.cause != nil {
+		err = ee.cause
+	}
+	return tickExit(states.EndEarly(log, code, err))
 }
 
 // writeMetrics writes the node_exporter textfile after a tick when metrics_path is set. A

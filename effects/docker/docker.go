@@ -52,8 +52,9 @@ const (
 	MsgMax = 600
 )
 
-// CLI is effects.Compose over `<Bin> compose -p <Project>`.
+// CLI is effects.Compose over `<Bin> compose -p <Project>`; its Model prepares what compose runs.
 type CLI struct {
+	Model
 	Bin             string
 	Project         string
 	DockerConfigDir string

@@ -9,24 +9,14 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/tikali/monky-deployd/effects"
 	"github.com/tikali/monky-deployd/effects/files"
 	"github.com/tikali/monky-deployd/internal/failpoint"
 )
 
-// RegistryAuth is the registry pull credential. Password is a secret: String never shows it.
-type RegistryAuth struct {
-	Registry string
-	Username string
-	Password string
-}
-
-// String names the credential without its secret.
-func (a RegistryAuth) String() string {
-	return fmt.Sprintf("registry credential for %s (user %s)", a.Registry, a.Username)
-}
-
-// GoString keeps %#v from printing the password.
-func (a RegistryAuth) GoString() string { return a.String() }
+// RegistryAuth is the registry pull credential (effects.RegistryAuth). Password is a secret:
+// String never shows it.
+type RegistryAuth = effects.RegistryAuth
 
 // ParseRegistryAuth reads the manifest's registry-auth value: a JSON object
 // {"registry", "username", "password"} (registry optional, then defaultRegistry) or a bare

@@ -16,9 +16,9 @@ func TestParseRegistryAuth(t *testing.T) {
 		want       RegistryAuth
 	}{
 		{`{"registry":"harbor.tikali.net","username":"robot$monky","password":"p:w:d"}`, "other.example",
-			RegistryAuth{"harbor.tikali.net", "robot$monky", "p:w:d"}},
-		{` {"username":"robot","password":"pw"} `, "harbor.tikali.net", RegistryAuth{"harbor.tikali.net", "robot", "pw"}},
-		{"robot$monky:pa:ss:word\n", "harbor.tikali.net", RegistryAuth{"harbor.tikali.net", "robot$monky", "pa:ss:word"}},
+			RegistryAuth{Registry: "harbor.tikali.net", Username: "robot$monky", Password: "p:w:d"}},
+		{` {"username":"robot","password":"pw"} `, "harbor.tikali.net", RegistryAuth{Registry: "harbor.tikali.net", Username: "robot", Password: "pw"}},
+		{"robot$monky:pa:ss:word\n", "harbor.tikali.net", RegistryAuth{Registry: "harbor.tikali.net", Username: "robot$monky", Password: "pa:ss:word"}},
 	}
 	for _, c := range cases {
 		got, err := ParseRegistryAuth(c.value, c.def)
@@ -43,7 +43,7 @@ func TestParseRegistryAuth(t *testing.T) {
 			t.Errorf("error carries the value: %v", err)
 		}
 	}
-	a := RegistryAuth{"h", "u", secret}
+	a := RegistryAuth{Registry: "h", Username: "u", Password: secret}
 	for _, s := range []string{a.String(), fmt.Sprintf("%v %+v %#v %s", a, a, a, a)} {
 		if strings.Contains(s, secret) {
 			t.Errorf("formatting shows the password: %s", s)

@@ -91,7 +91,7 @@ func (osFS) Rename(oldpath, newpath string) error         { return os.Rename(old
 func (osFS) Symlink(target, link string) error            { return os.Symlink(target, link) }
 func (osFS) Remove(path string) error                     { return os.Remove(path) }
 func (osFS) RemoveAll(path string) error                  { return os.RemoveAll(path) }
-func (osFS) ReadFile(path string) ([]byte, error)         { return os.ReadFile(path) }
+func (osFS) ReadFile(path string) ([]byte, error)         { return ReadRegular(path) }
 func (osFS) Readlink(path string) (string, error)         { return os.Readlink(path) }
 func (osFS) Lstat(path string) (fs.FileInfo, error)       { return os.Lstat(path) }
 func (osFS) ReadDir(dir string) ([]fs.DirEntry, error)    { return os.ReadDir(dir) }

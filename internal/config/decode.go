@@ -2,15 +2,12 @@ package config
 
 import (
 	"bytes"
-	"cmp"
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"math"
 	"reflect"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,8 +15,11 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// Decoding is yaml's: KnownFields(true) refuses a key the Config does not have, at every
-// depth. The file's nodes say where each key is, so every problem names its key and line.
+// Every key of the file is looked up in the Config's own table of keys (keyTypes): one it does
+// not have is reported with its line, and a did-you-mean when one key of the same mapping is a
+// single edit away. yaml then decodes with KnownFields(true): a refusal of its that no key's
+// problem explains is reported in its own words, so nothing yaml refuses is let through. The
+// file's nodes say where each key is, so every problem names its key and line.
 // Two things are checked before yaml decodes, because yaml does not refuse them: a key given
 // twice (yaml drops the whole mapping that holds it) and the scalars yaml reads more leniently
 // than a config may be written (see takes).
@@ -137,29 +137,23 @@ func (p *parser) index(m *yaml.Node, prefix string) {
 	}
 }
 
-// decode has yaml decode data into cfg with KnownFields(true) and reports, key by key in the
-// file's order, each key yaml does not know and each value of a type its key does not take.
-// A refusal of yaml's that no key's problem explains is reported in yaml's words: nothing
-// yaml refuses is let through.
+// decode reports, key by key in the file's order, each key the Config does not have and each
+// value of a type its key does not take, then has yaml decode data into cfg with
+// KnownFields(true). A refusal of yaml's that no key's problem explains is reported in yaml's
+// words: nothing yaml refuses is let through.
 func (p *parser) decode(data []byte, cfg *Config) {
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	unknown, others := yamlProblems(dec.Decode(cfg))
 	for _, e := range p.order {
 		t, known := keyTypes[e.key]
-		at := lineKey{e.line, e.name}
 		switch {
-		case !known && unknown[at] && knownParent(e):
-			delete(unknown, at)
-			p.report(p.unknownKey(e))
 		case known:
 			p.report(p.checkType(e, t))
+		case knownParent(e):
+			p.report(p.unknownKey(e))
 		}
 	}
-	for _, at := range slices.SortedFunc(maps.Keys(unknown), func(a, b lineKey) int { return cmp.Compare(a.line, b.line) }) {
-		others = append(others, &Error{Line: at.line, Msg: fmt.Sprintf("unknown key %q", at.name)})
-	}
-	for _, o := range others {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	for _, o := range yamlProblems(dec.Decode(cfg)) {
 		if !p.explained(o.Line) {
 			p.report(&Error{Path: p.path, Line: o.Line, Msg: o.Msg})
 		}
@@ -176,56 +170,89 @@ func (p *parser) explained(line int) bool {
 	return false
 }
 
-// lineKey is a key as yaml names one it does not know: its line and its name.
-type lineKey struct {
-	line int
-	name string
-}
+// yaml's messages are read only when it refused something: their pattern is built then.
+var yamlLineRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?s)^line (\d+): (.*)$`) })
 
-// yaml's messages are read only when it refused something: their patterns are built then.
-var (
-	yamlLineRe    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?s)^line (\d+): (.*)$`) })
-	yamlUnknownRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?s)^field (.*) not found in type \S+$`) })
-)
-
-// yamlProblems sorts yaml's refusals: the keys it does not know, and the rest (with their line).
-func yamlProblems(err error) (unknown map[lineKey]bool, others []*Error) {
-	unknown = map[lineKey]bool{}
+// yamlProblems is yaml's refusals, each with its line when yaml gave one.
+func yamlProblems(err error) []*Error {
 	var te *yaml.TypeError
 	if err == nil || !errors.As(err, &te) {
 		if err != nil {
-			others = append(others, &Error{Msg: strings.TrimPrefix(err.Error(), "yaml: ")})
+			return []*Error{{Msg: strings.TrimPrefix(err.Error(), "yaml: ")}}
 		}
-		return unknown, others
+		return nil
 	}
+	var out []*Error
 	for _, s := range te.Errors {
 		m := yamlLineRe().FindStringSubmatch(s)
 		if m == nil {
-			others = append(others, &Error{Msg: s})
+			out = append(out, &Error{Msg: s})
 			continue
 		}
 		line, _ := strconv.Atoi(m[1])
-		if u := yamlUnknownRe().FindStringSubmatch(m[2]); u != nil {
-			unknown[lineKey{line, u[1]}] = true
-			continue
-		}
-		others = append(others, &Error{Line: line, Msg: m[2]})
+		out = append(out, &Error{Line: line, Msg: m[2]})
 	}
-	return unknown, others
+	return out
 }
 
-// knownParent reports whether the mapping holding e is one the Config has (yaml looks no
-// deeper than a key it does not know).
+// knownParent reports whether the mapping holding e is the file's top or a mapping key the
+// Config has (under a key it does not have, only that key is reported).
 func knownParent(e *entry) bool {
-	_, ok := keyTypes[e.parent]
-	return e.parent == "" || ok
+	t, ok := keyTypes[e.parent]
+	return e.parent == "" || ok && t.Kind() == reflect.Struct
 }
 
 func (p *parser) unknownKey(e *entry) *Error {
 	if e.name == "approle" {
 		return p.errf(e.key, "%s: %s", e.key, approleMsg)
 	}
+	if near := nearKey(e); near != "" {
+		return p.errf(e.key, "unknown key %q (did you mean %q?)", e.key, near)
+	}
 	return p.errf(e.key, "unknown key %q", e.key)
+}
+
+// nearKey is the one key of e's mapping that is a single edit (a letter added, dropped,
+// changed, or two neighbours swapped) away from e's name; "" when none or more than one is.
+func nearKey(e *entry) string {
+	prefix := ""
+	if e.parent != "" {
+		prefix = e.parent + "."
+	}
+	near := ""
+	for k := range keyTypes {
+		name, ok := strings.CutPrefix(k, prefix)
+		if !ok || strings.Contains(name, ".") || !oneEdit(e.name, name) {
+			continue
+		}
+		if near != "" {
+			return ""
+		}
+		near = k
+	}
+	return near
+}
+
+// oneEdit reports whether a and b differ by exactly one edit: a byte inserted, deleted or
+// replaced, or two adjacent bytes swapped.
+func oneEdit(a, b string) bool {
+	if len(a) > len(b) {
+		a, b = b, a
+	}
+	if a == b || len(b)-len(a) > 1 {
+		return false
+	}
+	i := 0
+	for i < len(a) && a[i] == b[i] {
+		i++
+	}
+	if len(a) < len(b) {
+		return a[i:] == b[i+1:]
+	}
+	if a[i+1:] == b[i+1:] {
+		return true
+	}
+	return i+1 < len(a) && a[i] == b[i+1] && a[i+1] == b[i] && a[i+2:] == b[i+2:]
 }
 
 // keyTypes is every key the Config has, dotted, with the type its value decodes into: read

@@ -141,6 +141,8 @@ func TestParseErrors(t *testing.T) {
 		{"unknown nested", "env_id: env-qa-02\nsite: cbs\ntenancy:\n  service: x\n  port: 443\n\n  prot: 1\n",
 			`config /etc/x.yaml: line 7: unknown key "tenancy.prot"`},
 		{"unknown deep", minimal + "disk:\n  factor: 2\n  extra:\n    a: 1\n", `line 5: unknown key "disk.extra"`},
+		{"did you mean", minimal + "healthy_timeot_s: 60\n", `line 3: unknown key "healthy_timeot_s" (did you mean "healthy_timeout_s"?)`},
+		{"did you mean swapped", minimal + "tenancy:\n  prot: 1\n", `line 4: unknown key "tenancy.prot" (did you mean "tenancy.port"?)`},
 		{"approle", minimal + "bao:\n  addr: https://b:8200\n  approle:\n    role_id: x\n",
 			`config /etc/x.yaml: line 5: bao.approle: AppRole is gone (ADR-0028 amendment): the agent logs in with the deploy grant (jwt-tenancy/see-env)`},
 		{"duplicate", minimal + "site: other\n", `line 3: key "site" given twice (first on line 2)`},
@@ -452,5 +454,20 @@ func TestParseAllReportsEveryKeyGivenTwice(t *testing.T) {
 	if len(errs) != 2 || errs[0].Line != 5 || errs[0].Key != "tenancy.port" || errs[1].Line != 7 || errs[1].Key != "site" ||
 		!strings.Contains(errs[0].Error(), `key "tenancy.port" given twice (first on line 4)`) {
 		t.Fatalf("problems %q", errs)
+	}
+}
+
+// A did-you-mean is offered only for the one key of the same mapping a single edit away: not
+// for a key of another mapping, not for a miss two edits away.
+func TestDidYouMeanOnlyOneEditInItsMapping(t *testing.T) {
+	for _, y := range []string{
+		minimal + "bao:\n  interval_s: 1\n", // a top-level key, written under bao
+		minimal + "healthy_tmeot_s: 60\n",   // two edits away
+		minimal + "tenancy:\n  healthy_timeout_s: 1\n",
+	} {
+		_, err := Parse([]byte(y), "/etc/x.yaml")
+		if err == nil || !strings.Contains(err.Error(), "unknown key") || strings.Contains(err.Error(), "did you mean") {
+			t.Errorf("%q: %v", y, err)
+		}
 	}
 }

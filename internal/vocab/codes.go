@@ -2,7 +2,8 @@ package vocab
 
 // Every code the agent journals, reports or finds, and its cause as explain words it. A code of
 // tenancy's or OpenBao's that no release of the agent knows has no constant and no row: explain
-// says it is one. The spelling is a contract (AGENT.md, PROTOCOL.md): it never changes.
+// says it is one. The spelling is a contract (docs/PROTOCOL.md, docs/JOURNAL.md): it never
+// changes.
 const (
 	BundleInvalid        Code = "BUNDLE_INVALID"
 	BundleShaMismatch    Code = "BUNDLE_SHA_MISMATCH"
@@ -46,6 +47,8 @@ const (
 	Temporary            Code = "TEMPORARY"
 	TickDeadline         Code = "TICK_DEADLINE"
 	LocalFailure         Code = "LOCAL_FAILURE"
+	StateFileLocked      Code = "STATE_FILE_LOCKED"
+	ConfigInvalid        Code = "CONFIG_INVALID"
 	TokenExpired         Code = "TOKEN_EXPIRED"
 	TokenExpiring        Code = "TOKEN_EXPIRING"
 	LeaseEveryTick       Code = "LEASE_EVERY_TICK"
@@ -162,6 +165,10 @@ var causes = map[Code]Cause{
 		"monky-deployd explain -n 3   # the step durations show what was slow", ""},
 	LocalFailure: {KindFailure, "the agent's own files failed it (state_dir, the token file, the lock file, deploy_dir or the state file): nothing was sent",
 		"sudo ls -la {state_dir} {deploy_dir}   # owner monky-deployd, not group- or world-writable, no symlink for bao.token, lock or state.db; then: sudo -u monky-deployd monky-deployd run --once (a bao.token removed as unusable is made again from a fresh bootstrap.jwt: re-run the install kit first)", ""},
+	StateFileLocked: {KindTemporary, "another process (status, explain, the bbolt CLI) held the state file longer than a tick waits for it (15 s), so the tick could not open it and ended without touching the box; the next tick tries again",
+		"sudo journalctl -u monky-deployd -n 5   # the tick's closing line names the holder (pid and command): end it, or let it finish; the next tick runs", ""},
+	ConfigInvalid: {KindFailure, "the config file (config.yaml) could not be read or was refused (an unknown key, a value out of range, its owner or mode), so no tick ran",
+		"monky-deployd check config {config}   # names each problem's line and key", ""},
 	TokenExpired: {KindFinding, "the box's OpenBao token has expired: it was not renewed and no new lease replaced it",
 		"sudo ls -l {bootstrap}   # no grant there: re-run the install kit; then: sudo -u monky-deployd monky-deployd bootstrap --force", ""},
 	TokenExpiring: {KindFinding, "the box's OpenBao token is about to expire and is not being kept alive: renew-self no longer extends it (its max ttl) and no new lease replaced it",

@@ -4,7 +4,8 @@
 // transport, effects, the machine and its steps) name the constants; explain, status, the docs'
 // table and a failed report's why read the registry.
 //
-// It sits below every other package of the agent and imports none of them.
+// It also words a classified error once (ErrorText), for effects and transport alike. It sits
+// below every other package of the agent and imports none of them.
 package vocab
 
 import "sort"

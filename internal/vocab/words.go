@@ -8,6 +8,8 @@ const (
 	ActionDown  = "down"
 	// ActionResume is the action of the tick `resume` journals on its own.
 	ActionResume = "resume"
+	// ActionBootstrap is the action of the tick `bootstrap` journals on its own.
+	ActionBootstrap = "bootstrap"
 )
 
 // Exit codes: a contract with the timer and the loop (docs/OPERATIONS.md, "Exit codes"). The

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tikali/monky-deployd/effects"
 	"github.com/tikali/monky-deployd/internal/vocab"
 	"github.com/tikali/monky-deployd/machine"
 	"github.com/tikali/monky-deployd/machine/explain"
@@ -154,7 +155,7 @@ func TestPrivilegedRefusedNamesWhatItIs(t *testing.T) {
 			}); err != nil {
 				t.Fatal(err)
 			}
-			var r *explain.ReportWhy
+			var r *effects.ReportWhy
 			if err := st.View(func(tx store.Tx) error {
 				var err error
 				r, _, err = explain.WhyOf(tx, at.Add(time.Minute), explain.Limits{TickRunning: true})

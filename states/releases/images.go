@@ -13,15 +13,19 @@ import (
 	"github.com/compose-spec/compose-go/v2/types"
 	"github.com/distribution/reference"
 
-	"github.com/tikali/monky-deployd/effects/docker"
 	"github.com/tikali/monky-deployd/internal/bundle"
 	"github.com/tikali/monky-deployd/machine"
 )
 
+// ModelLoader loads a release's compose model as compose runs it (effects.Compose's Load).
+type ModelLoader interface {
+	Load(ctx context.Context, rel, composeFile string, content, env []byte, project string) (*types.Project, error)
+}
+
 // ReleaseImages is every image the release written at dir names: its compose file
-// (bundle.json's compose_file, default compose.yaml) loaded by compose's own loader with the
-// release's `.env`, as compose runs it (docker.Load), services of every profile included.
-func ReleaseImages(ctx context.Context, dir, project string) ([]reference.Named, error) {
+// (bundle.json's compose_file, default compose.yaml) loaded by m with the release's `.env`, as
+// compose runs it, services of every profile included.
+func ReleaseImages(ctx context.Context, m ModelLoader, dir, project string) ([]reference.Named, error) {
 	short := machine.ShortSha(filepath.Base(dir))
 	composeFile := "compose.yaml"
 	if b, err := os.ReadFile(filepath.Join(dir, bundle.MetaFile)); err == nil {
@@ -46,7 +50,7 @@ func ReleaseImages(ctx context.Context, dir, project string) ([]reference.Named,
 	if err != nil {
 		return nil, fmt.Errorf("release %s: %w", short, err)
 	}
-	p, err := docker.Load(ctx, rel, composeFile, content, env, project)
+	p, err := m.Load(ctx, rel, composeFile, content, env, project)
 	if err != nil {
 		return nil, fmt.Errorf("release %s: %w", short, err)
 	}

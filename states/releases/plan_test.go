@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/distribution/reference"
+
+	"github.com/tikali/monky-deployd/effects/docker"
 )
 
 func TestPlan(t *testing.T) {
@@ -102,7 +104,7 @@ func TestReleaseImages(t *testing.T) {
 	write("bundle.json", `{"env_id": "e", "compose_file": "app.yaml"}`)
 	write("app.yaml", "services:\n  api:\n    image: harbor.example/monky/api:${TAG}\n  tool:\n    image: busybox\n    profiles: [tools]\n  built:\n    build: .\n")
 	write(".env", "TAG=r7\n")
-	got, err := ReleaseImages(context.Background(), dir, "proj")
+	got, err := ReleaseImages(context.Background(), docker.Model{}, dir, "proj")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +116,7 @@ func TestReleaseImages(t *testing.T) {
 		t.Fatalf("images %v, want %v", s, want)
 	}
 	write("app.yaml", "services:\n  api:\n    image: 'Not A Name'\n")
-	if _, err := ReleaseImages(context.Background(), dir, "proj"); err == nil {
+	if _, err := ReleaseImages(context.Background(), docker.Model{}, dir, "proj"); err == nil {
 		t.Fatal("an image name that does not parse was taken")
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/tikali/monky-deployd/effects/files"
 	"github.com/tikali/monky-deployd/store"
 )
 
@@ -77,7 +78,7 @@ func Read(stateDir, deployDir, current string, readToken func() (string, error))
 // readLegacyState reads state.json: nil and "" when absent; nil and a problem when it cannot
 // be used (unreadable, too big, not a JSON object, applied_sha not a string…). Never fatal.
 func readLegacyState(path string) (*legacyState, string) {
-	f, err := os.Open(path)
+	f, err := files.OpenRegular(path) // a FIFO planted there is unreadable, not waited on
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, ""

@@ -21,6 +21,7 @@ import (
 
 	"github.com/tikali/monky-deployd/effects"
 	"github.com/tikali/monky-deployd/effects/bao"
+	"github.com/tikali/monky-deployd/effects/docker"
 	"github.com/tikali/monky-deployd/effects/tenancy"
 	"github.com/tikali/monky-deployd/internal/config"
 	"github.com/tikali/monky-deployd/states"
@@ -90,9 +91,10 @@ func ScratchDir(name string) string {
 // release that was last brought up has a compose file naming an image tag that starts with
 // "bad-". It counts the calls.
 type Compose struct {
-	unhealthy atomic.Bool
-	PSCalls   atomic.Int64
-	UpCalls   atomic.Int64
+	docker.Model // the release's model is loaded and resolved as the agent does
+	unhealthy    atomic.Bool
+	PSCalls      atomic.Int64
+	UpCalls      atomic.Int64
 }
 
 // PS lists the two containers.

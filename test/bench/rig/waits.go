@@ -91,44 +91,46 @@ func (x wBao) ReadKV(ctx context.Context, token, path, key string, version int) 
 	return x.b.ReadKV(ctx, token, path, key, version)
 }
 
+// wCompose times the docker commands; the model's preparation (no docker command) is not a
+// wait and passes through.
 type wCompose struct {
-	c effects.Compose
+	effects.Compose
 	w *Waits
 }
 
 func (x wCompose) PS(ctx context.Context, dir string) ([]effects.Container, error) {
 	defer x.w.since(time.Now())
-	return x.c.PS(ctx, dir)
+	return x.Compose.PS(ctx, dir)
 }
 
 func (x wCompose) Pull(ctx context.Context, dir string) error {
 	defer x.w.since(time.Now())
-	return x.c.Pull(ctx, dir)
+	return x.Compose.Pull(ctx, dir)
 }
 
 func (x wCompose) Up(ctx context.Context, dir string) error {
 	defer x.w.since(time.Now())
-	return x.c.Up(ctx, dir)
+	return x.Compose.Up(ctx, dir)
 }
 
 func (x wCompose) Down(ctx context.Context, dir string, volumes bool) error {
 	defer x.w.since(time.Now())
-	return x.c.Down(ctx, dir, volumes)
+	return x.Compose.Down(ctx, dir, volumes)
 }
 
 func (x wCompose) Logs(ctx context.Context, dir string, tail int) (string, error) {
 	defer x.w.since(time.Now())
-	return x.c.Logs(ctx, dir, tail)
+	return x.Compose.Logs(ctx, dir, tail)
 }
 
 func (x wCompose) DataRoot(ctx context.Context) (string, error) {
 	defer x.w.since(time.Now())
-	return x.c.DataRoot(ctx)
+	return x.Compose.DataRoot(ctx)
 }
 
 func (x wCompose) ImagePrune(ctx context.Context) error {
 	defer x.w.since(time.Now())
-	return x.c.ImagePrune(ctx)
+	return x.Compose.ImagePrune(ctx)
 }
 
 type wDisk struct {
