@@ -239,6 +239,9 @@ func (in Input) refusedWhy(mk maker, nextTick string) *Why {
 		return nil
 	}
 	next := fmt.Sprintf("sha %s stays refused: it is not fetched again; %s", machine.ShortSha(r.Sha), clears(r.Code))
+	if dockerRefusal(r.Code) {
+		next = "checked again at every tick (the next " + nextTick + "), before any lease; the apply goes on by itself once docker compose can run"
+	}
 	if r.Code == vocab.DiskInsufficient {
 		next = "measured again at every tick (the next " + nextTick + "); the apply goes on by itself once the space is there"
 		if r.NeedBytes > implausibleNeed {
