@@ -227,4 +227,3 @@ func TestNoComposeCostsNoLease(t *testing.T) {
 		})
 	}
 }
-
