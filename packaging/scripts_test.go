@@ -394,3 +394,41 @@ func TestReinstallRestoresTheTimersEnablement(t *testing.T) {
 		})
 	}
 }
+
+// purge runs the agent prerm kept aside (`monky-deployd purge`: the token revoked at OpenBao,
+// what stays) before it deletes the token and the config, and deletes that copy with the rest;
+// without the copy it says the token was not revoked.
+func TestPostrmPurgeRevokesThroughTheKeptAgent(t *testing.T) {
+	t.Parallel()
+	for _, kept := range []bool{true, false} {
+		s := newSandbox(t)
+		testkit.WriteFile(t, s.path("var/lib/monky-deployd/bao.token"), "tok\n", 0o600)
+		testkit.WriteFile(t, s.path("etc/monky-deployd/config.yaml"), "env_id: env-qa-02\nsite: cbs\n", 0o640)
+		helper := s.path("var/lib/monky-deployd/.purge/monky-deployd")
+		if kept {
+			// the kept agent: what it was given, and whether the token and config were still there
+			testkit.WriteFile(t, helper, "#!/bin/sh\necho \"called with $*\"\n[ -e \""+s.path("var/lib/monky-deployd/bao.token")+
+				"\" ] && echo 'token: revoked at OpenBao (auth/token/revoke-self), then deleted'\n", 0o755)
+		}
+		env := []string{"MONKY_ROOT=" + s.Root, "MONKY_SYSTEMD_RUN_DIR=" + filepath.Join(s.dir, "absent")}
+		code, out := s.run(nil, env, "sh", filepath.Join(testkit.Root(), "packaging", "scripts", "postremove.sh"), "purge")
+		if code != 0 {
+			t.Fatalf("purge: exit %d:\n%s", code, out)
+		}
+		want := []string{"monky-deployd: called with --config " + s.path("etc/monky-deployd/config.yaml") + " purge",
+			"monky-deployd: token: revoked at OpenBao (auth/token/revoke-self), then deleted"}
+		if !kept {
+			want = []string{"monky-deployd: token: NOT revoked (the agent was not kept aside to do it)"}
+		}
+		for _, w := range want {
+			if !strings.Contains(out, w) {
+				t.Errorf("kept %v: purge does not say %q:\n%s", kept, w, out)
+			}
+		}
+		for _, p := range []string{helper, s.path("var/lib/monky-deployd/bao.token")} {
+			if _, err := os.Stat(p); !os.IsNotExist(err) {
+				t.Errorf("kept %v: purge left %s", kept, p)
+			}
+		}
+	}
+}

@@ -42,6 +42,7 @@ fi
 if getent group ziti >/dev/null; then usermod -a -G ziti monky-deployd || say "could not add monky-deployd to group ziti"; fi
 
 install -d -m 0700 -o monky-deployd -g monky-deployd "$ROOT/var/lib/monky-deployd"
+rm -rf "$ROOT/var/lib/monky-deployd/.purge" # prerm's copy of the agent, for a purge that did not come
 install -d -m 0750 -o root -g monky-deployd "$ROOT/etc/monky-deployd"
 # The documented metrics_path directory, node_exporter's textfile collector directory: the agent
 # writes its .prom file there (the unit lists it in ReadWritePaths=), node_exporter reads it.

@@ -36,7 +36,7 @@ type Options struct {
 //
 // Checkins, BundleFetches, Reports and LeaseAsks count requests received (faulted and refused
 // ones included); Leases counts leases granted, LeasesRefused lease requests answered 429;
-// Logins and Renewals count successful ones; KVReads counts KV reads made with a valid token
+// Logins, Renewals and Revocations (revoke-self of a live token) count successful ones; KVReads counts KV reads made with a valid token
 // of the env, whatever the answer.
 type Counts struct {
 	Checkins      int `json:"checkins"`
@@ -48,6 +48,7 @@ type Counts struct {
 	Renewals      int `json:"renewals"`
 	KVReads       int `json:"kv_reads"`
 	Reports       int `json:"reports"`
+	Revocations   int `json:"revocations"`
 }
 
 // FailRule makes both handlers answer requests whose path starts with Path with Status and a
