@@ -3,6 +3,7 @@ package packaging
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -429,6 +430,34 @@ func TestPostrmPurgeRevokesThroughTheKeptAgent(t *testing.T) {
 			if _, err := os.Stat(p); !os.IsNotExist(err) {
 				t.Errorf("kept %v: purge left %s", kept, p)
 			}
+		}
+	}
+}
+
+// postinst checks an existing config with `check config --strict` and says what makes the box
+// always red or silent, without failing the install; a config that checks says nothing.
+func TestPostinstChecksTheConfigStrictly(t *testing.T) {
+	t.Parallel()
+	script := filepath.Join(testkit.Root(), "packaging", "scripts", "postinstall.sh")
+	for _, bad := range []bool{true, false} {
+		s := newSandbox(t)
+		s.known("group:docker")
+		testkit.WriteFile(t, s.path("etc/monky-deployd/config.yaml"), "env_id: env-qa-02\nsite: cbs\nstale_after_s: 30\n", 0o640)
+		env := []string{"MONKY_ROOT=" + s.Root, "MONKY_SYSTEMD_RUN_DIR=" + filepath.Join(s.dir, "absent")}
+		if bad {
+			env = append(env, "SHIM_CHECK_FAIL=warning: stale_after_s 30 is below two ticks")
+		}
+		code, out := s.run(nil, env, "sh", script, "configure", "1.0.0")
+		if code != 0 {
+			t.Fatalf("bad %v: postinst exit %d\n%s", bad, code, out)
+		}
+		if calls := s.calls(); !slices.Contains(calls, "monky-deployd check config --strict <ROOT>/etc/monky-deployd/config.yaml") {
+			t.Errorf("bad %v: postinst did not run check config --strict: %v", bad, calls)
+		}
+		said := strings.Contains(out, "makes this box always red or silent") && strings.Contains(out, "monky-deployd:   config ") &&
+			strings.Contains(out, "stale_after_s 30 is below two ticks")
+		if said != bad {
+			t.Errorf("bad %v: postinst said:\n%s", bad, out)
 		}
 	}
 }
