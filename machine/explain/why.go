@@ -196,7 +196,7 @@ func (in Input) temporaryWhy(e store.Entry, mk maker, nextTick string) *Why {
 	if lasted := in.Now.Sub(w.Since); lasted > in.Limits.stuckAfter() {
 		// a temporary fault that lasts is no longer one: a person looks
 		w.person = true
-		w.Next = sentence(strings.TrimSuffix(w.Next, ".") + fmt.Sprintf("; it has lasted %s, past stuck_after_s (%d): it will not clear by waiting", lasted.Round(time.Minute), int(in.Limits.stuckAfter().Seconds())))
+		w.Next = sentence(strings.TrimSuffix(w.Next, ".") + fmt.Sprintf("; it has lasted %s, past stuck_after_s (%d): a person should look now — it still clears by itself at the first tick after the far side answers again", lasted.Round(time.Minute), int(in.Limits.stuckAfter().Seconds())))
 	}
 	return w
 }
