@@ -1070,4 +1070,4 @@ as_agent monky-deployd explain -n 1 | ev
 say "  engine: no container, no volume of $EPROJECT"
 ok "the real engine under the shipped unit: e1 applied and healthy, a heartbeat, e2 applied, the rollback refused with e2 untouched, the retire took it down ($(($(date +%s) - E0)) s)"
 
-banner "systemd-e2e: 14 steps passed in $(($(date +%s) - T0)) s ($TICKS_SEEN ticks observed)"
+banner "systemd-e2e: 17 steps passed in $(($(date +%s) - T0)) s ($TICKS_SEEN ticks observed)"
