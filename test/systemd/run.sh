@@ -331,9 +331,10 @@ grep -E '^(Inst|Conf) |Recommended|Suggested' -A1 "$WORK/apt-s.log" | ev
 brings=$(sed -n 's/^Inst \([^ ]*\) .*/\1/p' "$WORK/apt-s.log" | sort | tr '\n' ' ')
 say "  apt-get install monky-deployd would install: $brings"
 [ "$brings" = "monky-deployd " ] || fail "apt-get install monky-deployd brings '$brings', want monky-deployd alone (no engine, no compose v1)"
-grep -q 'docker-compose-plugin' "$WORK/apt-s.log" || box apt-cache show "monky-deployd=$V1" | grep -q '^Recommends: docker-compose-plugin | docker-compose-v2$' ||
-	fail "the package does not recommend compose v2 by its distribution names"
-ok "apt-get install monky-deployd brings monky-deployd alone: $(box apt-cache show "monky-deployd=$V1" | grep -E '^(Recommends|Suggests):' | tr '\n' ';')"
+show=$(box apt-cache show "monky-deployd=$V1")
+grep -qx 'Recommends: docker-compose-plugin | docker-compose-v2' <<<"$show" ||
+	fail "the package does not recommend compose v2 by its distribution names: $(grep -E '^(Depends|Recommends):' <<<"$show")"
+ok "apt-get install monky-deployd brings monky-deployd alone: $(grep -E '^(Recommends|Suggests):' <<<"$show" | tr '\n' ';')"
 
 # ---- install: the package on a box without Docker yet --------------------------------------------
 STEP="0 (the package without Docker: postinst says so; no 216/GROUP; DOCKER_GROUP_MISSING)"
@@ -485,8 +486,9 @@ playbook >"$WORK/role.log" 2>&1 || { ev <"$WORK/role.log"; fail "the role's play
 grep -E '^(TASK|ok:|changed:|skipping:)|localhost +:' "$WORK/role.log" | ev
 grep -A1 'TASK .*Install the package from apt' "$WORK/role.log" | grep -q '^changed:' || fail "the role did not install the package from apt"
 [ "$(box dpkg-query -W -f '${Version} ${db:Status-Abbrev}' monky-deployd)" = "$V1 ii " ] || fail "the role's apt install left $(box dpkg-query -W -f '${Version} ${db:Status-Abbrev}' monky-deployd)"
-box apt-cache policy monky-deployd | ev
-box apt-cache policy monky-deployd | grep -Eq "^ +[0-9]+ file:$APT_REPO" || fail "apt does not know monky-deployd from $APT_REPO"
+policy=$(box apt-cache policy monky-deployd)
+ev <<<"$policy"
+grep -Eq "^ +[0-9]+ file:$APT_REPO" <<<"$policy" || fail "apt does not know monky-deployd from $APT_REPO"
 say "  /etc/monky-deployd/config.yaml after the role:"
 box cat /etc/monky-deployd/config.yaml | ev
 box monky-deployd check config 2>&1 | ev
