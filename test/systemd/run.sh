@@ -520,7 +520,7 @@ for run in 1 2; do
 	playbook >"$WORK/role-again-$run.log" 2>&1 || { ev <"$WORK/role-again-$run.log"; fail "role run $run after the tick failed"; }
 	recap=$(grep -E '^localhost +:' "$WORK/role-again-$run.log")
 	say "  run $run: $recap"
-	grep -E '^changed:' -B2 "$WORK/role-again-$run.log" | ev
+	{ grep -E '^changed:' -B2 "$WORK/role-again-$run.log" || true; } | ev
 	case $recap in *" changed=0 "*) ;; *) fail "role run $run after the tick changed something: $recap" ;; esac
 	grep -A1 'TASK .*Stage the bootstrap grant' "$WORK/role-again-$run.log" | grep -q '^skipping:' ||
 		fail "role run $run did not skip staging the grant the box consumed"
