@@ -197,6 +197,13 @@ func (a RegistryAuth) String() string {
 // GoString keeps %#v from printing the password.
 func (a RegistryAuth) GoString() string { return a.String() }
 
+// ComposeReady is a Compose that can say, before an apply spends a lease, whether compose can
+// run on this box at all (docker.CLI: the docker CLI, compose v2, docker's socket). Ready runs
+// no engine call; its error is permanent and carries the code and the fix.
+type ComposeReady interface {
+	Ready(ctx context.Context) error
+}
+
 // Disk measures free space.
 type Disk interface {
 	// Free is the bytes available to an unprivileged writer on the filesystem holding path

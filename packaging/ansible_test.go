@@ -40,8 +40,8 @@ func TestAnsibleRole(t *testing.T) {
 	if err := yaml.Unmarshal(b, &defaults); err != nil {
 		t.Fatal(err)
 	}
-	if p, ok := defaults["monky_deployd_tenancy_port"].(int); !ok || p != 443 {
-		t.Errorf("monky_deployd_tenancy_port = %v, want 443", defaults["monky_deployd_tenancy_port"])
+	if p, ok := defaults["monky_deployd_tenancy_port"]; !ok || p != nil {
+		t.Errorf("monky_deployd_tenancy_port = %v, want null (the agent's 443, the intercept port)", p)
 	}
 	if tok, ok := defaults["monky_deployd_download_token"]; !ok || tok != "" {
 		t.Errorf("monky_deployd_download_token must default to empty (vaulted per inventory), got %v", tok)
@@ -110,7 +110,7 @@ func TestAnsibleRoleMetaAndModules(t *testing.T) {
 		t.Fatal(err)
 	}
 	taskKeys := map[string]bool{"name": true, "when": true, "register": true, "loop": true, "notify": true, "no_log": true,
-		"changed_when": true, "check_mode": true}
+		"changed_when": true, "check_mode": true, "failed_when": true}
 	var order []string
 	for _, task := range tasks {
 		for k, v := range task {
@@ -121,19 +121,26 @@ func TestAnsibleRoleMetaAndModules(t *testing.T) {
 				t.Errorf("task %q uses %s: only ansible.builtin modules", task["name"], k)
 			}
 			if k == "ansible.builtin.template" {
-				if args, _ := v.(map[string]any); args["validate"] != "monky-deployd check config %s" {
-					t.Errorf("the config template is not validated with `monky-deployd check config %%s`: %v", args["validate"])
+				if args, _ := v.(map[string]any); args["validate"] != "monky-deployd check config --strict %s" {
+					t.Errorf("the config template is not validated with `monky-deployd check config --strict %%s`: %v", args["validate"])
 				}
 			}
 		}
 		order = append(order, task["name"].(string))
 	}
-	dockerCheck := slices.Index(order, "Check for the docker group before enabling the timer")
-	if timer := slices.Index(order, "Enable the timer"); dockerCheck < 0 || timer < dockerCheck {
-		t.Errorf("the timer is enabled before the docker group is checked: %v", order)
+	// the docker group is checked before the role writes anything: package, config, grant, timer
+	dockerCheck := slices.Index(order, "Check for the docker group")
+	for i, task := range tasks {
+		for k := range task {
+			writes := k == "ansible.builtin.copy" || k == "ansible.builtin.template" || k == "ansible.builtin.apt" ||
+				k == "ansible.builtin.get_url" || k == "ansible.builtin.systemd" || k == "ansible.builtin.user"
+			if writes && (dockerCheck < 0 || i < dockerCheck) {
+				t.Errorf("task %q writes before the docker group is checked: %v", task["name"], order)
+			}
+		}
 	}
 	if write := slices.IndexFunc(order, func(n string) bool { return strings.HasPrefix(n, "Write config.yaml") }); write < 0 ||
-		write > slices.Index(order, "Stage the bootstrap grant") {
+		write > slices.Index(order, "Stage the bootstrap grant (a grant not staged before)") {
 		t.Errorf("config.yaml is not written (and checked) before the grant is staged: %v", order)
 	}
 	if !strings.Contains(string(raw), "monky-deployd version --json") || !strings.Contains(string(raw), "default_transport") {

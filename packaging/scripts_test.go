@@ -3,6 +3,7 @@ package packaging
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -392,5 +393,71 @@ func TestReinstallRestoresTheTimersEnablement(t *testing.T) {
 				t.Errorf("an upgrade after the reinstall enabled the timer again: exit %d, %v\n%s", code, s.enabled(), out)
 			}
 		})
+	}
+}
+
+// purge runs the agent prerm kept aside (`monky-deployd purge`: the token revoked at OpenBao,
+// what stays) before it deletes the token and the config, and deletes that copy with the rest;
+// without the copy it says the token was not revoked.
+func TestPostrmPurgeRevokesThroughTheKeptAgent(t *testing.T) {
+	t.Parallel()
+	for _, kept := range []bool{true, false} {
+		s := newSandbox(t)
+		testkit.WriteFile(t, s.path("var/lib/monky-deployd/bao.token"), "tok\n", 0o600)
+		testkit.WriteFile(t, s.path("etc/monky-deployd/config.yaml"), "env_id: env-qa-02\nsite: cbs\n", 0o640)
+		helper := s.path("var/lib/monky-deployd/.purge/monky-deployd")
+		if kept {
+			// the kept agent: what it was given, and whether the token and config were still there
+			testkit.WriteFile(t, helper, "#!/bin/sh\necho \"called with $*\"\n[ -e \""+s.path("var/lib/monky-deployd/bao.token")+
+				"\" ] && echo 'token: revoked at OpenBao (auth/token/revoke-self), then deleted'\n", 0o755)
+		}
+		env := []string{"MONKY_ROOT=" + s.Root, "MONKY_SYSTEMD_RUN_DIR=" + filepath.Join(s.dir, "absent")}
+		code, out := s.run(nil, env, "sh", filepath.Join(testkit.Root(), "packaging", "scripts", "postremove.sh"), "purge")
+		if code != 0 {
+			t.Fatalf("purge: exit %d:\n%s", code, out)
+		}
+		want := []string{"monky-deployd: called with --config " + s.path("etc/monky-deployd/config.yaml") + " purge",
+			"monky-deployd: token: revoked at OpenBao (auth/token/revoke-self), then deleted"}
+		if !kept {
+			want = []string{"monky-deployd: token: NOT revoked (the agent was not kept aside to do it)"}
+		}
+		for _, w := range want {
+			if !strings.Contains(out, w) {
+				t.Errorf("kept %v: purge does not say %q:\n%s", kept, w, out)
+			}
+		}
+		for _, p := range []string{helper, s.path("var/lib/monky-deployd/bao.token")} {
+			if _, err := os.Stat(p); !os.IsNotExist(err) {
+				t.Errorf("kept %v: purge left %s", kept, p)
+			}
+		}
+	}
+}
+
+// postinst checks an existing config with `check config --strict` and says what makes the box
+// always red or silent, without failing the install; a config that checks says nothing.
+func TestPostinstChecksTheConfigStrictly(t *testing.T) {
+	t.Parallel()
+	script := filepath.Join(testkit.Root(), "packaging", "scripts", "postinstall.sh")
+	for _, bad := range []bool{true, false} {
+		s := newSandbox(t)
+		s.known("group:docker")
+		testkit.WriteFile(t, s.path("etc/monky-deployd/config.yaml"), "env_id: env-qa-02\nsite: cbs\nstale_after_s: 30\n", 0o640)
+		env := []string{"MONKY_ROOT=" + s.Root, "MONKY_SYSTEMD_RUN_DIR=" + filepath.Join(s.dir, "absent")}
+		if bad {
+			env = append(env, "SHIM_CHECK_FAIL=warning: stale_after_s 30 is below two ticks")
+		}
+		code, out := s.run(nil, env, "sh", script, "configure", "1.0.0")
+		if code != 0 {
+			t.Fatalf("bad %v: postinst exit %d\n%s", bad, code, out)
+		}
+		if calls := s.calls(); !slices.Contains(calls, "monky-deployd check config --strict <ROOT>/etc/monky-deployd/config.yaml") {
+			t.Errorf("bad %v: postinst did not run check config --strict: %v", bad, calls)
+		}
+		said := strings.Contains(out, "makes this box always red or silent") && strings.Contains(out, "monky-deployd:   config ") &&
+			strings.Contains(out, "stale_after_s 30 is below two ticks")
+		if said != bad {
+			t.Errorf("bad %v: postinst said:\n%s", bad, out)
+		}
 	}
 }

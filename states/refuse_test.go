@@ -187,3 +187,43 @@ func TestAnEnvRecreatedAfterARetireMayRunItsLastShaAgain(t *testing.T) {
 		t.Errorf("report %s %q: a retire starts the env afresh, no rollback", res, detail)
 	}
 }
+
+// A box that cannot run compose (no docker CLI, or compose v1 alone) says so before any lease:
+// DOCKER_NOT_FOUND, no lease asked, no secret read, checked again every tick, and the apply goes
+// on by itself once compose v2 is there.
+func TestNoComposeCostsNoLease(t *testing.T) {
+	cases := []struct {
+		name, knob, detail string
+	}{
+		{"no compose plugin", "error: docker: 'compose' is not a docker command.", "has no compose v2 plugin"},
+		{"compose v1", "docker-compose version 1.29.2, build unknown\n", "compose v2 or later is needed"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			h := newHarness(t)
+			h.dockerKnob("compose-version", c.knob)
+			h.release("v1", nil)
+			h.wantExit(h.tick(), 1)
+			h.wantExit(h.tick(), 1)
+			cnt := h.sim.Counts(env)
+			if cnt.LeaseAsks != 0 || cnt.Leases != 0 || cnt.KVReads != 0 {
+				t.Errorf("lease asks %d, leases %d, kv reads %d: want none before compose can run", cnt.LeaseAsks, cnt.Leases, cnt.KVReads)
+			}
+			if calls := h.composeCalls(); len(calls) != 0 {
+				t.Errorf("compose calls: %v", calls)
+			}
+			res, detail := h.lastReport()
+			if res != "failed" || !strings.HasPrefix(detail, "DOCKER_NOT_FOUND: ") || !strings.Contains(detail, c.detail) || !strings.Contains(detail, "no lease was asked") {
+				t.Errorf("report %s %q", res, detail)
+			}
+			if rec := h.record(); rec.State != "Refused" || rec.Refusal == nil || rec.Refusal.Code != vocab.DockerNotFound {
+				t.Errorf("state %s refusal %+v", rec.State, rec.Refusal)
+			}
+			h.dockerKnob("compose-version", "")
+			h.wantExit(h.tick(), 0)
+			if res, _ := h.lastReport(); res != "applied" {
+				t.Errorf("with compose v2 there: report %s", res)
+			}
+		})
+	}
+}

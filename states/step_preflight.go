@@ -16,7 +16,7 @@ import (
 )
 
 // stepPreflight: BundleVerified → Refused | Leased | LoggedIn | Failed. The checks that need
-// this box (rollback, disk), then a token fit to read the secrets: reused when it can be,
+// this box (rollback, compose can run, disk), then a token fit to read the secrets: reused when it can be,
 // leased when it must be — never a lease the budget cannot afford.
 func (tk *tick) stepPreflight(ctx context.Context) error {
 	started := tk.Now()
@@ -42,6 +42,11 @@ func (tk *tick) stepPreflight(ctx context.Context) error {
 			return err
 		}
 	}
+	if code, detail, err := tk.composeReady(ctx); err != nil {
+		return err
+	} else if code != "" {
+		return tk.refuse(ctx, code, detail, 0)
+	}
 	ok, detail, err := tk.diskEnough(ctx, b.Meta.DiskNeedBytes)
 	if err != nil {
 		return err
@@ -57,6 +62,43 @@ func (tk *tick) stepPreflight(ctx context.Context) error {
 		return tk.eng.Fire(machine.Outcome{Event: machine.EvReuse, Detail: "no secrets to read: no lease needed"}, started)
 	}
 	return tk.credentialForApply(ctx, started)
+}
+
+// composeReady asks whether compose can run here at all (the docker CLI, compose v2, docker's
+// socket) before an apply spends a lease or reads a secret: code and detail name what is
+// missing (DOCKER_NOT_FOUND, DOCKER_GROUP_MISSING), "" when it can run or when the Compose
+// cannot tell. Only a temporary failure of the question itself is returned as err.
+func (tk *tick) composeReady(ctx context.Context) (vocab.Code, string, error) {
+	r, ok := tk.Fx.Compose.(effects.ComposeReady)
+	if !ok {
+		return "", "", nil
+	}
+	err := r.Ready(ctx)
+	switch {
+	case err == nil:
+		return "", "", nil
+	case effects.IsTemporary(err):
+		return "", "", err
+	}
+	code := effects.CodeOf(err)
+	if code == "" {
+		code = vocab.DockerNotFound
+	}
+	detail := err.Error()
+	var e *effects.Error
+	if errors.As(err, &e) {
+		detail = e.Msg + "; no lease was asked and no secret read"
+		if e.Hint != "" {
+			detail += " — " + e.Hint
+		}
+	}
+	return code, detail, nil
+}
+
+// boxRefusal reports whether a refusal with code is about this box, not the bundle: measured
+// again at every tick, and cleared by the box alone (space freed, docker installed).
+func boxRefusal(code vocab.Code) bool {
+	return code == codeDisk || code == vocab.DockerNotFound || code == vocab.DockerGroupMissing
 }
 
 // planRollback decides on a flight towards sha when applied is the sha applied now and sha was

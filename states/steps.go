@@ -26,9 +26,23 @@ func (tk *tick) apply(ctx context.Context, resp effects.CheckinResponse) error {
 			return err
 		}
 	case st == machine.Refused && rec.Refusal != nil && rec.Refusal.Sha == sha:
-		if rec.Refusal.Code != codeDisk {
+		if !boxRefusal(rec.Refusal.Code) {
 			_ = tk.eng.Note(machine.NoteCheckin, rec.Refusal.Code, "still refused: "+string(rec.Refusal.Code)+": "+rec.Refusal.Detail, now, nil)
 			return parked(effects.Permanent, rec.Refusal.Code, "refused: %s: %s — waiting for a new desired sha or `sudo -u monky-deployd monky-deployd resume`", rec.Refusal.Code, rec.Refusal.Detail)
+		}
+		if rec.Refusal.Code != codeDisk {
+			code, detail, err := tk.composeReady(ctx)
+			if err != nil {
+				return err
+			}
+			if code != "" {
+				_ = tk.eng.Note(machine.NoteCheckin, code, "still refused: "+string(code)+": "+detail, now, nil)
+				return parked(effects.Permanent, code, "refused: %s: %s — checked again every tick", code, detail)
+			}
+			if err := tk.startFlight(resp, machine.EvRecheck, "docker compose can run now: checking the bundle again"); err != nil {
+				return err
+			}
+			return tk.drive(ctx)
 		}
 		ok, detail, err := tk.diskEnough(ctx, rec.Refusal.NeedBytes)
 		if err != nil {

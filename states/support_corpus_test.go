@@ -557,7 +557,7 @@ var supportWants = map[string]supportWant{
 	"dying-token-budget-spent":     {explain.NeedsPerson, "openbao", "bao read auth/jwt-tenancy/role/see-env"},
 	"token-symlink":                {explain.NeedsPerson, "box", "sudo ls -la {state_dir} {deploy_dir}"},
 	"openbao-down-40m":             {explain.NeedsPerson, "openbao", `curl -s "$BAO_ADDR/v1/sys/health"`},
-	"stale-box":                    {explain.NeedsPerson, "box", "systemctl list-timers monky-deployd.timer"},
+	"stale-box":                    {explain.NeedsPerson, "box", "systemctl status monky-deployd.timer"},
 	"lock-file-unusable":           {explain.NeedsPerson, "box", "sudo ls -la {state_dir} {deploy_dir}"},
 }
 

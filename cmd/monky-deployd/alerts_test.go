@@ -166,6 +166,18 @@ func agentMetricNames(t *testing.T) map[string]bool {
 			names[m[1]] = true
 		}
 	}
+	// and what a tick that stopped before it began writes
+	prom := filepath.Join(t.TempDir(), "monky_deployd.prom")
+	if err := metrics.WriteStartFailed(prom, "env-qa-02", metrics.CauseConfig, 5*time.Minute, now); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(prom)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range regexp.MustCompile(`(?m)^# TYPE (\S+) `).FindAllStringSubmatch(string(raw), -1) {
+		names[m[1]] = true
+	}
 	var all []string
 	for n := range names {
 		all = append(all, n)

@@ -119,6 +119,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			checkCommand(stdout),
 			versionCommand(stdout),
 			completionCommand(stdout),
+			purgeCommand(stdout),
 		},
 	}
 	if man := manCommand(stdout); man != nil {

@@ -19,8 +19,13 @@ func checkConfigCommand(stdout io.Writer) *cli.Command {
 		Usage:     "validate a config.yaml: every problem, one line each with its line and key",
 		ArgsUsage: "[FILE]",
 		Description: "FILE defaults to the --config path. The config is read as every command reads it; a transport\n" +
-			"   this build does not carry is a problem too. Nothing but FILE is read.\n\n" +
-			"Examples:\n   monky-deployd check config\n   monky-deployd check config /etc/monky-deployd/config.yaml.new",
+			"   this build does not carry is a problem too. Nothing but FILE is read. A setting that loads but makes\n" +
+			"   the box always red or silent under the shipped units (stale_after_s below two ticks, state_dir under\n" +
+			"   /tmp, no metrics_path, …) is a `warning:` line: exit 0, or 1 with --strict.\n\n" +
+			"Examples:\n   monky-deployd check config\n   monky-deployd check config --strict /etc/monky-deployd/config.yaml.new",
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "strict", Usage: "the warnings are errors: exit 1 (the Ansible role and postinst check with it)"},
+		},
 		Action: func(c *cli.Context) error { return cmdCheckConfig(c, stdout) },
 	}
 }
@@ -44,6 +49,18 @@ func cmdCheckConfig(c *cli.Context, stdout io.Writer) error {
 		for _, e := range errs {
 			fmt.Fprintln(stdout, sanitize.Line(e.Error()))
 		}
+		return &exitError{code: 1}
+	}
+	warns := configWarnings(cfg, path)
+	for _, w := range warns {
+		at := ""
+		if w.line > 0 {
+			at = fmt.Sprintf("line %d: ", w.line)
+		}
+		fmt.Fprintln(stdout, sanitize.Line(fmt.Sprintf("warning: config %s: %s%s", path, at, w.msg)))
+	}
+	if len(warns) > 0 && c.Bool("strict") {
+		fmt.Fprintf(stdout, "config %s: %d warning(s), errors with --strict\n", path, len(warns))
 		return &exitError{code: 1}
 	}
 	_, err := fmt.Fprintf(stdout, "config %s: ok (env %s, site %s, transport %s)\n", path, cfg.EnvID, cfg.Site, cfg.Transport)

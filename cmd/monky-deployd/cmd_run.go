@@ -13,6 +13,7 @@ import (
 
 	"github.com/rs/zerolog"
 	"github.com/urfave/cli/v2"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/tikali/monky-deployd/effects"
 	"github.com/tikali/monky-deployd/effects/docker"
@@ -47,6 +48,9 @@ func cmdRun(c *cli.Context, stderr io.Writer) error {
 	phase.Mark("cli")
 	cfg, err := loadConfig(c)
 	if err != nil {
+		if cfg == nil {
+			startFailedMetrics(c.String("config"), time.Now())
+		}
 		return endEarly(newLogger(nil, stderr), vocab.ConfigInvalid, err)
 	}
 	if err := wrongUser(c, cfg); err != nil {
@@ -91,6 +95,36 @@ func endEarly(log zerolog.Logger, code vocab.Code, err error) error {
 		err = ee.cause
 	}
 	return tickExit(states.EndEarly(log, code, err))
+}
+
+// PackageMetricsPath is the metrics_path install.sh, the role and the example set: node_exporter's
+// textfile directory, which the package makes and the unit may write.
+const PackageMetricsPath = "/var/lib/prometheus/node-exporter/monky_deployd.prom"
+
+// startFailedMetrics says in the textfile that this tick stopped before it began because the
+// config at path does not load — a file left frozen since the last good tick would read as a
+// stopped timer. The textfile is the one the broken config still names, else the package's
+// when a tick wrote it before. A failure to write it is silent: the closing line says why.
+func startFailedMetrics(path string, now time.Time) {
+	if _, errs := config.LoadAll(path); len(errs) == 0 {
+		return // not the config: what stopped the tick is not this one's to say
+	}
+	// the three keys the textfile needs, read leniently from a file the agent refuses
+	var keys map[string]any
+	if data, err := os.ReadFile(path); err == nil {
+		_ = yaml.Unmarshal(data, &keys)
+	}
+	prom, _ := keys["metrics_path"].(string)
+	env, _ := keys["env_id"].(string)
+	staleS, _ := keys["stale_after_s"].(int)
+	stale := time.Duration(staleS) * time.Second
+	if prom == "" {
+		if _, err := os.Stat(PackageMetricsPath); err != nil {
+			return
+		}
+		prom = PackageMetricsPath
+	}
+	_ = metrics.WriteStartFailed(prom, env, metrics.CauseConfig, stale, now)
 }
 
 // writeMetrics writes the node_exporter textfile after a tick when metrics_path is set. A

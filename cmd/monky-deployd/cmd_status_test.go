@@ -56,7 +56,7 @@ func TestStatusOfAStaleBox(t *testing.T) {
 		return code, out.String()
 	}
 	code, out := status()
-	if code != 1 || !strings.Contains(out, "systemctl list-timers monky-deployd.timer") || !strings.Contains(out, machine.Stamp(last)) ||
+	if code != 1 || !strings.Contains(out, "systemctl status monky-deployd.timer") || !strings.Contains(out, machine.Stamp(last)) ||
 		!strings.Contains(out, "needs a person (TICKS_STOPPED)") {
 		t.Errorf("status of a stale box: exit %d\n%s", code, out)
 	}

@@ -56,7 +56,9 @@ commands:
   counts    print the env's counters: --env E
   releases  list the env's releases: --env E
   fleet     one line per env from its last report's why (env, verdict, code, since, next),
-            grouped by code; only the envs with a code unless --all; --json for scripts
+            grouped by code; a box quiet past serve's --stale-after is silent (its last words
+            shown with their age), one that has not applied its desired sha is not converged;
+            only the envs that need a look unless --all; --json for scripts
 client commands take --admin URL or --addr-file F (written by serve).
 `
 
@@ -104,6 +106,7 @@ type serveFlags struct {
 	tenancyAddr, baoAddr, adminAddr        *string
 	interval, kitInterval                  *int
 	gzip, quiet                            *bool
+	staleAfter, stuckAfter                 *time.Duration
 	kf                                     kitFlags
 }
 
@@ -121,6 +124,8 @@ func parseServeFlags(args []string, stderr io.Writer) (serveFlags, error) {
 		adminAddr:   fs.String("admin", "127.0.0.1:0", "admin API listen address"),
 		interval:    fs.Int("interval", 60, "checkin_interval_s the check-ins answer"),
 		gzip:        fs.Bool("gzip", false, "serve bundles gzip-compressed"),
+		staleAfter:  fs.Duration("stale-after", 300*time.Second, "fleet: a box silent this long reads silent (the agents' stale_after_s)"),
+		stuckAfter:  fs.Duration("stuck-after", 1800*time.Second, "fleet: a box that has not applied its desired sha this long needs a person (stuck_after_s)"),
 	}
 	f.kf = addKitFlags(fs, "kit")
 	f.kitInterval = fs.Int("kit-interval", 0, "kit: interval_s")
@@ -176,7 +181,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 // newSim is the simulator serve runs: the env, its releases and the one desired at start.
 func newSim(f serveFlags, logf func(string, ...any)) (*sim.Sim, error) {
-	s, err := sim.New(sim.Options{Logf: logf})
+	s, err := sim.New(sim.Options{Logf: logf, StaleAfter: *f.staleAfter, StuckAfter: *f.stuckAfter})
 	if err != nil {
 		return nil, err
 	}

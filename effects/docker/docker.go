@@ -366,3 +366,35 @@ func (c *CLI) Version(ctx context.Context) (string, error) {
 	}
 	return Meaningful(d.stdout) + "\n" + Meaningful(cv.stdout), nil
 }
+
+// composeMajor finds the major version in `docker compose version`'s answer ("Docker Compose
+// version v2.40.3", or "2.40.3" with --short).
+var composeMajor = regexp.MustCompile(`(?:^|\s)v?(\d+)\.\d+`)
+
+// Ready says whether this box can run compose for the agent: the docker CLI (Bin) is there, its
+// compose plugin answers `docker compose version` with v2 or later (a box with compose v1 alone
+// has no `docker compose`), and docker's socket lets this user in. It runs no engine call. nil
+// when it can; else a permanent *effects.Error with code DOCKER_NOT_FOUND (no CLI, no compose
+// v2) or DOCKER_GROUP_MISSING, its fix in Hint.
+func (c *CLI) Ready(ctx context.Context) error {
+	res, err := c.run(ctx, "docker compose version", vocab.DockerNotFound, "", c.QuickTimeout, "compose", "version")
+	if err != nil {
+		var e *effects.Error
+		if errors.As(err, &e) && e.Kind == effects.Permanent && e.Code == vocab.DockerNotFound && e.Hint == "" {
+			e.Msg = c.Bin + " has no compose v2 plugin: " + e.Msg
+			e.Hint = "install docker-compose-plugin (Docker's apt repository) or docker-compose-v2 (Ubuntu's); compose v1 (docker-compose) cannot be used"
+		}
+		return err
+	}
+	out := Meaningful(res.stdout)
+	major := 0
+	if m := composeMajor.FindStringSubmatch(out); m != nil {
+		major, _ = strconv.Atoi(m[1])
+	}
+	if major < 2 {
+		return &effects.Error{Op: "docker compose version", Kind: effects.Permanent, Code: vocab.DockerNotFound,
+			Msg:  "compose v2 or later is needed, " + c.Bin + " compose says: " + out,
+			Hint: "install docker-compose-plugin (Docker's apt repository) or docker-compose-v2 (Ubuntu's)"}
+	}
+	return CheckGroup(Socket())
+}

@@ -655,3 +655,40 @@ func TestResolveKeepsMeaning(t *testing.T) {
 		})
 	}
 }
+
+// Ready: compose v2 answers; no CLI, no compose plugin and compose v1 are DOCKER_NOT_FOUND with
+// the fix, permanent (a retry cannot help), and no engine call is made.
+func TestReady(t *testing.T) {
+	f := newFixture(t)
+	t.Setenv("DOCKER_HOST", "tcp://127.0.0.1:1") // no socket to check here
+	if err := f.cli.Ready(context.Background()); err != nil {
+		t.Fatalf("compose v2: %v", err)
+	}
+	cases := []struct{ knob, want string }{
+		{"error: docker: 'compose' is not a docker command.", "has no compose v2 plugin: docker: 'compose' is not a docker command."},
+		{"docker-compose version 1.29.2, build unknown\n", "compose v2 or later is needed"},
+		{"Docker Compose version v1.0.0-beta\n", "compose v2 or later is needed"},
+	}
+	for _, c := range cases {
+		f.knob(t, "compose-version", c.knob)
+		err := f.cli.Ready(context.Background())
+		var e *effects.Error
+		if !errors.As(err, &e) || e.Code != vocab.DockerNotFound || e.Kind != effects.Permanent ||
+			!strings.Contains(e.Msg, c.want) || !strings.Contains(e.Hint, "docker-compose-plugin") {
+			t.Errorf("%q: err = %v", c.knob, err)
+		}
+	}
+	f.knob(t, "compose-version", "2.40.3\n")
+	if err := f.cli.Ready(context.Background()); err != nil {
+		t.Errorf("--short style answer: %v", err)
+	}
+	for _, c := range testkit.DockerCalls(t, f.log) {
+		if !strings.Contains(c.Line(), "compose version") {
+			t.Errorf("Ready made another call: %s", c.Line())
+		}
+	}
+	err := New("monky-no-such-docker", "p", t.TempDir()).Ready(context.Background())
+	if effects.CodeOf(err) != vocab.DockerNotFound || !strings.Contains(err.Error(), "not found on PATH") {
+		t.Errorf("no CLI: %v", err)
+	}
+}

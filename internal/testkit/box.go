@@ -226,6 +226,7 @@ type SimCounts struct {
 	Leases        int `json:"leases"`
 	Logins        int `json:"logins"`
 	Reports       int `json:"reports"`
+	Revocations   int `json:"revocations"`
 }
 
 // Counts asks the simulator for its counters.

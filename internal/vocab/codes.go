@@ -158,7 +158,7 @@ var causes = map[Code]Cause{
 	BaoUnavailable: {KindTemporary, "OpenBao answered 5xx (sealed, overloaded, or its storage down) or could not be reached; the step is kept and resumed",
 		"curl -s \"$BAO_ADDR/v1/sys/health\" | jq '{sealed, standby}'   # from the box, through the same intercept", ""},
 	TicksStopped: {KindFinding, "no tick has run for longer than stale_after_s: the timer is not running (stopped, disabled, or every start fails before the tick)",
-		"systemctl list-timers monky-deployd.timer   # then: systemctl enable --now monky-deployd.timer; journalctl -u monky-deployd -n 20", ""},
+		"systemctl status monky-deployd.timer   # disabled or inactive: systemctl enable --now monky-deployd.timer; journalctl -u monky-deployd -n 20", ""},
 	Temporary: {KindTemporary, "a temporary fault (no code of its own)",
 		"monky-deployd explain -n 5", ""},
 	TickDeadline: {KindTemporary, "the tick ran past tick_timeout_s and stopped at a step boundary (committed, resumed next tick)",

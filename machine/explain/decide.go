@@ -288,7 +288,16 @@ func refusedNext(rec store.Record) string {
 	if rec.Refusal.Code == vocab.DiskInsufficient {
 		return "refused: DISK_INSUFFICIENT — measured again every tick; the apply goes on by itself once the space is there"
 	}
+	if dockerRefusal(rec.Refusal.Code) {
+		return "refused: " + string(rec.Refusal.Code) + " — checked again every tick, before any lease; the apply goes on by itself once docker compose can run"
+	}
 	return "refused: " + string(rec.Refusal.Code) + " — " + clears(rec.Refusal.Code)
+}
+
+// dockerRefusal: an apply refused before its lease because compose cannot run on this box (the
+// docker CLI, compose v2, docker's socket); the agent checks again at every tick.
+func dockerRefusal(code vocab.Code) bool {
+	return code == vocab.DockerNotFound || code == vocab.DockerGroupMissing
 }
 
 // failedNext is what comes next for a failed apply or an unhealthy heartbeat.

@@ -208,7 +208,7 @@ func (in Input) temporaryWhy(e store.Entry, mk maker, nextTick string) *Why {
 	if lasted := in.Now.Sub(w.Since); lasted > in.Limits.stuckAfter() {
 		// a temporary fault that lasts is no longer one: a person looks
 		w.person = true
-		w.Next = sentence(strings.TrimSuffix(w.Next, ".") + fmt.Sprintf("; it has lasted %s, past stuck_after_s (%d): it will not clear by waiting", lasted.Round(time.Minute), int(in.Limits.stuckAfter().Seconds())))
+		w.Next = sentence(strings.TrimSuffix(w.Next, ".") + fmt.Sprintf("; it has lasted %s, past stuck_after_s (%d): a person should look now — it still clears by itself at the first tick after the far side answers again", lasted.Round(time.Minute), int(in.Limits.stuckAfter().Seconds())))
 	}
 	return w
 }
@@ -251,6 +251,9 @@ func (in Input) refusedWhy(mk maker, nextTick string) *Why {
 		return nil
 	}
 	next := fmt.Sprintf("sha %s stays refused: it is not fetched again; %s", machine.ShortSha(r.Sha), clears(r.Code))
+	if dockerRefusal(r.Code) {
+		next = "checked again at every tick (the next " + nextTick + "), before any lease; the apply goes on by itself once docker compose can run"
+	}
 	if r.Code == vocab.DiskInsufficient {
 		next = "measured again at every tick (the next " + nextTick + "); the apply goes on by itself once the space is there"
 		if r.NeedBytes > implausibleNeed {

@@ -33,7 +33,7 @@ func TestFixNamesTheBoxsPaths(t *testing.T) {
 		"TLS_UNKNOWN_CA":      {"/srv/box/etc/ca.pem"},
 		"CREDENTIAL_SHAPE":    {"/srv/box/state/bao.token"},
 		"STAGE_FAILED":        {"/srv/box/deploy/env-a", "/srv/box/state/docker"},
-		vocab.TicksStopped:    {"systemctl list-timers monky-deployd.timer"},
+		vocab.TicksStopped:    {"systemctl status monky-deployd.timer"},
 	}
 	never := map[vocab.Code][]string{
 		"BUNDLE_SHA_MISMATCH": {"releases/"},

@@ -36,12 +36,22 @@ if ! docker compose version >/dev/null 2>&1; then
   say "docker compose (the compose v2 plugin: docker-compose-plugin or docker-compose-v2) is not installed: the agent"
   say "  runs docker compose for every apply; install it before enabling monky-deployd.timer"
 fi
+# A config that makes this box always red or silent (stale_after_s below two ticks, state_dir
+# under the unit's private /tmp, no metrics_path, …) or that no longer loads is said at every
+# configure, an upgrade's included; it never fails the install.
+if [ -r "$ROOT/etc/monky-deployd/config.yaml" ] && command -v monky-deployd >/dev/null 2>&1; then
+  if ! checked="$(monky-deployd check config --strict "$ROOT/etc/monky-deployd/config.yaml" 2>&1)"; then
+    say "/etc/monky-deployd/config.yaml makes this box always red or silent, or does not load (check config --strict):"
+    printf '%s\n' "$checked" | sed 's/^/monky-deployd:   /' >&2
+  fi
+fi
 # The agent reads the host's ziti identity (the tunneller's file, 0640 ziti:ziti). ziti-edge-tunnel
 # rewrites that file on every controller config update and the rewrite drops POSIX ACLs; group
 # membership is the grant that survives it (env-dev-08, 2026-09-09).
 if getent group ziti >/dev/null; then usermod -a -G ziti monky-deployd || say "could not add monky-deployd to group ziti"; fi
 
 install -d -m 0700 -o monky-deployd -g monky-deployd "$ROOT/var/lib/monky-deployd"
+rm -rf "$ROOT/var/lib/monky-deployd/.purge" # prerm's copy of the agent, for a purge that did not come
 install -d -m 0750 -o root -g monky-deployd "$ROOT/etc/monky-deployd"
 # The documented metrics_path directory, node_exporter's textfile collector directory: the agent
 # writes its .prom file there (the unit lists it in ReadWritePaths=), node_exporter reads it.

@@ -10,9 +10,13 @@
 #   remove: prerm stopped and disabled the timer (noting whether it was enabled, for a reinstall);
 #           config and state are kept (a reinstall resumes); the metrics textfile (metrics_path) is
 #           removed, so no alert keeps reading a box that no longer runs the agent.
-#   purge:  removes the agent's own state — token, leased grant, state file (its receipt, any
+#   purge:  revokes the box's OpenBao token at OpenBao when it answers (`monky-deployd purge`, the
+#           agent prerm kept aside), which also says what stays: the deploy directory, its files
+#           holding secret values (.env, resolved models), the running containers. Then it
+#           removes the agent's own state — token, leased grant, state file (its receipt, any
 #           corrupt copy), lock, docker config, metrics counters, 0.1.x's state.json — the metrics
-#           textfile (metrics_path) and /etc/monky-deployd (config, bootstrap grant, CA). It
+#           textfile (metrics_path) and /etc/monky-deployd (config, bootstrap grant, CA), and
+#           gives node_exporter's textfile directory back to root. It
 #           leaves every deploy directory (a directory holding releases/ or current) and the
 #           monky-deployd user, which owns them.
 # MONKY_ROOT (tests only) or DPKG_ROOT (dpkg --root with --force-script-chrootless) prefixes the
@@ -60,6 +64,15 @@ case "${1:-}" in
     if [ -n "$DEPLOY_DIR" ] && is_deploy_dir "$ROOT$DEPLOY_DIR"; then how_to_take_down "$ROOT$DEPLOY_DIR"; fi
     ;;
   purge)
+    # the token is revoked at OpenBao first, while the config and the token are still there
+    # (prerm kept the agent aside: dpkg has removed /usr/bin/monky-deployd by now); what stays
+    # is said by the agent, which reads the config as a tick does
+    HELPER="$ROOT/var/lib/monky-deployd/.purge/monky-deployd"
+    if [ -x "$HELPER" ] && [ -r "$CONFIG" ]; then
+      "$HELPER" --config "$CONFIG" purge 2>&1 | sed 's/^/monky-deployd: /' >&2 || true
+    elif [ -e "$ROOT$STATE_DIR/bao.token" ]; then
+      say "token: NOT revoked (the agent was not kept aside to do it); it is deleted here and stays valid at OpenBao until its TTL ends"
+    fi
     kept=""
     if [ -d "$ROOT$STATE_DIR" ]; then
       for f in "$ROOT$STATE_DIR"/* "$ROOT$STATE_DIR"/.[!.]*; do
@@ -78,7 +91,14 @@ case "${1:-}" in
     case "$METRICS" in /*) rm -f "$ROOT$METRICS" ;; esac
     rm -f "$ROOT/var/lib/monky-deployd/.timer-was-enabled" # a later install starts with the timer off
     rmdir "$ROOT/var/lib/monky-deployd" 2>/dev/null || true
-    rm -f "$CONFIG" "$ROOT/etc/monky-deployd/bootstrap.jwt" "$ROOT/etc/monky-deployd/openbao-ca.pem" "$ROOT/etc/monky-deployd/proxy.env"
+    rm -f "$CONFIG" "$ROOT/etc/monky-deployd/bootstrap.jwt" "$ROOT/etc/monky-deployd/bootstrap.staged" "$ROOT/etc/monky-deployd/openbao-ca.pem" "$ROOT/etc/monky-deployd/proxy.env"
+    # node_exporter's textfile directory, made group-writable for the agent by postinst, goes
+    # back to root: the kept user no longer writes there
+    TEXTFILE_DIR="$ROOT/var/lib/prometheus/node-exporter"
+    if [ -d "$TEXTFILE_DIR" ] && [ "$(stat -c %G "$TEXTFILE_DIR" 2>/dev/null)" = monky-deployd ]; then
+      chgrp root "$TEXTFILE_DIR" && chmod 0755 "$TEXTFILE_DIR" &&
+        say "${TEXTFILE_DIR#"$ROOT"} is root's again (it was group monky-deployd, writable)"
+    fi
     rmdir "$ROOT/etc/monky-deployd" 2>/dev/null || true
     say "purged: the agent's token, state file, docker config, metrics and /etc/monky-deployd are gone."
     if [ -n "$kept" ]; then

@@ -16,6 +16,14 @@ case "${1:-}" in
 esac
 
 ROOT="${MONKY_ROOT:-${DPKG_ROOT:-}}"
+# dpkg --purge removes the files before postrm purge runs, and prerm cannot tell a purge from a
+# remove: the agent is kept aside so that postrm purge can revoke the box's OpenBao token
+# (`monky-deployd purge`). postrm purge and the next postinst delete it.
+if [ -x "$ROOT/usr/bin/monky-deployd" ] && [ -d "$ROOT/var/lib/monky-deployd" ]; then
+  mkdir -p "$ROOT/var/lib/monky-deployd/.purge"
+  chmod 0700 "$ROOT/var/lib/monky-deployd/.purge"
+  cp "$ROOT/usr/bin/monky-deployd" "$ROOT/var/lib/monky-deployd/.purge/monky-deployd"
+fi
 if [ -d "$SYSTEMD_DIR" ]; then
   # remembered for a reinstall (postinst enables it again); purge forgets it (postrm)
   if systemctl is-enabled --quiet monky-deployd.timer 2>/dev/null && [ -d "$ROOT/var/lib/monky-deployd" ]; then

@@ -247,6 +247,7 @@ func (s *Sim) revokeSelf(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	t.revoked = true
+	s.envLocked(t.envID).counts.Revocations++
 	s.mu.Unlock()
 	s.opts.Logf("sim: token of %s revoked by its holder", t.envID)
 	w.WriteHeader(http.StatusNoContent)

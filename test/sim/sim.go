@@ -29,15 +29,19 @@ type Options struct {
 	Role                  string           // default "see-env"
 	TokenTTL, TokenMaxTTL time.Duration    // defaults 24h, 720h
 	LeaseLimit            int              // per env per rolling hour, default 5
-	Logf                  func(format string, args ...any)
+	// StaleAfter: the fleet view calls a box silent when it has not checked in or reported for
+	// longer (the agents' stale_after_s; default 300 s). StuckAfter: a box that checks in but
+	// has not applied its desired sha for longer needs a person (stuck_after_s; default 1800 s).
+	StaleAfter, StuckAfter time.Duration
+	Logf                   func(format string, args ...any)
 }
 
 // Counts are what the sim saw of one env.
 //
 // Checkins, BundleFetches, Reports and LeaseAsks count requests received (faulted and refused
 // ones included); Leases counts leases granted, LeasesRefused lease requests answered 429;
-// Logins and Renewals count successful ones; KVReads counts KV reads made with a valid token
-// of the env, whatever the answer.
+// Logins, Renewals and Revocations (revoke-self of a live token) count successful ones; KVReads
+// counts KV reads made with a valid token of the env, whatever the answer.
 type Counts struct {
 	Checkins      int `json:"checkins"`
 	BundleFetches int `json:"bundle_fetches"`
@@ -48,6 +52,7 @@ type Counts struct {
 	Renewals      int `json:"renewals"`
 	KVReads       int `json:"kv_reads"`
 	Reports       int `json:"reports"`
+	Revocations   int `json:"revocations"`
 }
 
 // FailRule makes both handlers answer requests whose path starts with Path with Status and a
@@ -102,6 +107,8 @@ type env struct {
 	reports    []effects.Report
 	lastAt     time.Time // when the last report came
 	last       *effects.CheckinRequest
+	lastSeenAt time.Time // when the box last checked in or reported
+	desiredAt  time.Time // when the desired sha last changed
 	counts     Counts
 	secrets    map[string][]*secretVersion
 }
@@ -157,6 +164,12 @@ func New(opts Options) (*Sim, error) {
 	}
 	if opts.LeaseLimit == 0 {
 		opts.LeaseLimit = 5
+	}
+	if opts.StaleAfter == 0 {
+		opts.StaleAfter = 300 * time.Second
+	}
+	if opts.StuckAfter == 0 {
+		opts.StuckAfter = 1800 * time.Second
 	}
 	if opts.Logf == nil {
 		opts.Logf = func(string, ...any) {}
@@ -291,7 +304,9 @@ func (s *Sim) SetDesired(envID, sha string) error {
 	if sha != "" && e.bySha[sha] == nil {
 		return fmt.Errorf("set desired: %s has no release with sha %s", envID, sha)
 	}
-	e.desired = sha
+	if e.desired != sha {
+		e.desired, e.desiredAt = sha, s.now()
+	}
 	if sha != "" {
 		e.retired, e.purge = false, false
 	}

@@ -129,6 +129,7 @@ func (s *Sim) checkin(w http.ResponseWriter, r *http.Request) {
 	e := s.envLocked(req.EnvID)
 	cp := req
 	e.last = &cp
+	e.lastSeenAt = s.now()
 	resp := effects.CheckinResponse{
 		EnvID: e.id, DesiredSha: e.desired, Action: vocab.ActionNone,
 		CheckinIntervalS: s.interval,
@@ -259,6 +260,7 @@ func (s *Sim) report(w http.ResponseWriter, r *http.Request) {
 	e := s.envLocked(rep.EnvID)
 	e.reports = append(e.reports, rep)
 	e.lastAt = s.now()
+	e.lastSeenAt = e.lastAt
 	if rep.Result == effects.ResultDown && e.retired {
 		// The box is down: tenancy's retire now cuts it off.
 		s.supersedeLocked(e)

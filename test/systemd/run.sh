@@ -9,6 +9,9 @@
 # journalctl, `monky-deployd explain/status/resume` as the agent's user, the metrics file, and the
 # simulator's record. Each step prints its evidence and fails the run on the first wrong answer:
 #
+#   A. `apt-get install monky-deployd` from a local apt repository (the fleet's own, indexed with
+#      dpkg-scanpackages) beside Debian's archive: the packages it would install are exactly
+#      monky-deployd (no engine, no compose v1, no containerd or runc from its relations)
 #   0. the package on a box without Docker: postinst says the docker group and the compose plugin
 #      are missing; with no docker group the unit runs (no 216/GROUP) and its tick exits 1 with
 #      DOCKER_GROUP_MISSING and the fix, as it does when Docker's group exists without the agent
@@ -19,6 +22,10 @@
 #      agent to the docker group and enables the timer
 #
 #   1. the timer fires; the first tick applies v1 (one lease, one report `applied`)
+#  R2. the role run twice after that tick consumed the grant: changed=0 both times, the grant not
+#      staged again; the config it wrote names only what was set
+#   C. `check config --strict` inside the box refuses each setting that makes a box always red
+#      or silent; the stopped-timer fix's first command prints a disabled timer
 #   2. a tenancy outage: ticks exit 75, the unit is not failed, the timer keeps firing; the first
 #      tick after the outage converges (applies v2, desired meanwhile)
 #   3. a refusal (a rollback to v1): exit 1, the unit failed, `journalctl -p err` shows the
@@ -31,9 +38,16 @@
 #      monky-deployd -p err` (CODE=… when native) selects; the stream must lose none to -u
 #   6. `dpkg -i` of a newer build while a tick is mid-apply: that tick ends (applied), every tick
 #      in the journal ended, the timer stays enabled, state file and token survive
+#   N. a box whose docker has no compose v2: the apply is refused DOCKER_NOT_FOUND before any
+#      lease or secret read (the simulator's counts), and goes on by itself once compose is back
+#   D. a downgrade to the previous release (test/systemd/PREVIOUS, built from its commit by
+#      test/systemd/prev-deb.sh, cached): it reads the config and the state file and ticks; the
+#      upgrade back ticks too
 #   8. `systemd-analyze security` inside scores the unit as the offline check does
-#   7. `dpkg --purge`: what docs/OPERATIONS.md ("Uninstalling") says, nothing more
-#      (run after 8, since it removes the unit)
+#   7. `dpkg --purge`: what docs/OPERATIONS.md ("Uninstalling") says, nothing more: the token
+#      revoked at the simulator's OpenBao, what stays printed (the deploy directory, its files
+#      holding secret values, the running containers, the command that removes them), the
+#      textfile directory root's again (run after 8, since it removes the unit)
 #   E. the real Docker engine under the shipped unit: the host's engine socket bound into the box
 #      (a docker group of the socket's gid), the docker CLI and the compose v2 plugin `make e2e`
 #      builds, `make e2e`'s registry (test/e2e/cmd/monky-e2e-engine) with its images built from
@@ -238,6 +252,11 @@ go build -o "$WORK/bin/promcheck" ./test/systemd/promcheck
 (cd test/e2e && go build -o "$WORK/bin/monky-e2e-engine" ./cmd/monky-e2e-engine && CGO_ENABLED=0 go build -o "$WORK/bin/testapp" ./testapp) ||
 	fail "building test/e2e's monky-e2e-engine and testapp"
 COMPOSE_PLUGIN=$("$WORK/bin/monky-e2e-engine" compose-plugin "$COMPOSE_VERSION") || fail "the compose plugin $COMPOSE_VERSION"
+PREV_DEB=$(MONKY_SYSTEMD_CACHE="${MONKY_SYSTEMD_CACHE:-}" bash test/systemd/prev-deb.sh) || fail "the previous release's package (test/systemd/prev-deb.sh)"
+PREV_V=$(dpkg-deb -f "$PREV_DEB" Version)
+cp "$PREV_DEB" "$WORK/"
+say "  previous release: $(basename "$PREV_DEB") (test/systemd/PREVIOUS, cached)"
+
 say "  compose plugin $COMPOSE_VERSION: $COMPOSE_PLUGIN; docker CLI: $(command -v docker); engine $(docker info -f '{{.ServerVersion}}'), socket gid $DOCKER_GID"
 say "  packages: monky-deployd_${V1}_amd64.deb, monky-deployd_${V2}_amd64.deb"
 
@@ -280,6 +299,8 @@ box systemctl --version | head -n 1 | ev
 banner "monky-sim on the host's loopback; the install kit"
 cp -r testdata/demo "$WORK/releases"
 cp -r "$WORK/releases/v2" "$WORK/releases/v3" # a third release for the upgrade step
+cp -r "$WORK/releases/v2" "$WORK/releases/v4" # a fourth for the box without compose
+printf '# v4: the release a box without compose v2 is asked to apply\n' >>"$WORK/releases/v4/config/app.toml"
 printf '# v3: the release applied while the package is upgraded\n' >>"$WORK/releases/v3/config/app.toml"
 "$REPO/bin/monky-sim" serve --releases "$WORK/releases" --env "$ENV_ID" --kit "$WORK/kit" \
 	--addr-file "$WORK/addr.json" --state-dir /var/lib/monky-deployd --docker-bin "$STUB_DIR/docker" \
@@ -290,8 +311,30 @@ for _ in $(seq 1 100); do [ -s "$WORK/addr.json" ] && break; sleep 0.1; done
 [ -s "$WORK/addr.json" ] || { cat "$WORK/sim.log" >&2; fail "the simulator wrote no address file"; }
 ADMIN=$(jq -r .admin "$WORK/addr.json")
 say "  simulator: $(tr -d '\n' <"$WORK/addr.json")"
-SHA1=$(sha_of v1) SHA2=$(sha_of v2) SHA3=$(sha_of v3)
+SHA1=$(sha_of v1) SHA2=$(sha_of v2) SHA3=$(sha_of v3) SHA4=$(sha_of v4)
 say "  releases: v1 ${SHA1:0:12}  v2 ${SHA2:0:12}  v3 ${SHA3:0:12}"
+
+# ---- A: apt-get install from the local repository ------------------------------------------------
+STEP="A (apt-get install monky-deployd: the packages it brings)"
+banner "step $STEP"
+# the fleet's apt repository: a flat local repository holding this release and the previous one,
+# indexed with Debian's dpkg-scanpackages, beside the Debian archive the box already uses
+mkdir -p "$BOX$APT_REPO"
+cp "$WORK/monky-deployd_${V1}_amd64.deb" "$WORK/$(basename "$PREV_DEB")" "$BOX$APT_REPO/"
+(cd "$BOX$APT_REPO" && dpkg-scanpackages --multiversion . /dev/null 2>/dev/null >Packages && gzip -9kf Packages)
+say "  apt repository $APT_REPO: $(grep -c '^Package:' "$BOX$APT_REPO/Packages") package(s): $(sed -n 's/^Version: //p' "$BOX$APT_REPO/Packages" | tr '\n' ' ')"
+# the file and line the role's monky_deployd_apt_source writes (step 1), so apt sees one source
+printf 'deb [trusted=yes] file:%s ./\n' "$APT_REPO" >"$BOX/etc/apt/sources.list.d/monky-deployd.list"
+box apt-get update -q >"$WORK/apt-update.log" 2>&1 || { ev <"$WORK/apt-update.log"; fail "apt-get update"; }
+box apt-get install -s -q "monky-deployd=$V1" >"$WORK/apt-s.log" 2>&1 || { ev <"$WORK/apt-s.log"; fail "apt-get install -s monky-deployd"; }
+grep -E '^(Inst|Conf) |Recommended|Suggested' -A1 "$WORK/apt-s.log" | ev
+brings=$(sed -n 's/^Inst \([^ ]*\) .*/\1/p' "$WORK/apt-s.log" | sort | tr '\n' ' ')
+say "  apt-get install monky-deployd would install: $brings"
+[ "$brings" = "monky-deployd " ] || fail "apt-get install monky-deployd brings '$brings', want monky-deployd alone (no engine, no compose v1)"
+show=$(box apt-cache show "monky-deployd=$V1")
+grep -qx 'Recommends: docker-compose-plugin | docker-compose-v2' <<<"$show" ||
+	fail "the package does not recommend compose v2 by its distribution names: $(grep -E '^(Depends|Recommends):' <<<"$show")"
+ok "apt-get install monky-deployd brings monky-deployd alone: $(grep -E '^(Recommends|Suggests):' <<<"$show" | tr '\n' ';')"
 
 # ---- install: the package on a box without Docker yet --------------------------------------------
 STEP="0 (the package without Docker: postinst says so; no 216/GROUP; DOCKER_GROUP_MISSING)"
@@ -339,6 +382,7 @@ printf 'metrics_path: "%s"\n' "$METRICS_FILE" >>"$BOX/root/kit/config.yaml"
 cp "$WORK/kit/bootstrap.jwt" "$BOX/root/kit/bootstrap.jwt"
 box install -m 0640 -o root -g monky-deployd /root/kit/config.yaml /etc/monky-deployd/config.yaml
 box install -m 0600 -o monky-deployd -g monky-deployd /root/kit/bootstrap.jwt /etc/monky-deployd/bootstrap.jwt
+GRANT=$(cat "$WORK/kit/bootstrap.jwt") # the role stages it too (step 1), and must not again (R2)
 rm -rf "$BOX/root/kit" "$WORK/kit/bootstrap.jwt"
 printf 'registry_host: registry.e2e.example:5000   # set by hand on this box\n' >>"$BOX/etc/monky-deployd/config.yaml"
 say "  /etc/monky-deployd/config.yaml (the kit's, docker_bin and registry_host set by hand):"
@@ -399,15 +443,11 @@ kit2() { sed -n "/^$1:/,/^[^ ]/s/^  $2: *//p" "$BOX/etc/monky-deployd/config.yam
 	printf 'monky_deployd_state_dir: /var/lib/monky-deployd\n'
 	printf 'monky_deployd_registry_host: "registry.e2e.example:5000"\n'
 	printf 'monky_deployd_metrics_path: "%s"\n' "$METRICS_FILE"
+	printf 'monky_deployd_bootstrap_grant: "%s"\n' "$GRANT"
 	printf 'monky_deployd_config_extra:\n  docker_bin: "%s"\n' "$STUB_DIR/docker"
 } >"$BOX/root/ansible/vars.yml"
-ev <"$BOX/root/ansible/vars.yml"
-# the apt repository the good run installs from: a flat local repository holding the .deb of $V1,
-# indexed with Debian's dpkg-scanpackages (what a fleet's own apt repository serves)
-mkdir -p "$BOX$APT_REPO"
-cp "$WORK/monky-deployd_${V1}_amd64.deb" "$BOX$APT_REPO/"
-(cd "$BOX$APT_REPO" && dpkg-scanpackages --multiversion . /dev/null 2>/dev/null >Packages && gzip -9kf Packages)
-say "  apt repository $APT_REPO: $(grep -c '^Package:' "$BOX$APT_REPO/Packages") package(s): $(sed -n 's/^Version: //p' "$BOX$APT_REPO/Packages")"
+grep -v bootstrap_grant "$BOX/root/ansible/vars.yml" | ev
+# the apt repository the good run installs from is step A's
 playbook() { box sh -c "cd /root/ansible && ANSIBLE_ROLES_PATH=/root/ansible/roles ansible-playbook -i localhost, -c local site.yml -e @vars.yml $*"; }
 cfg_sum=$(box sha256sum /etc/monky-deployd/config.yaml)
 # the package by URL: file:// (what crashed uri on ansible-core 2.14), checked against its .sha256
@@ -446,8 +486,9 @@ playbook >"$WORK/role.log" 2>&1 || { ev <"$WORK/role.log"; fail "the role's play
 grep -E '^(TASK|ok:|changed:|skipping:)|localhost +:' "$WORK/role.log" | ev
 grep -A1 'TASK .*Install the package from apt' "$WORK/role.log" | grep -q '^changed:' || fail "the role did not install the package from apt"
 [ "$(box dpkg-query -W -f '${Version} ${db:Status-Abbrev}' monky-deployd)" = "$V1 ii " ] || fail "the role's apt install left $(box dpkg-query -W -f '${Version} ${db:Status-Abbrev}' monky-deployd)"
-box apt-cache policy monky-deployd | ev
-box apt-cache policy monky-deployd | grep -Eq "^ +[0-9]+ file:$APT_REPO" || fail "apt does not know monky-deployd from $APT_REPO"
+policy=$(box apt-cache policy monky-deployd)
+ev <<<"$policy"
+grep -Eq "^ +[0-9]+ file:$APT_REPO" <<<"$policy" || fail "apt does not know monky-deployd from $APT_REPO"
 say "  /etc/monky-deployd/config.yaml after the role:"
 box cat /etc/monky-deployd/config.yaml | ev
 box monky-deployd check config 2>&1 | ev
@@ -460,13 +501,72 @@ next_tick 0
 [ "$TICK_RESULT" = success ] || fail "unit result $TICK_RESULT after exit 0"
 say "  sim: $(counts)"
 [ "$(count leases)" = 1 ] || fail "the sim granted $(count leases) leases, want 1"
-[ "$(count reports)" = 1 ] || fail "the sim received $(count reports) reports, want 1"
+# the play may end a tick or two after it enabled the timer: the first report is the apply, and
+# the ticks after it heartbeat (their reports applied too, no second lease)
+sim reports | jq -s -e --arg s "$SHA1" '.[0].result == "applied" and .[0].sha == $s and all(.[]; .result == "applied" and .sha == $s)' >/dev/null ||
+	fail "the sim's reports are not one apply of v1 and its heartbeats: $(sim reports | jq -c '{result, sha: .sha[0:12], detail}' | tr '\n' ' ')"
 last_report | jq -e --arg s "$SHA1" '.result == "applied" and .sha == $s' >/dev/null ||
 	fail "the report is not 'applied' for v1: $(last_report | jq -c '{result, sha, detail}')"
 say "  report: $(last_report | jq -c '{result, sha: .sha[0:12], agent_version}')"
 say "  explain -n 1 (as monky-deployd):"
 as_agent monky-deployd explain -n 1 | ev
 ok "the timer fired; its first tick applied v1: one lease, one report 'applied'"
+
+# ---- R2 ---------------------------------------------------------------------------------------
+STEP="R2 (the role twice after the tick consumed the grant: changed=0, no grant staged again)"
+banner "step $STEP"
+[ ! -s "$BOX/etc/monky-deployd/bootstrap.jwt" ] || fail "the first tick did not consume the bootstrap grant"
+for run in 1 2; do
+	playbook >"$WORK/role-again-$run.log" 2>&1 || { ev <"$WORK/role-again-$run.log"; fail "role run $run after the tick failed"; }
+	recap=$(grep -E '^localhost +:' "$WORK/role-again-$run.log")
+	say "  run $run: $recap"
+	{ grep -E '^changed:' -B2 "$WORK/role-again-$run.log" || true; } | ev
+	case $recap in *" changed=0 "*) ;; *) fail "role run $run after the tick changed something: $recap" ;; esac
+	grep -A1 'TASK .*Stage the bootstrap grant' "$WORK/role-again-$run.log" | grep -q '^skipping:' ||
+		fail "role run $run did not skip staging the grant the box consumed"
+	[ ! -s "$BOX/etc/monky-deployd/bootstrap.jwt" ] || fail "role run $run put the consumed grant back on disk"
+done
+box cat /etc/monky-deployd/config.yaml | grep -v '^#' | ev
+for k in stuck_after_s stale_after_s tick_timeout_s interval_s disk; do
+	! grep -q "^$k:" "$BOX/etc/monky-deployd/config.yaml" || fail "the role wrote $k, which was not set (an older release refuses keys it does not know)"
+done
+ok "two role runs after the tick: changed=0 each, the consumed grant not staged again; config.yaml names only what was set"
+
+# ---- C ----------------------------------------------------------------------------------------
+STEP="C (check config --strict on each always-red or silent setting; a disabled timer's fix)"
+banner "step $STEP"
+good=$(grep -v -e '^#' -e '^stale_after_s:' -e '^state_dir:' -e '^metrics_path:' "$BOX/etc/monky-deployd/config.yaml")
+for bad in "stale_after_s: 60" "stuck_after_s: 90" "state_dir: /tmp/monky-deployd" "metrics_path: /srv/textfile/monky.prom" "NO_METRICS"; do
+	{
+		printf '%s\n' "$good"
+		case $bad in
+		NO_METRICS) ;;
+		metrics_path:*) printf '%s\n' "$bad" ;;
+		*) printf 'metrics_path: %s\n%s\n' "$METRICS_FILE" "$bad" ;;
+		esac
+	} >"$BOX/root/bad.yaml"
+	if box monky-deployd check config --strict /root/bad.yaml >"$WORK/strict.log" 2>&1; then
+		ev <"$WORK/strict.log"
+		fail "check config --strict accepted '$bad'"
+	fi
+	box monky-deployd check config /root/bad.yaml >"$WORK/lenient.log" 2>&1 || fail "check config (not strict) refused '$bad'"
+	grep '^warning:' "$WORK/strict.log" | ev
+	grep -q '^warning: ' "$WORK/strict.log" || fail "no warning line for '$bad'"
+done
+box rm -f /root/bad.yaml
+box monky-deployd check config --strict /etc/monky-deployd/config.yaml | ev
+# TICKS_STOPPED's fix, as the agent words it: its first command must show a disabled timer
+fixcmd=$(sed -n 's/^[[:space:]]*"\(systemctl [a-z-]* monky-deployd\.timer\) .*/\1/p' internal/vocab/codes.go | head -n 1)
+[ -n "$fixcmd" ] || fail "no systemctl command in TICKS_STOPPED's fix"
+box systemctl disable --now monky-deployd.timer 2>&1 | ev
+out=$(box sh -c "$fixcmd" 2>&1 || true)
+printf '%s\n' "$out" | ev
+printf '%s\n' "$out" | grep -q 'disabled' || fail "'$fixcmd' does not show the disabled timer"
+snap
+NEXT_AFTER=$S_START
+box systemctl enable --now monky-deployd.timer 2>&1 | ev
+next_tick 0
+ok "check config --strict refused each setting with its warning: line (plain check config: exit 0); '$fixcmd' shows a disabled timer"
 
 # ---- 2 ----------------------------------------------------------------------------------------
 STEP="2 (a tenancy outage: exit 75 is success, the timer keeps firing)"
@@ -700,6 +800,53 @@ jq -e '[.ticks[].transitions[] | select(.detail | test("resuming at"))] | length
 	fail "a tick resumed a cut one: $(jq -c '[.ticks[].transitions[] | select(.detail | test("resuming at")) | .detail]' "$WORK/explain.json")"
 ok "the upgrade landed mid-apply; that tick ended applied; timer enabled, token and state kept; every tick ended"
 
+# ---- N ----------------------------------------------------------------------------------------
+STEP="N (no compose v2 on the box: DOCKER_NOT_FOUND before any lease or secret read)"
+banner "step $STEP"
+box sh -c "echo \"error: docker: 'compose' is not a docker command.\" >$STUB_STATE/engine/compose-version"
+c0=$(counts)
+sim desire --release v4 | ev
+next_tick 1
+c1=$(counts)
+say "  sim before: $c0"
+say "  sim after:  $c1"
+for k in lease_asks leases kv_reads; do
+	[ "$(jq -r ".$k" <<<"$c0")" = "$(jq -r ".$k" <<<"$c1")" ] || fail "the tick without compose v2 changed $k ($(jq -r ".$k" <<<"$c0") → $(jq -r ".$k" <<<"$c1"))"
+done
+tick_log "$TICK_INV" | grep -q 'DOCKER_NOT_FOUND' || fail "the tick does not name DOCKER_NOT_FOUND"
+last_report | jq -e --arg s "$SHA4" '.result == "failed" and .sha == $s and (.detail | test("^DOCKER_NOT_FOUND: .*no compose v2 plugin.*no lease was asked"))' >/dev/null ||
+	fail "tenancy did not get DOCKER_NOT_FOUND: $(last_report | jq -c '{result, sha, detail}')"
+as_agent monky-deployd status --json >"$WORK/status-n.json" || true
+jq -e '.verdict == "needs_person" and (.codes | index("DOCKER_NOT_FOUND"))' "$WORK/status-n.json" >/dev/null || fail "status: $(jq -c '{verdict, codes}' "$WORK/status-n.json")"
+say "  status: $(jq -c '{verdict, codes, next}' "$WORK/status-n.json")"
+box rm -f "$STUB_STATE/engine/compose-version"
+say "  compose v2 is back: the next tick applies v4 by itself"
+next_tick 0
+last_report | jq -e --arg s "$SHA4" '.result == "applied" and .sha == $s' >/dev/null || fail "v4 was not applied once compose was back: $(last_report | jq -c '{result, sha, detail}')"
+ok "no compose v2: refused DOCKER_NOT_FOUND with no lease asked and no secret read, needs a person; applied by itself once compose was back"
+
+# ---- D ----------------------------------------------------------------------------------------
+STEP="D (a downgrade to the previous release ticks; the upgrade back ticks)"
+banner "step $STEP"
+say "  dpkg -i $(basename "$PREV_DEB") over $V2:"
+box dpkg -i "/root/$(basename "$PREV_DEB")" >"$WORK/dpkg-down.log" 2>&1 || { ev <"$WORK/dpkg-down.log"; fail "dpkg -i of the previous release"; }
+ev <"$WORK/dpkg-down.log"
+[ "$(box dpkg-query -W -f '${Version} ${db:Status-Abbrev}' monky-deployd)" = "$PREV_V ii " ] || fail "dpkg did not install $PREV_V"
+# the previous release has no `check config`: its tick reading the config is the test
+checkins0=$(count checkins)
+next_tick 0
+[ "$(count checkins)" -gt "$checkins0" ] || fail "the previous release's tick did not check in"
+last_report | jq -e --arg s "$SHA4" '.result == "applied" and .sha == $s' >/dev/null ||
+	fail "the previous release's heartbeat: $(last_report | jq -c '{result, sha, detail}')"
+timer_firing
+say "  dpkg -i monky-deployd_${V2}_amd64.deb: the upgrade back"
+box dpkg -i "/root/monky-deployd_${V2}_amd64.deb" >"$WORK/dpkg-up.log" 2>&1 || { ev <"$WORK/dpkg-up.log"; fail "dpkg -i $V2 over the previous release"; }
+[ "$(box dpkg-query -W -f '${Version} ${db:Status-Abbrev}' monky-deployd)" = "$V2 ii " ] || fail "dpkg did not install $V2"
+next_tick 0
+tick_log "$TICK_INV" | grep -q "heartbeat: ${SHA4:0:12}" || fail "$V2 did not heartbeat v4 after the upgrade back"
+timer_firing
+ok "the previous release ($PREV_V) read the config and the state file and ticked; $V2 again ticked"
+
 # ---- 8 ----------------------------------------------------------------------------------------
 STEP="8 (systemd-analyze security inside = the offline check)"
 banner "step $STEP"
@@ -716,6 +863,7 @@ STEP="7 (dpkg --purge, as docs/OPERATIONS.md says)"
 banner "step $STEP"
 downs() { box grep -cE '"argv":\["compose"(,"[^"]*")*,"down"[],]' "$STUB_STATE/calls.jsonl" || true; }
 downs0=$(downs)
+revoked0=$(count revocations)
 DEPLOY=/var/lib/monky-deployd/$ENV_ID
 say "  before: /var/lib/monky-deployd holds $(box ls -A /var/lib/monky-deployd | tr '\n' ' ')"
 box dpkg --purge monky-deployd >"$WORK/purge.log" 2>&1 || { ev <"$WORK/purge.log"; fail "dpkg --purge failed"; }
@@ -744,8 +892,16 @@ box getent passwd monky-deployd >/dev/null || fail "purge removed the user"
 grep -q "cd $DEPLOY/current && sudo docker compose -p monky-$ENV_ID down" "$WORK/purge.log" ||
 	fail "purge did not say how to take the services down"
 [ -d "$BOX/var/lib/prometheus/node-exporter" ] || fail "purge removed node_exporter's textfile directory"
+[ "$(box stat -c '%U:%G %a' /var/lib/prometheus/node-exporter)" = "root:root 755" ] ||
+	fail "purge left node_exporter's textfile directory $(box stat -c '%U:%G %a' /var/lib/prometheus/node-exporter), want root:root 755"
+[ "$(count revocations)" = $((revoked0 + 1)) ] || fail "the token was not revoked at OpenBao (revocations $revoked0 → $(count revocations))"
+for w in "token: revoked at OpenBao (auth/token/revoke-self), then deleted" "file(s) holding secret values: $DEPLOY/releases/" \
+	"/resolved/" "running container(s) of project monky-$ENV_ID" "to remove it all: cd $DEPLOY/current && sudo docker compose -p monky-$ENV_ID down"; do
+	grep -qF "$w" "$WORK/purge.log" || fail "purge did not say '$w'"
+done
+say "  the token revoked at OpenBao (revoke-self), what stays printed; the textfile directory root's again"
 say "  kept: $DEPLOY (releases/, current), the user, the running services (no compose down), the textfile directory"
-ok "purge removed what docs/OPERATIONS.md lists, kept the deploy directory and said how to take it down"
+ok "purge revoked the token, removed what docs/OPERATIONS.md lists, kept the deploy directory and said what stays and how to remove it"
 
 # ---- E ----------------------------------------------------------------------------------------
 STEP="E (the real Docker engine under the shipped unit: apply, heartbeat, refusal, retire)"
@@ -916,4 +1072,4 @@ as_agent monky-deployd explain -n 1 | ev
 say "  engine: no container, no volume of $EPROJECT"
 ok "the real engine under the shipped unit: e1 applied and healthy, a heartbeat, e2 applied, the rollback refused with e2 untouched, the retire took it down ($(($(date +%s) - E0)) s)"
 
-banner "systemd-e2e: 9 steps passed in $(($(date +%s) - T0)) s ($TICKS_SEEN ticks observed)"
+banner "systemd-e2e: 17 steps passed in $(($(date +%s) - T0)) s ($TICKS_SEEN ticks observed)"
