@@ -15,7 +15,7 @@ func TestABrokenConfigSaysSoInTheTextfile(t *testing.T) {
 	b.tick(0)
 	b.AppendConfig("stale_after_s: 600\nmetrics_pth: /nowhere\n")
 	_, e, code := b.agent("run", "--once")
-	if code != 1 || !strings.Contains(e, `unknown key "metrics_pth"`) {
+	if code != 1 || !strings.Contains(e, "CONFIG_INVALID") || !strings.Contains(e, `unknown key \"metrics_pth\"`) {
 		t.Fatalf("run --once: exit %d\n%s", code, e)
 	}
 	raw, err := os.ReadFile(prom)
