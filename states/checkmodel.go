@@ -16,13 +16,14 @@ import (
 	"github.com/tikali/monky-deployd/internal/vocab"
 )
 
-// checkModel is the policy's findings on the model compose will run, as words.
-func checkModel(p *types.Project, rel string, allowPrivileged bool) []string {
-	var words []string
-	for _, f := range bundle.CheckModel(p, rel, allowPrivileged) {
+// checkModel is the policy's findings on the model compose will run, as words, and whether
+// each is a field the allowlist does not name.
+func checkModel(p *types.Project, rel string, allowPrivileged bool) (words []string, unlisted bool) {
+	found := bundle.CheckModel(p, rel, allowPrivileged)
+	for _, f := range found {
 		words = append(words, f.String())
 	}
-	return words
+	return words, bundle.OnlyUnlisted(found)
 }
 
 // The stage's load of the model compose will run — the release's compose file with the
@@ -35,7 +36,7 @@ func checkModel(p *types.Project, rel string, allowPrivileged bool) []string {
 // answer.
 const (
 	stageOp      = "compose-stage"
-	stageVersion = 1
+	stageVersion = 2
 )
 
 type stageRequest struct {
@@ -49,10 +50,11 @@ type stageRequest struct {
 }
 
 type stageAnswer struct {
-	V      int        `json:"v"`
-	Code   vocab.Code `json:"code,omitempty"`
-	Detail string     `json:"detail,omitempty"`
-	Model  []byte     `json:"model,omitempty"`
+	V      int          `json:"v"`
+	Code   vocab.Code   `json:"code,omitempty"`
+	Reason vocab.Reason `json:"reason,omitempty"` // version 2: the typed cause behind Code
+	Detail string       `json:"detail,omitempty"`
+	Model  []byte       `json:"model,omitempty"`
 }
 
 func init() { budget.Serve(stageOp, serveStage) }
@@ -72,8 +74,11 @@ func serveStage(raw []byte) ([]byte, error) {
 	case err != nil:
 		ans.Code, ans.Detail = vocab.BundleInvalid, err.Error()
 	default:
-		if f := checkModel(p, req.Rel, req.AllowPrivileged); len(f) > 0 {
+		if f, unlisted := checkModel(p, req.Rel, req.AllowPrivileged); len(f) > 0 {
 			ans.Code, ans.Detail = vocab.PrivilegedRefused, strings.Join(f, "; ")+" (in the model compose would run; bundle.json agent.allow_privileged is not set)"
+			if unlisted {
+				ans.Reason = vocab.ReasonUnlistedField
+			}
 		} else if ans.Model, err = docker.Resolve(p); err != nil {
 			ans.Code, ans.Detail = vocab.BundleInvalid, err.Error()
 		}
@@ -109,7 +114,7 @@ func resolveModel(ctx context.Context, b *bundle.Bundle, env []byte, rel, projec
 		return nil, &modelRefused{code: vocab.BundleInvalid, detail: name + " does not load: the loader's answer does not read"}
 	}
 	if ans.Code != "" {
-		return nil, &modelRefused{code: ans.Code, detail: ans.Detail}
+		return nil, &modelRefused{code: ans.Code, reason: ans.Reason, detail: ans.Detail}
 	}
 	return ans.Model, nil
 }

@@ -10,14 +10,15 @@ import (
 )
 
 // refuse commits a refusal before the lease: nothing leased, logged in, read or started;
-// reported failed with the code; remembered so the same sha is not fetched again.
-func (tk *tick) refuse(ctx context.Context, code vocab.Code, detail string, needBytes int64) error {
+// reported failed with the code; remembered so the same sha is not fetched again. reason is
+// the typed cause behind code ("" when the code says all), kept in the entry and the refusal.
+func (tk *tick) refuse(ctx context.Context, code vocab.Code, reason vocab.Reason, detail string, needBytes int64) error {
 	started := tk.stepStart()
 	rec := tk.eng.Record()
 	rep := effects.Report{Sha: rec.Sha, Result: effects.ResultFailed, Code: code, Detail: string(code) + ": " + detail, Containers: fromStore(rec.Containers)}
 	now := tk.Now()
-	if err := tk.eng.Fire(machine.Outcome{Event: machine.EvRefuse, Code: code, Detail: detail, Update: func(r *store.Record, tx store.Tx) error {
-		r.Refusal = &store.Refusal{Sha: r.Sha, Code: code, Detail: rep.Detail[len(code)+2:], At: now, NeedBytes: needBytes}
+	if err := tk.eng.Fire(machine.Outcome{Event: machine.EvRefuse, Code: code, Reason: reason, Detail: detail, Update: func(r *store.Record, tx store.Tx) error {
+		r.Refusal = &store.Refusal{Sha: r.Sha, Code: code, Reason: reason, Detail: rep.Detail[len(code)+2:], At: now, NeedBytes: needBytes}
 		if code == codeDisk {
 			r.Refusal.FreeBytes = tk.diskFree
 		}

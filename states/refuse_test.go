@@ -8,6 +8,7 @@ import (
 	"github.com/tikali/monky-deployd/internal/bundle"
 	"github.com/tikali/monky-deployd/internal/testkit"
 	"github.com/tikali/monky-deployd/internal/vocab"
+	"github.com/tikali/monky-deployd/store"
 )
 
 func shaOf(files map[string]string) string {
@@ -223,6 +224,42 @@ func TestNoComposeCostsNoLease(t *testing.T) {
 			h.wantExit(h.tick(), 0)
 			if res, _ := h.lastReport(); res != "applied" {
 				t.Errorf("with compose v2 there: report %s", res)
+			}
+		})
+	}
+}
+
+// A PRIVILEGED_REFUSED of fields only the allowlist does not name carries its reason
+// (unlisted-field) from the policy to the refusal and its entry, and explain's fault says the
+// fields are unlisted, not that they give power over the host; a refusal that mixes in a real
+// finding carries no reason and keeps the code's words.
+func TestPrivilegedRefusalCarriesItsReason(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		adds   string
+		reason vocab.Reason
+		fault  string
+	}{
+		{"only an unlisted field", "    mac_address: 02:42:ac:11:00:02\n", vocab.ReasonUnlistedField, "does not name"},
+		{"an unlisted field and a real finding", "    mac_address: 02:42:ac:11:00:02\n    privileged: true\n", "", "power over the host"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h := newHarness(t)
+			h.release("v1", func(f map[string][]byte) {
+				f["compose.yaml"] = []byte(strings.Replace(string(f["compose.yaml"]), "    env_file: .env\n", "    env_file: .env\n"+c.adds, 1))
+			})
+			h.wantExit(h.tick(), 1)
+			rec := h.record()
+			if rec.Refusal == nil || rec.Refusal.Code != vocab.PrivilegedRefused || rec.Refusal.Reason != c.reason {
+				t.Fatalf("refusal %+v, want PRIVILEGED_REFUSED with reason %q", rec.Refusal, c.reason)
+			}
+			e, ok := h.entry(func(e store.Entry) bool { return e.Code == vocab.PrivilegedRefused })
+			if !ok || e.Reason != c.reason {
+				t.Errorf("entry %+v, want reason %q", e, c.reason)
+			}
+			w := h.explainWhy()
+			if w == nil || w.Reason != c.reason || !strings.Contains(w.Fault, c.fault) {
+				t.Errorf("explain's why %+v, want reason %q and a fault saying %q", w, c.reason, c.fault)
 			}
 		})
 	}

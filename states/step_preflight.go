@@ -24,7 +24,7 @@ func (tk *tick) stepPreflight(ctx context.Context) error {
 	if err != nil {
 		var r *bundle.Refusal
 		if errors.As(err, &r) {
-			return tk.refuse(ctx, r.Code, r.Detail, 0)
+			return tk.refuse(ctx, r.Code, r.Reason, r.Detail, 0)
 		}
 		return tk.resumeBundleError(ctx, machine.BundleVerified, err)
 	}
@@ -36,7 +36,7 @@ func (tk *tick) stepPreflight(ctx context.Context) error {
 	}
 	switch refuse, note := planRollback(rec.Sha, rec.AppliedSha, at, before, b.Meta.Agent.AllowRollback); {
 	case refuse != "":
-		return tk.refuse(ctx, codeRollback, refuse, 0)
+		return tk.refuse(ctx, codeRollback, "", refuse, 0)
 	case note != "":
 		if err := tk.eng.Note(machine.NoteRollbackAllowed, "", note, started, nil); err != nil {
 			return err
@@ -45,18 +45,18 @@ func (tk *tick) stepPreflight(ctx context.Context) error {
 	if code, detail, err := tk.composeReady(ctx); err != nil {
 		return err
 	} else if code != "" {
-		return tk.refuse(ctx, code, detail, 0)
+		return tk.refuse(ctx, code, "", detail, 0)
 	}
 	ok, detail, err := tk.diskEnough(ctx, b.Meta.DiskNeedBytes)
 	if err != nil {
 		return err
 	}
 	if !ok {
-		return tk.refuse(ctx, codeDisk, detail, b.Meta.DiskNeedBytes)
+		return tk.refuse(ctx, codeDisk, "", detail, b.Meta.DiskNeedBytes)
 	}
 	man, err := b.Manifest()
 	if err != nil {
-		return tk.refuse(ctx, vocab.BundleInvalid, err.Error(), 0)
+		return tk.refuse(ctx, vocab.BundleInvalid, "", err.Error(), 0)
 	}
 	if len(man.Entries) == 0 {
 		return tk.eng.Fire(machine.Outcome{Event: machine.EvReuse, Detail: "no secrets to read: no lease needed"}, started)

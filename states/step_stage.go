@@ -51,7 +51,7 @@ func (tk *tick) stepStage(ctx context.Context) error {
 	var mr *modelRefused
 	switch {
 	case errors.As(err, &mr):
-		return tk.fail(ctx, machine.LoggedIn, mr.code, mr.detail, false)
+		return tk.failBecause(ctx, machine.LoggedIn, mr.code, mr.reason, mr.detail, false)
 	case err != nil:
 		return tk.fail(ctx, machine.LoggedIn, codeOr(err, vocab.StageFailed), err.Error(), false)
 	}
@@ -111,6 +111,7 @@ func (tk *tick) readSecrets(ctx context.Context, man bundle.Manifest) (values ma
 // (PRIVILEGED_REFUSED) or a compose file that does not load with the secrets' values.
 type modelRefused struct {
 	code   vocab.Code
+	reason vocab.Reason // vocab.ReasonUnlistedField: the policy refused only unlisted fields
 	detail string
 }
 

@@ -90,7 +90,7 @@ func (tk *tick) stepVerify(ctx context.Context) error {
 	case err != nil && tk.isBlocked():
 		return err
 	case errors.As(err, &r):
-		return tk.refuse(ctx, r.Code, r.Detail, 0)
+		return tk.refuse(ctx, r.Code, r.Reason, r.Detail, 0)
 	case err != nil && effects.KindOf(err) == effects.NotFound:
 		return tk.fail(ctx, machine.CheckedIn, vocab.BundleNotFound, err.Error(), false)
 	case err != nil && effects.IsTemporary(err):

@@ -60,7 +60,7 @@ func CheckContext(ctx context.Context, b *Bundle, in CheckInput) error {
 	if _, err := parseEnvTemplate(b.Files[TemplateFile]); err != nil {
 		return err
 	}
-	findings, err := loadBounded(ctx, b, in.Compose, in.EnvID)
+	findings, unlisted, err := loadBounded(ctx, b, in.Compose, in.EnvID)
 	if err != nil {
 		return err
 	}
@@ -83,7 +83,11 @@ func CheckContext(ctx context.Context, b *Bundle, in CheckInput) error {
 		}
 	}
 	if !b.Meta.Agent.AllowPrivileged && len(findings) > 0 {
-		return &Refusal{Code: vocab.PrivilegedRefused, Detail: strings.Join(findings, "; ") + " (bundle.json agent.allow_privileged is not set)"}
+		r := &Refusal{Code: vocab.PrivilegedRefused, Detail: strings.Join(findings, "; ") + " (bundle.json agent.allow_privileged is not set)"}
+		if unlisted {
+			r.Reason = vocab.ReasonUnlistedField
+		}
+		return r
 	}
 	return nil
 }

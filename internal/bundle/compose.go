@@ -223,13 +223,15 @@ func materialize(root string, b *Bundle, withheld map[string]string) error {
 
 // findings lists what PRIVILEGED_REFUSED refuses: what was refused before the loader read it
 // (include settings, include and extends paths), else the loaded model's findings (see
-// CheckModel).
-func (m *model) findings(b *Bundle) []string {
+// CheckModel). unlisted: every finding is a field the allowlist does not name (OnlyUnlisted;
+// a refusal before the loader read the file is never one).
+func (m *model) findings(b *Bundle) (words []string, unlisted bool) {
 	out := append([]string{}, m.outside...)
 	if m.project == nil {
-		return out
+		return out, false
 	}
-	return append(out, findingStrings(m.pol.check(m.project))...)
+	f := m.pol.check(m.project)
+	return append(out, findingStrings(f)...), len(m.outside) == 0 && OnlyUnlisted(f)
 }
 
 // includeSettings refuses an include entry that sets project_directory or env_file, in any
@@ -340,5 +342,6 @@ func PrivilegedFindings(b *Bundle, env ComposeEnv) ([]string, error) {
 	if _, err := parseEnvTemplate(b.Files[TemplateFile]); err != nil {
 		return nil, err
 	}
-	return loadBounded(context.Background(), b, env, b.Meta.EnvID)
+	f, _, err := loadBounded(context.Background(), b, env, b.Meta.EnvID)
+	return f, err
 }

@@ -22,7 +22,7 @@ const loadOp = "compose-check"
 
 // loadVersion is the version of the request and answer below; a child of another version is
 // refused (it cannot be: the child is the parent's own binary).
-const loadVersion = 1
+const loadVersion = 2
 
 type loadRequest struct {
 	V           int               `json:"v"`
@@ -38,6 +38,8 @@ type loadAnswer struct {
 	Code     vocab.Code `json:"code,omitempty"`
 	Detail   string     `json:"detail,omitempty"`
 	Findings []string   `json:"findings,omitempty"`
+	// Unlisted: every finding is a field the allowlist does not name (version 2).
+	Unlisted bool `json:"unlisted,omitempty"`
 }
 
 func init() { budget.Serve(loadOp, serveLoad) }
@@ -61,39 +63,40 @@ func serveLoad(raw []byte) ([]byte, error) {
 	if r != nil {
 		ans.Code, ans.Detail = r.Code, r.Detail
 	} else {
-		ans.Findings = m.findings(b)
+		ans.Findings, ans.Unlisted = m.findings(b)
 	}
 	return json.Marshal(ans)
 }
 
 // loadBounded has a child count the costs of b's compose file and, within the bounds, load it
-// and run the policy: the policy's findings, or a *Refusal. A context that ends before the
-// child answers is an error wrapping budget.ErrCancelled: nothing is decided.
-func loadBounded(ctx context.Context, b *Bundle, env ComposeEnv, envID string) ([]string, error) {
+// and run the policy: the policy's findings and whether each is a field the allowlist does not
+// name, or a *Refusal. A context that ends before the child answers is an error wrapping
+// budget.ErrCancelled: nothing is decided.
+func loadBounded(ctx context.Context, b *Bundle, env ComposeEnv, envID string) (findings []string, unlisted bool, err error) {
 	name := b.Meta.ComposeFile
 	if n := len(b.Files[name]); n > MaxComposeBytes {
-		return nil, invalid("%s %s", quoteName(name), composeBound(b.Files[name])) // the size alone: no parse here
+		return nil, false, invalid("%s %s", quoteName(name), composeBound(b.Files[name])) // the size alone: no parse here
 	}
 	req, err := json.Marshal(loadRequest{V: loadVersion, Files: b.Files, Dirs: b.Dirs, ComposeFile: name, EnvID: envID, Compose: env})
 	if err != nil {
-		return nil, invalid("cannot hand the compose file to the loader: %v", err)
+		return nil, false, invalid("cannot hand the compose file to the loader: %v", err)
 	}
 	out, err := budget.Run(ctx, loadOp, req)
 	var over *budget.Exceeded
 	switch {
 	case errors.As(err, &over):
-		return nil, invalid("%s: %s, a bound for loading a release's model (docs/SECURITY.md)", quoteName(name), over.Words)
+		return nil, false, invalid("%s: %s, a bound for loading a release's model (docs/SECURITY.md)", quoteName(name), over.Words)
 	case errors.Is(err, budget.ErrCancelled):
-		return nil, err
+		return nil, false, err
 	case err != nil:
-		return nil, invalid("%s does not load: the loader failed: %v", quoteName(name), err)
+		return nil, false, invalid("%s does not load: the loader failed: %v", quoteName(name), err)
 	}
 	var ans loadAnswer
 	if err := json.Unmarshal(out, &ans); err != nil || ans.V != loadVersion {
-		return nil, invalid("%s does not load: the loader's answer does not read", quoteName(name))
+		return nil, false, invalid("%s does not load: the loader's answer does not read", quoteName(name))
 	}
 	if ans.Code != "" {
-		return nil, &Refusal{Code: ans.Code, Detail: ans.Detail}
+		return nil, false, &Refusal{Code: ans.Code, Detail: ans.Detail}
 	}
-	return ans.Findings, nil
+	return ans.Findings, ans.Unlisted, nil
 }

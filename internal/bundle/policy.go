@@ -92,6 +92,20 @@ type Finding struct {
 	// What says what is refused, the field first ("device_cgroup_rules is not allowed",
 	// "cap_add DAC_READ_SEARCH", "bind / → /host").
 	What string
+	// Unlisted: the field is refused only because the allowlist does not name it, not
+	// because it was found to give power over the host.
+	Unlisted bool
+}
+
+// OnlyUnlisted reports whether every one of f (at least one) is a field the allowlist does
+// not name: the refusal's reason is then vocab.ReasonUnlistedField.
+func OnlyUnlisted(f []Finding) bool {
+	for _, x := range f {
+		if !x.Unlisted {
+			return false
+		}
+	}
+	return len(f) > 0
 }
 
 func (f Finding) String() string {
@@ -137,25 +151,30 @@ func (pol *policy) placeholder(v string) bool { return pol.ph != nil && pol.ph.M
 func (pol *policy) check(p *types.Project) []Finding {
 	var out []Finding
 	add := func(who, field, what string) { out = append(out, Finding{Who: who, Field: field, What: what}) }
+	unlisted := func(who, field, what string) {
+		out = append(out, Finding{Who: who, Field: field, What: what, Unlisted: true})
+	}
 
-	topSet(p, func(field string) { add("", field, field+" is not allowed") })
+	topSet(p, func(field string) { unlisted("", field, field+" is not allowed") })
 
 	services := union(p.Services, p.DisabledServices)
 	for _, n := range slices.Sorted(maps.Keys(services)) {
 		s := services[n]
 		who := "service " + quoteName(n)
-		pol.service(p, &s, func(field, what string) { add(who, field, what) })
+		pol.service(p, &s, func(field, what string) { add(who, field, what) }, func(field, what string) { unlisted(who, field, what) })
 	}
 	pol.writable(p, services, add)
 	jobs := union(p.Jobs, p.DisabledJobs)
 	for _, n := range slices.Sorted(maps.Keys(jobs)) {
-		add("job "+quoteName(n), "jobs", "jobs are not allowed")
+		unlisted("job "+quoteName(n), "jobs", "jobs are not allowed")
 	}
 	for _, n := range slices.Sorted(maps.Keys(p.Networks)) {
-		pol.network(p.Name, n, p.Networks[n], func(field, what string) { add("network "+quoteName(n), field, what) })
+		pol.network(p.Name, n, p.Networks[n], func(field, what string) { add("network "+quoteName(n), field, what) },
+			func(field, what string) { unlisted("network "+quoteName(n), field, what) })
 	}
 	for _, n := range slices.Sorted(maps.Keys(p.Volumes)) {
-		pol.volume(p.Name, n, p.Volumes[n], func(field, what string) { add("volume "+quoteName(n), field, what) })
+		pol.volume(p.Name, n, p.Volumes[n], func(field, what string) { add("volume "+quoteName(n), field, what) },
+			func(field, what string) { unlisted("volume "+quoteName(n), field, what) })
 	}
 	for _, n := range slices.Sorted(maps.Keys(p.Secrets)) {
 		if f := pol.fileObject(types.FileObjectConfig(p.Secrets[n])); f != "" {
@@ -180,8 +199,9 @@ func topSet(p *types.Project, refuse func(field string)) {
 }
 
 // service checks one service: every field it sets against serviceAllowed, then the values
-// of the allowed fields that have rules of their own.
-func (pol *policy) service(p *types.Project, s *types.ServiceConfig, add func(field, what string)) {
+// of the allowed fields that have rules of their own. unlisted adds a field refused only
+// because the allowlist does not name it; add, any other finding.
+func (pol *policy) service(p *types.Project, s *types.ServiceConfig, add, unlisted func(field, what string)) {
 	checked := map[string]bool{}
 	walkSet(reflect.ValueOf(*s), "", allowSet(serviceAllowed),
 		func(field string, _ reflect.Value) {
@@ -191,12 +211,12 @@ func (pol *policy) service(p *types.Project, s *types.ServiceConfig, add func(fi
 				pol.serviceValues(p, s, top, add)
 			}
 		},
-		func(field string, v reflect.Value) { pol.notAllowed(s, field, v, add) })
+		func(field string, v reflect.Value) { pol.notAllowed(s, field, v, add, unlisted) })
 }
 
 // notAllowed words a field the allowlist does not name; the fields every earlier version
-// refused keep their words.
-func (pol *policy) notAllowed(s *types.ServiceConfig, field string, v reflect.Value, add func(field, what string)) {
+// refused keep their words (add: found to give power over the host), any other is unlisted.
+func (pol *policy) notAllowed(s *types.ServiceConfig, field string, v reflect.Value, add, unlisted func(field, what string)) {
 	c := &s.ContainerSpec
 	switch field {
 	case "name", "extends":
@@ -216,7 +236,7 @@ func (pol *policy) notAllowed(s *types.ServiceConfig, field string, v reflect.Va
 	case "provider":
 		add(field, "provider "+pol.show(s.Provider.Type)+" (runs a program on the host)")
 	default:
-		add(field, field+" is not allowed")
+		unlisted(field, field+" is not allowed")
 	}
 }
 
@@ -394,9 +414,9 @@ func (pol *policy) rel(c string) string {
 // network checks a top-level network: the default driver or bridge, never the host's `host`
 // or `none` network, named after this project (external or not: another name joins another
 // project's network), no driver_opts.
-func (pol *policy) network(project, key string, n types.NetworkConfig, add func(field, what string)) {
+func (pol *policy) network(project, key string, n types.NetworkConfig, add, unlisted func(field, what string)) {
 	walkSet(reflect.ValueOf(n), "", allowSet(networkAllowed), func(string, reflect.Value) {}, func(field string, _ reflect.Value) {
-		add(field, field+" is not allowed")
+		unlisted(field, field+" is not allowed")
 	})
 	for _, name := range []string{key, n.Name} {
 		if name == "host" || name == "none" {
@@ -417,7 +437,7 @@ func (pol *policy) network(project, key string, n types.NetworkConfig, add func(
 
 // volume checks a top-level volume: the local driver with no driver_opts, named after this
 // project (external or not: another name is another project's data).
-func (pol *policy) volume(project, key string, v types.VolumeConfig, add func(field, what string)) {
+func (pol *policy) volume(project, key string, v types.VolumeConfig, add, unlisted func(field, what string)) {
 	walkSet(reflect.ValueOf(v), "", allowSet(volumeAllowed), func(string, reflect.Value) {}, func(field string, _ reflect.Value) {
 		if field == "driver_opts" {
 			var opts []string
@@ -431,7 +451,7 @@ func (pol *policy) volume(project, key string, v types.VolumeConfig, add func(fi
 			add(field, "driver_opts is not allowed ("+strings.Join(opts, ", ")+")")
 			return
 		}
-		add(field, field+" is not allowed")
+		unlisted(field, field+" is not allowed")
 	})
 	if d := v.Driver; d != "" && d != "local" {
 		add("driver", "driver "+pol.show(d)+" is not allowed")

@@ -10,7 +10,10 @@ import "github.com/tikali/monky-deployd/internal/vocab"
 // Refusal is a bundle refused before any lease. Detail names files, variables, paths and
 // services — never a value.
 type Refusal struct {
-	Code   vocab.Code
+	Code vocab.Code
+	// Reason is the typed cause behind Code, when the code does not say all
+	// (vocab.ReasonUnlistedField for a PRIVILEGED_REFUSED of unlisted fields only).
+	Reason vocab.Reason
 	Detail string
 }
 

@@ -68,10 +68,7 @@ var wordWriters = map[string]string{
 	"states/log.go:withCode":                       "writes a journal line: puts the code in front unless the detail already starts with it",
 	"machine/explain/render.go:writeTick":          "writes a journal line: the same rule as states' withCode",
 	"internal/bundlecheck/bundlecheck.go:findings": "prints a refusal's findings one a line as the policy wrote them: it formats words and decides nothing",
-	// Left: the policy's findings are typed (bundle.Finding) but reach the refusal as words;
-	// carrying "a field no list names" typed into the record is the policy's own work.
-	"machine/explain/why.go:privilegedFault": "reads the policy's findings back from a PRIVILEGED_REFUSED detail (to be typed with the policy's list by effect)",
-	"test/sim/fleet.go:fleetRowLocked":       "tenancy's side of the wire, simulated: it reads a report's detail (\"CODE: words\", PROTOCOL.md §1) as tenancy does",
+	"test/sim/fleet.go:fleetRowLocked":             "tenancy's side of the wire, simulated: it reads a report's detail (\"CODE: words\", PROTOCOL.md §1) as tenancy does",
 }
 
 // deciders are the calls that decide from the words of a string.

@@ -42,6 +42,10 @@ const (
 	// ReasonPSFailed: the heartbeat's compose ps failed, so whether the services run is not
 	// known.
 	ReasonPSFailed Reason = "ps-failed"
+	// ReasonUnlistedField: the privileged policy refused only fields its allowlist does not
+	// name — refused because no one has listed them, not because they were found to give
+	// power over the host.
+	ReasonUnlistedField Reason = "unlisted-field"
 )
 
 // reasons are the known reasons, with whether a retry can change what they observed.
@@ -49,7 +53,7 @@ var reasons = map[Reason]bool{
 	ReasonTenancy401: false, ReasonTenancy403: false, ReasonBaoRefused: false, ReasonGrantRefused: false,
 	ReasonShape: false, ReasonGrantUnreadable: false, ReasonGrantAbsent: false,
 	ReasonRegistryDenied: false, ReasonImageMissing: false, ReasonRegistryDNS: true, ReasonNetwork: true,
-	ReasonReuseUnasked: true, ReasonAgentWait: true, ReasonPSFailed: true,
+	ReasonReuseUnasked: true, ReasonAgentWait: true, ReasonPSFailed: true, ReasonUnlistedField: false,
 }
 
 // KnownReason reports whether r is a reason this agent writes ("" is not).

@@ -2,10 +2,7 @@ package explain
 
 import (
 	"fmt"
-	"regexp"
-	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/tikali/monky-deployd/effects"
@@ -260,7 +257,7 @@ func (in Input) refusedWhy(mk maker, nextTick string) *Why {
 			next = "measured again at every tick, but no disk here will hold " + machine.Size(r.NeedBytes) + ": it stays refused until tenancy desires a sha whose bundle declares a true disk_need_bytes"
 		}
 	}
-	fault := privilegedFault(r.Code, r.Detail)
+	fault := privilegedFault(r.Code, r.Reason)
 	if r.Code == vocab.DiskInsufficient && r.NeedBytes > implausibleNeed {
 		fault = "the bundle declares it needs " + machine.Size(r.NeedBytes) + " of image storage, which no box has: its disk_need_bytes is wrong, not this disk"
 	}
@@ -293,7 +290,7 @@ func (in Input) failedWhy(mk maker, nextTick string) *Why {
 		next = fmt.Sprintf("attempt %d of %d failed (the step from %s); retry %d of %d at %s (backoff), unless tenancy desires another sha first", n, limit, f.State, n+1, limit, machine.Stamp(rec.NextRetryAt))
 	}
 	fault, fix := causeOf(f.Code).Fault, ""
-	if pf := privilegedFault(f.Code, f.Detail); pf != "" {
+	if pf := privilegedFault(f.Code, f.Reason); pf != "" {
 		fault = pf
 	}
 	var person bool
@@ -716,39 +713,16 @@ func (in Input) nextTickWords() string {
 	return "about " + machine.Stamp(in.Rec.LastTickAt.Add(in.interval()))
 }
 
-// unlisted is a finding of a field no list names ("service api: tty is not allowed", "jobs
-// are not allowed"), as the policy words it: its field is the first group (m[1]). Built on first
-// use: only a refusal's explain reads it.
-var unlisted = sync.OnceValue(func() *regexp.Regexp {
-	return regexp.MustCompile(`^(?:(?:service|network|volume|job) [^:]+: )?([a-z0-9_.]+) (?:is|are) not allowed$`)
-})
-
-// privilegedFault words a PRIVILEGED_REFUSED whose findings are all fields the allowlist does
-// not name: such a field is refused because no one has listed it, not because it was found to
-// give power over the host, and the fault says so, naming the fields. "" for any other code or
-// finding (the cause's words then hold).
-func privilegedFault(code vocab.Code, detail string) string {
-	if code != vocab.PrivilegedRefused {
+// privilegedFault words a PRIVILEGED_REFUSED whose reason is vocab.ReasonUnlistedField: the
+// policy refused only fields its allowlist does not name, refused because no one has listed
+// them, not because they were found to give power over the host, and the fault says so (the
+// evidence names the fields). "" for any other code or reason, and for a refusal written
+// before reasons were kept (the cause's words then hold).
+func privilegedFault(code vocab.Code, reason vocab.Reason) string {
+	if code != vocab.PrivilegedRefused || reason != vocab.ReasonUnlistedField {
 		return ""
 	}
-	d := trimCode(code, detail)
-	for _, tail := range []string{" (in the model compose would run; bundle.json agent.allow_privileged is not set)", " (bundle.json agent.allow_privileged is not set)"} {
-		d = strings.TrimSuffix(d, tail)
-	}
-	var fields []string
-	for _, f := range strings.Split(d, "; ") {
-		m := unlisted().FindStringSubmatch(f)
-		if m == nil {
-			return ""
-		}
-		if !slices.Contains(fields, m[1]) {
-			fields = append(fields, m[1])
-		}
-	}
-	if len(fields) == 0 {
-		return ""
-	}
-	return "the compose file sets " + strings.Join(fields, ", ") + ", which the allowlist of what a service may hold does not name: a field no one has listed is refused until someone checks what it can reach and lists it (docs/SECURITY.md, \"The allowlist\"), so this says nothing of the field's harm; the bundle's `agent` profile does not allow it"
+	return "the compose file sets only fields the allowlist of what a service may hold does not name (the evidence names them): a field no one has listed is refused until someone checks what it can reach and lists it (docs/SECURITY.md, \"The allowlist\"), so this says nothing of the field's harm; the bundle's `agent` profile does not allow it"
 }
 
 func trimCode(code vocab.Code, detail string) string {

@@ -116,34 +116,40 @@ func TestUnhealthyNextSaysNotConverged(t *testing.T) {
 	}
 }
 
-// TestPrivilegedRefusedNamesWhatItIs: a PRIVILEGED_REFUSED of fields the allowlist does not
-// name says so and names them, never "power over the host"; one with power over the host, or
-// a mix, keeps the cause's words. Refused before the lease or failed after it alike.
+// TestPrivilegedRefusedNamesWhatItIs: a PRIVILEGED_REFUSED whose reason is unlisted-field (the
+// policy refused only fields its allowlist does not name) says so, never "power over the host";
+// one with power over the host, a mix, or one written before reasons were kept keeps the cause's
+// words, whatever its detail says. Refused before the lease or failed after it alike.
 func TestPrivilegedRefusedNamesWhatItIs(t *testing.T) {
 	at := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	sha := strings.Repeat("c", 64)
 	const tail = " (bundle.json agent.allow_privileged is not set)"
+	const unlisted = vocab.ReasonUnlistedField
 	for _, c := range []struct {
-		name, state, detail string
-		want, not           []string
+		name, state string
+		reason      vocab.Reason
+		detail      string
+		want, not   []string
 	}{
-		{"unlisted fields", "Refused", "PRIVILEGED_REFUSED: service api: mac_address is not allowed; service api: storage_opt is not allowed; service web: mac_address is not allowed" + tail,
-			[]string{"sets mac_address, storage_opt, which the allowlist", "does not name", "nothing of the field's harm"}, []string{"power over the host"}},
-		{"driver_opts of a volume, after the lease", "Failed", "PRIVILEGED_REFUSED: volume data: driver_opts is not allowed (type=overlay, o=lowerdir=/etc); jobs are not allowed (in the model compose would run; bundle.json agent.allow_privileged is not set)",
+		{"unlisted fields", "Refused", unlisted, "PRIVILEGED_REFUSED: service api: mac_address is not allowed; service api: storage_opt is not allowed; service web: mac_address is not allowed" + tail,
+			[]string{"sets only fields the allowlist", "does not name", "nothing of the field's harm"}, []string{"power over the host"}},
+		{"driver_opts of a volume, after the lease", "Failed", "", "PRIVILEGED_REFUSED: volume data: driver_opts is not allowed (type=overlay, o=lowerdir=/etc); jobs are not allowed (in the model compose would run; bundle.json agent.allow_privileged is not set)",
 			[]string{"power over the host"}, []string{"does not name"}},
-		{"unlisted top-level key", "Failed", "PRIVILEGED_REFUSED: job migrate: jobs are not allowed (in the model compose would run; bundle.json agent.allow_privileged is not set)",
-			[]string{"sets jobs, which the allowlist"}, []string{"power over the host"}},
-		{"power over the host", "Refused", "PRIVILEGED_REFUSED: service api: privileged: true" + tail,
+		{"unlisted top-level key", "Failed", unlisted, "PRIVILEGED_REFUSED: job migrate: jobs are not allowed (in the model compose would run; bundle.json agent.allow_privileged is not set)",
+			[]string{"sets only fields the allowlist"}, []string{"power over the host"}},
+		{"power over the host", "Refused", "", "PRIVILEGED_REFUSED: service api: privileged: true" + tail,
 			[]string{"power over the host", "a field, option, driver or name no one has listed"}, nil},
-		{"a mix", "Refused", "PRIVILEGED_REFUSED: service api: tty is not allowed; service api: cap_add SYS_ADMIN" + tail,
-			[]string{"power over the host"}, []string{"sets tty"}},
+		{"a mix", "Refused", "", "PRIVILEGED_REFUSED: service api: tty is not allowed; service api: cap_add SYS_ADMIN" + tail,
+			[]string{"power over the host"}, []string{"does not name"}},
+		{"written before reasons were kept", "Refused", "", "PRIVILEGED_REFUSED: service api: tty is not allowed" + tail,
+			[]string{"power over the host"}, []string{"does not name"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			rec := store.Record{EnvID: "env-a", State: c.state, Tick: 3, Action: vocab.ActionApply, Sha: sha, DesiredSha: sha, LastTickAt: at}
 			if c.state == "Refused" {
-				rec.Refusal = &store.Refusal{Sha: sha, Code: "PRIVILEGED_REFUSED", Detail: c.detail, At: at}
+				rec.Refusal = &store.Refusal{Sha: sha, Code: "PRIVILEGED_REFUSED", Reason: c.reason, Detail: c.detail, At: at}
 			} else {
-				rec.Failure = &store.Failure{Sha: sha, Code: "PRIVILEGED_REFUSED", Detail: c.detail, State: "LoggedIn", At: at}
+				rec.Failure = &store.Failure{Sha: sha, Code: "PRIVILEGED_REFUSED", Reason: c.reason, Detail: c.detail, State: "LoggedIn", At: at}
 			}
 			st := store.NewMemory()
 			exit := 1
