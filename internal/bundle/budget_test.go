@@ -17,9 +17,11 @@ func TestCostClasses(t *testing.T) {
 		"alias-400k-x2000":  "holds more than 1000 YAML aliases",
 		"alias-1b-x100000":  "holds more than 1000 YAML aliases",
 		"alias-600k-x99000": "holds more than 1000 YAML aliases",
-		"services-46000":    "defines more than 1000 services",
-		"nesting-100":       "nests more than 64 levels deep",
-		"nodes-1mib":        "the load used up its memory bound (64 MiB)",
+		// 46,000 services come within a few MiB of the child's memory bound while their nodes
+		// are counted: which bound names them first varies from run to run, so either is the verdict
+		"services-46000": "defines more than 1000 services|the load used up its memory bound",
+		"nesting-100":    "nests more than 64 levels deep",
+		"nodes-1mib":     "the load used up its memory bound (64 MiB)",
 	}
 	for _, c := range hostile.Cases() {
 		t.Run(c.Name, func(t *testing.T) {
@@ -31,9 +33,19 @@ func TestCostClasses(t *testing.T) {
 				}
 				return
 			}
-			if r == nil || r.Code != vocab.Code(c.Want) || !strings.Contains(r.Detail, bound[c.Name]) {
+			if r == nil || r.Code != vocab.Code(c.Want) || !namesOneOf(r.Detail, bound[c.Name]) {
 				t.Fatalf("got %v, want %s: %s", r, c.Want, bound[c.Name])
 			}
 		})
 	}
+}
+
+// namesOneOf reports whether detail holds one of the |-separated words.
+func namesOneOf(detail, words string) bool {
+	for _, w := range strings.Split(words, "|") {
+		if strings.Contains(detail, w) {
+			return true
+		}
+	}
+	return false
 }
