@@ -121,9 +121,10 @@ func leftBehind(ctx context.Context, cfg *config.Config) []string {
 	return lines
 }
 
-// runningContainers asks compose for the containers of the project, as a heartbeat does.
+// runningContainers asks compose for the containers of the project by its name: the release
+// tree is the agent's user's, and purge runs as root.
 func runningContainers(ctx context.Context, cfg *config.Config) string {
-	cs, err := docker.New(cfg.DockerBin, cfg.ComposeProject, cfg.DockerConfigDir()).PS(ctx, filepath.Join(cfg.DeployDir, "current"))
+	cs, err := docker.New(cfg.DockerBin, cfg.ComposeProject, cfg.DockerConfigDir()).ProjectPS(ctx)
 	if err != nil {
 		return fmt.Sprintf("the containers of project %s: compose could not say (%v)", cfg.ComposeProject, err)
 	}

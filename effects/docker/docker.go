@@ -242,6 +242,17 @@ func (c *CLI) PS(ctx context.Context, dir string) ([]effects.Container, error) {
 	return cs, nil
 }
 
+// ProjectPS is `compose ps` of the project by its name alone, in an empty directory: no release
+// is read, so no release needs to be the running user's (purge runs as root over the agent's).
+func (c *CLI) ProjectPS(ctx context.Context) ([]effects.Container, error) {
+	tmp, err := os.MkdirTemp("", "monky-deployd-ps-")
+	if err != nil {
+		return nil, &effects.Error{Op: "compose ps", Kind: effects.Permanent, Code: vocab.ComposePSFailed, Err: err}
+	}
+	defer os.RemoveAll(tmp)
+	return c.PS(ctx, filepath.Join(tmp, "no-release"))
+}
+
 // Pull is `compose pull` in dir. Idempotent. A failure carries the registry's own words and
 // the typed cause they name (PullReason).
 func (c *CLI) Pull(ctx context.Context, dir string) error {

@@ -692,3 +692,16 @@ func TestReady(t *testing.T) {
 		t.Errorf("no CLI: %v", err)
 	}
 }
+
+// ProjectPS asks compose by the project's name alone, in an empty directory: no release is read
+// (purge runs as root over a release tree that is the agent's user's).
+func TestProjectPSReadsNoRelease(t *testing.T) {
+	f := newFixture(t)
+	if _, err := f.cli.ProjectPS(context.Background()); err != nil {
+		t.Fatalf("ProjectPS: %v", err)
+	}
+	calls := testkit.DockerCalls(t, f.log)
+	if len(calls) != 1 || !strings.Contains(calls[0].Line(), "--project-directory") || !strings.Contains(calls[0].Line(), " ps --format json") {
+		t.Fatalf("calls: %v", calls)
+	}
+}
