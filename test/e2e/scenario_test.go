@@ -383,7 +383,9 @@ volumes:
 	// Issue 37: a network whose ipam picks a subnet. On the real engine the host routed that
 	// prefix into the project's bridge while the project ran (and a prefix of the host's own LAN
 	// took the host's traffic to its neighbours). Now it is refused before any lease, and the
-	// host's routing table is the same, byte for byte, before and after the tick.
+	// host's routing table is the same before and after the tick. The lines of the containers'
+	// own veth ends are left out: a running container's link-local address may come up late,
+	// and a veth never carries a route the project chose.
 	step("an ipam subnet", func(t *testing.T) {
 		a.t = t
 		const subnet = "10.237.91.0/24"
@@ -392,7 +394,7 @@ volumes:
 			if err != nil {
 				t.Fatalf("ip route: %v", err)
 			}
-			return out
+			return withoutVeths(out)
 		}
 		before := routes()
 		w.desire(envA, "ipam", rel{tag: "3", note: "ipam",

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"os"
+	"strings"
 
 	"github.com/tikali/monky-deployd/test/e2e/tools"
 )
@@ -23,3 +24,16 @@ func envOr(k, def string) string {
 // runCmd runs name args in dir with extra environment and returns stdout; the error carries
 // stderr.
 var runCmd = tools.Run
+
+// withoutVeths drops the lines of `ip route show` that name a container's veth end: their
+// link-local routes and addresses come and go with the containers, never with a project's choice.
+func withoutVeths(routes string) string {
+	var b strings.Builder
+	for _, line := range strings.SplitAfter(routes, "\n") {
+		if strings.Contains(line, " dev veth") {
+			continue
+		}
+		b.WriteString(line)
+	}
+	return b.String()
+}
