@@ -33,7 +33,7 @@ func (tk *tick) correctClock(future int) error {
 	if future > 0 {
 		fixes = append(fixes, fmt.Sprintf("%d lease-budget entr(ies) restamped now", future))
 	}
-	retryAfter := rec.LeaseRetryAfter.After(now.Add(LeaseWindow + clockSkew))
+	retryAfter := rec.LeaseRetryAfter.After(now.Add(machine.LeaseWindow + clockSkew))
 	if retryAfter {
 		fixes = append(fixes, "tenancy's Retry-After ("+rec.LeaseRetryAfter.UTC().Format(time.RFC3339)+") treated as now")
 	}

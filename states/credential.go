@@ -1,5 +1,9 @@
 package states
 
+// The token half of the credential's act: the bearer a tick starts with, the kit's grant, the
+// token's upkeep, a refused bearer dropped. What is decided is decided in states/credential
+// (PlanStart, GrantLoginFailed, RenewDue, BearerOf, Dropped); this file acts.
+
 import (
 	"bytes"
 	"context"
@@ -61,25 +65,28 @@ func (tk *tick) ensureToken(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if tok != "" {
-		if err := credential.Check("token", tk.Cfg.TokenPath(), tok); err != nil {
-			// written by an older agent: unusable in a header, so dropped like a refused one
-			return tk.reauthenticate(ctx, err)
+	var grant string
+	var grantErr error
+	if tok == "" {
+		if grant, grantErr = readSecretFile(tk.Cfg.BootstrapPath); untrusted(grantErr) {
+			return grantErr
 		}
+	}
+	switch p := credential.PlanStart(tok, grant, grantErr, tk.Cfg.TokenPath(), tk.Cfg.BootstrapPath); {
+	case p.Drop != nil:
+		return tk.reauthenticate(ctx, p.Drop)
+	case p.Block != nil:
+		return tk.blocked(p.Block)
+	case p.Use:
 		tk.token = tok
 		return tk.upkeep(ctx)
 	}
-	grant, err := readSecretFile(tk.Cfg.BootstrapPath)
-	if untrusted(err) {
-		return err
-	}
-	if err != nil {
-		return tk.blockUnauthenticated(err, vocab.ReasonGrantUnreadable, fmt.Sprintf("no token and the bootstrap grant at %s is unreadable: %v", tk.Cfg.BootstrapPath, err))
-	}
-	if grant == "" {
-		return tk.blockUnauthenticated(nil, vocab.ReasonGrantAbsent, fmt.Sprintf("no token at %s and no bootstrap grant at %s — re-run the install kit", tk.Cfg.TokenPath(), tk.Cfg.BootstrapPath))
-	}
 	return tk.bootstrap(ctx, grant)
+}
+
+// blocked parks the machine on a credential plan's block.
+func (tk *tick) blocked(b *credential.Blocked) error {
+	return tk.blockUnauthenticated(b.Cause, b.Reason, b.Detail)
 }
 
 // bootstrap logs in with the kit's bootstrap grant, stores the token (0600) and consumes the
@@ -89,11 +96,11 @@ func (tk *tick) bootstrap(ctx context.Context, grant string) error {
 	redact.Add(grant)
 	t, err := tk.Fx.Bao.Login(ctx, tk.Cfg.Bao.AuthMount, tk.Cfg.Bao.Role, grant)
 	if err != nil {
-		if effects.IsTemporary(err) {
-			tk.noteStop(machine.NoteBootstrapFailed, err, started, "")
-			return err
+		if b := credential.GrantLoginFailed(err); b != nil {
+			return tk.blocked(b)
 		}
-		return tk.blockUnauthenticated(err, vocab.ReasonGrantRefused, "the bootstrap grant was refused by OpenBao ("+err.Error()+") — re-run the install kit for a fresh grant")
+		tk.noteStop(machine.NoteBootstrapFailed, err, started, "")
+		return err
 	}
 	redact.Add(t.Value)
 	if err := credential.Check("bao login", "the token in OpenBao's answer", t.Value); err != nil {
@@ -124,11 +131,6 @@ func consumeGrant(fsys files.FS, path string) string {
 		return "grant consumed (emptied: its directory is not writable)"
 	}
 	return "the grant could NOT be consumed (" + err.Error() + "): it stays at " + path
-}
-
-// expiryUnknown: the token's expiry must be learnt from OpenBao (lookup-self) before use.
-func (tk *tick) expiryUnknown(rec store.Record) bool {
-	return rec.Token.ExpiresAt.IsZero() || !rec.Token.Present || tk.tokenRecovered
 }
 
 // learnExpiry asks OpenBao who the token is (lookup-self) when the state file does not know
@@ -163,13 +165,13 @@ func (tk *tick) upkeep(ctx context.Context) error {
 	rec := tk.eng.Record()
 	now := tk.Now()
 	below := time.Duration(tk.Cfg.Bao.RenewBelow) * time.Second
-	if tk.expiryUnknown(rec) {
+	if credential.Unknown(rec.Token, tk.tokenRecovered) {
 		if err := tk.learnExpiry(ctx, now); err != nil {
 			return err
 		}
 		rec = tk.eng.Record()
 	}
-	if rec.Token.ExpiresAt.Sub(now) >= below {
+	if !credential.RenewDue(rec.Token.ExpiresAt, now, below) {
 		return nil
 	}
 	started := now
@@ -184,7 +186,7 @@ func (tk *tick) upkeep(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
-	if ttl >= below {
+	if !credential.SwapDue(ttl, below) {
 		return nil
 	}
 	// The token is near its max ttl: only a new lease gives a new one. Without budget, the
@@ -238,16 +240,15 @@ func (tk *tick) reauthenticate(ctx context.Context, cause error) error {
 func (tk *tick) withBearer(ctx context.Context, call func() error) error {
 	started := tk.Now()
 	err := call()
-	if err != nil && effects.KindOf(err) == effects.Unauthenticated {
+	if credential.BearerOf(err) == credential.BearerRefused {
 		if rerr := tk.reauthenticate(ctx, err); rerr != nil {
 			return rerr
 		}
-		err = call()
-		if err != nil && effects.KindOf(err) == effects.Unauthenticated {
-			return tk.blockUnauthenticated(err, vocab.ReasonTenancy401, "the fresh bootstrap grant's token was refused too")
+		if err = call(); credential.BearerOf(err) == credential.BearerRefused {
+			return tk.blocked(credential.RefusedAgain(err))
 		}
 	}
-	if err != nil && effects.KindOf(err) == effects.EnvMismatch {
+	if credential.BearerOf(err) == credential.BearerEnvMismatch {
 		return tk.block(codeEnvMismatch, vocab.ReasonTenancy403, envMismatchWords(tk.Cfg.EnvID, tk.eng.Record().Token.EnvID, err), started, err)
 	}
 	return err
@@ -270,255 +271,4 @@ func (tk *tick) readKV(ctx context.Context, path, key string, version int) (stri
 		return "", rerr
 	}
 	return tk.Fx.Bao.ReadKV(ctx, tk.token, path, key, version)
-}
-
-// LeaseLimit and LeaseWindow are tenancy's budget (machine.LeaseLimit per machine.LeaseWindow).
-const (
-	LeaseLimit  = machine.LeaseLimit
-	LeaseWindow = machine.LeaseWindow
-)
-
-// reusableToken: a lease-derived token whose ttl (after a renew where needed) stays above
-// renew_below_s reads the secrets; no new lease. A bootstrap token is swapped once. A lookup
-// or renew that fails for a temporary reason is returned: it proves nothing about the token,
-// and a lease asked on it would spend the budget for nothing.
-func (tk *tick) reusableToken(ctx context.Context) (string, bool, error) {
-	rec := tk.eng.Record()
-	if rec.Token.Source != store.SourceLease || tk.token == "" {
-		return "", false, nil
-	}
-	below := time.Duration(tk.Cfg.Bao.RenewBelow) * time.Second
-	info, err := tk.Fx.Bao.LookupSelf(ctx, tk.token)
-	if err != nil {
-		if effects.IsTemporary(err) {
-			return "", false, err
-		}
-		tk.Log.Debug().Msg("lease-derived token not reusable: " + err.Error())
-		return "", false, nil
-	}
-	ttl := info.TTL
-	if ttl <= below {
-		ttl, err = tk.Fx.Bao.RenewSelf(ctx, tk.token, 24*time.Hour)
-		if err != nil && effects.IsTemporary(err) {
-			return "", false, err
-		}
-		if err != nil || ttl <= below {
-			return "", false, nil
-		}
-	}
-	now := tk.Now()
-	_ = tk.eng.Save(func(r *store.Record, _ store.Tx) error {
-		r.Token.ExpiresAt, r.Token.CheckedAt = now.Add(ttl), now
-		return nil
-	})
-	return fmt.Sprintf("reusing the lease-derived token (ttl %s): no new lease", ttl.Round(time.Second)), true, nil
-}
-
-// tokenWorks reports whether the current token still answers lookup-self.
-func (tk *tick) tokenWorks(ctx context.Context) bool {
-	if tk.token == "" {
-		return false
-	}
-	info, err := tk.Fx.Bao.LookupSelf(ctx, tk.token)
-	return err == nil && (info.TTL > 0 || info.ExpireTime.IsZero())
-}
-
-// leaseBudget is the leases asked in the window and when the oldest of them leaves it.
-func (tk *tick) leaseBudget() (int, time.Time) {
-	var used int
-	var frees time.Time
-	_ = tk.Store.View(func(tx store.Tx) error {
-		var err error
-		used, frees, err = machine.LeaseBudget(tx, tk.Now())
-		return err
-	})
-	return used, frees
-}
-
-// budgetSpent is the answer to a lease the budget does not afford: used of LeaseLimit in the
-// last hour, until frees.
-func budgetSpent(used int, frees time.Time) error {
-	return &effects.Error{Op: "lease", Kind: effects.RateLimited, Code: vocab.LeaseBudget,
-		Msg: fmt.Sprintf("lease budget %d/%d until %s", used, LeaseLimit, machine.Stamp(frees))}
-}
-
-// leaseRefused keeps tenancy's rate limit on a lease asked at now: no lease is asked before
-// its Retry-After (a minute when it gave none, at most the budget's window). It returns err,
-// with the rate limit's code when tenancy's 429 had none of its own.
-func (tk *tick) leaseRefused(err error, now time.Time) error {
-	var e *effects.Error
-	if !errors.As(err, &e) || e.Kind != effects.RateLimited {
-		return err
-	}
-	wait := e.RetryAfter
-	if wait <= 0 {
-		wait = time.Minute
-	}
-	if wait > LeaseWindow {
-		wait = LeaseWindow
-	}
-	_ = tk.eng.Save(func(r *store.Record, _ store.Tx) error {
-		r.LeaseRetryAfter = now.Add(wait)
-		return nil
-	})
-	if e.Code == "" || e.Code == vocab.RateLimited {
-		// tenancy's 429 without a code of its own: the entry carries the lease's code in its field
-		cp := *e
-		cp.Code = vocab.LeaseRateLimited
-		return &cp
-	}
-	return err
-}
-
-// askLease asks tenancy for a lease unless the durable budget says it would be refused.
-// Every lease asked is recorded before it is asked, granted or not.
-func (tk *tick) askLease(ctx context.Context, reason string) (effects.Lease, error) {
-	now := tk.Now()
-	rec := tk.eng.Record()
-	if now.Before(rec.LeaseRetryAfter) {
-		return effects.Lease{}, &effects.Error{Op: "lease", Kind: effects.RateLimited, Code: vocab.LeaseRateLimited, Reason: vocab.ReasonAgentWait,
-			Msg: "tenancy asked to wait: no lease before " + machine.Stamp(rec.LeaseRetryAfter)}
-	}
-	if used, frees := tk.leaseBudget(); used >= LeaseLimit {
-		return effects.Lease{}, budgetSpent(used, frees)
-	}
-	var lease effects.Lease
-	asked := 0
-	err := tk.withBearer(ctx, func() error {
-		if asked > 0 {
-			// asked again with a fresh token: only when the budget still affords it
-			if used, frees := tk.leaseBudget(); used >= LeaseLimit {
-				return budgetSpent(used, frees)
-			}
-		}
-		asked++
-		if err := tk.eng.Save(func(_ *store.Record, tx store.Tx) error {
-			return tx.AddLease(store.LeaseEvent{At: tk.Now(), Outcome: machine.LeaseAsked})
-		}); err != nil {
-			return err
-		}
-		var err error
-		lease, err = tk.Fx.Tenancy.Lease(ctx, tk.token, tk.Cfg.EnvID, reason)
-		return err
-	})
-	if err != nil {
-		return lease, tk.leaseRefused(err, now)
-	}
-	redact.Add(lease.LoginJWT)
-	if err := credential.Check("lease", "the login_jwt in tenancy's lease", lease.LoginJWT); err != nil {
-		return effects.Lease{}, err
-	}
-	if lease.Addr != "" && lease.Addr != tk.Cfg.Bao.Addr {
-		tk.Log.Info().Msgf("lease names OpenBao at %s; the configured %s is used", lease.Addr, tk.Cfg.Bao.Addr)
-	}
-	return lease, nil
-}
-
-func (tk *tick) loggedIn(started time.Time, ttl time.Duration, jti, env, detail string) error {
-	now := tk.Now()
-	return tk.eng.Fire(machine.Outcome{Event: machine.EvLogin, Detail: detail, Update: func(r *store.Record, _ store.Tx) error {
-		r.Token = store.TokenMeta{Present: true, Source: store.SourceLease, ExpiresAt: now.Add(ttl), CheckedAt: now, GrantJTI: jti, EnvID: env}
-		r.LeaseJTI = ""
-		return nil
-	}}, started)
-}
-
-// leaseLogin swaps the token outside an apply (upkeep near the max ttl): lease, log in,
-// replace the token. Journaled as notes; the machine's state does not change.
-func (tk *tick) leaseLogin(ctx context.Context, reason string) error {
-	started := tk.Now()
-	lease, err := tk.askLease(ctx, reason)
-	if err != nil && tk.isBlocked() {
-		return err
-	}
-	if err != nil {
-		tk.noteStop(machine.NoteLeaseDeferred, err, started, "")
-		return err
-	}
-	t, err := tk.Fx.Bao.Login(ctx, tk.Cfg.Bao.AuthMount, tk.Cfg.Bao.Role, lease.LoginJWT)
-	if err != nil {
-		return err
-	}
-	redact.Add(t.Value)
-	if err := credential.Check("bao login", "the token in OpenBao's answer", t.Value); err != nil {
-		return err
-	}
-	if err := files.WriteAtomicFS(tk.fs(), tk.Cfg.TokenPath(), []byte(t.Value+"\n"), 0o600); err != nil {
-		return err
-	}
-	failpoint.Hit("file:swap-token-written")
-	old := tk.token
-	tk.token = t.Value
-	now := tk.Now()
-	if err := tk.eng.Note(machine.NoteTokenSwap, "", fmt.Sprintf("token near its max ttl: leased (%s) and logged in again", reason), started, func(r *store.Record, _ store.Tx) error {
-		r.Token = store.TokenMeta{Present: true, Source: store.SourceLease, ExpiresAt: now.Add(t.TTL), CheckedAt: now, GrantJTI: t.Meta["grant_jti"], EnvID: t.Meta["env_id"]}
-		return nil
-	}); err != nil {
-		return err
-	}
-	_ = tk.Fx.Bao.RevokeSelf(ctx, old)
-	return nil
-}
-
-// maxTokenTTL is OpenBao's max ttl for the agent's token (PROTOCOL.md §3: 30 days).
-const maxTokenTTL = 30 * 24 * time.Hour
-
-// credentialForApply gives an apply whose bundle reads secrets a token fit to read them
-// (preflight's last part): reused when it can be, a grant kept from an interrupted tick when
-// there is one, leased when it must be (planCredential) — never a lease on a guess.
-func (tk *tick) credentialForApply(ctx context.Context, started time.Time) error {
-	why, reusable, err := tk.reusableToken(ctx)
-	var kept string
-	if err == nil && !reusable {
-		kept, _ = readSecretFile(tk.Cfg.GrantPath())
-	}
-	p := credential.PlanApply(why, reusable, err, kept, tk.Now())
-	switch {
-	case p.Stop:
-		// OpenBao could not say whether the token lives: no lease on a guess; the next tick asks again
-		tk.noteStopBecause(machine.NoteLeaseDeferred, vocab.ReasonReuseUnasked, err, started, "whether the token is reusable is asked again next tick")
-		return err
-	case p.Reuse:
-		return tk.eng.Fire(machine.Outcome{Event: machine.EvReuse, Detail: p.Detail}, started)
-	case p.KeptGrant:
-		return tk.eng.Fire(machine.Outcome{Event: machine.EvLease, Detail: p.Detail, Update: func(r *store.Record, _ store.Tx) error {
-			r.LeaseJTI = p.JTI
-			return nil
-		}}, started)
-	}
-	return tk.leaseForApply(ctx, started)
-}
-
-// leaseForApply asks tenancy for a lease for this apply and keeps its grant 0600 until the
-// login. When tenancy cannot answer now, a working token applies and the swap waits.
-func (tk *tick) leaseForApply(ctx context.Context, started time.Time) error {
-	lease, err := tk.askLease(ctx, "apply")
-	if local(err) || (err != nil && tk.isBlocked()) {
-		return err
-	}
-	if err != nil {
-		if effects.IsTemporary(err) {
-			if tk.tokenWorks(ctx) {
-				src := tk.eng.Record().Token.Source
-				if src == "" {
-					src = store.SourceBootstrap
-				}
-				return tk.eng.Fire(machine.Outcome{Event: machine.EvReuse, Code: effects.CodeOf(err), Reason: effects.ReasonOf(err), Detail: err.Error() + ": applying with the " + src + " token; the swap waits for the next apply"}, started)
-			}
-			tk.noteStop(machine.NoteLeaseDeferred, err, started, "")
-			return err
-		}
-		return tk.fail(ctx, machine.BundleVerified, codeOr(err, vocab.LeaseFailed), err.Error(), false)
-	}
-	if err := files.WriteAtomicFS(tk.fs(), tk.Cfg.GrantPath(), []byte(lease.LoginJWT+"\n"), 0o600); err != nil {
-		return err
-	}
-	failpoint.Hit("file:grant-written")
-	tk.grantFresh = true
-	used, _ := tk.leaseBudget()
-	jti := credential.GrantJTI(lease.LoginJWT)
-	return tk.eng.Fire(machine.Outcome{Event: machine.EvLease, Detail: fmt.Sprintf("lease granted (%d/%d this hour); grant kept 0600 until login", used, LeaseLimit), Update: func(r *store.Record, _ store.Tx) error {
-		r.LeaseJTI = jti
-		return nil
-	}}, started)
 }

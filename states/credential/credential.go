@@ -1,11 +1,17 @@
 // Package credential is the room of the box's credentials: the OpenBao token, the kit's
 // bootstrap grant and a lease's grant. It holds what is decided about them, purely: whether a
-// value is a credential at all (Check), what a dropped token is and why (Dropped), how an
-// apply gets its token (PlanApply), and what a grant's claims say. Every decision carries its
-// typed cause (a vocab.Code and a vocab.Reason) from the effect that observed it.
+// value is a credential at all (Check); how a tick gets its bearer from the disk (PlanStart)
+// and what a refused grant login blocks on (GrantLoginFailed); when a held token is looked up,
+// renewed or swapped (Unknown, RenewDue, SwapDue); what a call's refusal does to the token
+// (BearerOf) and what a dropped token is and why (Dropped); whether a lease-derived token is
+// reused (PlanReuse, PlanRenewed); whether a lease may be asked (LeaseGate, BudgetGate) and
+// how long tenancy's 429 holds the next one (Throttled); how an apply gets its token
+// (PlanApply); and what a grant's claims say. Every decision carries its typed cause (a
+// vocab.Code and a vocab.Reason) from the effect that observed it.
 //
-// It makes no network or file call and reads no clock: states' tick acts on its answers (reads
-// and writes the files, calls tenancy and OpenBao, journals).
+// It makes no network or file call and reads no clock: the short act in states
+// (credential.go, lease.go) reads and writes the files, calls tenancy and OpenBao and journals
+// on its answers.
 package credential
 
 import (
