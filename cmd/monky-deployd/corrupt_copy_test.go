@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,21 +15,7 @@ import (
 // exit as the verdict says — never a panic, never "the next run moves it aside".
 func TestExplainReadsACorruptCopy(t *testing.T) {
 	t.Setenv("MONKY_DEPLOYD_CONFIG", filepath.Join(t.TempDir(), "absent", "config.yaml"))
-	raw, err := os.ReadFile(filepath.Join(supportDir, "failed-pull.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ne := binary.NativeEndian
-	const ps = 4096
-	txid := func(off int) uint64 { return ne.Uint64(raw[off+16+48:]) }
-	root := func(off int) uint64 { return ne.Uint64(raw[off+16+16:]) }
-	newest := 0
-	if txid(ps) > txid(0) {
-		newest = ps
-	}
-	broken := append([]byte(nil), raw...)
-	r := int(root(newest))
-	copy(broken[r*ps:(r+1)*ps], bytes.Repeat([]byte{0xff}, ps))
+	broken := brokenCopy(t, "failed-pull.db")
 	path := filepath.Join(t.TempDir(), "state.db.corrupt-20261129T140000Z")
 	if err := os.WriteFile(path, broken, 0o600); err != nil {
 		t.Fatal(err)
@@ -45,4 +32,49 @@ func TestExplainReadsACorruptCopy(t *testing.T) {
 	if after, _ := os.ReadFile(path); !bytes.Equal(after, broken) {
 		t.Errorf("reading the corrupt copy changed it")
 	}
+}
+
+// TestTriageReadsACorruptCopy: a moved-aside copy whose box is not among the copies is read as
+// explain reads it: its row names the host and env the reading found (the boxes can be told
+// apart), stays unreadable (it is not the box's present; a person looks) and says how it was
+// read and that the box runs on a fresh file.
+func TestTriageReadsACorruptCopy(t *testing.T) {
+	t.Setenv("MONKY_DEPLOYD_CONFIG", filepath.Join(t.TempDir(), "absent", "config.yaml"))
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "state.db.corrupt-20261129T140000Z"), brokenCopy(t, "failed-pull.db"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	code := run([]string{"monky-deployd", "status", "--state-file", dir, "--json"}, &out, &errb)
+	var rows []triageRow
+	if err := json.Unmarshal(out.Bytes(), &rows); err != nil || len(rows) != 1 {
+		t.Fatalf("exit %d: %v\n%s%s", code, err, out.String(), errb.String())
+	}
+	r := rows[0]
+	if code != 1 || r.Verdict != verdictUnreadable || r.Host == "" || r.EnvID == "" || r.Who != "" ||
+		!strings.Contains(r.Error, "older meta page") || !strings.Contains(r.Error, "moved aside") {
+		t.Errorf("exit %d, row %+v", code, r)
+	}
+}
+
+// brokenCopy is the support copy name with its newest commit's root page overwritten: bbolt
+// refuses it, and it reads only through its older meta page.
+func brokenCopy(t *testing.T, name string) []byte {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(supportDir, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ne := binary.NativeEndian
+	const ps = 4096
+	txid := func(off int) uint64 { return ne.Uint64(raw[off+16+48:]) }
+	root := func(off int) uint64 { return ne.Uint64(raw[off+16+16:]) }
+	newest := 0
+	if txid(ps) > txid(0) {
+		newest = ps
+	}
+	broken := append([]byte(nil), raw...)
+	r := int(root(newest))
+	copy(broken[r*ps:(r+1)*ps], bytes.Repeat([]byte{0xff}, ps))
+	return broken
 }

@@ -14,7 +14,6 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/tikali/monky-deployd/machine/explain"
-	"github.com/tikali/monky-deployd/store"
 )
 
 // Support triage of many copies: `status --state-file A B …` or `status --state-file DIR` reads
@@ -203,10 +202,14 @@ func copiesUnder(paths []string) ([]string, error) {
 	return out, nil
 }
 
-// triageOne reads one copy as `status --state-file` does, as of at (zero: its newest tick).
+// triageOne reads one copy as `status --state-file` does, as of at (zero: its newest tick). A
+// corrupt copy is read as far as it can be, as explain reads it: its row stays unreadable (a
+// person looks; it is not the box's present), with the host, env, state and codes the reading
+// found, so the box can be told apart, and the reading's words as its error.
 func triageOne(path string, at time.Time) triageRow {
 	r := triageRow{File: path, Codes: []string{}}
-	st, err := store.OpenBolt(path, store.BoltOptions{ReadOnly: true})
+	st, words, salvaged, cleanup, err := openCopy(path)
+	defer cleanup()
 	if err != nil {
 		r.Verdict, r.Error = verdictUnreadable, err.Error()
 		return r
@@ -217,6 +220,9 @@ func triageOne(path string, at time.Time) triageRow {
 		return r
 	}
 	r.Host, r.EnvID, r.State, r.Next, r.Verdict, r.Who = s.Host, s.EnvID, s.State, s.Next, s.Verdict, s.Who
+	if salvaged != nil {
+		r.Verdict, r.Who, r.Error = verdictUnreadable, "", words
+	}
 	r.Codes = append(r.Codes, s.Codes...)
 	if s.Why != nil && !s.Why.Since.IsZero() {
 		r.Since = s.Why.Since.UTC().Format(time.RFC3339)
