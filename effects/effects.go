@@ -173,9 +173,6 @@ type Compose interface {
 	// VerifyRelease checks that the release written at rel is still the one that was verified
 	// (op names the step in the error).
 	VerifyRelease(op, rel string) error
-	// Load loads the compose file of the release at rel (its verified content and the rendered
-	// env) as compose would run it as project: the model the policy decides on.
-	Load(ctx context.Context, rel, composeFile string, content, env []byte, project string) (*types.Project, error)
 	// Resolve is the model compose runs, as `docker compose config` prints it.
 	Resolve(p *types.Project) ([]byte, error)
 	// WriteDockerConfig writes the registry credential as docker's config.json in dir.

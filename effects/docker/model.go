@@ -1,26 +1,19 @@
 package docker
 
 import (
-	"context"
-
 	"github.com/compose-spec/compose-go/v2/types"
 
 	"github.com/tikali/monky-deployd/effects/files"
 )
 
 // Model is the half of effects.Compose that prepares what compose runs, with no docker
-// command: the release verified (VerifyRelease), its model loaded (Load) and resolved
-// (Resolve), the registry credential written (WriteDockerConfigFS). CLI embeds it, and so may
-// a stand-in for the CLI that runs no docker.
+// command: the release verified (VerifyRelease), its model resolved (Resolve), the registry
+// credential written (WriteDockerConfigFS). CLI embeds it, and so may a stand-in for the CLI
+// that runs no docker. A release's model is loaded only in a bounded loader child.
 type Model struct{}
 
 // VerifyRelease is VerifyRelease.
 func (Model) VerifyRelease(op, rel string) error { return VerifyRelease(op, rel) }
-
-// Load is Load.
-func (Model) Load(ctx context.Context, rel, composeFile string, content, env []byte, project string) (*types.Project, error) {
-	return Load(ctx, rel, composeFile, content, env, project)
-}
 
 // Resolve is Resolve.
 func (Model) Resolve(p *types.Project) ([]byte, error) { return Resolve(p) }

@@ -5,12 +5,13 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/distribution/reference"
 
-	"github.com/tikali/monky-deployd/effects/docker"
+	"github.com/tikali/monky-deployd/internal/budget"
 )
 
 func TestPlan(t *testing.T) {
@@ -104,9 +105,13 @@ func TestReleaseImages(t *testing.T) {
 	write("bundle.json", `{"env_id": "e", "compose_file": "app.yaml"}`)
 	write("app.yaml", "services:\n  api:\n    image: harbor.example/monky/api:${TAG}\n  tool:\n    image: busybox\n    profiles: [tools]\n  built:\n    build: .\n")
 	write(".env", "TAG=r7\n")
-	got, err := ReleaseImages(context.Background(), docker.Model{}, dir, "proj")
+	before := budget.Started()
+	got, err := ReleaseImages(context.Background(), dir, "proj")
 	if err != nil {
 		t.Fatal(err)
+	}
+	if budget.Started() != before+1 {
+		t.Errorf("the model was not loaded in a loader child")
 	}
 	var s []string
 	for _, n := range got {
@@ -116,7 +121,31 @@ func TestReleaseImages(t *testing.T) {
 		t.Fatalf("images %v, want %v", s, want)
 	}
 	write("app.yaml", "services:\n  api:\n    image: 'Not A Name'\n")
-	if _, err := ReleaseImages(context.Background(), docker.Model{}, dir, "proj"); err == nil {
+	if _, err := ReleaseImages(context.Background(), dir, "proj"); err == nil {
 		t.Fatal("an image name that does not parse was taken")
+	}
+}
+
+// A kept release whose model costs more than the loader child's budget (a release applied
+// before the bounds were counted: one 400 KiB scalar aliased 2,000 times, which interpolation
+// copies) stops the prune's image removal with the bound's words; the agent's own process never
+// loads it.
+func TestReleaseImagesIsBounded(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "releases", "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	b.WriteString("x-wide: &w \"" + strings.Repeat("w", 400<<10) + "\"\nx-many:\n")
+	for range 2000 {
+		b.WriteString("  - *w\n")
+	}
+	b.WriteString("services:\n  api:\n    image: busybox\n")
+	if err := os.WriteFile(filepath.Join(dir, "compose.yaml"), []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := ReleaseImages(context.Background(), dir, "proj")
+	if err == nil || !strings.Contains(err.Error(), "a bound for loading a release's model") {
+		t.Fatalf("error %v, want the loader's bound", err)
 	}
 }

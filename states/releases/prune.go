@@ -117,7 +117,7 @@ func (p Pruner) pruneImages(ctx context.Context, keptDirs []string) string {
 	}
 	var used []reference.Named
 	for _, dir := range keptDirs {
-		refs, err := ReleaseImages(ctx, p.Compose, dir, p.Project)
+		refs, err := ReleaseImages(ctx, dir, p.Project)
 		if err != nil {
 			return "images: none removed (" + err.Error() + ")"
 		}
