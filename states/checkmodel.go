@@ -62,11 +62,8 @@ func init() { budget.Serve(stageOp, serveStage) }
 // serveStage is the child: load, decide, resolve.
 func serveStage(raw []byte) ([]byte, error) {
 	var req stageRequest
-	if err := json.Unmarshal(raw, &req); err != nil {
-		return nil, fmt.Errorf("request: %w", err)
-	}
-	if req.V != stageVersion {
-		return nil, fmt.Errorf("request version %d, this loader speaks %d", req.V, stageVersion)
+	if err := budget.Decode(raw, &req, stageVersion); err != nil {
+		return nil, err
 	}
 	ans := stageAnswer{V: stageVersion}
 	p, err := docker.Load(context.Background(), req.Rel, req.ComposeFile, req.Content, req.Env, req.Project)

@@ -13,6 +13,7 @@ package budget
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -174,6 +175,24 @@ func dataNow() (data, anon uint64, err error) {
 		return 0, 0, errors.New("no VmData in /proc/self/status")
 	}
 	return data, anon, nil
+}
+
+// Decode reads a child's request into req: JSON whose "v" must be version (the child is the
+// parent's own binary, so another version cannot be; it is refused all the same).
+func Decode(raw []byte, req any, version int) error {
+	var v struct {
+		V int `json:"v"`
+	}
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return fmt.Errorf("request: %w", err)
+	}
+	if v.V != version {
+		return fmt.Errorf("request version %d, this loader speaks %d", v.V, version)
+	}
+	if err := json.Unmarshal(raw, req); err != nil {
+		return fmt.Errorf("request: %w", err)
+	}
+	return nil
 }
 
 // Run starts the agent's own binary as a child for op, hands it req and returns its answer. A

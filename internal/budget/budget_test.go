@@ -108,3 +108,18 @@ func TestRunFailures(t *testing.T) {
 		t.Error("an unknown op ran")
 	}
 }
+
+func TestDecode(t *testing.T) {
+	var req struct {
+		V    int    `json:"v"`
+		Name string `json:"name"`
+	}
+	if err := Decode([]byte(`{"v":2,"name":"x"}`), &req, 2); err != nil || req.Name != "x" {
+		t.Errorf("a request of the child's version: %v %+v", err, req)
+	}
+	for _, raw := range []string{`{"v":1,"name":"x"}`, `{"name":"x"}`, `not json`} {
+		if err := Decode([]byte(raw), &req, 2); err == nil {
+			t.Errorf("%s: decoded", raw)
+		}
+	}
+}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 
 	"github.com/tikali/monky-deployd/internal/budget"
 	"github.com/tikali/monky-deployd/internal/vocab"
@@ -47,11 +46,8 @@ func init() { budget.Serve(loadOp, serveLoad) }
 // serveLoad is the child: it loads the compose file and runs the policy.
 func serveLoad(raw []byte) ([]byte, error) {
 	var req loadRequest
-	if err := json.Unmarshal(raw, &req); err != nil {
-		return nil, fmt.Errorf("request: %w", err)
-	}
-	if req.V != loadVersion {
-		return nil, fmt.Errorf("request version %d, this loader speaks %d", req.V, loadVersion)
+	if err := budget.Decode(raw, &req, loadVersion); err != nil {
+		return nil, err
 	}
 	b := &Bundle{Files: req.Files, Dirs: req.Dirs, Meta: Meta{ComposeFile: req.ComposeFile, EnvID: req.EnvID}}
 	ans := loadAnswer{V: loadVersion}

@@ -57,11 +57,8 @@ func init() { budget.Serve(imagesOp, serveImages) }
 // serveImages is the child: load the model as compose runs it and list its images.
 func serveImages(raw []byte) ([]byte, error) {
 	var req imagesRequest
-	if err := json.Unmarshal(raw, &req); err != nil {
-		return nil, fmt.Errorf("request: %w", err)
-	}
-	if req.V != imagesVersion {
-		return nil, fmt.Errorf("request version %d, this loader speaks %d", req.V, imagesVersion)
+	if err := budget.Decode(raw, &req, imagesVersion); err != nil {
+		return nil, err
 	}
 	ans := imagesAnswer{V: imagesVersion}
 	p, err := docker.Load(context.Background(), req.Rel, req.ComposeFile, req.Content, req.Env, req.Project)
