@@ -69,6 +69,7 @@ var wordWriters = map[string]string{
 	"machine/explain/render.go:writeTick":          "writes a journal line: the same rule as states' withCode",
 	"internal/bundlecheck/bundlecheck.go:findings": "prints a refusal's findings one a line as the policy wrote them: it formats words and decides nothing",
 	"test/sim/fleet.go:fleetRowLocked":             "tenancy's side of the wire, simulated: it reads a report's detail (\"CODE: words\", PROTOCOL.md §1) as tenancy does",
+	"test/hostile/hostile.go:Names":                "a test fixture, not in the binary: the tests' assertion that a refusal named the bound its cost class meets",
 }
 
 // deciders are the calls that decide from the words of a string.
