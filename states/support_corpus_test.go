@@ -604,7 +604,7 @@ func checkDeskReads(t *testing.T, h *harness, name string, doc explain.Doc) {
 // that the next tick does what explain says it will. -update-support rewrites the copies.
 func TestSupportCorpus(t *testing.T) {
 	if testing.Short() {
-		t.Skip("the corpus runs 32 boxes")
+		t.Skip("the corpus brings a box into each trouble with real ticks")
 	}
 	for _, c := range supportCases(t) {
 		t.Run(c.name, func(t *testing.T) {
