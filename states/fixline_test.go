@@ -19,6 +19,7 @@ import (
 func (h *harness) follow(line string) (looked string) {
 	h.t.Helper()
 	cmd, comment, _ := strings.Cut(line, "#")
+	cmd, comment = h.ownConfig(cmd), h.ownConfig(comment)
 	var out strings.Builder
 	for _, c := range strings.Split(cmd, ";") {
 		c = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(c), "then:"))
@@ -52,14 +53,32 @@ func (h *harness) follow(line string) (looked string) {
 	return out.String()
 }
 
+// ownConfig is line with every `monky-deployd --config PATH` read as the agent typed on this
+// box: PATH must be this box's config (the harness' is never the packaged default), and an agent
+// command without it would read another box's.
+func (h *harness) ownConfig(line string) string {
+	h.t.Helper()
+	for _, m := range agentRun.FindAllStringSubmatch(line, -1) {
+		if m[1] != h.cfg.Path {
+			h.t.Fatalf("the line's %q reads config %q, this box's is %q: %s", m[2], m[1], h.cfg.Path, line)
+		}
+	}
+	return agentRun.ReplaceAllString(line, "monky-deployd $2")
+}
+
+// agentRun is the agent's own command in a line, with the config it names (none: the default).
+var agentRun = regexp.MustCompile(`monky-deployd (?:--config (\S+) )?(run|resume|status|explain|bootstrap)\b`)
+
 // quoted are the commands a prose line quotes in backticks.
 var quoted = regexp.MustCompile("`([^`]+)`")
 
 // agentCommands are the agent's commands that change the box, in the order line names them.
 func agentCommands(line string) []string {
+	line = agentRun.ReplaceAllString(line, "monky-deployd $2")
 	var out []string
 	for _, w := range strings.Split(line, "sudo -u monky-deployd ")[1:] {
 		for _, c := range []string{"monky-deployd resume", "monky-deployd run --once"} {
+
 			if strings.HasPrefix(w, c) {
 				out = append(out, c)
 			}
@@ -157,7 +176,7 @@ func TestFixLinesClearTheBox(t *testing.T) {
 			}
 			fix, next := doc.Why.Fix, doc.Why.Next
 			for _, w := range fc.wants {
-				if !strings.Contains(fix+" "+next, w) {
+				if !strings.Contains(h.ownConfig(fix+" "+next), w) {
 					t.Fatalf("the fix line does not say %q: %s\nnext: %s", w, fix, next)
 				}
 			}
@@ -165,7 +184,7 @@ func TestFixLinesClearTheBox(t *testing.T) {
 			fc.hand(h, looked)
 			// the agent's commands the next line quotes, as a desk runs them
 			for _, m := range quoted.FindAllStringSubmatch(next, -1) {
-				if fc.resume && strings.HasPrefix(m[1], "sudo -u monky-deployd monky-deployd resume") {
+				if fc.resume && strings.HasPrefix(h.ownConfig(m[1]), "sudo -u monky-deployd monky-deployd resume") {
 					h.follow(m[1])
 				}
 			}

@@ -73,7 +73,51 @@ func (in Input) render(line string) string {
 	for _, c := range changesBox {
 		line = asAgent(line, c)
 	}
+	line = in.withConfig(line)
 	return in.words().Replace(line)
+}
+
+// agentCommands are the agent's subcommands a fix or next line may print.
+var agentCommands = []string{
+	"run", "resume", "status", "explain", "bootstrap", "check", "purge", "diagram", "hold", "enroll",
+}
+
+// withConfig gives every agent command in line the box's own --config when the record says the
+// box ran on a config other than the packaged default: typed as printed, a command without it
+// reads the default config and another state file (AGENT.md, "A fix line is a command for this
+// box").
+func (in Input) withConfig(line string) string {
+	cfg := in.Limits.Paths.Config
+	if cfg == "" || cfg == config.DefaultPath || !strings.Contains(line, "monky-deployd ") {
+		return line
+	}
+	const agent = "monky-deployd "
+	var b strings.Builder
+	for {
+		i := strings.Index(line, agent)
+		if i < 0 {
+			b.WriteString(line)
+			return b.String()
+		}
+		end := i + len(agent)
+		b.WriteString(line[:end])
+		rest := line[end:]
+		whole := i == 0 || !isWordByte(line[i-1])
+		if whole && !strings.HasPrefix(rest, "--config") && startsWithCommand(rest) {
+			b.WriteString("--config {config} ")
+		}
+		line = rest
+	}
+}
+
+// startsWithCommand: s begins with one of the agent's subcommands as a whole word.
+func startsWithCommand(s string) bool {
+	for _, c := range agentCommands {
+		if strings.HasPrefix(s, c) && (len(s) == len(c) || !isWordByte(s[len(c)])) {
+			return true
+		}
+	}
+	return false
 }
 
 // asAgent puts asAgentPrefix before every cmd in line that does not carry it yet.

@@ -2,6 +2,7 @@ package explain_test
 
 import (
 	"encoding/json"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -76,6 +77,25 @@ func TestEveryFixRunsAsPrinted(t *testing.T) {
 			if name == "record" && strings.Contains(v.Why.Fix, "/srv/my box") && !strings.Contains(v.Why.Fix, "'/srv/my box/state'") {
 				t.Errorf("%s: the path is not quoted: %s", what, v.Why.Fix)
 			}
+			for _, line := range []string{v.Why.Fix, v.Why.Next, v.Next} {
+				carriesConfig(t, what, line, name)
+			}
+		}
+	}
+}
+
+// agentRun finds the agent's own commands in a line: the binary, then (after its flags) the
+// subcommand.
+var agentRun = regexp.MustCompile(`(^|[^-\w/.])monky-deployd ((?:--config (?:'[^']*'|\S+) )?)(run|resume|status|explain|bootstrap|check|purge|hold)\b`)
+
+// carriesConfig: on a box whose config is not the packaged default, every agent command a line
+// prints carries that config; on the default (an old copy) none does.
+func carriesConfig(t *testing.T, what, line, box string) {
+	t.Helper()
+	want := map[string]string{"config": "--config /srv/box/etc/config.yaml ", "record": "--config '/etc/m d/config.yaml' ", "old copy": ""}[box]
+	for _, m := range agentRun.FindAllStringSubmatch(line, -1) {
+		if m[2] != want {
+			t.Errorf("%s: %q carries %q, want %q: %s", what, m[3], m[2], want, line)
 		}
 	}
 }
@@ -140,7 +160,7 @@ func TestFixTheRecordContradicts(t *testing.T) {
 				}
 			}
 			rec.Box.GrantOnDisk = true
-			if v := decide(rec); code == vocab.AgentUnauthenticated && !strings.Contains(v.Next, "sudo -u monky-deployd monky-deployd bootstrap --force") {
+			if v := decide(rec); code == vocab.AgentUnauthenticated && !strings.Contains(v.Next, "sudo -u monky-deployd monky-deployd --config '/etc/m d/config.yaml' bootstrap --force") {
 				t.Errorf("%s: a grant on disk, and no bootstrap --force: %s", code, v.Next)
 			}
 		}
