@@ -21,6 +21,11 @@ type Container struct {
 	Service string `json:"service"`
 	State   string `json:"state"`
 	Health  string `json:"health"`
+	// ExitCode and Status are what the engine says of the container beyond the wire's four
+	// fields: how an exited one ended, and compose's words for how long it has run ("Up 2
+	// minutes (healthy)"). The health gate reads them; they are not sent.
+	ExitCode int    `json:"-"`
+	Status   string `json:"-"`
 }
 
 // Healthy reports whether a container is running and healthy (or has no healthcheck).

@@ -32,12 +32,14 @@ const (
 	NotePrune           = "prune"            // releases beyond keep_releases removed after an apply
 	NoteTakeover        = "takeover"         // a 0.1.x box's token, applied sha and releases imported
 	NoteClockCorrected  = "clock-corrected"  // times recorded in the future (a clock stepped back) taken as now
+	NoteHeal            = "heal"             // a heartbeat found the applied release not running: what it found; compose up of it follows (counted against heal_budget)
+	NoteHealed          = "healed"           // HEALED: the heal's compose up passed the health gate; what was found and done
 )
 
 // Notes lists every note event, in the order docs/JOURNAL.md gives them.
 var Notes = []string{NoteCheckin, NoteCheckinFailed, NoteFetchFailed, NoteLeaseDeferred, NoteLoginFailed,
 	NoteBootstrap, NoteBootstrapFailed, NoteRenew, NoteTokenSwap, NoteUnauthenticated, NoteBlocked,
-	NoteReportDropped, NoteRollbackAllowed, NoteTickEnd, NotePrune, NoteTakeover, NoteClockCorrected}
+	NoteReportDropped, NoteRollbackAllowed, NoteTickEnd, NotePrune, NoteTakeover, NoteClockCorrected, NoteHeal, NoteHealed}
 
 // StopNotes are the notes a step writes when it cannot go on now and the tick stops there
 // (exit 75 for a temporary fault, the note says when 1): the step is kept and the next tick

@@ -89,6 +89,12 @@ type tick struct {
 	tokenRecovered bool
 	bundle         *bundle.Bundle
 	action         string
+	// gated are the containers the health gate passed on, and gatedWords its words for them.
+	gated      []effects.Container
+	gatedWords string
+	// healWords say why a heal did not bring the release back; judged is the heartbeat's
+	// judgement of the release ("2/2 services healthy"), for the closing line.
+	healWords, judged string
 	// stepStarted is when the step in flight began: a failure's entry counts its whole wall
 	// time, waits included.
 	stepStarted time.Time

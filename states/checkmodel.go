@@ -55,6 +55,9 @@ type stageAnswer struct {
 	Reason vocab.Reason `json:"reason,omitempty"` // version 2: the typed cause behind Code
 	Detail string       `json:"detail,omitempty"`
 	Model  []byte       `json:"model,omitempty"`
+	// Services are the model's services as the health gate judges them (absent from an older
+	// loader's answer: the gate then judges what compose lists).
+	Services []docker.Service `json:"services,omitempty"`
 }
 
 func init() { budget.Serve(stageOp, serveStage) }
@@ -78,6 +81,8 @@ func serveStage(raw []byte) ([]byte, error) {
 			}
 		} else if ans.Model, err = docker.Resolve(p); err != nil {
 			ans.Code, ans.Detail = vocab.BundleInvalid, err.Error()
+		} else {
+			ans.Services = docker.ServicesOf(p)
 		}
 	}
 	return json.Marshal(ans)
@@ -87,12 +92,12 @@ func serveStage(raw []byte) ([]byte, error) {
 // run the policy and resolve the model: the resolved model, a *modelRefused (the policy's
 // findings, a model that does not load, or one past the budget), or an error of the child's
 // start or of a cancelled tick.
-func resolveModel(ctx context.Context, b *bundle.Bundle, env []byte, rel, project string) ([]byte, error) {
+func resolveModel(ctx context.Context, b *bundle.Bundle, env []byte, rel, project string) ([]byte, []docker.Service, error) {
 	name := b.Meta.ComposeFile
 	req, err := json.Marshal(stageRequest{V: stageVersion, Rel: rel, ComposeFile: name, Content: b.Files[name],
 		Env: env, Project: project, AllowPrivileged: b.Meta.Agent.AllowPrivileged})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer clear(req)
 	out, err := budget.Run(ctx, stageOp, req)
@@ -100,18 +105,18 @@ func resolveModel(ctx context.Context, b *bundle.Bundle, env []byte, rel, projec
 	var over *budget.Exceeded
 	switch {
 	case errors.As(err, &over):
-		return nil, &modelRefused{code: vocab.BundleInvalid, detail: fmt.Sprintf("%s: %s, a bound for loading a release's model (docs/SECURITY.md)", name, over.Words)}
+		return nil, nil, &modelRefused{code: vocab.BundleInvalid, detail: fmt.Sprintf("%s: %s, a bound for loading a release's model (docs/SECURITY.md)", name, over.Words)}
 	case errors.Is(err, budget.ErrCancelled):
-		return nil, &effects.Error{Op: "stage", Kind: effects.Temporary, Msg: err.Error(), Err: err}
+		return nil, nil, &effects.Error{Op: "stage", Kind: effects.Temporary, Msg: err.Error(), Err: err}
 	case err != nil:
-		return nil, &modelRefused{code: vocab.BundleInvalid, detail: fmt.Sprintf("%s does not load: the loader failed: %v", name, err)}
+		return nil, nil, &modelRefused{code: vocab.BundleInvalid, detail: fmt.Sprintf("%s does not load: the loader failed: %v", name, err)}
 	}
 	var ans stageAnswer
 	if err := json.Unmarshal(out, &ans); err != nil || ans.V != stageVersion {
-		return nil, &modelRefused{code: vocab.BundleInvalid, detail: name + " does not load: the loader's answer does not read"}
+		return nil, nil, &modelRefused{code: vocab.BundleInvalid, detail: name + " does not load: the loader's answer does not read"}
 	}
 	if ans.Code != "" {
-		return nil, &modelRefused{code: ans.Code, reason: ans.Reason, detail: ans.Detail}
+		return nil, nil, &modelRefused{code: ans.Code, reason: ans.Reason, detail: ans.Detail}
 	}
-	return ans.Model, nil
+	return ans.Model, ans.Services, nil
 }

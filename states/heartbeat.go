@@ -2,8 +2,10 @@ package states
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/tikali/monky-deployd/effects"
 	"github.com/tikali/monky-deployd/internal/phase"
@@ -22,7 +24,10 @@ func (tk *tick) heartbeat(ctx context.Context, resp effects.CheckinResponse, con
 	if rec.AppliedSha == "" && resp.DesiredSha == "" && tk.eng.State().Rest() {
 		return tk.eng.Note(machine.NoteCheckin, "", "action=none: nothing is deployed yet and tenancy wants nothing", tk.Now(), nil)
 	}
-	code, bad := vocab.Unhealthy, unhealthy(containers)
+	services := tk.services()
+	j := judge(containers, services, 0)
+	tk.judged = j.words()
+	code, bad := vocab.Unhealthy, j.bad
 	var reason vocab.Reason
 	switch {
 	case effects.CodeOf(psErr) == vocab.ReleaseChanged:
@@ -30,11 +35,11 @@ func (tk *tick) heartbeat(ctx context.Context, resp effects.CheckinResponse, con
 	case psErr != nil: // the containers were not looked at: say why, not that none runs
 		reason = vocab.ReasonPSFailed
 		bad = []string{"compose ps failed: " + sanitize.Line(firstLine(strings.TrimPrefix(psErr.Error(), "compose ps: ")))}
-	case len(containers) == 0:
+	case len(containers) == 0 && services == nil:
 		bad = []string{"no containers of project " + tk.Cfg.ComposeProject + " are running"}
 	}
 	if len(bad) == 0 && tk.outboxEmpty && (tk.eng.State() == machine.Idle || tk.eng.State() == machine.Reported) {
-		if ok := tk.heartbeatAtOnce(ctx, resp, rec, containers); ok {
+		if ok := tk.heartbeatAtOnce(ctx, resp, rec, containers, j.words()); ok {
 			return nil
 		}
 	}
@@ -42,11 +47,28 @@ func (tk *tick) heartbeat(ctx context.Context, resp effects.CheckinResponse, con
 		return err
 	}
 	started := tk.Now()
+	words := j.words()
+	if len(j.down) > 0 && code == vocab.Unhealthy && psErr == nil && tk.Cfg.Heals() && rec.AppliedSha != "" {
+		healed, spent, err := tk.heal(ctx, strings.Join(bad, ", "))
+		switch {
+		case err != nil:
+			return err
+		case healed:
+			containers, bad, words = tk.gated, nil, tk.gatedWords
+			tk.judged = words
+		case spent:
+			code = vocab.CrashLoop
+			bad = append(bad, fmt.Sprintf("healed %d times in the last hour (heal_budget %d): not healed again", tk.Cfg.HealBudget, tk.Cfg.HealBudget))
+		default:
+			bad = append(bad, "a heal (compose up -d) did not bring it back: "+tk.healWords)
+		}
+	}
 	rep := effects.Report{Sha: rec.AppliedSha, Containers: containers}
 	if len(bad) == 0 {
 		rep.Result = effects.ResultApplied
-		detail := healthyDetail(containers)
+		detail := words
 		if err := tk.eng.Fire(machine.Outcome{Event: machine.EvHealthy, Detail: detail, Update: func(r *store.Record, tx store.Tx) error {
+			r.Containers = toStore(containers) // a heal's: what runs now
 			return tk.enqueue(r, tx, machine.Healthy, rep)
 		}}, started); err != nil {
 			return err
@@ -55,7 +77,7 @@ func (tk *tick) heartbeat(ctx context.Context, resp effects.CheckinResponse, con
 	}
 	rep.Result, rep.Code = effects.ResultFailed, code
 	rep.Detail = string(code) + ": " + strings.Join(bad, ", ")
-	if code == vocab.Unhealthy {
+	if code == vocab.Unhealthy || code == vocab.CrashLoop {
 		rep.LogTail = tk.logTail(ctx) // on a changed release compose logs is refused as ps was
 	}
 	if err := tk.eng.Fire(machine.Outcome{Event: machine.EvFail, Code: code, Reason: reason, Detail: rep.Detail, Update: func(r *store.Record, tx store.Tx) error {
@@ -77,8 +99,56 @@ func firstLine(s string) string {
 	return s
 }
 
-func healthyDetail(cs []effects.Container) string {
-	return fmt.Sprintf("%d/%d services healthy", len(cs), len(cs))
+// heal runs compose up -d of the applied release's resolved model again (no lease, no OpenBao
+// read: the release's files, .env and model are on disk as they were applied) and waits the
+// health gate, within heal_budget heals in a rolling hour. found says what the heartbeat found.
+// It reports whether the release was healed (tk.gated then holds its containers), and whether
+// the budget was spent so that no heal ran.
+func (tk *tick) heal(ctx context.Context, found string) (healed, spent bool, err error) {
+	started := tk.Now()
+	rec := tk.eng.Record()
+	recent := healsSince(rec.Heals, started.Add(-time.Hour))
+	if len(recent) >= tk.Cfg.HealBudget {
+		return false, true, nil
+	}
+	detail := fmt.Sprintf("found %s; compose up -d of %s (heal %d of heal_budget %d this hour)", found, machine.ShortSha(rec.AppliedSha), len(recent)+1, tk.Cfg.HealBudget)
+	if err := tk.eng.Note(machine.NoteHeal, vocab.Unhealthy, detail, started, func(r *store.Record, _ store.Tx) error {
+		r.Heals = append(healsSince(r.Heals, started.Add(-time.Hour)), started)
+		return nil
+	}); err != nil {
+		return false, false, err
+	}
+	if err := tk.Fx.Compose.Up(ctx, tk.currentDir()); err != nil {
+		if effects.IsTemporary(err) {
+			return false, false, err
+		}
+		tk.healWords = sanitize.Line(err.Error())
+		return false, false, nil
+	}
+	if err := tk.gate(ctx, tk.Now()); err != nil {
+		var unwell *notServing
+		if errors.As(err, &unwell) {
+			tk.healWords = unwell.detail
+			return false, false, nil
+		}
+		return false, false, err
+	}
+	done := fmt.Sprintf("HEALED: found %s; ran compose up -d of %s; %s", found, machine.ShortSha(rec.AppliedSha), tk.gatedWords)
+	if err := tk.eng.Note(machine.NoteHealed, "", done, started, nil); err != nil {
+		return false, false, err
+	}
+	return true, false, nil
+}
+
+// healsSince are the heals at or after since.
+func healsSince(heals []time.Time, since time.Time) []time.Time {
+	var out []time.Time
+	for _, t := range heals {
+		if !t.Before(since) {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // heartbeatAtOnce is the heartbeat of a converged box (at rest, every container healthy,
@@ -88,7 +158,7 @@ func healthyDetail(cs []effects.Container) string {
 // heartbeat again, and tenancy takes the same report twice. It returns false, having written
 // and sent nothing that counts, when the report was not acknowledged: the caller then takes
 // the outbox's way, which keeps the report until tenancy has it.
-func (tk *tick) heartbeatAtOnce(ctx context.Context, resp effects.CheckinResponse, rec store.Record, containers []effects.Container) bool {
+func (tk *tick) heartbeatAtOnce(ctx context.Context, resp effects.CheckinResponse, rec store.Record, containers []effects.Container, words string) bool {
 	started := tk.Now()
 	rep := tk.outgoing(effects.Report{Sha: rec.AppliedSha, Result: effects.ResultApplied, Containers: containers})
 	if err := tk.Fx.Tenancy.Report(ctx, tk.token, rep); err != nil {
@@ -101,7 +171,7 @@ func (tk *tick) heartbeatAtOnce(ctx context.Context, resp effects.CheckinRespons
 		if err := tk.startFlight(resp, "", checkinDetail(resp, rec.AppliedSha)); err != nil {
 			return err
 		}
-		if err := tk.eng.Fire(machine.Outcome{Event: machine.EvHealthy, Detail: healthyDetail(containers), Update: func(r *store.Record, _ store.Tx) error {
+		if err := tk.eng.Fire(machine.Outcome{Event: machine.EvHealthy, Detail: words, Update: func(r *store.Record, _ store.Tx) error {
 			r.LastReport = &store.LastReport{Result: rep.Result, Sha: rep.Sha, Detail: rep.Detail, At: started, Acknowledged: true}
 			return nil
 		}}, started); err != nil {

@@ -142,7 +142,11 @@ func (tk *tick) logEnd(res Result, took time.Duration) {
 	if res.Exit == vocab.ExitOK {
 		rec := tk.eng.Record()
 		if tk.action == vocab.ActionNone && rec.AppliedSha != "" {
-			msg = fmt.Sprintf("heartbeat: %s runs, %s", machine.ShortSha(rec.AppliedSha), healthWords(rec.Containers))
+			words := tk.judged // the heartbeat's judgement of the release; else what the record lists
+			if words == "" {
+				words = healthWords(rec.Containers)
+			}
+			msg = fmt.Sprintf("heartbeat: %s runs, %s", machine.ShortSha(rec.AppliedSha), words)
 			if level == zerolog.NoLevel {
 				level = zerolog.InfoLevel
 			}

@@ -189,7 +189,7 @@ func TestHeartbeatOnAChangedReleaseNamesRELEASE_CHANGED(t *testing.T) {
 	// what explain says clears it is what does: no apply follows a heartbeat to stage the
 	// release again, resume has nothing parked to clear, restoring the release clears it
 	w := h.explainWhy()
-	if !strings.Contains(w.Next, "restoring the release's files or a new desired sha clears it, `sudo -u monky-deployd monky-deployd resume` does not") ||
+	if !strings.Contains(h.ownConfig(w.Next), "restoring the release's files or a new desired sha clears it, `sudo -u monky-deployd monky-deployd resume` does not") ||
 		!strings.Contains(w.Fix, "a heartbeat's clears when the release is restored or a new sha is desired (resume does not clear it)") ||
 		strings.Contains(w.Fix, "the next apply stages it again") || strings.Contains(w.Evidence, "the next apply stages it again") {
 		t.Errorf("explain's why %+v does not say what clears a heartbeat's RELEASE_CHANGED", w)
@@ -213,7 +213,7 @@ func TestHeartbeatOnAChangedReleaseNamesRELEASE_CHANGED(t *testing.T) {
 
 // A heartbeat whose `compose ps` fails does not know what runs: it reported UNHEALTHY "no
 // containers … are running", which was false. The code stays UNHEALTHY; the detail says ps
-// failed, with its error. When ps answers with no container the old words stay.
+// failed, with its error. When ps answers with no container, every service of the model is named.
 func TestHeartbeatWhosePsFailsSaysSo(t *testing.T) {
 	h := newHarness(t)
 	h.apply("v1")
@@ -228,12 +228,13 @@ func TestHeartbeatWhosePsFailsSaysSo(t *testing.T) {
 		!strings.Contains(w.Fault, "could not look at the containers") || strings.Contains(w.Fault, "no longer runs what it applied") {
 		t.Errorf("explain's why %+v, want UNHEALTHY naming the failed ps, not a service down", w)
 	}
-	// ps answers, with nothing running: the old words
+	// ps answers, with nothing running (and no heal): every service of the model is named
+	h.appendConfig("heal: false\n")
 	h.dockerKnob("ps-error", "")
 	h.dockerKnob("projects/"+h.cfg.ComposeProject+".json", "[]")
 	h.wantExit(h.tick(), 1)
-	if result, detail := h.lastReport(); result != effects.ResultFailed || detail != "UNHEALTHY: no containers of project "+h.cfg.ComposeProject+" are running" {
-		t.Errorf("report %s %q, want failed UNHEALTHY: no containers … are running", result, detail)
+	if result, detail := h.lastReport(); result != effects.ResultFailed || detail != "UNHEALTHY: api (no container), worker (no container)" {
+		t.Errorf("report %s %q, want failed UNHEALTHY: api (no container), worker (no container)", result, detail)
 	}
 }
 

@@ -2,43 +2,205 @@ package states
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"math"
+	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/tikali/monky-deployd/effects"
+	"github.com/tikali/monky-deployd/effects/docker"
+	"github.com/tikali/monky-deployd/effects/files"
 	"github.com/tikali/monky-deployd/internal/sanitize"
 	"github.com/tikali/monky-deployd/internal/vocab"
 	"github.com/tikali/monky-deployd/machine"
 	"github.com/tikali/monky-deployd/store"
 )
 
-// unhealthy names every container that is not running and healthy, sorted.
-func unhealthy(cs []effects.Container) []string {
-	var bad []string
-	for _, c := range cs {
-		if !c.Healthy() {
-			name := c.Service
-			if name == "" {
-				name = c.Name
-			}
-			state := c.State
-			if c.Health != "" {
-				state += "/" + c.Health
-			}
-			bad = append(bad, fmt.Sprintf("%s (%s)", name, state))
-		}
-	}
-	sort.Strings(bad)
-	return bad
+// judgement is what the engine's listing says of the applied release, judged against the
+// services of its checked model (AGENT.md, amendments of 2026-12-04: "Green means serving").
+type judgement struct {
+	bad       []string      // every service not serving, named with what was found, sorted
+	down      []string      // of them, those with no container running (none, exited): compose up starts them
+	completed []string      // one-shots that exited 0
+	settling  time.Duration // the longest a running service still has to stay up for min_healthy_s
+	serving   int           // services running (healthy where they have a healthcheck)
 }
 
-// stepHealthy: Up → Healthy | Failed. Wait up to healthy_timeout_s for every service to run
-// healthy, logging progress; then the applied sha is recorded and the report queued.
+func (j judgement) ok() bool { return len(j.bad) == 0 }
+
+// words are the judgement as a person reads it: "2/2 services healthy", with the one-shots
+// that completed.
+func (j judgement) words() string {
+	n := j.serving + len(j.completed)
+	w := fmt.Sprintf("%d/%d services healthy", j.serving, n+len(j.bad)-len(j.completed))
+	if len(j.completed) > 0 {
+		w += fmt.Sprintf(", %d completed (%s)", len(j.completed), strings.Join(j.completed, ", "))
+	}
+	return w
+}
+
+// judge accounts for every service of the model (services; nil when the release was staged
+// before the agent kept them: then the services compose lists) in cs, compose ps --all's
+// listing. A service with no container, one exited (a one-shot's exit 0 is completed), one
+// restarting, or one running unhealthy is bad and named. minUp is min_healthy_s: a running
+// service up for less is settling (the gate waits; a restart starts its time again).
+func judge(cs []effects.Container, services []docker.Service, minUp time.Duration) judgement {
+	if services == nil {
+		seen := map[string]bool{}
+		for _, c := range cs {
+			if name := serviceOf(c); !seen[name] {
+				seen[name] = true
+				services = append(services, docker.Service{Name: name, Replicas: 1})
+			}
+		}
+	}
+	byService := map[string][]effects.Container{}
+	for _, c := range cs {
+		byService[serviceOf(c)] = append(byService[serviceOf(c)], c)
+	}
+	var j judgement
+	for _, s := range services {
+		mine := byService[s.Name]
+		if len(mine) == 0 {
+			if s.Replicas > 0 {
+				j.bad = append(j.bad, s.Name+" (no container)")
+				j.down = append(j.down, s.Name)
+			}
+			continue
+		}
+		var worst string
+		done, up, stopped := true, true, false
+		for _, c := range mine {
+			switch {
+			case c.State == "exited" && s.OneShot && c.ExitCode == 0:
+			case c.State == "exited" || c.State == "dead" || c.State == "created":
+				done, up, stopped = false, false, true
+				worst = fmt.Sprintf("%s (exited %d)", s.Name, c.ExitCode)
+			case c.State == "restarting":
+				done, up = false, false
+				worst = s.Name + " (restarting: a crash loop)"
+			case c.State != "running":
+				done, up = false, false
+				worst = fmt.Sprintf("%s (%s)", s.Name, c.State)
+			case c.Health != "" && c.Health != "healthy":
+				done, up = false, false
+				worst = fmt.Sprintf("%s (running/%s)", s.Name, c.Health)
+			default:
+				done = false
+				if left := minUp - uptime(c.Status); left > j.settling {
+					j.settling = left
+				}
+			}
+		}
+		switch {
+		case worst != "":
+			j.bad = append(j.bad, worst)
+			if stopped {
+				j.down = append(j.down, s.Name)
+			}
+		case done:
+			j.completed = append(j.completed, s.Name)
+		case up:
+			j.serving++
+		}
+	}
+	sort.Strings(j.bad)
+	return j
+}
+
+func serviceOf(c effects.Container) string {
+	if c.Service != "" {
+		return c.Service
+	}
+	return c.Name
+}
+
+// uptime is how long a running container has been up, from compose's Status ("Up 2 minutes
+// (healthy)", docker's human durations), as a lower bound; a Status that says nothing of it
+// (a listing without the field) is taken as long settled.
+func uptime(status string) time.Duration {
+	rest, ok := strings.CutPrefix(status, "Up ")
+	if !ok {
+		return time.Duration(math.MaxInt64)
+	}
+	if i := strings.Index(rest, " ("); i >= 0 {
+		rest = rest[:i]
+	}
+	switch rest = strings.TrimSpace(rest); rest {
+	case "Less than a second":
+		return 0
+	case "About a minute":
+		return time.Minute
+	case "About an hour":
+		return time.Hour
+	}
+	n, unit, ok := strings.Cut(rest, " ")
+	v, err := strconv.Atoi(n)
+	if !ok || err != nil {
+		return time.Duration(math.MaxInt64)
+	}
+	units := map[string]time.Duration{"second": time.Second, "minute": time.Minute, "hour": time.Hour,
+		"day": 24 * time.Hour, "week": 7 * 24 * time.Hour, "month": 30 * 24 * time.Hour, "year": 365 * 24 * time.Hour}
+	d, known := units[strings.TrimSuffix(unit, "s")]
+	if !known {
+		return time.Duration(math.MaxInt64)
+	}
+	return time.Duration(v) * d
+}
+
+// services are the applied release's services as its checked model names them (nil: the
+// release was staged before they were kept, or its list does not read).
+func (tk *tick) services() []docker.Service {
+	rel, err := filepath.EvalSymlinks(tk.currentDir())
+	if err != nil {
+		return nil
+	}
+	b, err := files.ReadTrusted(docker.ServicesPath(rel), 1<<20)
+	if err != nil {
+		return nil
+	}
+	var out []docker.Service
+	if json.Unmarshal(b, &out) != nil {
+		return nil
+	}
+	return out
+}
+
+// stepHealthy: Up → Healthy | Failed. Wait up to healthy_timeout_s for every service of the
+// release's model to run (healthy where it has a healthcheck) and stay up, with no restart, for
+// min_healthy_s, logging progress; then the applied sha is recorded and the report queued.
 func (tk *tick) stepHealthy(ctx context.Context) error {
 	started := tk.Now()
+	if err := tk.gate(ctx, started); err != nil {
+		var unwell *notServing
+		if errors.As(err, &unwell) {
+			return tk.fail(ctx, machine.Up, unwell.code, unwell.detail, true)
+		}
+		return err
+	}
+	return tk.healthy(ctx, tk.gated, started)
+}
+
+// notServing is the gate's verdict on a release that did not come up: its code and words.
+type notServing struct {
+	code   vocab.Code
+	detail string
+}
+
+func (e *notServing) Error() string { return string(e.code) + ": " + e.detail }
+
+// gate waits up to healthy_timeout_s from started for the release to serve, as judge says,
+// for min_healthy_s. The containers it passed on are left in tk.gated. A release that does not
+// is a *notServing; a temporary error or a stop is returned as it is.
+func (tk *tick) gate(ctx context.Context, started time.Time) error {
 	deadline := started.Add(time.Duration(tk.Cfg.HealthyTimeoutS) * time.Second)
+	minUp := time.Duration(tk.Cfg.MinHealthyS) * time.Second
+	services := tk.services()
 	lastLog := started
 	for {
 		cs, err := tk.Fx.Compose.PS(ctx, tk.currentDir())
@@ -46,30 +208,39 @@ func (tk *tick) stepHealthy(ctx context.Context) error {
 			return err
 		}
 		if effects.CodeOf(err) == vocab.ReleaseChanged {
-			return tk.fail(ctx, machine.Up, vocab.ReleaseChanged, sanitize.Line(err.Error()), false)
+			return &notServing{vocab.ReleaseChanged, sanitize.Line(err.Error())}
 		}
-		bad := unhealthy(cs)
-		if err == nil && len(cs) > 0 && len(bad) == 0 {
-			return tk.healthy(ctx, cs, started)
+		j := judge(cs, services, minUp)
+		if err == nil && j.ok() && j.settling <= 0 && (len(cs) > 0 || len(services) > 0) {
+			tk.gated, tk.gatedWords = cs, j.words()
+			return nil
 		}
 		now := tk.Now()
-		if !now.Before(deadline) {
-			why := strings.Join(bad, ", ")
-			if err != nil {
+		settling := err == nil && j.ok() && j.settling > 0
+		wait := tk.HealthPoll
+		if settling {
+			wait = j.settling // running: the rest of min_healthy_s, then look again
+		}
+		if !now.Before(deadline) || settling && now.Add(j.settling).After(deadline) {
+			why := strings.Join(j.bad, ", ")
+			switch {
+			case err != nil:
 				why = "compose ps: " + err.Error()
-			} else if len(cs) == 0 {
+			case len(cs) == 0:
 				why = "no containers running"
+			case settling:
+				why = fmt.Sprintf("the services did not stay up min_healthy_s (%d s) within it: %s", tk.Cfg.MinHealthyS, j.words())
 			}
-			return tk.fail(ctx, machine.Up, vocab.Unhealthy, fmt.Sprintf("not healthy after %ds: %s", tk.Cfg.HealthyTimeoutS, why), true)
+			return &notServing{vocab.Unhealthy, fmt.Sprintf("not healthy after %ds: %s", tk.Cfg.HealthyTimeoutS, why)}
 		}
 		if now.Sub(lastLog) >= 10*time.Second {
 			lastLog = now
-			tk.Log.Debug().Msgf("waiting for healthy: %d/%d services healthy (%s); %ds left", len(cs)-len(bad), len(cs), strings.Join(bad, ", "), int(deadline.Sub(now).Seconds()))
+			tk.Log.Debug().Msgf("waiting for healthy: %s (%s); %ds left", j.words(), strings.Join(j.bad, ", "), int(deadline.Sub(now).Seconds()))
 		}
 		if tk.stopping() {
 			return errStopped{}
 		}
-		if err := tk.Sleep(ctx, tk.HealthPoll); err != nil {
+		if err := tk.Sleep(ctx, min(wait, max(deadline.Sub(now), time.Millisecond))); err != nil {
 			return &effects.Error{Op: "health wait", Kind: effects.Temporary, Err: err}
 		}
 	}
@@ -80,7 +251,7 @@ func (tk *tick) healthy(ctx context.Context, cs []effects.Container, started tim
 	rec := tk.eng.Record()
 	now := tk.Now()
 	rep := effects.Report{Sha: rec.Sha, Result: effects.ResultApplied, Containers: cs}
-	detail := fmt.Sprintf("applied %s: %d/%d services healthy", machine.ShortSha(rec.Sha), len(cs), len(cs))
+	detail := fmt.Sprintf("applied %s: %s", machine.ShortSha(rec.Sha), tk.gatedWords)
 	if err := tk.eng.Fire(machine.Outcome{Event: machine.EvHealthy, Detail: detail, Update: func(r *store.Record, tx store.Tx) error {
 		r.AppliedSha = r.Sha
 		r.Attempts, r.NextRetryAt, r.Parked, r.Failure, r.Refusal = nil, timeZero, false, nil, nil

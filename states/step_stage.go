@@ -3,6 +3,7 @@ package states
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -127,7 +128,7 @@ func (tk *tick) writeModel(ctx context.Context, b *bundle.Bundle, env []byte, re
 	if err := tk.Fx.Compose.VerifyRelease("stage", rel); err != nil {
 		return err
 	}
-	model, err := resolveModel(ctx, b, env, rel, tk.Cfg.ComposeProject)
+	model, services, err := resolveModel(ctx, b, env, rel, tk.Cfg.ComposeProject)
 	if err != nil {
 		return err
 	}
@@ -145,6 +146,15 @@ func (tk *tick) writeModel(ctx context.Context, b *bundle.Bundle, env []byte, re
 	}
 	if err := files.WriteAtomicFS(fsys, docker.EmptyEnvPath(rel), nil, 0o600); err != nil {
 		return err
+	}
+	if services != nil {
+		js, err := json.Marshal(services)
+		if err != nil {
+			return err
+		}
+		if err := files.WriteAtomicFS(fsys, docker.ServicesPath(rel), js, 0o600); err != nil {
+			return err
+		}
 	}
 	if err := files.WriteAtomicFS(fsys, docker.ModelPath(rel), model, 0o600); err != nil {
 		return err

@@ -96,10 +96,12 @@ type LastReport struct {
 
 // Container mirrors effects.Container (kept here so the store imports nothing of the agent).
 type Container struct {
-	Name    string `json:"name"`
-	Service string `json:"service"`
-	State   string `json:"state"`
-	Health  string `json:"health"`
+	Name     string `json:"name"`
+	Service  string `json:"service"`
+	State    string `json:"state"`
+	Health   string `json:"health"`
+	ExitCode int    `json:"-"` // effects.Container's: not kept
+	Status   string `json:"-"`
 }
 
 // Record is the machine's current state and everything a tick needs to resume it.
@@ -133,6 +135,9 @@ type Record struct {
 	LastExit        int         `json:"last_exit"`
 	RetiredAt       time.Time   `json:"retired_at,omitempty"` // the last retire: applies before it are no rollback base
 	LastTickAt      time.Time   `json:"last_tick_at,omitempty"`
+	// Heals are when the heartbeat ran compose up of the applied release again, in the last
+	// hour (heal_budget counts them; older ones are dropped when a heal is added).
+	Heals []time.Time `json:"heals,omitempty"`
 	// Box is what decided the newest tick on this box (zero in a file an older agent wrote).
 	Box Box `json:"box,omitzero"`
 }

@@ -229,9 +229,11 @@ func Meaningful(out []byte) string {
 	return redact.Tail(strings.Join(lines, " | "), MsgMax)
 }
 
-// PS is `compose ps --format json` in dir.
+// PS is `compose ps --all --format json` in dir: every container of the project, exited and
+// restarting ones too (without --all compose lists the running ones only, and a service that
+// exited would read as absent, or not be missed at all).
 func (c *CLI) PS(ctx context.Context, dir string) ([]effects.Container, error) {
-	res, err := c.compose(ctx, "compose ps", vocab.ComposePSFailed, dir, c.QuickTimeout, "ps", "--format", "json")
+	res, err := c.compose(ctx, "compose ps", vocab.ComposePSFailed, dir, c.QuickTimeout, "ps", "--all", "--format", "json")
 	if err != nil {
 		return nil, err
 	}
@@ -407,5 +409,22 @@ func (c *CLI) Ready(ctx context.Context) error {
 			Msg:  "compose v2 or later is needed, " + c.Bin + " compose says: " + out,
 			Hint: "install docker-compose-plugin (Docker's apt repository) or docker-compose-v2 (Ubuntu's)"}
 	}
-	return CheckGroup(Socket())
+	if err := CheckGroup(Socket()); err != nil {
+		return err
+	}
+	return c.engineUp(ctx)
+}
+
+// engineUp asks the engine itself (`docker info`, under QuickTimeout and the tick's deadline):
+// the CLI and its plugin answer with the daemon stopped, and an apply that goes on would spend
+// a lease and read secrets before compose pull fails with words that blame a registry. A
+// daemon that does not answer is DOCKER_ENGINE_DOWN, temporary: the next tick asks again.
+func (c *CLI) engineUp(ctx context.Context) error {
+	_, err := c.run(ctx, "docker info", vocab.DockerEngineDown, "", c.QuickTimeout, "info", "-f", "{{.ServerVersion}}")
+	var e *effects.Error
+	if errors.As(err, &e) && e.Code == vocab.DockerEngineDown {
+		e.Kind = effects.Temporary
+		e.Msg = "the Docker engine does not answer (docker info): " + e.Msg + "; no lease was asked and no secret read"
+	}
+	return err
 }

@@ -165,7 +165,7 @@ func TestCommandsArgvDirEnv(t *testing.T) {
 	want := [][]string{
 		append(p, "pull"),
 		append(p, "up", "-d", "--remove-orphans"),
-		append(p, "ps", "--format", "json"),
+		append(p, "ps", "--all", "--format", "json"),
 		append(p, "logs", "--no-color", "--tail", "50"),
 		append(p, "down", "--remove-orphans"),
 		append(p, "down", "--remove-orphans", "-v"),
@@ -205,8 +205,8 @@ func TestUpThenPSBothFormats(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []effects.Container{
-		{Name: "monky-env-qa-02-api-1", Service: "api", State: "running", Health: "healthy"},
-		{Name: "monky-env-qa-02-worker-1", Service: "worker", State: "running", Health: ""},
+		{Name: "monky-env-qa-02-api-1", Service: "api", State: "running", Health: "healthy", Status: "Up About an hour (healthy)"},
+		{Name: "monky-env-qa-02-worker-1", Service: "worker", State: "running", Health: "", Status: "Up About an hour"},
 	}
 	nd, err := f.cli.PS(ctx, f.release)
 	if err != nil || !reflect.DeepEqual(nd, want) {
@@ -657,7 +657,8 @@ func TestResolveKeepsMeaning(t *testing.T) {
 }
 
 // Ready: compose v2 answers; no CLI, no compose plugin and compose v1 are DOCKER_NOT_FOUND with
-// the fix, permanent (a retry cannot help), and no engine call is made.
+// the fix, permanent (a retry cannot help); the one engine call is `docker info`, and an engine
+// that does not answer is DOCKER_ENGINE_DOWN, temporary.
 func TestReady(t *testing.T) {
 	f := newFixture(t)
 	t.Setenv("DOCKER_HOST", "tcp://127.0.0.1:1") // no socket to check here
@@ -683,9 +684,15 @@ func TestReady(t *testing.T) {
 		t.Errorf("--short style answer: %v", err)
 	}
 	for _, c := range testkit.DockerCalls(t, f.log) {
-		if !strings.Contains(c.Line(), "compose version") {
+		if !strings.Contains(c.Line(), "compose version") && c.Line() != "info -f {{.ServerVersion}}" {
 			t.Errorf("Ready made another call: %s", c.Line())
 		}
+	}
+	f.knob(t, "engine-down", "1")
+	var e *effects.Error
+	if err := f.cli.Ready(context.Background()); !errors.As(err, &e) || e.Code != vocab.DockerEngineDown || e.Kind != effects.Temporary ||
+		!strings.Contains(e.Msg, "the Docker engine does not answer") || !strings.Contains(e.Msg, "Cannot connect to the Docker daemon") {
+		t.Errorf("engine down: %v", err)
 	}
 	err := New("monky-no-such-docker", "p", t.TempDir()).Ready(context.Background())
 	if effects.CodeOf(err) != vocab.DockerNotFound || !strings.Contains(err.Error(), "not found on PATH") {
@@ -701,7 +708,7 @@ func TestProjectPSReadsNoRelease(t *testing.T) {
 		t.Fatalf("ProjectPS: %v", err)
 	}
 	calls := testkit.DockerCalls(t, f.log)
-	if len(calls) != 1 || !strings.Contains(calls[0].Line(), "--project-directory") || !strings.Contains(calls[0].Line(), " ps --format json") {
+	if len(calls) != 1 || !strings.Contains(calls[0].Line(), "--project-directory") || !strings.Contains(calls[0].Line(), " ps --all --format json") {
 		t.Fatalf("calls: %v", calls)
 	}
 }

@@ -16,9 +16,12 @@ type psRow struct {
 	Service string `json:"Service"`
 	State   string `json:"State"`
 	Health  string `json:"Health"`
+	// ExitCode and Status: how an exited container ended, and how long a running one has run.
+	ExitCode int    `json:"ExitCode"`
+	Status   string `json:"Status"`
 }
 
-// ParsePS parses `compose ps --format json`: one JSON array (compose < 2.21), one object per
+// ParsePS parses `compose ps --all --format json`: one JSON array (compose < 2.21), one object per
 // line (≥ 2.21), or nothing at all (no container).
 func ParsePS(out []byte) ([]effects.Container, error) {
 	trimmed := bytes.TrimSpace(out)
@@ -48,7 +51,7 @@ func ParsePS(out []byte) ([]effects.Container, error) {
 	}
 	cs := make([]effects.Container, 0, len(rows))
 	for _, r := range rows {
-		cs = append(cs, effects.Container{Name: r.Name, Service: r.Service, State: r.State, Health: r.Health})
+		cs = append(cs, effects.Container{Name: r.Name, Service: r.Service, State: r.State, Health: r.Health, ExitCode: r.ExitCode, Status: r.Status})
 	}
 	return cs, nil
 }

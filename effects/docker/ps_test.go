@@ -13,7 +13,7 @@ import (
 func TestParsePSShapes(t *testing.T) {
 	want := []effects.Container{
 		{Name: "monky-env-qa-02-api-1", Service: "api", State: "running", Health: "healthy"},
-		{Name: "monky-env-qa-02-worker-1", Service: "worker", State: "exited", Health: ""},
+		{Name: "monky-env-qa-02-worker-1", Service: "worker", State: "exited", Health: "", ExitCode: 1},
 	}
 	array := `[{"ID":"1","Name":"monky-env-qa-02-api-1","Service":"api","State":"running","Health":"healthy","Publishers":[]},` +
 		`{"ID":"2","Name":"monky-env-qa-02-worker-1","Service":"worker","State":"exited","Health":"","ExitCode":1}]` + "\n"

@@ -65,13 +65,20 @@ type Config struct {
 	ComposeProject  string  `yaml:"compose_project"`
 	BootstrapPath   string  `yaml:"bootstrap_path"`
 	HealthyTimeoutS int     `yaml:"healthy_timeout_s"`
-	TickTimeoutS    int     `yaml:"tick_timeout_s"` // one deadline for a whole tick of `run`
-	DockerBin       string  `yaml:"docker_bin"`
-	RegistryHost    string  `yaml:"registry_host"`
-	MaxBundleBytes  int64   `yaml:"max_bundle_bytes"`
-	KeepReleases    int     `yaml:"keep_releases"`
-	LogLevel        string  `yaml:"log_level"`
-	MetricsPath     string  `yaml:"metrics_path"` // node_exporter textfile; off when empty
+	// MinHealthyS: the health gate passes only once every service has stayed running (healthy
+	// where it has a healthcheck) with no restart this long; at most healthy_timeout_s.
+	MinHealthyS int `yaml:"min_healthy_s"`
+	// Heal (nil: true): a heartbeat that finds the applied release not running runs compose up
+	// of it again, at most HealBudget times in a rolling hour.
+	Heal           *bool  `yaml:"heal"`
+	HealBudget     int    `yaml:"heal_budget"`
+	TickTimeoutS   int    `yaml:"tick_timeout_s"` // one deadline for a whole tick of `run`
+	DockerBin      string `yaml:"docker_bin"`
+	RegistryHost   string `yaml:"registry_host"`
+	MaxBundleBytes int64  `yaml:"max_bundle_bytes"`
+	KeepReleases   int    `yaml:"keep_releases"`
+	LogLevel       string `yaml:"log_level"`
+	MetricsPath    string `yaml:"metrics_path"` // node_exporter textfile; off when empty
 	// StuckAfterS: a temporary fault older than this needs a person (status exits 1).
 	StuckAfterS int `yaml:"stuck_after_s"`
 	// StaleAfterS: a box whose last tick is older than this needs a person (the timer stopped).
@@ -82,6 +89,9 @@ type Config struct {
 	// Hash is the sha256 of the file's bytes: a changed config unblocks a Blocked machine.
 	Hash string `yaml:"-"`
 }
+
+// Heals reports whether a heartbeat heals the applied release (heal, default true).
+func (c *Config) Heals() bool { return c.Heal == nil || *c.Heal }
 
 // IsProd reports whether this env is prod: the explicit key, else the tier of env_id.
 func (c *Config) IsProd() bool {

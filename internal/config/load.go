@@ -48,6 +48,8 @@ const (
 	DefaultIdentityDir      = "/opt/openziti/etc/identities"
 	DefaultBootstrapPath    = "/etc/monky-deployd/bootstrap.jwt"
 	DefaultHealthyTimeoutS  = 300
+	DefaultMinHealthyS      = 10
+	DefaultHealBudget       = 3
 	DefaultTickTimeoutS     = 600
 	DefaultDockerBin        = "docker"
 	DefaultRegistryHost     = "harbor.tikali.net"

@@ -37,7 +37,7 @@ func TestParseDefaultsAndDerivations(t *testing.T) {
 		Disk:     Disk{Factor: 1.5, HeadroomBytes: 2147483648},
 		StateDir: "/var/lib/monky-deployd", DeployDir: "/var/lib/monky-deployd/env-qa-02",
 		ComposeProject: "monky-env-qa-02", BootstrapPath: "/etc/monky-deployd/bootstrap.jwt",
-		HealthyTimeoutS: 300, TickTimeoutS: 600, DockerBin: "docker", RegistryHost: "harbor.tikali.net",
+		HealthyTimeoutS: 300, MinHealthyS: 10, HealBudget: 3, TickTimeoutS: 600, DockerBin: "docker", RegistryHost: "harbor.tikali.net",
 		MaxBundleBytes: 67108864, KeepReleases: 3, LogLevel: "INFO",
 		Path: "/etc/x.yaml",
 	}

@@ -37,6 +37,17 @@ func (p *parser) num(key string, v *int, def int) {
 	}
 }
 
+// atLeastZero is num for a count that may be 0.
+func (p *parser) atLeastZero(key string, v *int, def int) {
+	if !p.has(key) {
+		*v = def
+		return
+	}
+	if *v < 0 {
+		p.report(p.errf(key, "%s must not be negative, got %d", key, *v))
+	}
+}
+
 // num64 is num for an int64 that must be at least min (0 or 1).
 func (p *parser) num64(key string, v *int64, def int64, min int64) {
 	if !p.has(key) {
@@ -161,6 +172,11 @@ func (p *parser) paths(c *Config) {
 // rest is the timeouts, docker, the registry, the bundle and release limits, logs and metrics.
 func (p *parser) rest(c *Config) {
 	p.num("healthy_timeout_s", &c.HealthyTimeoutS, DefaultHealthyTimeoutS)
+	p.atLeastZero("min_healthy_s", &c.MinHealthyS, min(DefaultMinHealthyS, max(c.HealthyTimeoutS, 0)))
+	if c.MinHealthyS > c.HealthyTimeoutS && c.HealthyTimeoutS > 0 {
+		p.report(p.errf("min_healthy_s", "min_healthy_s (%d) must be at most healthy_timeout_s (%d): the gate could never pass", c.MinHealthyS, c.HealthyTimeoutS))
+	}
+	p.atLeastZero("heal_budget", &c.HealBudget, DefaultHealBudget)
 	p.num("tick_timeout_s", &c.TickTimeoutS, DefaultTickTimeoutS)
 	orDefault(&c.DockerBin, DefaultDockerBin)
 	orDefault(&c.RegistryHost, DefaultRegistryHost)

@@ -24,6 +24,7 @@ const (
 	ComposeUpFailed      Code = "COMPOSE_UP_FAILED"
 	ReleaseChanged       Code = "RELEASE_CHANGED"
 	Unhealthy            Code = "UNHEALTHY"
+	CrashLoop            Code = "CRASH_LOOP"
 	AgentUnauthenticated Code = "AGENT_UNAUTHENTICATED"
 	AgentEnvMismatch     Code = "AGENT_ENV_MISMATCH"
 	SDKUnavailable       Code = "SDK_UNAVAILABLE"
@@ -73,6 +74,7 @@ const (
 	DockerNotFound       Code = "DOCKER_NOT_FOUND"
 	DockerGroupMissing   Code = "DOCKER_GROUP_MISSING"
 	DockerInfoFailed     Code = "DOCKER_INFO_FAILED"
+	DockerEngineDown     Code = "DOCKER_ENGINE_DOWN"
 	ComposePSFailed      Code = "COMPOSE_PS_FAILED"
 	ComposeLogsFailed    Code = "COMPOSE_LOGS_FAILED"
 	ComposeDownFailed    Code = "COMPOSE_DOWN_FAILED"
@@ -119,6 +121,8 @@ var causes = map[Code]Cause{
 		"sudo ls -la {deploy_dir}/current/ {deploy_dir}/resolved/   # which service can write the release? an apply's retry stages it again; a heartbeat's clears when the release is restored or a new sha is desired (resume does not clear it)", ""},
 	Unhealthy: {KindFailure, "a service is not running and healthy",
 		"sudo -u monky-deployd docker compose -p {project} ps", ""},
+	CrashLoop: {KindFailure, "the applied release kept failing on this box: the heartbeat healed it heal_budget times in the last hour (compose up of the release) and it is down again, so it is not healed again until the hour frees a heal or a person acts",
+		"sudo -u monky-deployd docker compose -p {project} ps --all && sudo -u monky-deployd docker compose -p {project} logs --tail 50", ""},
 	AgentUnauthenticated: {KindBlock, "tenancy refused the OpenBao token (the kit was re-revealed, the env retired, or the token revoked) and no fresh bootstrap grant is on disk",
 		"sudo ls -l {bootstrap}   # no grant there: re-run the install kit; its new bootstrap.jwt unblocks the next tick", ""},
 	AgentEnvMismatch: {KindBlock, "the token is pinned to another env than config.yaml's env_id",
@@ -215,6 +219,8 @@ var causes = map[Code]Cause{
 		"command -v docker && docker compose version   # or docker_bin in config.yaml", ""},
 	DockerGroupMissing: {KindFailure, "docker's socket refuses the agent's user: it is not in the socket's group (docker), so no compose call can run; the tick stopped before checking in",
 		"sudo usermod -aG docker monky-deployd   # the next tick runs with it (no docker group: install Docker Engine first)", ""},
+	DockerEngineDown: {KindTemporary, "the Docker engine (dockerd) does not answer: the daemon is stopped or its socket refuses; the CLI is there, but nothing can run, so no lease is asked and no secret read until it answers",
+		"sudo systemctl status docker.service docker.socket   # then: sudo systemctl start docker", ""},
 	DockerInfoFailed: {KindFailure, "`docker info` failed: the engine is down or the agent's user may not use it",
 		"systemctl status docker; id monky-deployd   # the user must be in the docker group", ""},
 	ComposePSFailed: {KindFailure, "`docker compose ps` failed, so the agent could not see the project's containers",

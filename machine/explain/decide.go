@@ -255,7 +255,7 @@ func next(in Input) (string, bool) {
 		return "blocked: " + string(rec.Block.Code) + " — re-run the install kit: a new bootstrap.jwt unblocks (or `monky-deployd bootstrap --force`)", false
 	case string(machine.Reported):
 		if rec.LastReport != nil && rec.LastReport.Result == effects.ResultFailed {
-			return "not converged: UNHEALTHY — a service is not running or not healthy; checked again at the next tick, the agent does not restart it", false
+			return "not converged: UNHEALTHY — a service is not running or not healthy; the next heartbeat heals a service that is down (compose up of the applied release, at most heal_budget times an hour, unless heal: false); one running unhealthy or restarting is reported only", false
 		}
 		if rec.Action == vocab.ActionDown {
 			return "retired: nothing runs", true
@@ -311,7 +311,7 @@ func failedNext(rec store.Record) string {
 		return "not converged: RELEASE_CHANGED — the release on disk is no longer what was verified; checked again at the next tick, no compose call runs on it"
 	}
 	if rec.Action == vocab.ActionNone {
-		return "not converged: " + code + "— a service is not running or not healthy; checked again at the next tick, the agent does not restart it"
+		return "not converged: " + code + "— a service is not running or not healthy; the next heartbeat heals a service that is down (compose up of the applied release, at most heal_budget times an hour, unless heal: false); one running unhealthy or restarting is reported only"
 	}
 	if rec.Parked {
 		return fmt.Sprintf("parked after %d failed attempts: %s— `monky-deployd resume` retries", n, code)

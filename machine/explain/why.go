@@ -506,10 +506,14 @@ func (in Input) unhealthyWhy(mk maker, nextTick string) *Why {
 		evidence, at = trimCode(code, in.Rec.LastReport.Detail), in.Rec.LastReport.At
 	}
 	fault := "the heartbeat found a service not running or not healthy: the box no longer runs what it applied"
-	next := "checked again at every tick (the next " + nextTick + "); reported failed to tenancy until the service is healthy; the agent does not restart it"
+	next := "checked again at every tick (the next " + nextTick + "), which heals a service that is down with compose up -d of the applied release (at most heal_budget times an hour; not with heal: false), while one running unhealthy or restarting is reported only; reported failed to tenancy until the service is healthy"
 	if code == vocab.Unhealthy && reason == vocab.ReasonPSFailed {
 		fault = "the heartbeat could not look at the containers: compose ps failed, so whether the services run is not known"
 		next = "checked again at every tick (the next " + nextTick + "); reported failed to tenancy until compose ps answers and the services are healthy"
+	}
+	if code == vocab.CrashLoop {
+		fault = "the applied release keeps going down on this box: the heartbeat healed it heal_budget times in the last hour and found it down again"
+		next = "checked again at every tick (the next " + nextTick + "); not healed again until the oldest heal is an hour old; reported failed to tenancy: the service's own logs say why it stops"
 	}
 	if code == vocab.ReleaseChanged {
 		fault = "the heartbeat found the release on disk no longer what was verified (a file of the bundle changed, a symlink was planted in its tree, or its resolved model is missing or not the agent's own), so compose was not run to look at the containers"
@@ -530,11 +534,11 @@ func baoRefused(e store.Entry) bool {
 }
 
 // heartbeatCode is the code of the heartbeat's failed report: RELEASE_CHANGED when its compose
-// ps was refused on a changed release, else UNHEALTHY (also for a report written before its
+// ps was refused on a changed release, CRASH_LOOP when its heals were spent, else UNHEALTHY (also for a report written before its
 // code was kept).
 func heartbeatCode(rec store.Record) vocab.Code {
-	if rec.LastReport != nil && rec.LastReport.Code == vocab.ReleaseChanged {
-		return vocab.ReleaseChanged
+	if rec.LastReport != nil && (rec.LastReport.Code == vocab.ReleaseChanged || rec.LastReport.Code == vocab.CrashLoop) {
+		return rec.LastReport.Code
 	}
 	return vocab.Unhealthy
 }

@@ -93,6 +93,9 @@ func (p Pruner) removeOrphanModels(releases string) []string {
 	ms, _ := p.FS.ReadDir(models)
 	for _, m := range ms {
 		sha, ok := strings.CutSuffix(m.Name(), ".yaml")
+		if !ok {
+			sha, ok = strings.CutSuffix(m.Name(), ".services.json") // the model's service list goes with it
+		}
 		if !ok || !bundle.ValidSha(sha) {
 			continue
 		}

@@ -136,6 +136,34 @@ func TestAgainstRealPrograms(t *testing.T) {
 		}
 	})
 
+	// green means serving: a service killed under the box (Exited (137), which compose ps
+	// without --all does not list) is found by the next heartbeat and healed by compose up of
+	// the applied release: no lease, no OpenBao read, the heal journaled
+	step("a killed service is healed", func(t *testing.T) {
+		a.t = t
+		api, ok := a.containers()["api"]
+		if !ok {
+			t.Fatal("no api container")
+		}
+		if _, err := runCmd("", nil, dockerBin, "kill", api.ID); err != nil {
+			t.Fatal(err)
+		}
+		leases := w.sim.Counts(envA).Leases
+		e := a.tick(0)
+		if !strings.Contains(e, "HEALED: found api (exited 137); ran compose up -d") {
+			t.Errorf("no heal journaled:\n%s", e)
+		}
+		if c := a.containers()["api"]; c.State.Status != "running" {
+			t.Errorf("api after the heal: %q", c.State.Status)
+		}
+		if r := a.lastReport(); r.Result != effects.ResultApplied {
+			t.Errorf("after the heal the last report is %s: %s", r.Result, r.Detail)
+		}
+		if n := w.sim.Counts(envA).Leases; n != leases {
+			t.Errorf("the heal asked %d leases", n-leases)
+		}
+	})
+
 	step("new release with --prune", func(t *testing.T) {
 		a.t = t
 		shaV2 = w.desire(envA, "v2", rel{tag: "2"})

@@ -32,8 +32,20 @@
 //	                      (e.g. "Cannot connect to the Docker daemon …": the engine is down)
 //	  up-sleep            seconds `compose up` blocks before it records anything
 //	  unhealthy           service names, one per line, that `ps` reports "unhealthy"
+//	  exited              lines "SERVICE CODE": that service's container exits with CODE at
+//	                      every start (a one-shot done: 0; a migration that fails: 3)
+//	  restarting          service names, one per line, whose containers are restarting (a
+//	                      crash loop: compose up does not mend it)
+//	  killed              service names, one per line, whose containers were killed
+//	                      (Exited (137)); the next `compose up` starts them again
+//	  gone                service names, one per line, whose containers were removed by
+//	                      hand; the next `compose up` creates them again
+//	  uptime              how long running containers have been up, in compose's words
+//	                      (default "About an hour"; "3 seconds" for a fresh start)
 //	  log-line            lines `compose logs` prints for every service, each with the
 //	                      service's prefix as compose adds it (plant a canary)
+//	  engine-down         when present, `info` fails as it does with the daemon stopped
+//	                      ("Cannot connect to the Docker daemon …", exit 1)
 //	  root-dir            what `docker info -f '{{.DockerRootDir}}'` prints (default: the
 //	                      state directory itself)
 //	  images              what `image ls` prints, one repository:tag per line; `image rm R…`
@@ -43,7 +55,8 @@
 // without -f, COMPOSE_FILE from the environment, else from the project directory's .env (or
 // --env-file), else compose.yaml plus compose.override.yaml when present. It records P's
 // services as running (with the image and privileged flag the files give them), health
-// "healthy" when the service has a healthcheck, else "". `down` forgets them. `version`, `compose version`,
+// "healthy" when the service has a healthcheck, else "". `ps` lists the running (and
+// restarting) ones as compose does, and with --all every one, exited too. `down` forgets them. `version`, `compose version`,
 // `info`, `image prune -f` print fixed answers. Anything else exits 1 saying so.
 package main
 
@@ -68,6 +81,8 @@ type container struct {
 	Project    string `json:"Project"`
 	Image      string `json:"Image,omitempty"`
 	Privileged bool   `json:"Privileged,omitempty"`
+	ExitCode   int    `json:"ExitCode"`
+	Status     string `json:"Status"`
 }
 
 func main() {
@@ -156,6 +171,13 @@ func run(args []string) int {
 		fmt.Println("Client: Docker Engine - Community\n Version:           29.0.0-fake\n\nServer: Docker Engine - Community\n Engine:\n  Version:          29.0.0-fake")
 		return 0
 	case "info":
+		if _, down := knob("engine-down"); down {
+			return fail("Cannot connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker daemon running?")
+		}
+		if len(args) >= 3 && args[2] == "{{.ServerVersion}}" {
+			fmt.Println("29.0.0-fake")
+			return 0
+		}
 		if root, ok := knob("root-dir"); ok {
 			fmt.Println(strings.TrimSpace(root))
 		} else {
@@ -239,7 +261,7 @@ sub:
 	case "up":
 		return up(project, composeFiles(files, envFile, projectDir))
 	case "ps":
-		return ps(project)
+		return ps(project, rest)
 	case "down":
 		return down(project, rest)
 	case "pull":
@@ -365,6 +387,9 @@ func up(project string, files []string) int {
 	if err := save(project, cs); err != nil {
 		return fail("fakedocker: %v", err)
 	}
+	for _, k := range []string{"killed", "gone"} { // compose up starts and creates them again
+		os.Remove(filepath.Join(stateDir(), k))
+	}
 	return 0
 }
 
@@ -381,38 +406,78 @@ func save(project string, cs []container) error {
 	return os.Rename(tmp, p)
 }
 
-func ps(project string) int {
+func ps(project string, args []string) int {
 	if msg, ok := knob("ps-error"); ok {
 		fmt.Fprint(os.Stderr, msg)
 		return 1
 	}
-	cs := load(project)
-	bad := map[string]bool{}
-	if s, ok := knob("unhealthy"); ok {
-		for _, l := range strings.Split(s, "\n") {
-			if l = strings.TrimSpace(l); l != "" {
-				bad[l] = true
-			}
+	all := false
+	for _, a := range args {
+		all = all || a == "--all" || a == "-a"
+	}
+	bad, restarting, gone, killed := knobSet("unhealthy"), knobSet("restarting"), knobSet("gone"), knobSet("killed")
+	exited := map[string]int{}
+	for l := range knobSet("exited") {
+		if f := strings.Fields(l); len(f) == 2 {
+			exited[f[0]], _ = strconv.Atoi(f[1])
 		}
 	}
-	for i := range cs {
-		if bad[cs[i].Service] {
-			cs[i].Health = "unhealthy"
+	uptime := "About an hour"
+	if s, ok := knob("uptime"); ok {
+		uptime = strings.TrimSpace(s)
+	}
+	var out []container
+	for _, c := range load(project) {
+		if gone[c.Service] {
+			continue
 		}
+		if bad[c.Service] {
+			c.Health = "unhealthy"
+		}
+		c.Status = "Up " + uptime
+		if c.Health != "" {
+			c.Status += " (" + c.Health + ")"
+		}
+		if killed[c.Service] {
+			exited[c.Service] = 137
+		}
+		if code, ok := exited[c.Service]; ok {
+			c.State, c.Health, c.ExitCode = "exited", "", code
+			c.Status = fmt.Sprintf("Exited (%d) 5 seconds ago", code)
+		} else if restarting[c.Service] {
+			c.State, c.Health, c.ExitCode = "restarting", "", 1
+			c.Status = "Restarting (1) 2 seconds ago"
+		}
+		if c.State == "exited" && !all {
+			continue // compose ps without --all: running containers only
+		}
+		out = append(out, c)
 	}
 	if _, ok := knob("ps-array"); ok {
-		if cs == nil {
-			cs = []container{}
+		if out == nil {
+			out = []container{}
 		}
-		b, _ := json.Marshal(cs)
+		b, _ := json.Marshal(out)
 		fmt.Println(string(b))
 		return 0
 	}
-	for _, c := range cs {
+	for _, c := range out {
 		b, _ := json.Marshal(c)
 		fmt.Println(string(b))
 	}
 	return 0
+}
+
+// knobSet is a knob's non-empty lines.
+func knobSet(name string) map[string]bool {
+	set := map[string]bool{}
+	s, _ := knob(name)
+	for _, l := range strings.Split(s, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			set[l] = true
+		}
+	}
+	return set
 }
 
 func down(project string, args []string) int {

@@ -70,7 +70,7 @@ func run() error {
 	phase.Mark("token")
 
 	mandates.pin(*dir)
-	cmd := exec.Command(*docker, "compose", "-p", *project, "ps", "--format", "json")
+	cmd := exec.Command(*docker, "compose", "-p", *project, "ps", "--all", "--format", "json")
 	cmd.Dir = *dir
 	out, err := cmd.Output()
 	if err != nil {

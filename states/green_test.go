@@ -1,0 +1,193 @@
+package states_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tikali/monky-deployd/internal/vocab"
+	"github.com/tikali/monky-deployd/machine"
+	"github.com/tikali/monky-deployd/store"
+)
+
+// Green means serving (AGENT.md, amendments of 2026-12-04): health is judged against the
+// services of the checked model, through compose ps --all, never against what compose happens
+// to list; and a heartbeat heals the applied release within heal_budget.
+
+// withMigrate adds a one-shot (restart: "no") to the standard test backend.
+func withMigrate(f map[string][]byte) {
+	f["compose.yaml"] = append(f["compose.yaml"], []byte(`  migrate:
+    image: harbor.example/monky/api:migrate
+    restart: "no"
+`)...)
+}
+
+// notes are the journal's entries of event, oldest first.
+func (h *harness) notes(event string) []store.Entry {
+	h.t.Helper()
+	var out []store.Entry
+	if err := h.st.View(func(tx store.Tx) error {
+		return tx.AllEntries(func(e store.Entry) error {
+			if e.Event == event {
+				out = append(out, e)
+			}
+			return nil
+		})
+	}); err != nil {
+		h.t.Fatal(err)
+	}
+	return out
+}
+
+func (h *harness) wantReport(result string, code vocab.Code, words ...string) {
+	h.t.Helper()
+	got, detail := h.lastReport()
+	if got != result || (code != "" && !strings.HasPrefix(detail, string(code)+":")) {
+		h.t.Fatalf("report %s %q, want %s %s", got, detail, result, code)
+	}
+	for _, w := range words {
+		if !strings.Contains(detail, w) {
+			h.t.Errorf("report %q does not say %q", detail, w)
+		}
+	}
+}
+
+func TestOneShotThatFailsIsRed(t *testing.T) {
+	h := newHarness(t)
+	h.release("v1", withMigrate)
+	h.dockerKnob("exited", "migrate 3\n")
+	h.wantExit(h.tick(), 1)
+	h.wantReport("failed", vocab.Unhealthy, "migrate (exited 3)")
+}
+
+func TestOneShotThatCompletesIsGreen(t *testing.T) {
+	h := newHarness(t)
+	h.release("v1", withMigrate)
+	h.dockerKnob("exited", "migrate 0\n")
+	h.wantConverged("a migration that exited 0")
+	es := h.notes(machine.EvHealthy)
+	if len(es) == 0 || !strings.Contains(es[len(es)-1].Detail, "2/2 services healthy, 1 completed (migrate)") {
+		t.Errorf("healthy entries %+v", es)
+	}
+	h.wantConverged("its heartbeat") // a completed one-shot stays green
+}
+
+func TestCrashLoopNeverPasses(t *testing.T) {
+	h := newHarness(t)
+	h.release("v1", nil)
+	h.dockerKnob("restarting", "worker\n")
+	h.wantExit(h.tick(), 1)
+	h.wantReport("failed", vocab.Unhealthy, "worker (restarting")
+}
+
+// A service that is up only a few seconds at every look (it restarts between them) never
+// stays up min_healthy_s: the gate does not pass, however often it is running when looked at.
+func TestFreshRestartsNeverPassTheWindow(t *testing.T) {
+	h := newHarness(t)
+	h.release("v1", nil)
+	h.dockerKnob("uptime", "3 seconds")
+	h.wantExit(h.tick(), 1)
+	h.wantReport("failed", vocab.Unhealthy, "min_healthy_s (10 s)")
+	h.dockerKnob("uptime", "")
+	h.clock.Advance(3 * time.Minute)
+	h.wantExit(h.tick(), 0) // the retry: up long enough now
+}
+
+func TestMissingServiceIsNamed(t *testing.T) {
+	h := newHarness(t)
+	h.apply("v1")
+	h.dockerKnob("gone", "worker\n")
+	h.appendConfig("heal: false\n")
+	h.wantExit(h.tick(), 1)
+	h.wantReport("failed", vocab.Unhealthy, "worker (no container)")
+}
+
+func TestHeartbeatHealsAKilledService(t *testing.T) {
+	h := newHarness(t)
+	h.apply("v1")
+	ups := countUps(h.composeCalls())
+	h.dockerKnob("killed", "api\n")
+	h.wantExit(h.tick(), 0)
+	if n := countUps(h.composeCalls()); n != ups+1 {
+		t.Errorf("compose up ran %d times for the heal, want 1", n-ups)
+	}
+	heal, healed := h.notes(machine.NoteHeal), h.notes(machine.NoteHealed)
+	if len(heal) != 1 || !strings.Contains(heal[0].Detail, "api (exited 137)") || !strings.Contains(heal[0].Detail, "heal 1 of heal_budget 3") {
+		t.Errorf("heal notes %+v", heal)
+	}
+	if len(healed) != 1 || !strings.HasPrefix(healed[0].Detail, "HEALED: found api (exited 137); ran compose up -d") {
+		t.Errorf("healed notes %+v", healed)
+	}
+	h.wantReport("applied", "")
+	if c := h.sim.Counts(env); c.Leases != 1 {
+		t.Errorf("leases %d: a heal takes no lease", c.Leases)
+	}
+	if rec := h.record(); len(rec.Heals) != 1 || rec.State != string(machine.Reported) {
+		t.Errorf("record: heals %v, state %s", rec.Heals, rec.State)
+	}
+}
+
+func TestHealBudgetThenCrashLoop(t *testing.T) {
+	h := newHarness(t)
+	h.apply("v1")
+	for i := 1; i <= 3; i++ {
+		h.dockerKnob("killed", "worker\n")
+		h.wantExit(h.tick(), 0)
+	}
+	ups := countUps(h.composeCalls())
+	h.dockerKnob("killed", "worker\n")
+	h.wantExit(h.tick(), 1)
+	h.wantReport("failed", vocab.CrashLoop, "worker (exited 137)", "heal_budget 3")
+	if n := countUps(h.composeCalls()); n != ups {
+		t.Errorf("past the budget compose up ran %d more times", n-ups)
+	}
+	// an hour after the first heal the budget frees one: the box heals again
+	h.clock.Advance(time.Hour)
+	h.wantExit(h.tick(), 0)
+	h.wantReport("applied", "")
+}
+
+func TestHealOffReportsOnly(t *testing.T) {
+	h := newHarness(t)
+	h.apply("v1")
+	h.appendConfig("heal: false\n")
+	ups := countUps(h.composeCalls())
+	h.dockerKnob("killed", "api\n")
+	h.wantExit(h.tick(), 1)
+	h.wantReport("failed", vocab.Unhealthy, "api (exited 137)")
+	if n := countUps(h.composeCalls()); n != ups {
+		t.Errorf("heal: false, yet compose up ran %d times", n-ups)
+	}
+}
+
+func countUps(calls []string) int {
+	n := 0
+	for _, c := range calls {
+		if strings.Contains(c, " up ") {
+			n++
+		}
+	}
+	return n
+}
+
+// The engine is asked before any lease: with the daemon stopped the CLI and its compose plugin
+// still answer, and an apply used to spend a lease and read secrets before compose pull failed
+// with words that blamed a registry.
+func TestEngineDownBeforeTheLease(t *testing.T) {
+	h := newHarness(t)
+	h.release("v1", nil)
+	h.dockerKnob("engine-down", "1")
+	h.wantExit(h.tick(), 75)
+	if c := h.sim.Counts(env); c.Leases != 0 {
+		t.Errorf("leases %d with the engine down, want 0", c.Leases)
+	}
+	if n := len(h.composeCalls()); n != 0 {
+		t.Errorf("compose ran with the engine down: %v", h.composeCalls())
+	}
+	ends := h.notes(machine.NoteTickEnd)
+	if len(ends) == 0 || ends[len(ends)-1].Code != vocab.DockerEngineDown || !strings.Contains(ends[len(ends)-1].Detail, "Docker engine does not answer") {
+		t.Errorf("tick-end entries %+v", ends)
+	}
+	h.dockerKnob("engine-down", "")
+	h.wantExit(h.tick(), 0)
+}
