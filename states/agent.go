@@ -179,6 +179,10 @@ func ExitCode(err error) int {
 	if errors.As(err, &stopped) {
 		return vocab.ExitOK
 	}
+	// a reader holding the state file past the tick's wait never fails a tick, of any kind
+	if errors.Is(err, store.ErrLocked) {
+		return vocab.ExitTemporary
+	}
 	switch effects.KindOf(err) {
 	case effects.Temporary, effects.RateLimited:
 		return vocab.ExitTemporary

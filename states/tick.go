@@ -184,7 +184,7 @@ func (tk *tick) end(res Result) Result {
 	if err != nil {
 		tk.Log.Error().Err(err).Msg("end tick")
 		if res.Exit == vocab.ExitOK {
-			res = Result{Exit: vocab.ExitFail, Err: err, Tick: tk.number}
+			res = Result{Exit: ExitCode(err), Err: err, IntervalS: res.IntervalS, Tick: tk.number}
 		}
 	}
 	return res
@@ -202,7 +202,7 @@ func (tk *tick) endWithTail(exit int) error {
 	})
 	if err != nil {
 		// nothing of the heartbeat was written: the tick's header still says how it ended
-		_ = tk.eng.EndTick(machine.TickEnd{Exit: vocab.ExitFail, Action: tk.action}, tk.Retention)
+		_ = tk.eng.EndTick(machine.TickEnd{Exit: ExitCode(err), Action: tk.action}, tk.Retention)
 	}
 	return err
 }

@@ -205,3 +205,32 @@ func TestAFailedStartHasTheClosingLinesFields(t *testing.T) {
 		t.Errorf("closing line %+v, want tick %d, exit 1, code %s at error", l, res.Tick, vocab.DockerGroupMissing)
 	}
 }
+
+// A heartbeat tick (nothing new to apply) past a reader's wait exits 75 with STATE_FILE_LOCKED
+// naming the holder, like an apply tick: its exit is decided by ExitCode, not written by hand.
+func TestAReaderPastAHeartbeatTicksWaitIsExit75(t *testing.T) {
+	h := newHarness(t)
+	h.release("v1", nil)
+	h.wantExit(h.tick(), 0)
+	h.clock.Advance(time.Minute)
+	st, err := store.OpenBolt(h.cfg.StatePath(), store.BoltOptions{Timeout: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := holdShared(t, h.cfg.StatePath())
+	a := h.agent()
+	a.Store = st
+	h.logs.Reset()
+	res := a.Tick(context.Background())
+	if res.Exit != vocab.ExitTemporary {
+		t.Fatalf("heartbeat exit %d (%v), want 75", res.Exit, res.Err)
+	}
+	closing := lastLine(t, h.logs.String())
+	holder := fmt.Sprintf("held by pid %d", os.Getpid())
+	if closing.Exit == nil || *closing.Exit != 75 || !strings.Contains(closing.Message, holder) {
+		t.Errorf("closing line %+v, want exit 75 naming %q", closing, holder)
+	}
+	release()
+	h.clock.Advance(time.Minute)
+	h.wantExit(h.tick(), 0)
+}
