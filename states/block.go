@@ -61,7 +61,7 @@ func (tk *tick) checkBlock() error {
 	if b.Code == codeEnvMismatch {
 		kind = effects.EnvMismatch
 	}
-	msg := b.Detail + " — blocked since " + machine.Stamp(b.At) + "; no network until `sudo -u monky-deployd monky-deployd resume`, a changed config"
+	msg := b.Detail + " — blocked since " + machine.Stamp(b.At) + "; no network until `" + tk.agentCommand("resume") + "`, a changed config"
 	if b.Code != codeEnvMismatch {
 		msg += " or a new bootstrap.jwt"
 	}

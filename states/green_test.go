@@ -191,3 +191,18 @@ func TestEngineDownBeforeTheLease(t *testing.T) {
 	h.dockerKnob("engine-down", "")
 	h.wantExit(h.tick(), 0)
 }
+
+// A parked box's closing line names the resume a person types on this box: with its own
+// --config (the harness' config is never the packaged default).
+func TestParkedLineCarriesTheBoxsConfig(t *testing.T) {
+	h := newHarness(t)
+	h.release("v1", nil)
+	h.dockerKnob("pull-error", "Error response from daemon: manifest unknown")
+	h.failedTicks(5, 40*time.Minute)
+	h.logs.Reset()
+	h.wantExit(h.tick(), 1)
+	want := "parked until `sudo -u monky-deployd monky-deployd --config " + h.cfg.Path + " resume`"
+	if !strings.Contains(h.logs.String(), want) {
+		t.Errorf("the parked tick's lines do not say %q:\n%s", want, h.logs.String())
+	}
+}

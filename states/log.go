@@ -3,6 +3,7 @@ package states
 import (
 	"errors"
 	"fmt"
+	"github.com/tikali/monky-deployd/internal/config"
 	"strings"
 	"time"
 
@@ -210,4 +211,25 @@ func withCode(c vocab.Code, detail string) string {
 		return code
 	}
 	return code + ": " + detail
+}
+
+// agentCommand is the agent's subcommand sub as a person on this box types it: as the agent's
+// user, with this box's --config when it is not the packaged default (typed without it, the
+// command would read the default config and another state file).
+func (a *Agent) agentCommand(sub string) string {
+	cmd := "sudo -u monky-deployd monky-deployd "
+	if p := a.Cfg.Path; p != "" && p != config.DefaultPath {
+		cmd += "--config " + shellWord(p) + " "
+	}
+	return cmd + sub
+}
+
+// shellWord is s as one shell word: as it is when the shell reads nothing in it, else quoted.
+func shellWord(s string) string {
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("/._-+:@%=,", r)) {
+			return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+		}
+	}
+	return s
 }

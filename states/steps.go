@@ -28,7 +28,7 @@ func (tk *tick) apply(ctx context.Context, resp effects.CheckinResponse) error {
 	case st == machine.Refused && rec.Refusal != nil && rec.Refusal.Sha == sha:
 		if !boxRefusal(rec.Refusal.Code) {
 			_ = tk.eng.Note(machine.NoteCheckin, rec.Refusal.Code, "still refused: "+string(rec.Refusal.Code)+": "+rec.Refusal.Detail, now, nil)
-			return parked(effects.Permanent, rec.Refusal.Code, "refused: %s: %s — waiting for a new desired sha or `sudo -u monky-deployd monky-deployd resume`", rec.Refusal.Code, rec.Refusal.Detail)
+			return parked(effects.Permanent, rec.Refusal.Code, "refused: %s: %s — waiting for a new desired sha or `%s`", rec.Refusal.Code, rec.Refusal.Detail, tk.agentCommand("resume"))
 		}
 		if rec.Refusal.Code != codeDisk {
 			code, detail, err := tk.composeReady(ctx)
@@ -61,7 +61,7 @@ func (tk *tick) apply(ctx context.Context, resp effects.CheckinResponse) error {
 		n := rec.TotalAttempts()
 		if rec.Parked {
 			_ = tk.eng.Note(machine.NoteCheckin, rec.Failure.Code, fmt.Sprintf("parked after %d failed attempts: %s", n, rec.Failure.Detail), now, nil)
-			return parked(effects.Permanent, rec.Failure.Code, "failed %d times: %s: %s — parked until `sudo -u monky-deployd monky-deployd resume` or a new desired sha", n, rec.Failure.Code, rec.Failure.Detail)
+			return parked(effects.Permanent, rec.Failure.Code, "failed %d times: %s: %s — parked until `%s` or a new desired sha", n, rec.Failure.Code, rec.Failure.Detail, tk.agentCommand("resume"))
 		}
 		if now.Before(rec.NextRetryAt) {
 			_ = tk.eng.Note(machine.NoteCheckin, rec.Failure.Code, fmt.Sprintf("retry %d of %d at %s", n+1, tk.MaxAttempts, machine.Stamp(rec.NextRetryAt)), now, nil)
