@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/tikali/monky-deployd/internal/config"
+	"github.com/tikali/monky-deployd/internal/sanitize"
 	"strings"
 	"time"
 
@@ -219,17 +220,7 @@ func withCode(c vocab.Code, detail string) string {
 func (a *Agent) agentCommand(sub string) string {
 	cmd := "sudo -u monky-deployd monky-deployd "
 	if p := a.Cfg.Path; p != "" && p != config.DefaultPath {
-		cmd += "--config " + shellWord(p) + " "
+		cmd += "--config " + sanitize.ShellWord(p) + " "
 	}
 	return cmd + sub
-}
-
-// shellWord is s as one shell word: as it is when the shell reads nothing in it, else quoted.
-func shellWord(s string) string {
-	for _, r := range s {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("/._-+:@%=,", r)) {
-			return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-		}
-	}
-	return s
 }

@@ -9,12 +9,16 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/tikali/monky-deployd/effects/docker"
+	"github.com/tikali/monky-deployd/effects/files"
 	"github.com/tikali/monky-deployd/internal/config"
+	"github.com/tikali/monky-deployd/internal/sanitize"
+	"github.com/tikali/monky-deployd/states/credential"
 	"github.com/tikali/monky-deployd/transport"
 )
 
@@ -54,7 +58,7 @@ func cmdPurge(c *cli.Context, out io.Writer) error {
 // OpenBao answers, deletes the file either way, and says which happened.
 func revokeToken(ctx context.Context, cfg *config.Config) string {
 	path := cfg.TokenPath()
-	b, err := os.ReadFile(path)
+	b, err := readToken(cfg.StateDir, path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "token: none at " + path + " (nothing to revoke)"
 	}
@@ -99,6 +103,22 @@ func revokeAtBao(ctx context.Context, cfg *config.Config, tok string) string {
 	return ""
 }
 
+// readToken reads the token file the way the tick trusts it, whoever runs purge: owned by the
+// state directory's owner (the agent's user), a regular file reached with no symlink, not
+// group- or world-writable, at most credential.MaxBytes. A link to another file is never followed
+// (its content would go to OpenBao as the token), a FIFO never blocks, a device is never read.
+func readToken(stateDir, path string) ([]byte, error) {
+	fi, err := os.Stat(stateDir)
+	if err != nil {
+		return nil, err
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return nil, fmt.Errorf("%s: no owner", stateDir)
+	}
+	return files.ReadOwned(path, int(st.Uid), credential.MaxBytes)
+}
+
 // leftBehind says what stays after the purge: the deploy directory, its files holding secret
 // values (each release's .env, the resolved models), the project's running containers, and the
 // one command that removes them.
@@ -116,8 +136,8 @@ func leftBehind(ctx context.Context, cfg *config.Config) []string {
 		lines = append(lines, fmt.Sprintf("left: %d file(s) holding secret values: %s", len(secret), strings.Join(secret, " ")))
 	}
 	lines = append(lines, "left: "+runningContainers(ctx, cfg))
-	lines = append(lines, fmt.Sprintf("to remove it all: cd %s/current && sudo docker compose -p %s down && cd / && sudo rm -rf %s",
-		dir, cfg.ComposeProject, dir))
+	lines = append(lines, fmt.Sprintf("to remove it all: cd %s && sudo docker compose -p %s down && cd / && sudo rm -rf %s",
+		sanitize.ShellWord(dir+"/current"), sanitize.ShellWord(cfg.ComposeProject), sanitize.ShellWord(dir)))
 	return lines
 }
 

@@ -1,10 +1,14 @@
 package main
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+
+	"github.com/tikali/monky-deployd/internal/config"
 )
 
 // purge revokes the box's token at OpenBao (the simulator counts the revoke-self), deletes it,
@@ -56,5 +60,59 @@ func TestPurgeRevokesTheTokenAndSaysWhatStays(t *testing.T) {
 	}
 	if _, err := os.Stat(token); !os.IsNotExist(err) {
 		t.Errorf("the token is still on disk: %v", err)
+	}
+}
+
+// purge (run as root by dpkg --purge) reads bao.token the way the tick trusts it: a symlink is
+// never followed (the file it names would go to OpenBao as the token), a FIFO never blocks it,
+// and neither is sent; each is named.
+func TestPurgeTrustsNoTokenLink(t *testing.T) {
+	b := startBox(t)
+	b.Sim("desire", "--release", "v1")
+	b.tick(0)
+	token := filepath.Join(b.StateDir, "bao.token")
+	secret := filepath.Join(t.TempDir(), "root-only")
+	if err := os.WriteFile(secret, []byte("not-a-token-but-a-secret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for name, plant := range map[string]func() error{
+		"symlink": func() error { return os.Symlink(secret, token) },
+		"fifo":    func() error { return syscall.Mkfifo(token, 0o600) },
+	} {
+		os.Remove(token)
+		if err := plant(); err != nil {
+			t.Fatal(err)
+		}
+		before := b.Counts().Revocations
+		out, errb, code := b.agent("purge", "--timeout", "5s")
+		if code != 0 || !strings.Contains(out, "token: NOT revoked (") {
+			t.Errorf("%s: exit %d\n%s%s", name, code, out, errb)
+		}
+		want := map[string]string{"symlink": "is a symlink", "fifo": "is not a regular file"}[name]
+		if !strings.Contains(out, want) {
+			t.Errorf("%s: purge does not say %q:\n%s", name, want, out)
+		}
+		if got := b.Counts().Revocations; got != before {
+			t.Errorf("%s: a revoke-self was sent (%d → %d)", name, before, got)
+		}
+	}
+	if b, err := os.ReadFile(secret); err != nil || string(b) != "not-a-token-but-a-secret\n" {
+		t.Errorf("the link's target was touched: %q %v", b, err)
+	}
+}
+
+// The command purge prints to remove what stays is one a person can paste: a deploy directory
+// with a space is one word, not two directories for rm -rf.
+func TestPurgeRemovalLineIsQuoted(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "srv", "monky deploy")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg := &config.Config{DeployDir: dir, ComposeProject: "monky-env-qa-02", DockerBin: "monky-no-such-docker"}
+	lines := leftBehind(context.Background(), cfg)
+	last := lines[len(lines)-1]
+	want := "cd '" + dir + "/current' && sudo docker compose -p monky-env-qa-02 down && cd / && sudo rm -rf '" + dir + "'"
+	if !strings.Contains(last, want) {
+		t.Errorf("removal line %q, want it to hold %q", last, want)
 	}
 }

@@ -42,11 +42,15 @@ func userName(uid int) string {
 
 // checkStat applies the trust rules to an opened descriptor's stat.
 func checkStat(path string, fi fs.FileInfo, dir bool) error {
+	return checkStatAs(path, fi, dir, AgentUID())
+}
+
+// checkStatAs is checkStat for files that must be uid's.
+func checkStatAs(path string, fi fs.FileInfo, dir bool, uid int) error {
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	if !ok {
 		return nil
 	}
-	uid := AgentUID()
 	switch {
 	case dir && !fi.IsDir():
 		return &TrustError{Path: path, Problem: fmt.Sprintf("is not a directory (%s)", fi.Mode().Type()), Fix: "rm " + path + " (the agent creates it)"}
@@ -119,6 +123,36 @@ func ReadTrusted(path string, max int64) ([]byte, error) {
 		return nil, err
 	}
 	if err := checkStat(path, fi, false); err != nil {
+		return nil, err
+	}
+	b, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	if int64(len(b)) > max {
+		return nil, fmt.Errorf("read %s: larger than %d bytes", path, max)
+	}
+	return b, nil
+}
+
+// ReadOwned is ReadTrusted for a reader that is not the agent's user (purge, run as root by
+// dpkg): the file must be uid's (the owner of the agent's state_dir), a regular file reached with
+// no symlink, not group- or world-writable, and at most max bytes. A FIFO does not block it (it
+// is opened non-blocking and refused by its type), a device or a link is not read.
+func ReadOwned(path string, uid int, max int64) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		if errors.Is(err, syscall.ELOOP) {
+			return nil, &TrustError{Path: path, Problem: "is a symlink", Fix: "rm " + path}
+		}
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if err := checkStatAs(path, fi, false, uid); err != nil {
 		return nil, err
 	}
 	b, err := io.ReadAll(io.LimitReader(f, max+1))

@@ -72,3 +72,19 @@ func unsafeRune(r rune) bool {
 	}
 	return false
 }
+
+// ShellWord returns s as one POSIX shell word, for a command a person pastes: as it is when the
+// shell reads nothing in it, else in single quotes (a quote inside written '\”). A path with a
+// space stays one argument: `rm -rf '/srv/monky deploy'`, never `rm -rf /srv/monky deploy`.
+func ShellWord(s string) string {
+	if s == "" {
+		return "''"
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("/._-+:@%=,", c) >= 0) {
+			return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+		}
+	}
+	return s
+}

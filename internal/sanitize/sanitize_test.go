@@ -46,3 +46,18 @@ func FuzzLine(f *testing.F) {
 		}
 	})
 }
+
+func TestShellWord(t *testing.T) {
+	for in, want := range map[string]string{
+		"/srv/monky/deploy":    "/srv/monky/deploy",
+		"/srv/monky deploy":    "'/srv/monky deploy'",
+		"/srv/it's":            `'/srv/it'\''s'`,
+		"":                     "''",
+		"/srv/$(reboot)":       "'/srv/$(reboot)'",
+		"monky-env_qa-02:1.2%": "monky-env_qa-02:1.2%",
+	} {
+		if got := ShellWord(in); got != want {
+			t.Errorf("ShellWord(%q) = %s, want %s", in, got, want)
+		}
+	}
+}
