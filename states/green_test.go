@@ -206,3 +206,30 @@ func TestParkedLineCarriesTheBoxsConfig(t *testing.T) {
 		t.Errorf("the parked tick's lines do not say %q:\n%s", want, h.logs.String())
 	}
 }
+
+// A refused sha checked again says "space freed" only when free space grew; a headroom the
+// config lowered passes the check with no space freed, and says so.
+func TestRecheckSaysWhatChanged(t *testing.T) {
+	for _, c := range []struct {
+		name, want string
+		change     func(h *harness)
+	}{
+		{"space freed", "recheck: space freed (", func(h *harness) { h.disk.free = 500 << 30 }},
+		{"headroom lowered", "the disk check passes now (", func(h *harness) {
+			h.rewriteConfig("state_dir:", "disk:\n  headroom_bytes: 268435456\nstate_dir:")
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h := newHarness(t)
+			h.disk.free = 5 << 30
+			h.release("v1", func(f map[string][]byte) { f["bundle.json"] = []byte(`{"disk_need_bytes": 3221225472}`) })
+			h.wantExit(h.tick(), 1)
+			c.change(h)
+			h.wantExit(h.tick(), 0)
+			es := h.notes(machine.EvRecheck)
+			if len(es) != 1 || !strings.Contains(es[0].Event+": "+es[0].Detail, c.want) {
+				t.Errorf("recheck entries %+v, want %q", es, c.want)
+			}
+		})
+	}
+}

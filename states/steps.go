@@ -54,7 +54,11 @@ func (tk *tick) apply(ctx context.Context, resp effects.CheckinResponse) error {
 			_ = tk.eng.Note(machine.NoteCheckin, codeDisk, "still refused: "+string(codeDisk)+": "+detail, now, nil)
 			return parked(effects.Permanent, codeDisk, "refused: %s: %s — measured again every tick", codeDisk, detail)
 		}
-		if err := tk.startFlight(resp, machine.EvRecheck, "space freed ("+detail+"): checking the bundle again"); err != nil {
+		why := "the disk check passes now"
+		if tk.diskFree > rec.Refusal.FreeBytes && rec.Refusal.FreeBytes > 0 {
+			why = "space freed"
+		}
+		if err := tk.startFlight(resp, machine.EvRecheck, why+" ("+detail+"): checking the bundle again"); err != nil {
 			return err
 		}
 	case st == machine.Failed && rec.Action == vocab.ActionApply && rec.Failure != nil && rec.Failure.Sha == sha:

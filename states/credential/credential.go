@@ -43,6 +43,10 @@ func Check(op, what, v string) error {
 		msg = fmt.Sprintf("%s is %d bytes, more than %d", what, len(v), MaxBytes)
 	default:
 		for i := 0; i < len(v); i++ {
+			if v[i] == ' ' {
+				msg = fmt.Sprintf("%s holds a space (0x20 at offset %d): a credential has none", what, i)
+				break
+			}
 			if v[i] < 0x21 || v[i] > 0x7e {
 				msg = fmt.Sprintf("%s holds a byte that is not printable ASCII (%#02x at offset %d)", what, v[i], i)
 				break

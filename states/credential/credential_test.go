@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -78,5 +79,9 @@ func TestCheck(t *testing.T) {
 	}
 	if err := Check("token", "the token", "s.abcdef"); err != nil {
 		t.Errorf("a good token refused: %v", err)
+	}
+	// a space is called a space, not a byte that is not printable
+	if err := Check("token", "the token", "s.ab cd"); err == nil || !strings.Contains(err.Error(), "holds a space (0x20 at offset 4)") || strings.Contains(err.Error(), "not printable") {
+		t.Errorf("a space: %v", err)
 	}
 }
