@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -77,4 +78,29 @@ func brokenCopy(t *testing.T, name string) []byte {
 	r := int(root(newest))
 	copy(broken[r*ps:(r+1)*ps], bytes.Repeat([]byte{0xff}, ps))
 	return broken
+}
+
+// A copy that is no state file — a FIFO, a link to /dev/zero — is refused by explain and status
+// with words that say so, before anything maps or reads it (a FIFO used to hang them, /dev/zero
+// to grow them without bound).
+func TestCopyThatIsNoFileIsRefused(t *testing.T) {
+	t.Setenv("MONKY_DEPLOYD_CONFIG", filepath.Join(t.TempDir(), "absent", "config.yaml"))
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "state.db")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	zero := filepath.Join(dir, "zero.db")
+	if err := os.Symlink("/dev/zero", zero); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{fifo, zero} {
+		for _, cmd := range []string{"explain", "status"} {
+			var out, errb bytes.Buffer
+			code := run([]string{"monky-deployd", cmd, "--state-file", path}, &out, &errb)
+			if got := out.String() + errb.String(); code != 1 || !strings.Contains(got, "is not a state file: not a regular file") {
+				t.Errorf("%s %s: exit %d\n%s", cmd, filepath.Base(path), code, got)
+			}
+		}
+	}
 }

@@ -52,12 +52,15 @@ func movedAsideName(path string) bool {
 	return strings.Contains(filepath.Base(path), corruptMark)
 }
 
-// openCopy opens a copy of a state file read-only. A corrupt copy is read as far as it can be
+// openCopy opens a copy of a state file read-only, once store.CheckCopy found it one. A corrupt copy is read as far as it can be
 // (store.Salvage: through an older meta page when the newest is broken), from a scratch copy
 // that cleanup removes; words then say how it was read and what the reading lacks ("" for a
 // sound copy).
 func openCopy(path string) (st *store.Bolt, words string, salvaged *store.Salvaged, cleanup func(), err error) {
 	cleanup = func() {}
+	if err := store.CheckCopy(path); err != nil { // a FIFO, a device, a huge or sparse file
+		return nil, "", nil, cleanup, err
+	}
 	st, err = store.OpenBolt(path, store.BoltOptions{ReadOnly: true})
 	var ce *store.CorruptError
 	if err == nil || !errors.As(err, &ce) {
