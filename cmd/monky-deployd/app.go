@@ -22,6 +22,7 @@ import (
 	"github.com/tikali/monky-deployd/internal/logging"
 	"github.com/tikali/monky-deployd/internal/phase"
 	"github.com/tikali/monky-deployd/internal/redact"
+	"github.com/tikali/monky-deployd/internal/sanitize"
 	"github.com/tikali/monky-deployd/internal/version"
 	"github.com/tikali/monky-deployd/states"
 	"github.com/tikali/monky-deployd/store"
@@ -74,7 +75,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	var ee *exitError
 	if errors.As(err, &ee) {
 		if ee.msg != "" {
-			fmt.Fprintln(stderr, prefix+"monky-deployd: "+ee.msg)
+			fmt.Fprintln(stderr, prefix+"monky-deployd: "+sanitize.Text(ee.msg)) // a file name may come from a copy
 		}
 		return ee.code
 	}

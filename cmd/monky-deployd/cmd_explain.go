@@ -71,7 +71,7 @@ func cmdExplain(c *cli.Context, stdout io.Writer) error {
 	}
 	writeMovedAside(&b, doc.MovedAside)
 	explain.WriteText(&b, doc)
-	fmt.Fprint(stdout, b.String())
+	printText(stdout, b.String())
 	return nil
 }
 

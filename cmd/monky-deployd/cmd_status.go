@@ -107,7 +107,7 @@ func statusCopy(c *cli.Context, path string, stdout io.Writer) error {
 	}
 	s.Salvaged = salvaged
 	if words != "" && !c.Bool("json") {
-		fmt.Fprintf(stdout, "%s\n\n", words)
+		printText(stdout, words+"\n\n")
 	}
 	return printStatus(stdout, s, c.Bool("json"))
 }
@@ -122,7 +122,7 @@ func printStatus(stdout io.Writer, s explain.Status, asJSON bool) error {
 	}
 	var b strings.Builder
 	explain.WriteStatusText(&b, s)
-	fmt.Fprint(stdout, b.String())
+	printText(stdout, b.String())
 	return statusExit(s)
 }
 

@@ -9,6 +9,9 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
+
+	"github.com/tikali/monky-deployd/store"
 )
 
 // TestExplainReadsACorruptCopy: explain and status on a moved-aside copy whose newest commit is
@@ -102,5 +105,49 @@ func TestCopyThatIsNoFileIsRefused(t *testing.T) {
 				t.Errorf("%s %s: exit %d\n%s", cmd, filepath.Base(path), code, got)
 			}
 		}
+	}
+}
+
+// A crafted copy's words never reach the terminal raw: every text form (explain, status, the
+// triage) writes its ESC and BEL bytes as escapes; so does the closing line for its file name.
+func TestCopyWordsAreEscapedForTheTerminal(t *testing.T) {
+	t.Setenv("MONKY_DEPLOYD_CONFIG", filepath.Join(t.TempDir(), "absent", "config.yaml"))
+	dir := t.TempDir()
+	path := filepath.Join(dir, "state.db")
+	st, err := store.OpenBolt(path, store.BoltOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	exit := 1
+	if err := st.Update(func(tx store.Tx) error {
+		rec := store.Record{EnvID: "env-\x1b]0;pwned\x07", State: "Failed", Tick: 1, Action: "apply", Sha: strings.Repeat("b", 64),
+			Failure: &store.Failure{Sha: strings.Repeat("b", 64), Code: "COMPOSE_UP_FAILED", Detail: "compose up: \x1b[2J\x1b[31mboom\x07", State: "Pulled", At: at},
+			Box:     store.Box{Host: "qa-\x1b[5mhost"}}
+		if err := tx.PutRecord(rec); err != nil {
+			return err
+		}
+		if _, err := tx.Append(store.Entry{Tick: 1, At: at, From: "Pulled", To: "Failed", Event: "fail", Code: "COMPOSE_UP_FAILED", Detail: "compose up: \x1b[2Jboom\x07"}); err != nil {
+			return err
+		}
+		return tx.PutTick(store.TickSummary{Tick: 1, StartedAt: at, EndedAt: at, Exit: &exit})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"explain", "--state-file", path}, {"status", "--state-file", path}, {"status", "--state-file", dir}} {
+		var out, errb bytes.Buffer
+		run(append([]string{"monky-deployd"}, args...), &out, &errb)
+		got := out.String() + errb.String()
+		if strings.ContainsAny(got, "\x1b\x07") {
+			t.Errorf("%v wrote raw ESC or BEL:\n%q", args, got)
+		}
+		if !strings.Contains(got, `\x1b`) {
+			t.Errorf("%v does not show the escaped bytes:\n%s", args, got)
+		}
+	}
+	var out, errb bytes.Buffer
+	run([]string{"monky-deployd", "explain", "--state-file", filepath.Join(dir, "no\x1b[2Jsuch.db")}, &out, &errb)
+	if got := out.String() + errb.String(); strings.ContainsAny(got, "\x1b\x07") {
+		t.Errorf("a file name reached the terminal raw: %q", got)
 	}
 }

@@ -116,7 +116,9 @@ func statusCopies(paths []string, asJSON bool, at time.Time, stdout io.Writer) e
 			return err
 		}
 	} else {
-		writeTriage(stdout, rows)
+		var b strings.Builder
+		writeTriage(&b, rows)
+		printText(stdout, b.String())
 	}
 	for _, r := range rows {
 		if r.Verdict == verdictNeedsPerson || r.Verdict == verdictUnreadable {
