@@ -1,10 +1,13 @@
 package states_test
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/tikali/monky-deployd/internal/budget"
 	"github.com/tikali/monky-deployd/internal/vocab"
 	"github.com/tikali/monky-deployd/machine"
 	"github.com/tikali/monky-deployd/store"
@@ -24,13 +27,22 @@ func withMigrate(f map[string][]byte) {
 
 // notes are the journal's entries of event, oldest first.
 func (h *harness) notes(event string) []store.Entry {
+	var out []store.Entry
+	for _, e := range h.entries() {
+		if e.Event == event {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// entries are the journal's entries, oldest first.
+func (h *harness) entries() []store.Entry {
 	h.t.Helper()
 	var out []store.Entry
 	if err := h.st.View(func(tx store.Tx) error {
 		return tx.AllEntries(func(e store.Entry) error {
-			if e.Event == event {
-				out = append(out, e)
-			}
+			out = append(out, e)
 			return nil
 		})
 	}); err != nil {
@@ -230,6 +242,42 @@ func TestRecheckSaysWhatChanged(t *testing.T) {
 			if len(es) != 1 || !strings.Contains(es[0].Event+": "+es[0].Detail, c.want) {
 				t.Errorf("recheck entries %+v, want %q", es, c.want)
 			}
+		})
+	}
+}
+
+// A loader child that cannot start or answer (the binary removed, or replaced by one that
+// speaks another version, under a running agent) is temporary and never remembered for the sha:
+// the next tick loads the release again and applies it.
+func TestLoaderUnavailableIsTemporary(t *testing.T) {
+	script := filepath.Join(t.TempDir(), "other-version")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\necho 'budget: request version 2, this loader speaks 3' >&2\nexit 1\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, exe := range map[string]string{"removed": filepath.Join(t.TempDir(), "gone"), "another version": script} {
+		t.Run(name, func(t *testing.T) {
+			h := newHarness(t)
+			h.release("v1", nil)
+			restore := budget.SetExecutable(exe)
+			h.wantExit(h.tick(), 75)
+			restore()
+			rec := h.record()
+			if rec.Refusal != nil || rec.Failure != nil {
+				t.Errorf("a loader that did not answer was remembered: refusal %+v failure %+v", rec.Refusal, rec.Failure)
+			}
+			var coded []store.Entry
+			for _, e := range h.entries() {
+				if e.Code == vocab.LoaderUnavailable {
+					coded = append(coded, e)
+				}
+			}
+			if len(coded) == 0 || !strings.Contains(coded[0].Detail, "could not start or answer") {
+				t.Errorf("no entry names LOADER_UNAVAILABLE: %+v", h.entries())
+			}
+			if c := h.sim.Counts(env); c.Leases != 0 {
+				t.Errorf("leases %d before the bundle was judged", c.Leases)
+			}
+			h.wantExit(h.tick(), 0)
 		})
 	}
 }

@@ -77,6 +77,9 @@ func (tk *tick) checkBundle(ctx context.Context, b *bundle.Bundle, sha string) (
 	if errors.Is(err, budget.ErrCancelled) {
 		return b, &effects.Error{Op: "verify", Kind: effects.Temporary, Msg: err.Error(), Err: err}
 	}
+	if errors.Is(err, budget.ErrUnavailable) {
+		return b, loaderUnavailable("verify", err)
+	}
 	return b, err
 }
 

@@ -75,6 +75,13 @@ func (e *Exceeded) Error() string { return e.Words }
 // *Exceeded of the time bound.
 var ErrCancelled = errors.New("the load was cancelled")
 
+// ErrUnavailable is a loader that could not start or answer — the binary replaced or removed
+// under a running agent (what a package upgrade does: "request version 2, this loader speaks
+// 3", "fork/exec …: no such file"), a child that failed in words or died of a signal no bound
+// explains. It says nothing of the release: the next tick loads it again; only a bound the child
+// reached (*Exceeded) or its answer decides.
+var ErrUnavailable = errors.New("the loader could not start or answer")
+
 // A Handler answers one request in the child.
 type Handler func(req []byte) ([]byte, error)
 
@@ -205,9 +212,12 @@ func Run(ctx context.Context, op string, req []byte) ([]byte, error) {
 	if !ok {
 		return nil, fmt.Errorf("budget: no handler for %q in this binary", op)
 	}
-	self, err := os.Executable()
+	mu.Lock()
+	exe := executable
+	mu.Unlock()
+	self, err := exe()
 	if err != nil {
-		return nil, fmt.Errorf("budget: %w", err)
+		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
 	wall, cancel := context.WithTimeout(ctx, wallTime)
 	defer cancel()
@@ -241,8 +251,16 @@ func Run(ctx context.Context, op string, req []byte) ([]byte, error) {
 	case wall.Err() != nil:
 		return nil, &Exceeded{Bound: "time", Words: fmt.Sprintf("the load ran past its time bound (%s of wall time)", wallTime)}
 	}
-	return nil, stopped(cmd.ProcessState, errOut.buf.String(), err, memoryBytes, cpuSeconds)
+	err = stopped(cmd.ProcessState, errOut.buf.String(), err, memoryBytes, cpuSeconds)
+	var over *Exceeded
+	if errors.As(err, &over) {
+		return nil, err
+	}
+	return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
 }
+
+// executable is the binary a child runs: the agent's own (a test may point it elsewhere).
+var executable = os.Executable
 
 // trace writes one line about the child to stderr when MONKY_DEPLOYD_TRACE is set (as
 // internal/phase does for the agent's own run): its wall time, CPU time and peak resident
@@ -330,4 +348,18 @@ func (c *capped) Write(p []byte) (int, error) {
 		return len(p), nil
 	}
 	return c.buf.Write(p)
+}
+
+// SetExecutable points every loader child at path — a test's stand-in for the agent's binary
+// replaced or removed under a running agent — and returns what restores the agent's own.
+func SetExecutable(path string) (restore func()) {
+	mu.Lock()
+	defer mu.Unlock()
+	was := executable
+	executable = func() (string, error) { return path, nil }
+	return func() {
+		mu.Lock()
+		defer mu.Unlock()
+		executable = was
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -95,11 +96,19 @@ func TestRunBounds(t *testing.T) {
 	}
 }
 
-// A child that fails says why in one line; an answer over MaxAnswer is refused; an op this
-// binary does not serve is not started.
+// A child that fails says why in one line, as a loader that did not answer (ErrUnavailable: it
+// decides nothing); an answer over MaxAnswer is refused; an op this binary does not serve is not
+// started; a binary that is gone is unavailable too.
 func TestRunFailures(t *testing.T) {
-	if _, err := Run(context.Background(), "test-fail", nil); err == nil || err.Error() != "the model is odd" {
+	if _, err := Run(context.Background(), "test-fail", nil); !errors.Is(err, ErrUnavailable) || !strings.HasSuffix(err.Error(), ": the model is odd") {
 		t.Errorf("failure: got %v", err)
+	}
+	restore := SetExecutable(filepath.Join(t.TempDir(), "gone"))
+	_, err := Run(context.Background(), "test-fail", nil)
+	restore()
+	var over *Exceeded
+	if !errors.Is(err, ErrUnavailable) || errors.As(err, &over) {
+		t.Errorf("a binary that is gone: got %v", err)
 	}
 	if _, err := Run(context.Background(), "test-flood", nil); err == nil || !strings.Contains(err.Error(), "over") {
 		t.Errorf("flood: got %v", err)

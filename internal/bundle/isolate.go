@@ -82,8 +82,8 @@ func loadBounded(ctx context.Context, b *Bundle, env ComposeEnv, envID string) (
 	switch {
 	case errors.As(err, &over):
 		return nil, false, invalid("%s: %s, a bound for loading a release's model (docs/SECURITY.md)", quoteName(name), over.Words)
-	case errors.Is(err, budget.ErrCancelled):
-		return nil, false, err
+	case errors.Is(err, budget.ErrCancelled), errors.Is(err, budget.ErrUnavailable):
+		return nil, false, err // nothing is decided: the next tick loads it again
 	case err != nil:
 		return nil, false, invalid("%s does not load: the loader failed: %v", quoteName(name), err)
 	}

@@ -75,6 +75,7 @@ const (
 	DockerGroupMissing   Code = "DOCKER_GROUP_MISSING"
 	DockerInfoFailed     Code = "DOCKER_INFO_FAILED"
 	DockerEngineDown     Code = "DOCKER_ENGINE_DOWN"
+	LoaderUnavailable    Code = "LOADER_UNAVAILABLE"
 	ComposePSFailed      Code = "COMPOSE_PS_FAILED"
 	ComposeLogsFailed    Code = "COMPOSE_LOGS_FAILED"
 	ComposeDownFailed    Code = "COMPOSE_DOWN_FAILED"
@@ -219,6 +220,8 @@ var causes = map[Code]Cause{
 		"command -v docker && docker compose version   # or docker_bin in config.yaml", ""},
 	DockerGroupMissing: {KindFailure, "docker's socket refuses the agent's user: it is not in the socket's group (docker), so no compose call can run; the tick stopped before checking in",
 		"sudo usermod -aG docker monky-deployd   # the next tick runs with it (no docker group: install Docker Engine first)", ""},
+	LoaderUnavailable: {KindTemporary, "the loader child that reads a release's model (the agent's own binary, re-executed within its bounds) could not start or answer: the binary was replaced or removed under the running agent (a package upgrade), or the child failed or died for no bound's reason; nothing was decided about the release, which is loaded again at the next tick",
+		"ls -l /usr/bin/monky-deployd && dpkg -s monky-deployd | grep -i '^version'   # then: sudo -u monky-deployd monky-deployd run --once", ""},
 	DockerEngineDown: {KindTemporary, "the Docker engine (dockerd) does not answer: the daemon is stopped or its socket refuses; the CLI is there, but nothing can run, so no lease is asked and no secret read until it answers",
 		"sudo systemctl status docker.service docker.socket   # then: sudo systemctl start docker", ""},
 	DockerInfoFailed: {KindFailure, "`docker info` failed: the engine is down or the agent's user may not use it",
