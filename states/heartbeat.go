@@ -48,7 +48,7 @@ func (tk *tick) heartbeat(ctx context.Context, resp effects.CheckinResponse, con
 	}
 	started := tk.Now()
 	words := j.words()
-	if len(j.down) > 0 && code == vocab.Unhealthy && psErr == nil && tk.Cfg.Heals() && rec.AppliedSha != "" {
+	if len(j.down) > 0 && code == vocab.Unhealthy && psErr == nil && tk.Cfg.Heals() && tk.Cfg.HealBudget > 0 && rec.AppliedSha != "" {
 		healed, spent, err := tk.heal(ctx, strings.Join(bad, ", "))
 		switch {
 		case err != nil:
