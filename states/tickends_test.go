@@ -12,6 +12,7 @@ import (
 
 	"github.com/tikali/monky-deployd/effects"
 	"github.com/tikali/monky-deployd/internal/vocab"
+	"github.com/tikali/monky-deployd/states"
 	"github.com/tikali/monky-deployd/store"
 )
 
@@ -233,4 +234,62 @@ func TestAReaderPastAHeartbeatTicksWaitIsExit75(t *testing.T) {
 	release()
 	h.clock.Advance(time.Minute)
 	h.wantExit(h.tick(), 0)
+}
+
+// Every kind of tick past a reader's wait exits 75 with STATE_FILE_LOCKED naming the holder:
+// apply, heartbeat, refused, retire and bootstrap; once the reader lets go, the next tick runs.
+func TestAReaderPastTheWaitIsExit75ForEveryTickKind(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		setup func(h *harness)
+	}{
+		{"apply", func(h *harness) { h.release("v2", nil) }},
+		{"heartbeat", func(h *harness) {}},
+		{"refused", func(h *harness) {
+			h.release("v2", func(f map[string][]byte) {
+				f["compose.override.yaml"] = []byte("services:\n  api:\n    image: x\n    privileged: true\n")
+			})
+		}},
+		{"retire", func(h *harness) { h.sim.Retire(env, true) }},
+		{"bootstrap", func(h *harness) { h.freshGrant() }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h := newHarness(t)
+			h.release("v1", nil)
+			h.wantExit(h.tick(), 0)
+			h.clock.Advance(time.Minute)
+			c.setup(h)
+			st, err := store.OpenBolt(h.cfg.StatePath(), store.BoltOptions{Timeout: 50 * time.Millisecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			release := holdShared(t, h.cfg.StatePath())
+			a := h.agent()
+			a.Store = st
+			h.logs.Reset()
+			holder := fmt.Sprintf("held by pid %d", os.Getpid())
+			if c.name == "bootstrap" {
+				err := a.BootstrapCommand(context.Background(), true)
+				if got := states.ExitCode(err); got != vocab.ExitTemporary || err == nil || !strings.Contains(err.Error(), holder) {
+					t.Fatalf("bootstrap exit %d (%v), want 75 naming %q", got, err, holder)
+				}
+			} else {
+				res := a.Tick(context.Background())
+				if res.Exit != vocab.ExitTemporary {
+					t.Fatalf("%s exit %d (%v), want 75", c.name, res.Exit, res.Err)
+				}
+				closing := lastLine(t, h.logs.String())
+				if closing.Exit == nil || *closing.Exit != 75 || !strings.Contains(closing.Message, holder) {
+					t.Errorf("closing line %+v, want exit 75 naming %q", closing, holder)
+				}
+			}
+			release()
+			h.clock.Advance(time.Minute)
+			if c.name != "refused" {
+				h.wantExit(h.tick(), 0)
+			} else {
+				h.tick()
+			}
+		})
+	}
 }
