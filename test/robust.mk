@@ -13,6 +13,8 @@ FUZZTIME ?= 30s
 SOAK_TICKS ?= 300
 SOAK_SEED ?= 1
 SOAK_ROUNDS ?= 1
+# a guard against a hang, not a figure: .ci/run runs the matrix beside the engine lane's suites
+CRASH_TIMEOUT ?= 60m
 
 .PHONY: crash fuzz soak
 
@@ -21,9 +23,9 @@ filtered = out=$$(mktemp); st=0; $(1) >$$out 2>&1 || st=$$?; grep -E '$(2)' $$ou
 	[ $$st -eq 0 ] || tail -n 40 $$out; rm -f $$out; exit $$st
 
 crash:
-	@$(call filtered,MONKY_CRASH_FULL=1 MONKY_CRASH_REPEAT=200 $(GO) test -count=1 -timeout 30m \
+	@$(call filtered,MONKY_CRASH_FULL=1 MONKY_CRASH_REPEAT=200 $(GO) test -count=1 -timeout $(CRASH_TIMEOUT) \
 		-run '^(TestCrashMatrix|TestCrashFamilies|TestTimingPointsRepeated)$$' -v ./test/robust/,crash (matrix|families)|timing point|^(ok|FAIL|---))
-	@$(call filtered,MONKY_POWERLOSS_FULL=1 $(GO) test -count=1 -timeout 30m -run '^TestPowerLossDoubleFault$$' -v ./states/,power-loss|^(ok|FAIL|---))
+	@$(call filtered,MONKY_POWERLOSS_FULL=1 $(GO) test -count=1 -timeout $(CRASH_TIMEOUT) -run '^TestPowerLossDoubleFault$$' -v ./states/,power-loss|^(ok|FAIL|---))
 
 fuzz:
 	@FUZZTIME=$(FUZZTIME) GO=$(GO) bash test/fuzz.sh

@@ -81,6 +81,10 @@ func Build(name, pkg string, flags ...string) (string, error) {
 // BuildAgent builds the agent as the package ships it — `make agent`, the recipe of `make build`
 // and of the .deb's /usr/bin/monky-deployd — as BinDir/monky-deployd, and returns its path.
 // version, when not empty, is the version it reports (make's VERSION). Built once per process.
+//
+// Where $MONKY_AGENT_DIR (AgentDirEnv) holds the agent built so already — monky-deployd for the
+// tree's own version, monky-deployd-<version> for another — that binary is taken instead of
+// linking it again: .ci/run builds the agent once for every suite.
 func BuildAgent(version string) (string, error) {
 	builds.mu.Lock()
 	defer builds.mu.Unlock()
@@ -104,13 +108,51 @@ func BuildAgent(version string) (string, error) {
 		}
 		return filepath.Join(dir, name), nil
 	}
+	out := filepath.Join(dir, name)
+	if prebuilt := prebuiltAgent(version); prebuilt != "" && !zitiBuild() {
+		if err := copyExecutable(prebuilt, out); err != nil {
+			return "", fmt.Errorf("testkit: the agent of %s: %w", AgentDirEnv, err)
+		}
+		builds.done[name] = key
+		return out, nil
+	}
 	cmd := exec.Command("make", args...)
 	cmd.Dir = Root()
 	if raw, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("%s: %v\n%s", key, err, raw)
 	}
 	builds.done[name] = key
-	return filepath.Join(dir, name), nil
+	return out, nil
+}
+
+// AgentDirEnv names a directory of agents built by `make agent` (.ci/run's): BuildAgent takes
+// its monky-deployd (or monky-deployd-<version>) instead of building one.
+const AgentDirEnv = "MONKY_AGENT_DIR"
+
+// prebuiltAgent is the path of the agent of version in $MONKY_AGENT_DIR, or "" when there is none.
+func prebuiltAgent(version string) string {
+	dir := os.Getenv(AgentDirEnv)
+	if dir == "" {
+		return ""
+	}
+	name := "monky-deployd"
+	if version != "" {
+		name += "-" + version
+	}
+	p := filepath.Join(dir, name)
+	if fi, err := os.Stat(p); err != nil || !fi.Mode().IsRegular() {
+		return ""
+	}
+	return p
+}
+
+// copyExecutable copies the regular file src to dst with mode 0755.
+func copyExecutable(src, dst string) error {
+	b, err := os.ReadFile(src)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(dst, b, 0o755)
 }
 
 // zitiBuild reports whether this test binary was built with -tags ziti.
