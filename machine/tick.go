@@ -47,6 +47,14 @@ func (e *Engine) EndTick(end TickEnd, keep store.Retention) error {
 		}
 		exit := end.Exit
 		sum.Exit = &exit
+		if exit == vocab.ExitTemporary {
+			if rec.Temporary.Ticks == 0 {
+				rec.Temporary.Since = sum.StartedAt
+			}
+			rec.Temporary.Ticks++
+		} else {
+			rec.Temporary = store.TemporaryRun{}
+		}
 		sum.EndedAt = now
 		sum.Action = end.Action
 		sum.DesiredSha = rec.DesiredSha

@@ -138,8 +138,18 @@ type Record struct {
 	// Heals are when the heartbeat ran compose up of the applied release again, in the last
 	// hour (heal_budget counts them; older ones are dropped when a heal is added).
 	Heals []time.Time `json:"heals,omitempty"`
+	// Temporary is the run of ticks in a row that ended exit 75, counted from its first tick
+	// (zero once a tick ends otherwise): how long a temporary fault has lasted is read from it,
+	// whatever the tick interval and however few tick headers are kept.
+	Temporary TemporaryRun `json:"temporary,omitzero"`
 	// Box is what decided the newest tick on this box (zero in a file an older agent wrote).
 	Box Box `json:"box,omitzero"`
+}
+
+// TemporaryRun is a run of ticks in a row that ended exit 75.
+type TemporaryRun struct {
+	Since time.Time `json:"since"` // when the run's first tick started
+	Ticks int       `json:"ticks"` // how many ticks it holds
 }
 
 // Box is what decided a tick on this box, written at every tick: its host, its paths and the

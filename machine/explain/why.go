@@ -610,6 +610,9 @@ func (in Input) temporary() (store.Entry, bool) {
 
 // repeated75 counts the newest ticks in a row that ended exit 75 (folded ticks count), and
 // when the first of them started.
+//
+// The record's run (store.Record.Temporary) counts from its first tick, durably; the headers kept
+// count only the newest ticks, so the older of the two is the run's start.
 func (in Input) repeated75() (int, time.Time) {
 	n := 0
 	var since time.Time
@@ -620,6 +623,9 @@ func (in Input) repeated75() (int, time.Time) {
 		}
 		n += 1 + int(t.Folded)
 		since = t.StartedAt
+	}
+	if run := in.Rec.Temporary; run.Ticks >= n && !run.Since.IsZero() {
+		n, since = run.Ticks, run.Since
 	}
 	return n, since
 }
