@@ -40,6 +40,8 @@ type CheckinRequest struct {
 	AppliedSha   string      `json:"applied_sha"`
 	Host         string      `json:"host"`
 	Containers   []Container `json:"containers"`
+	// Why is a held box's hold (code HELD, the reason, who and until when); absent otherwise.
+	Why *ReportWhy `json:"why,omitempty"`
 }
 
 // VaultHint is the check-in's optional `vault` object.

@@ -7,6 +7,8 @@ package effects
 import (
 	"errors"
 	"fmt"
+	"io/fs"
+	"syscall"
 	"time"
 
 	"github.com/tikali/monky-deployd/internal/vocab"
@@ -86,12 +88,39 @@ func KindOf(err error) Kind {
 }
 
 // CodeOf returns the Code of the first *Error in err's chain, "" when none.
+//
+// An error of the agent's own writes that no retry of the write can mend — no space, over quota,
+// a read-only file system — is STATE_UNWRITABLE (Unwritable), whatever step met it.
 func CodeOf(err error) vocab.Code {
 	var e *Error
-	if errors.As(err, &e) {
+	if errors.As(err, &e) && e.Code != "" {
 		return e.Code
 	}
+	if _, ok := Unwritable(err); ok {
+		return vocab.StateUnwritable
+	}
 	return ""
+}
+
+// Unwritable reports whether err is a write of the agent's own files refused for want of room or
+// a writable file system (ENOSPC, EDQUOT, EROFS), with the words that name the file and the cause.
+func Unwritable(err error) (string, bool) {
+	var cause string
+	switch {
+	case errors.Is(err, syscall.ENOSPC):
+		cause = "no space left on the device"
+	case errors.Is(err, syscall.EDQUOT):
+		cause = "the disk quota is exceeded"
+	case errors.Is(err, syscall.EROFS):
+		cause = "the file system is mounted read-only"
+	default:
+		return "", false
+	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Path + ": " + cause, true
+	}
+	return cause, true
 }
 
 // ReasonOf returns the Reason of the first *Error in err's chain that has one, "" when none.

@@ -34,12 +34,15 @@ const (
 	NoteClockCorrected  = "clock-corrected"  // times recorded in the future (a clock stepped back) taken as now
 	NoteHeal            = "heal"             // a heartbeat found the applied release not running: what it found; compose up of it follows (counted against heal_budget)
 	NoteHealed          = "healed"           // HEALED: the heal's compose up passed the health gate; what was found and done
+	NoteHold            = "hold"             // a person held the box (monky-deployd hold): who, why, until when; or released it
+	NoteHoldEnded       = "hold-ended"       // the hold's time passed: applies and heals go on
+	NoteHeld            = "held"             // tenancy desired another sha while the box was held: the apply waits
 )
 
 // Notes lists every note event, in the order docs/JOURNAL.md gives them.
 var Notes = []string{NoteCheckin, NoteCheckinFailed, NoteFetchFailed, NoteLeaseDeferred, NoteLoginFailed,
 	NoteBootstrap, NoteBootstrapFailed, NoteRenew, NoteTokenSwap, NoteUnauthenticated, NoteBlocked,
-	NoteReportDropped, NoteRollbackAllowed, NoteTickEnd, NotePrune, NoteTakeover, NoteClockCorrected, NoteHeal, NoteHealed}
+	NoteReportDropped, NoteRollbackAllowed, NoteTickEnd, NotePrune, NoteTakeover, NoteClockCorrected, NoteHeal, NoteHealed, NoteHold, NoteHoldEnded, NoteHeld}
 
 // StopNotes are the notes a step writes when it cannot go on now and the tick stops there
 // (exit 75 for a temporary fault, the note says when 1): the step is kept and the next tick

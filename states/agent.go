@@ -108,6 +108,9 @@ type tick struct {
 	said []saidLine
 	// verdict is the box's, read in the tick's end transaction (nil: the end did not commit).
 	verdict *explain.Verdict
+	// held is the person's hold that lasts this tick (hold.go), once holdChecked.
+	held        *store.Hold
+	holdChecked bool
 }
 
 // newTick is a tick over eng, logging as the Agent does until it has a number.

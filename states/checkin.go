@@ -16,6 +16,9 @@ func (tk *tick) checkin(ctx context.Context, containers []effects.Container) (ef
 	if req.Containers == nil {
 		req.Containers = []effects.Container{}
 	}
+	if tk.held != nil {
+		req.Why = heldWhy(tk.held, rec.DesiredSha, rec.AppliedSha)
+	}
 	started := tk.Now()
 	var resp effects.CheckinResponse
 	err := tk.withBearer(ctx, func() error {

@@ -34,9 +34,15 @@ func (tk *tick) failBecause(ctx context.Context, from machine.State, code vocab.
 		if r.Attempts == nil {
 			r.Attempts = map[string]int{}
 		}
+		r.Failure = &store.Failure{Sha: r.Sha, Code: code, Reason: reason, Detail: rep.Detail[len(code)+2:], State: string(from), At: now, Limit: tk.MaxAttempts}
+		if code == vocab.StateUnwritable {
+			// the agent's own disk, not the release: no attempt is spent, the next tick does the
+			// step again and goes on by itself once the file can be written
+			r.NextRetryAt, r.Parked = now, false
+			return tk.enqueue(r, tx, machine.Failed, rep)
+		}
 		r.Attempts[string(from)]++
 		n = r.TotalAttempts()
-		r.Failure = &store.Failure{Sha: r.Sha, Code: code, Reason: reason, Detail: rep.Detail[len(code)+2:], State: string(from), At: now, Limit: tk.MaxAttempts}
 		r.NextRetryAt = now.Add(machine.Backoff(n))
 		r.Parked = n >= tk.MaxAttempts
 		return tk.enqueue(r, tx, machine.Failed, rep)

@@ -48,7 +48,7 @@ func (tk *tick) heartbeat(ctx context.Context, resp effects.CheckinResponse, con
 	}
 	started := tk.Now()
 	words := j.words()
-	if len(j.down) > 0 && code == vocab.Unhealthy && psErr == nil && tk.Cfg.Heals() && tk.Cfg.HealBudget > 0 && rec.AppliedSha != "" {
+	if len(j.down) > 0 && code == vocab.Unhealthy && psErr == nil && tk.Cfg.Heals() && tk.Cfg.HealBudget > 0 && rec.AppliedSha != "" && tk.held == nil {
 		healed, spent, err := tk.heal(ctx, strings.Join(bad, ", "))
 		switch {
 		case err != nil:
@@ -62,6 +62,9 @@ func (tk *tick) heartbeat(ctx context.Context, resp effects.CheckinResponse, con
 		default:
 			bad = append(bad, "a heal (compose up -d) did not bring it back: "+tk.healWords)
 		}
+	}
+	if len(j.down) > 0 && tk.held != nil {
+		bad = append(bad, fmt.Sprintf("not healed: held by %s until %s", tk.held.By, machine.Stamp(tk.held.Until)))
 	}
 	rep := effects.Report{Sha: rec.AppliedSha, Containers: containers}
 	if len(bad) == 0 {

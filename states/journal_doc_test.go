@@ -236,7 +236,7 @@ func TestJournalDocMatchesTheFile(t *testing.T) {
 		"state":   states,
 		"event":   transitions,
 		"note":    machine.Notes,
-		"action":  {vocab.ActionApply, vocab.ActionNone, vocab.ActionDown, vocab.ActionResume},
+		"action":  {vocab.ActionApply, vocab.ActionNone, vocab.ActionDown, vocab.ActionResume, vocab.ActionHold},
 		"source":  {"bootstrap", "lease"},
 		"result":  {effects.ResultApplied, effects.ResultFailed, effects.ResultDown},
 		"outcome": {machine.LeaseAsked},

@@ -55,6 +55,11 @@ func (tk *tick) outgoing(rep effects.Report) effects.Report {
 	if rep.Containers == nil {
 		rep.Containers = []effects.Container{}
 	}
+	if tk.held != nil && rep.Why == nil && rep.Result == effects.ResultApplied {
+		// a held box's reports carry the hold (PROTOCOL.md §1)
+		rec := tk.eng.Record()
+		rep.Why = heldWhy(tk.held, rec.DesiredSha, rec.AppliedSha)
+	}
 	return rep
 }
 

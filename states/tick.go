@@ -261,6 +261,7 @@ func (tk *tick) run(ctx context.Context) error {
 	phase.Mark("token")
 	containers, psErr := tk.ps(ctx)
 	phase.Mark("compose-ps")
+	tk.hold()
 	resp, err := tk.checkin(ctx, containers)
 	if err != nil {
 		return err
@@ -277,7 +278,11 @@ func (tk *tick) run(ctx context.Context) error {
 	case vocab.ActionDown:
 		err = tk.retire(ctx, resp)
 	case vocab.ActionApply:
-		err = tk.apply(ctx, resp)
+		if tk.held != nil {
+			err = tk.heldApply(ctx, resp, containers, psErr)
+		} else {
+			err = tk.apply(ctx, resp)
+		}
 	default:
 		err = &effects.Error{Op: "checkin", Kind: effects.Permanent, Code: vocab.CheckinShape, Msg: fmt.Sprintf("unknown action %q", resp.Action)}
 	}

@@ -142,9 +142,25 @@ type Record struct {
 	// (zero once a tick ends otherwise): how long a temporary fault has lasted is read from it,
 	// whatever the tick interval and however few tick headers are kept.
 	Temporary TemporaryRun `json:"temporary,omitzero"`
+	// Hold is a person's hold on the box (monky-deployd hold): while it lasts the tick checks in,
+	// heartbeats and reports, and applies and heals wait. nil when none; a tick ends an expired one.
+	Hold *Hold `json:"hold,omitempty"`
 	// Box is what decided the newest tick on this box (zero in a file an older agent wrote).
 	Box Box `json:"box,omitzero"`
 }
+
+// Hold is a person's hold on the box: who put it, why, and until when.
+type Hold struct {
+	Reason string    `json:"reason"`
+	By     string    `json:"by"`
+	Since  time.Time `json:"since"`
+	Until  time.Time `json:"until"`
+	// Waits is the desired sha whose apply the hold keeps waiting, once journaled ("" before).
+	Waits string `json:"waits,omitempty"`
+}
+
+// Active reports whether the hold h lasts at now (a nil hold does not).
+func (h *Hold) Active(now time.Time) bool { return h != nil && now.Before(h.Until) }
 
 // TemporaryRun is a run of ticks in a row that ended exit 75.
 type TemporaryRun struct {

@@ -115,6 +115,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			statusCommand(stdout),
 			explainCommand(stdout),
 			resumeCommand(stdout, stderr),
+			holdCommand(stdout, stderr),
 			bootstrapCommand(stdout, stderr),
 			diagramCommand(stdout),
 			checkCommand(stdout),

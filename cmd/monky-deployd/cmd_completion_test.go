@@ -188,7 +188,7 @@ func TestCompletionWords(t *testing.T) {
 		words []string
 		want  string
 	}{
-		{[]string{""}, "run status explain resume bootstrap diagram check version completion purge help"},
+		{[]string{""}, "run status explain resume hold bootstrap diagram check version completion purge help"},
 		{[]string{"check", ""}, "config bundle"},
 		{[]string{"check", "bundle", "--"}, "--env --allow-rollback --kv-mount --max-bytes --help"},
 		{[]string{"check", "bundle", "--env", ""}, ""},
@@ -202,6 +202,7 @@ func TestCompletionWords(t *testing.T) {
 		{[]string{"status", "-"}, "--json --quiet -q --state-file --as-of --help"},
 		{[]string{"completion", ""}, "bash zsh fish"},
 		{[]string{"help", "re"}, "resume"},
+		{[]string{"hold", "--"}, "--for --until --reason --release --help"},
 		{[]string{"nosuch", ""}, ""},
 		{[]string{"man", ""}, ""},
 	} {

@@ -36,6 +36,12 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"completion", "tcsh"}, `completion: name a shell: bash, zsh or fish (got "tcsh"); see 'monky-deployd help completion'`},
 		{[]string{"completion", "bash", "zsh"}, `completion: unexpected argument "zsh"; see 'monky-deployd help completion'`},
 		{[]string{"help", "nosuch"}, `unknown command "nosuch"; see 'monky-deployd help'`},
+		{[]string{"hold", "--reason", "x"}, `hold: say how long with one of --for or --until (or end a hold with --release); see 'monky-deployd help hold'`},
+		{[]string{"hold", "--for", "1h", "--until", "2026-12-06T08:00:00Z", "--reason", "x"}, `hold: say how long with one of --for or --until (or end a hold with --release); see 'monky-deployd help hold'`},
+		{[]string{"hold", "--for", "1h"}, `hold: --reason is required: whoever finds the box held reads it; see 'monky-deployd help hold'`},
+		{[]string{"hold", "--for", "-1h", "--reason", "x"}, `hold: --for must be positive (got -1h0m0s); see 'monky-deployd help hold'`},
+		{[]string{"hold", "--until", "tomorrow", "--reason", "x"}, `hold: --until "tomorrow" is not an RFC 3339 time such as 2026-12-06T08:00:00Z; see 'monky-deployd help hold'`},
+		{[]string{"hold", "--release", "--reason", "x"}, `hold: --release takes no --for, --until or --reason; see 'monky-deployd help hold'`},
 	} {
 		var out, errb bytes.Buffer
 		code := run(append([]string{"monky-deployd"}, c.args...), &out, &errb)

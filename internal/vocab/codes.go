@@ -49,6 +49,8 @@ const (
 	TickDeadline         Code = "TICK_DEADLINE"
 	LocalFailure         Code = "LOCAL_FAILURE"
 	StateFileLocked      Code = "STATE_FILE_LOCKED"
+	StateUnwritable      Code = "STATE_UNWRITABLE"
+	Held                 Code = "HELD"
 	ConfigInvalid        Code = "CONFIG_INVALID"
 	TokenExpired         Code = "TOKEN_EXPIRED"
 	TokenExpiring        Code = "TOKEN_EXPIRING"
@@ -172,6 +174,10 @@ var causes = map[Code]Cause{
 		"sudo ls -la {state_dir} {deploy_dir}   # owner monky-deployd, not group- or world-writable, no symlink for bao.token, lock or state.db; then: sudo -u monky-deployd monky-deployd run --once (a bao.token removed as unusable is made again from a fresh bootstrap.jwt: re-run the install kit first)", ""},
 	StateFileLocked: {KindTemporary, "another process (status, explain, the bbolt CLI) held the state file longer than a tick waits for it (15 s), so the tick could not open it and ended without touching the box; the next tick tries again",
 		"sudo journalctl -u monky-deployd -n 5   # the tick's closing line names the holder (pid and command): end it, or let it finish; the next tick runs", ""},
+	Held: {KindFinding, "a person held the box (monky-deployd hold): it checks in, heartbeats and reports, and applies and heals wait until the hold ends",
+		"monky-deployd hold --release   # ends the hold now; else it ends by itself at its time", ""},
+	StateUnwritable: {KindFailure, "the agent could not write its own files (state_dir, deploy_dir or the state file): the disk is full, over quota or mounted read-only; the step is not counted as an attempt and goes on by itself once the file can be written",
+		"df -h {state_dir} {deploy_dir}; findmnt -no OPTIONS -T {state_dir}   # free space (sudo docker image prune; old logs) or remount it read-write; the next tick goes on by itself", ""},
 	ConfigInvalid: {KindFailure, "the config file (config.yaml) could not be read or was refused (an unknown key, a value out of range, its owner or mode), so no tick ran",
 		"monky-deployd check config {config}   # names each problem's line and key", ""},
 	TokenExpired: {KindFinding, "the box's OpenBao token has expired: it was not renewed and no new lease replaced it",

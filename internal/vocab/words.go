@@ -10,6 +10,8 @@ const (
 	ActionResume = "resume"
 	// ActionBootstrap is the action of the tick `bootstrap` journals on its own.
 	ActionBootstrap = "bootstrap"
+	// ActionHold is a tick of `monky-deployd hold`: a person held or released the box.
+	ActionHold = "hold"
 )
 
 // Exit codes: a contract with the timer and the loop (docs/OPERATIONS.md, "Exit codes"). The

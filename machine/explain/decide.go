@@ -41,6 +41,9 @@ type Limits struct {
 	TickRunning bool
 	// Paths are the box's own paths the fix lines name (zero: placeholders, as on a copy).
 	Paths Paths
+	// Unwritable is what keeps the agent from writing its own files now (Unwritable's words),
+	// "" when nothing does or on a copy.
+	Unwritable string
 }
 
 // orBox fills what l leaves unset (a copy read without its config) from the record's box: the

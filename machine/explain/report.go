@@ -38,7 +38,8 @@ func WhyOf(tx store.Tx, now time.Time, lim Limits) (*effects.ReportWhy, Verdict,
 	return v.Why.Report(), v, nil
 }
 
-// LimitsOf are the limits and paths of a box's config (nil: the defaults, no paths).
+// LimitsOf are the limits and paths of a box's config (nil: the defaults, no paths), and what
+// keeps it from writing its own files now (Unwritable: a statfs of state_dir and deploy_dir).
 func LimitsOf(cfg *config.Config) Limits {
 	if cfg == nil {
 		return Limits{}
@@ -46,6 +47,7 @@ func LimitsOf(cfg *config.Config) Limits {
 	return Limits{
 		StuckAfter: time.Duration(cfg.StuckAfterS) * time.Second,
 		StaleAfter: time.Duration(cfg.StaleAfterS) * time.Second,
+		Unwritable: Unwritable(cfg.StateDir, cfg.DeployDir),
 		Paths: Paths{StateDir: cfg.StateDir, DeployDir: cfg.DeployDir, Config: cfg.Path,
 			BootstrapPath: cfg.BootstrapPath, BaoCAFile: cfg.Bao.CAFile},
 	}

@@ -69,6 +69,8 @@ type Status struct {
 	// ParksAt is the earliest a failed flight that still retries parks, should every retry
 	// fail as it did (null when it is parked or not failed).
 	ParksAt *time.Time `json:"parks_at,omitempty"`
+	// Hold is a person's hold that lasts now (monky-deployd hold), nil when none.
+	Hold *store.Hold `json:"hold,omitempty"`
 	// Verdict is converged, working or needs_person: status exits 1 on needs_person.
 	Verdict string `json:"verdict"`
 	// Codes are every active code, Why's first.
@@ -130,6 +132,10 @@ func BuildStatusWith(st store.Store, now time.Time, tokenPresent *bool, lim Limi
 			Refusal: rec.Refusal, Failure: rec.Failure, Block: rec.Block, Outbox: len(q),
 			Containers: rec.Containers, LastTickAt: ptime(rec.LastTickAt), LastExit: rec.LastExit}
 		s.Attempts = rec.TotalAttempts()
+		if rec.Hold.Active(in.Now) {
+			h := *rec.Hold
+			s.Hold = &h
+		}
 		s.Host, s.ParksAt = rec.Box.Host, ptime(machine.ParksAt(rec))
 		if v.NeedsPerson() && v.Why != nil {
 			s.Who = v.Why.Who
@@ -202,6 +208,9 @@ func WriteStatusText(w io.Writer, s Status) {
 	row("next", s.Next)
 	if s.Who != "" {
 		row("who acts", s.Who)
+	}
+	if s.Hold != nil {
+		row("held", fmt.Sprintf("until %s by %s: %s (monky-deployd hold --release ends it)", machine.Stamp(s.Hold.Until), s.Hold.By, s.Hold.Reason))
 	}
 	row("applied", machine.ShortSha(s.AppliedSha))
 	row("desired", machine.ShortSha(s.DesiredSha))

@@ -67,6 +67,8 @@ func allWhys(in Input) []*Why {
 	mk, nextTick := in.maker(), in.nextTickWords()
 	add(in.stale(mk))
 	add(explainWhy(in))
+	add(in.unwritable(mk))
+	add(in.held(mk))
 	for _, w := range in.sickAll(mk, nextTick) {
 		add(w)
 	}
@@ -310,6 +312,10 @@ func (in Input) failedWhy(mk maker, nextTick string) *Why {
 		}
 	case f.Code == vocab.Unhealthy:
 		fault = "a service did not turn healthy within healthy_timeout_s after compose up"
+	case f.Code == vocab.StateUnwritable:
+		// the box's own disk: red from its first tick, and it clears by itself once written
+		person = true
+		next = fmt.Sprintf("the next tick (%s) does the step from %s again, no attempt spent; it goes on by itself once the file can be written", nextTick, f.State)
 	}
 	w := mk(f.Code, fault, trimCode(f.Code, f.Detail), next, f.At, in.tickOf(f.Code))
 	if fix != "" {

@@ -111,6 +111,8 @@ func Write(path, countersPath string, st store.Store, t Tick) error {
 		}
 	}
 	fams := append(Families(rec, c, t, used, outbox), troubles(rec.EnvID, v, unanswered, t.Limits)...)
+	fams = append(fams, newFamily(rec.EnvID, "monky_deployd_held", "1 while a person's hold lasts (monky-deployd hold): applies and heals wait until it ends.", dto.MetricType_GAUGE).
+		add(map[bool]float64{true: 1, false: 0}[rec.Hold.Active(t.EndedAt)]).mf)
 	sort.Slice(fams, func(i, j int) bool { return fams[i].GetName() < fams[j].GetName() })
 	if err := writeTextfile(path, fams); err != nil {
 		return fmt.Errorf("metrics: write %s: %w", path, err)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tikali/monky-deployd/effects"
+	"github.com/tikali/monky-deployd/internal/vocab"
 )
 
 // The verdicts of a fleet row besides a why's own (effects.VerdictWorking, VerdictNeedsPerson).
@@ -85,6 +86,11 @@ func (s *Sim) fleetRowLocked(id string, e *env, now time.Time) FleetRow {
 			r.Verdict = VerdictConverged
 		}
 	}
+	if e.last != nil && e.last.Why != nil && e.last.Why.Code == string(vocab.Held) && r.Verdict != effects.VerdictNeedsPerson && r.Verdict != VerdictFailed {
+		// a held box's check-in says so (PROTOCOL.md §1): its hold, not a stuck apply
+		w := *e.last.Why
+		r.Why, r.Verdict, r.Code, r.Since, r.Next = &w, w.Verdict, w.Code, w.Since, w.Next
+	}
 	if e.lastSeenAt.IsZero() {
 		return r
 	}
@@ -107,7 +113,7 @@ func (s *Sim) fleetRowLocked(id string, e *env, now time.Time) FleetRow {
 			age(quiet), age(s.opts.StaleAfter), r.Said)
 		return r
 	}
-	if r.Verdict == VerdictConverged && e.desired != "" && r.Sha != e.desired && !e.retired {
+	if r.Verdict == VerdictConverged && r.Code == "" && e.desired != "" && r.Sha != e.desired && !e.retired {
 		// it checks in but has not applied what is desired: no report comes until it does or fails
 		since := e.desiredAt
 		if e.lastAt.After(since) {

@@ -1,0 +1,174 @@
+package states
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/tikali/monky-deployd/effects"
+	"github.com/tikali/monky-deployd/internal/sanitize"
+	"github.com/tikali/monky-deployd/internal/vocab"
+	"github.com/tikali/monky-deployd/machine"
+	"github.com/tikali/monky-deployd/store"
+)
+
+// MaxHold is the longest a hold may last: a hold nobody ends still ends by itself.
+const MaxHold = 7 * 24 * time.Hour
+
+// maxHoldReason is the most bytes of a hold's reason that are kept.
+const maxHoldReason = 200
+
+// Hold holds the box until until, for reason: the ticks check in, heartbeat and report, and
+// applies and heals wait. It is a record in the state file, written under the tick's lock as a
+// tick of its own (action hold) that names who ran it; a hold already in place is replaced. It
+// returns the words it journaled.
+func (a *Agent) Hold(until time.Time, reason string) (string, error) {
+	a.defaults()
+	now := a.Now()
+	reason = strings.TrimSpace(sanitize.Line(reason))
+	switch {
+	case reason == "":
+		return "", fmt.Errorf("a hold needs a reason (--reason): whoever finds the box held reads it")
+	case len(reason) > maxHoldReason:
+		return "", fmt.Errorf("the reason is %d bytes; at most %d", len(reason), maxHoldReason)
+	case !until.After(now):
+		return "", fmt.Errorf("the hold would end at %s, which is not after now (%s)", machine.Stamp(until), machine.Stamp(now))
+	case until.Sub(now) > MaxHold:
+		return "", fmt.Errorf("the hold would end at %s, %s from now: a hold lasts at most 7 days (168h)", machine.Stamp(until), until.Sub(now).Round(time.Minute))
+	}
+	h := &store.Hold{Reason: reason, By: a.operator(), Since: now.UTC(), Until: until.UTC()}
+	detail := fmt.Sprintf("held by %s until %s: %s — applies and heals wait; check-ins, heartbeats and reports go on", h.By, machine.Stamp(h.Until), h.Reason)
+	return detail, a.holdTick(func(r *store.Record) string { r.Hold = h; return detail })
+}
+
+// ReleaseHold ends the box's hold now; with none in place it says so and changes nothing.
+func (a *Agent) ReleaseHold() (string, error) {
+	a.defaults()
+	var words string
+	err := a.holdTick(func(r *store.Record) string {
+		if !r.Hold.Active(a.Now()) {
+			return ""
+		}
+		words = fmt.Sprintf("hold released by %s (it was by %s until %s: %s) — applies and heals go on at the next tick",
+			a.operator(), r.Hold.By, machine.Stamp(r.Hold.Until), r.Hold.Reason)
+		r.Hold = nil
+		return words
+	})
+	if err == nil && words == "" {
+		return "nothing to release: the box is not held", nil
+	}
+	return words, err
+}
+
+// holdTick journals a hold or a release as a tick of its own under the tick lock: set changes
+// the record and returns the words; "" when there is nothing to change, and no tick is journaled.
+func (a *Agent) holdTick(set func(r *store.Record) string) error {
+	lk, held, err := lockFile(a.Cfg.LockPath())
+	if err != nil {
+		return err
+	}
+	if !held {
+		return fmt.Errorf("a tick is running now; run hold again when it ends (ticks take seconds)")
+	}
+	defer lk.release()
+	eng, err := machine.Load(a.Store, a.Now)
+	if err != nil {
+		return err
+	}
+	rec := eng.Record()
+	detail := set(&rec)
+	if detail == "" {
+		return nil
+	}
+	envID := rec.EnvID
+	if envID == "" {
+		envID = a.Cfg.EnvID
+	}
+	if _, err := eng.BeginTick(envID); err != nil {
+		return err
+	}
+	box := BoxOf(a.Cfg, a.Host)
+	eng.Defer(func(r *store.Record) { r.Box = box })
+	err = eng.Note(machine.NoteHold, "", detail, a.Now(), func(r *store.Record, _ store.Tx) error {
+		r.Hold = rec.Hold
+		return nil
+	})
+	end := eng.EndTick(machine.TickEnd{Exit: ExitCode(err), Action: vocab.ActionHold}, a.Retention)
+	if err != nil {
+		return err
+	}
+	return end
+}
+
+// hold is the box's hold that lasts now, nil when none; a hold whose time has passed is ended
+// here, and the journal says so.
+func (tk *tick) hold() *store.Hold {
+	if tk.held != nil || tk.holdChecked {
+		return tk.held
+	}
+	tk.holdChecked = true
+	h := tk.eng.Record().Hold
+	if h == nil {
+		return nil
+	}
+	now := tk.Now()
+	if h.Active(now) {
+		tk.held = h
+		return h
+	}
+	detail := fmt.Sprintf("the hold by %s (%s) ended at %s: applies and heals go on", h.By, h.Reason, machine.Stamp(h.Until))
+	if err := tk.eng.Note(machine.NoteHoldEnded, "", detail, now, func(r *store.Record, _ store.Tx) error {
+		r.Hold = nil
+		return nil
+	}); err != nil {
+		tk.Log.Warn().Msg("end the hold: " + err.Error())
+	}
+	return nil
+}
+
+// heldWhy is the why a held box's check-ins and reports carry (PROTOCOL.md §1: code HELD, the
+// reason, who and until when).
+func heldWhy(h *store.Hold, desired, applied string) *effects.ReportWhy {
+	c, _ := vocab.CauseOf(vocab.Held)
+	next := fmt.Sprintf("the hold ends by itself at %s; then applies and heals go on", machine.Stamp(h.Until))
+	if desired != "" && desired != applied {
+		next = fmt.Sprintf("the apply of %s waits until the hold ends at %s; %s keeps serving", machine.ShortSha(desired), machine.Stamp(h.Until), shaOrNothing(applied))
+	}
+	return &effects.ReportWhy{Code: string(vocab.Held), Verdict: effects.VerdictWorking, Since: h.Since.UTC().Format(time.RFC3339),
+		Fault: c.Fault, Evidence: fmt.Sprintf("held by %s until %s: %s", h.By, machine.Stamp(h.Until), h.Reason), Next: next, Fix: c.Fix}
+}
+
+func shaOrNothing(sha string) string {
+	if sha == "" {
+		return "nothing (no release was applied here yet)"
+	}
+	return machine.ShortSha(sha)
+}
+
+// heldApply is tenancy's apply while the box is held: the apply waits (the journal says so,
+// once per desired sha and hold), and the release applied here is heartbeated as action none
+// would — judged, reported, never healed.
+func (tk *tick) heldApply(ctx context.Context, resp effects.CheckinResponse, containers []effects.Container, psErr error) error {
+	h := tk.held
+	rec := tk.eng.Record()
+	detail := fmt.Sprintf("tenancy desires %s; held by %s until %s (%s): the apply waits", machine.ShortSha(resp.DesiredSha), h.By, machine.Stamp(h.Until), h.Reason)
+	if h.Waits != resp.DesiredSha {
+		// said once per desired sha and hold: the hold remembers which apply it keeps waiting
+		if err := tk.eng.Note(machine.NoteHeld, vocab.Held, detail, tk.Now(), func(r *store.Record, _ store.Tx) error {
+			if r.Hold != nil {
+				r.Hold.Waits = resp.DesiredSha
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+	}
+	if rec.AppliedSha == "" || !tk.eng.State().Rest() {
+		// nothing to heartbeat, or a flight that waits where it stands for the hold to end
+		return nil
+	}
+	applied := resp
+	applied.Action, applied.DesiredSha, applied.BundleURL, applied.PurgeVolumes = vocab.ActionNone, rec.AppliedSha, "", false
+	return tk.heartbeat(ctx, applied, containers, psErr)
+}
