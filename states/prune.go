@@ -11,8 +11,9 @@ import (
 )
 
 // prune runs after every successful apply (states/releases): the release directories beyond
-// keep_releases go, never the one `current` points at, the one in flight or the desired one;
-// with Prune (`run --prune`) the env's images no kept release names go too. The journal says
+// keep_releases go, never the one `current` points at, the one in flight or the desired one, and
+// the images only they named; with Prune (`run --prune`) every image of the env's repositories
+// no kept release names goes too, then dangling ones. The journal says
 // what was removed; a failure is logged and journaled, never the apply's failure.
 func (tk *tick) prune(ctx context.Context) {
 	started := tk.Now()
@@ -39,6 +40,8 @@ func (tk *tick) prune(ctx context.Context) {
 	p := releases.Pruner{FS: tk.fs(), DeployDir: tk.Cfg.DeployDir, Keep: tk.Cfg.KeepReleases, Project: tk.Cfg.ComposeProject}
 	if tk.Prune {
 		p.Compose = tk.Fx.Compose
+	} else if s, ok := tk.Fx.Compose.(releases.ImageStore); ok {
+		p.Store = s // the images only the releases removed here named go with them
 	}
 	detail, err := p.Prune(ctx, protected, applied)
 	if err != nil {

@@ -85,9 +85,95 @@ func TestApplyPrunesOldReleasesWithoutThePruneFlag(t *testing.T) {
 		t.Fatalf("keep_releases 1: releases %v, want only r5", got)
 	}
 	for _, c := range h.composeCalls() {
-		if strings.Contains(c, "image") {
-			t.Fatalf("pruning without --prune touched images: %q", c)
+		if strings.Contains(c, "image rm") || strings.Contains(c, "image prune") {
+			t.Fatalf("pruning without --prune removed an image the engine does not hold: %q", c)
 		}
+	}
+}
+
+// Every apply removes the images that only the releases it pruned named — never one a kept
+// release names, one of another repository, or one of the env's repositories that no release
+// named (that is --prune's) — and the journal says which and the bytes freed.
+func TestEveryApplyRemovesTheImagesOnlyGoneReleasesNamed(t *testing.T) {
+	h := newHarness(t)
+	h.cfg.KeepReleases = 2
+	knob := filepath.Join(h.dockerState, "images")
+	if err := os.WriteFile(knob, []byte("postgres:16\nharbor.example/other/tool:r1\nharbor.example/monky/api:by-hand\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h.dockerKnob("image-size", "1048576")
+	for _, n := range []string{"r1", "r2", "r3"} {
+		h.release(n, nil)
+		f, err := os.OpenFile(knob, os.O_APPEND|os.O_WRONLY, 0o600)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.WriteString("harbor.example/monky/api:" + n + "\nharbor.example/monky/worker:" + n + "\n")
+		f.Close()
+		h.wantExit(h.tick(), 0)
+	}
+	b, err := os.ReadFile(knob)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Fields(string(b))
+	want := []string{"harbor.example/monky/api:r2", "harbor.example/monky/worker:r2", "harbor.example/monky/api:r3", "harbor.example/monky/worker:r3",
+		"postgres:16", "harbor.example/other/tool:r1", "harbor.example/monky/api:by-hand"}
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Fatalf("images left %v, want %v", got, want)
+	}
+	notes := pruneNotes(t, h)
+	last := notes[len(notes)-1]
+	if !strings.Contains(last, "images: removed 2 only releases no longer kept named: harbor.example/monky/api:r1, harbor.example/monky/worker:r1 (2.00 MiB (2097152 bytes) freed)") {
+		t.Fatalf("prune note %q", last)
+	}
+	if slices.ContainsFunc(h.composeCalls(), func(c string) bool { return strings.Contains(c, "image prune") }) {
+		t.Fatal("docker image prune ran without --prune")
+	}
+}
+
+// reclaimDisk is image storage whose free space grows by a GiB for each image of the env's
+// repositories the docker stub no longer holds of those it held at first.
+type reclaimDisk struct {
+	knob  string
+	first int
+	base  uint64
+}
+
+func (d reclaimDisk) Free(string) (uint64, error) {
+	b, err := os.ReadFile(d.knob)
+	if err != nil {
+		return 0, err
+	}
+	return d.base + uint64(d.first-strings.Count(string(b), "harbor.example/monky/"))<<30, nil
+}
+
+// Before refusing DISK_INSUFFICIENT the agent reclaims the images no kept release names and
+// measures again: freed enough, it applies; the journal says what it removed.
+func TestDiskInsufficientReclaimsImagesFirst(t *testing.T) {
+	h := newHarness(t)
+	h.apply("r1")
+	knob := filepath.Join(h.dockerState, "images")
+	if err := os.WriteFile(knob, []byte("harbor.example/monky/api:r1\nharbor.example/monky/worker:r1\nharbor.example/monky/api:old\nharbor.example/monky/worker:old\npostgres:16\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sha := h.release("r2", nil)
+	a := h.agent()
+	a.Fx.Disk = reclaimDisk{knob: knob, first: 4, base: 1 << 30} // 1 GiB free; the default headroom asks 2
+	res := a.Tick(context.Background())
+	h.wantExit(res.Exit, 0)
+	if rec := h.record(); rec.AppliedSha != sha {
+		t.Fatalf("applied %s, want r2 after the reclaim (%v)", rec.AppliedSha, res.Err)
+	}
+	notes := pruneNotes(t, h)
+	if len(notes) == 0 || !strings.Contains(notes[0], "before refusing DISK_INSUFFICIENT: images: removed 2 no kept release names: harbor.example/monky/api:old, harbor.example/monky/worker:old") {
+		t.Fatalf("prune notes %q", notes)
+	}
+	b, _ := os.ReadFile(knob)
+	if !strings.Contains(string(b), "api:r1") || !strings.Contains(string(b), "postgres:16") {
+		t.Errorf("the reclaim removed a kept release's or another repository's image: %q", b)
 	}
 }
 

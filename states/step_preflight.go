@@ -12,6 +12,7 @@ import (
 	"github.com/tikali/monky-deployd/internal/bundle"
 	"github.com/tikali/monky-deployd/internal/vocab"
 	"github.com/tikali/monky-deployd/machine"
+	"github.com/tikali/monky-deployd/states/releases"
 	"github.com/tikali/monky-deployd/store"
 )
 
@@ -137,7 +138,42 @@ func (tk *tick) appliedBefore(sha string) (time.Time, bool) {
 
 // diskEnough measures every filesystem a pull can fill — docker's data-root and containerd's
 // root where it exists — against need × factor + headroom (headroom alone when need is 0).
+//
+// Before it says no, the images of the env's repositories that no kept release names are
+// reclaimed (never one a container uses) and the disk is measured again; the journal says what
+// went and the bytes freed.
 func (tk *tick) diskEnough(ctx context.Context, need int64) (bool, string, error) {
+	ok, detail, err := tk.measureDisk(ctx, need)
+	if ok || err != nil {
+		return ok, detail, err
+	}
+	is, can := tk.Fx.Compose.(releases.ImageStore)
+	if !can {
+		return ok, detail, err
+	}
+	started := tk.Now()
+	p := releases.Pruner{FS: tk.fs(), DeployDir: tk.Cfg.DeployDir, Project: tk.Cfg.ComposeProject, Store: is}
+	words, freed := p.Reclaim(ctx)
+	if words == "" {
+		return ok, detail, err
+	}
+	words = "before refusing " + string(codeDisk) + ": " + words
+	tk.Log.Info().Msg("reclaim: " + words)
+	if nerr := tk.eng.Note(machine.NotePrune, "", words, started, nil); nerr != nil {
+		tk.Log.Warn().Msg("reclaim: " + nerr.Error())
+	}
+	if freed == 0 {
+		return ok, detail + "; " + words, nil
+	}
+	ok, detail, err = tk.measureDisk(ctx, need)
+	if err == nil && !ok {
+		detail += "; measured again after " + words
+	}
+	return ok, detail, err
+}
+
+// measureDisk is diskEnough's measure, with no reclaim.
+func (tk *tick) measureDisk(ctx context.Context, need int64) (bool, string, error) {
 	root, err := tk.Fx.Compose.DataRoot(ctx)
 	if err != nil {
 		if effects.IsTemporary(err) {

@@ -361,6 +361,19 @@ func (c *CLI) Images(ctx context.Context) ([]string, error) {
 	return out, nil
 }
 
+// ImageSize is `docker image inspect --format {{.Size}} <ref>`: the bytes the image holds.
+func (c *CLI) ImageSize(ctx context.Context, ref string) (int64, error) {
+	res, err := c.run(ctx, "docker image inspect", vocab.DockerPruneFailed, "", c.QuickTimeout, "image", "inspect", "--format", "{{.Size}}", ref)
+	if err != nil {
+		return 0, err
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(string(res.stdout)), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("docker image inspect %s: size %q: %w", ref, strings.TrimSpace(string(res.stdout)), err)
+	}
+	return n, nil
+}
+
 // RemoveImage is `docker image rm <ref>` (never -f: an image a container uses stays).
 func (c *CLI) RemoveImage(ctx context.Context, ref string) error {
 	_, err := c.run(ctx, "docker image rm", vocab.DockerPruneFailed, "", c.Timeout, "image", "rm", ref)

@@ -238,6 +238,6 @@ var causes = map[Code]Cause{
 		"sudo -u monky-deployd docker compose -p {project} logs --tail 50", ""},
 	ComposeDownFailed: {KindFailure, "`docker compose down` failed for tenancy's action down",
 		"sudo -u monky-deployd docker compose -p {project} down   # then: sudo -u monky-deployd monky-deployd resume", ""},
-	DockerPruneFailed: {KindFailure, "removing the images no kept release uses (`run --prune`) failed; the apply itself stands",
+	DockerPruneFailed: {KindFailure, "removing the images no kept release uses (after an apply, before a disk refusal, or `run --prune`) failed; the apply itself stands",
 		"docker image ls --filter label=com.docker.compose.project={project}   # then: sudo -u monky-deployd docker image prune", ""},
 }

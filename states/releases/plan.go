@@ -50,6 +50,29 @@ func Plan(dirs []Dir, protected map[string]bool, keep int) (kept, gone []string)
 	return kept, gone
 }
 
+// OnlyGone is what removing the releases that named gone frees: the images of have that a removed
+// release named and no kept release (used) names, in have's order.
+func OnlyGone(gone, used []reference.Named, have []string) []string {
+	keep, named := map[string]bool{}, map[string]bool{}
+	for _, r := range used {
+		keep[reference.TagNameOnly(r).String()] = true
+	}
+	for _, r := range gone {
+		named[reference.TagNameOnly(r).String()] = true
+	}
+	var out []string
+	for _, ref := range have {
+		n, err := reference.ParseNormalizedNamed(ref)
+		if err != nil {
+			continue
+		}
+		if k := reference.TagNameOnly(n).String(); named[k] && !keep[k] {
+			out = append(out, ref)
+		}
+	}
+	return out
+}
+
 // Images decides which local images (have, as docker lists them) a prune removes: those of a
 // repository some kept release names (used) that no kept release names, tag or digest alike.
 // Names compare as docker resolves them (nginx is docker.io/library/nginx:latest). An image of

@@ -18,10 +18,11 @@ import (
 	"github.com/tikali/monky-deployd/machine"
 )
 
-// ImageStore is the part of the docker CLI that --prune needs beyond effects.Compose.
+// ImageStore is the part of the docker CLI that removing images needs beyond effects.Compose.
 type ImageStore interface {
 	Images(ctx context.Context) ([]string, error)
 	RemoveImage(ctx context.Context, ref string) error
+	ImageSize(ctx context.Context, ref string) (int64, error)
 }
 
 // Pruner removes what a prune plans, under one deploy_dir.
@@ -32,6 +33,10 @@ type Pruner struct {
 	// Compose, when not nil, also has the env's images no kept release names removed
 	// (`run --prune`), then dangling ones.
 	Compose effects.Compose
+	// Store, when not nil, has the images that only the removed releases named removed after
+	// their directories (every apply): never one a kept release names, never one a container of
+	// any project uses (docker image rm without -f refuses it).
+	Store   ImageStore
 	Project string // the compose project the releases run as
 }
 
@@ -58,6 +63,19 @@ func (p Pruner) Prune(ctx context.Context, protected map[string]bool, applied ma
 		dirs = append(dirs, d)
 	}
 	kept, gone := Plan(dirs, protected, p.Keep)
+	var goneImages []reference.Named
+	var imagesUnread string
+	if p.Store != nil && len(gone) > 0 {
+		// read before the directories go: the images a removed release named
+		for _, name := range gone {
+			refs, err := ReleaseImages(ctx, filepath.Join(releases, name), p.Project)
+			if err != nil {
+				imagesUnread = err.Error()
+				break
+			}
+			goneImages = append(goneImages, refs...)
+		}
+	}
 	var removed, failed []string
 	for _, name := range gone {
 		if err := p.FS.RemoveAll(filepath.Join(releases, name)); err != nil {
@@ -74,14 +92,106 @@ func (p Pruner) Prune(ctx context.Context, protected map[string]bool, applied ma
 	if len(failed) > 0 {
 		words = append(words, "could not remove "+strings.Join(failed, "; "))
 	}
-	if p.Compose != nil {
-		keptDirs := make([]string, len(kept))
-		for i, name := range kept {
-			keptDirs[i] = filepath.Join(releases, name)
-		}
+	keptDirs := make([]string, len(kept))
+	for i, name := range kept {
+		keptDirs[i] = filepath.Join(releases, name)
+	}
+	switch {
+	case p.Compose != nil:
 		words = append(words, p.pruneImages(ctx, keptDirs))
+	case imagesUnread != "":
+		words = append(words, "images: none removed ("+imagesUnread+")")
+	case len(goneImages) > 0:
+		if w := p.removeGoneImages(ctx, goneImages, keptDirs); w != "" {
+			words = append(words, w)
+		}
 	}
 	return strings.Join(words, "; "), nil
+}
+
+// removeGoneImages removes the images the removed releases named that no kept release names and
+// the engine holds, and says what it removed and the bytes freed ("" when none was there).
+func (p Pruner) removeGoneImages(ctx context.Context, gone []reference.Named, keptDirs []string) string {
+	var used []reference.Named
+	for _, dir := range keptDirs {
+		refs, err := ReleaseImages(ctx, dir, p.Project)
+		if err != nil {
+			return "images: none removed (" + err.Error() + ")"
+		}
+		used = append(used, refs...)
+	}
+	have, err := p.Store.Images(ctx)
+	if err != nil {
+		return "images: none removed (" + err.Error() + ")"
+	}
+	return p.remove(ctx, OnlyGone(gone, used, have), "only releases no longer kept named")
+}
+
+// Reclaim removes the local images of the env's repositories that no release kept under
+// deploy_dir names (never one a container uses), before a disk check refuses: it says what it
+// removed and the bytes freed, and returns the bytes.
+func (p Pruner) Reclaim(ctx context.Context) (string, int64) {
+	releases := filepath.Join(p.DeployDir, "releases")
+	entries, err := p.FS.ReadDir(releases)
+	if err != nil || p.Store == nil {
+		return "", 0
+	}
+	var used []reference.Named
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		refs, err := ReleaseImages(ctx, filepath.Join(releases, e.Name()), p.Project)
+		if err != nil {
+			return "images: none reclaimed (" + err.Error() + ")", 0
+		}
+		used = append(used, refs...)
+	}
+	have, err := p.Store.Images(ctx)
+	if err != nil {
+		return "images: none reclaimed (" + err.Error() + ")", 0
+	}
+	refs := Images(used, have)
+	if len(refs) == 0 {
+		return "", 0
+	}
+	words, freed := p.removeCounting(ctx, refs, "no kept release names")
+	return words, freed
+}
+
+// remove removes refs and says so ("" when refs is empty).
+func (p Pruner) remove(ctx context.Context, refs []string, why string) string {
+	if len(refs) == 0 {
+		return ""
+	}
+	words, _ := p.removeCounting(ctx, refs, why)
+	return words
+}
+
+// removeCounting removes refs (docker image rm, never -f) and says which went, the bytes they
+// held (as docker image inspect measured them before), and which stayed.
+func (p Pruner) removeCounting(ctx context.Context, refs []string, why string) (string, int64) {
+	var gone, left []string
+	var freed int64
+	for _, ref := range refs {
+		size, serr := p.Store.ImageSize(ctx, ref)
+		if err := p.Store.RemoveImage(ctx, ref); err != nil {
+			left = append(left, ref)
+			continue
+		}
+		gone = append(gone, ref)
+		if serr == nil {
+			freed += size
+		}
+	}
+	msg := fmt.Sprintf("images: removed %d %s: %s (%s freed)", len(gone), why, strings.Join(gone, ", "), machine.Size(freed))
+	if len(gone) == 0 {
+		msg = "images: removed none " + why
+	}
+	if len(left) > 0 {
+		msg += fmt.Sprintf("; %d still in use or not removable: %s", len(left), strings.Join(left, ", "))
+	}
+	return msg, freed
 }
 
 // removeOrphanModels removes the resolved models whose release is gone: a resolved model holds

@@ -164,6 +164,62 @@ func TestAgainstRealPrograms(t *testing.T) {
 		}
 	})
 
+	// green means serving, row by row on the real engine: a one-shot that exits 0 completes, one
+	// that exits 1 fails the gate, a crash loop never passes it, a container removed by hand is
+	// healed by the next heartbeat
+	step("green is judged against the release", func(t *testing.T) {
+		a.t = t
+		withMigrate := func(args string) func(img string) string {
+			return func(img string) string {
+				return fmt.Sprintf("services:\n  api:\n    image: %[1]s\n  migrate:\n    image: %[1]s\n    command: [%[2]s]\n    restart: \"no\"\n", img, args)
+			}
+		}
+		sha := w.desire(envA, "oneshot-ok", rel{tag: "1", note: "oneshot ok", compose: withMigrate(`"-ls", "/"`)})
+		e := a.tick(0)
+		if r := a.lastReport(); r.Result != effects.ResultApplied || r.Sha != sha {
+			t.Fatalf("a one-shot that exits 0: report %s %.12s (%s), want applied", r.Result, r.Sha, r.Detail)
+		}
+		if !strings.Contains(e, "1 completed (migrate)") {
+			t.Errorf("the apply does not say the one-shot completed:\n%s", e)
+		}
+		e = a.tick(0) // the heartbeat: a completed one-shot is neither red nor healed
+		if strings.Contains(e, "HEALED") || a.lastReport().Result != effects.ResultApplied {
+			t.Errorf("the heartbeat after a completed one-shot: %s\n%s", a.lastReport().Result, e)
+		}
+		api, ok := a.containers()["api"]
+		if !ok {
+			t.Fatal("no api container")
+		}
+		if _, err := runCmd("", nil, dockerBin, "rm", "-f", api.ID); err != nil {
+			t.Fatal(err)
+		}
+		leases := w.sim.Counts(envA).Leases
+		e = a.tick(0)
+		if !strings.Contains(e, "HEALED: found api (no container); ran compose up -d") {
+			t.Errorf("a container removed by hand is not healed:\n%s", e)
+		}
+		if c := a.containers()["api"]; c.State.Status != "running" {
+			t.Errorf("api after the heal: %q", c.State.Status)
+		}
+		if n := w.sim.Counts(envA).Leases; n != leases {
+			t.Errorf("the heal asked %d leases", n-leases)
+		}
+
+		w.desire(envA, "oneshot-fails", rel{tag: "1", note: "oneshot fails", compose: withMigrate(`"-ls", "/nonexistent"`)})
+		e = a.tick(1)
+		if r := a.lastReport(); r.Result != effects.ResultFailed || !strings.Contains(r.Detail, "migrate (exited 1)") {
+			t.Errorf("a one-shot that exits 1: report %s (%s), want failed naming migrate (exited 1)\n%s", r.Result, r.Detail, e)
+		}
+
+		w.desire(envA, "crash-loop", rel{tag: "1", note: "crash loop", compose: func(img string) string {
+			return fmt.Sprintf("services:\n  api:\n    image: %s\n    command: [\"-ls\", \"/nonexistent\"]\n    restart: always\n", img)
+		}})
+		e = a.tick(1)
+		if r := a.lastReport(); r.Result != effects.ResultFailed || !strings.HasPrefix(r.Detail, "UNHEALTHY: ") || !strings.Contains(r.Detail, "api") {
+			t.Errorf("a crash-looping service: report %s (%s), want failed UNHEALTHY naming api\n%s", r.Result, r.Detail, e)
+		}
+	})
+
 	step("new release with --prune", func(t *testing.T) {
 		a.t = t
 		shaV2 = w.desire(envA, "v2", rel{tag: "2"})

@@ -194,6 +194,15 @@ func run(args []string) int {
 			fmt.Print(s)
 			return 0
 		}
+		if len(args) >= 5 && args[1] == "inspect" && args[2] == "--format" && args[3] == "{{.Size}}" {
+			// every image the stub holds is image-size bytes (default 1 MiB)
+			size := "1048576"
+			if s, ok := knob("image-size"); ok {
+				size = strings.TrimSpace(s)
+			}
+			fmt.Println(size)
+			return 0
+		}
 		if len(args) >= 3 && args[1] == "rm" {
 			return imageRm(args[2:])
 		}

@@ -33,7 +33,7 @@
 #   4. AGENT_ENV_MISMATCH: exit 78, and the next ticks exit 78 without checking in (no storm)
 #   5. the metrics textfile is written at the documented path under the shipped sandbox, parses
 #      with Prometheus' parser and tells the story of steps 1-4
-#  5j. journald: 100 ticks of a remembered refusal written natively (MONKY_DEPLOYD_JOURNAL=native,
+#  5j. journald: 10 ticks of a remembered refusal written natively (MONKY_DEPLOYD_JOURNAL=native,
 #      fields CODE, ENV_ID, TICK, STATE, EXIT) and as the `<N>` stream: what `journalctl -u
 #      monky-deployd -p err` (CODE=… when native) selects; the stream must lose none to -u
 #   6. `dpkg -i` of a newer build while a tick is mid-apply: that tick ends (applied), every tick
@@ -673,7 +673,10 @@ ok "$METRICS_FILE written by the agent under the shipped sandbox; it parses and 
 # journal as MODE ($MONKY_DEPLOYD_JOURNAL: native | stream), the timer at 1 s; sets J_TICKS (the
 # ticks systemd ran), J_UNIT (the agent's err lines `journalctl -u monky-deployd` selects, by
 # CODE= when native) and J_ALL (the agent's err lines in the whole journal).
-J_N=${MONKY_SYSTEMD_JOURNAL_TICKS:-100}
+# 10 ticks prove the properties asserted below; how many err lines journald's native protocol
+# loses the unit of (systemd issue 2913, reported, not ours to fail) is a statistic: a longer run
+# measures it (MONKY_SYSTEMD_JOURNAL_TICKS=100 make systemd-e2e), not CI
+J_N=${MONKY_SYSTEMD_JOURNAL_TICKS:-10}
 journal_ticks() {
 	local mode=$1 cursor sel
 	printf '[Service]\nEnvironment=MONKY_DEPLOYD_JOURNAL=%s\n[Unit]\nStartLimitIntervalSec=0\n' "$mode" \
