@@ -1,6 +1,7 @@
 # monky-deployd — the two commands a newcomer needs:
 #   make demo   the main job against the embedded simulator (tenancy + OpenBao)
-#   make test   vet, staticcheck and the hermetic test suite (no network, no root, no docker daemon)
+#   make test   vet, staticcheck and the hermetic quick tier (go test -short: no network, no root, no
+#               docker daemon); `make test-heavy` runs the tests it skips (HEAVY_TESTS), CI runs both
 
 GO ?= go
 VERSION ?= $(shell cat VERSION)
@@ -14,7 +15,7 @@ BIN := bin
 # bin/monky-deployd is the package's /usr/bin/monky-deployd, byte for byte (packaging/deb.mk)
 AGENT_TAGS := urfave_cli_no_docs
 
-.PHONY: all build agent test vet lint unit demo sdk sdk-mod sdk-test clean
+.PHONY: all build agent test test-heavy vet lint unit demo sdk sdk-mod sdk-test clean
 
 all: build
 
@@ -43,12 +44,22 @@ lint:
 # its check and names it here; MONKY_REQUIRE_TOOLS=1 (.ci/run) makes each of them a failure
 unit:
 	@skipped=$$(mktemp); st=0; \
-	echo "$(GO) test -count=1 -timeout 30m ./..."; \
-	MONKY_SKIPPED_CHECKS=$$skipped $(GO) test -count=1 -timeout 30m ./... || st=$$?; \
+	echo "$(GO) test -short -count=1 -timeout 30m ./..."; \
+	MONKY_SKIPPED_CHECKS=$$skipped $(GO) test -short -count=1 -timeout 30m ./... || st=$$?; \
 	if [ -s $$skipped ]; then echo "make test: optional checks skipped (MONKY_REQUIRE_TOOLS=1 makes them fail):"; \
 		sort -u $$skipped | sed 's/^/  /'; \
 	else echo "make test: no optional check skipped"; fi; \
 	rm -f $$skipped; exit $$st
+
+# The heavy tier: the tests `make test` (-short) skips because each brings boxes through many real
+# ticks (testkit.Heavy(t, "make test-heavy", …)); test/tiers_test.go checks that this list and
+# HEAVY_PKGS name every one. The heavy tests of the crash and soak suites run in full in
+# `make crash` and `make soak` instead.
+HEAVY_TESTS := TestSupportCorpus|TestFixLinesClearTheBox|TestDemo|TestPowerLossMatrix|TestAnOutageIsTimedFromItsFirstTick
+HEAVY_PKGS := ./states ./cmd/monky-deployd
+
+test-heavy:
+	$(GO) test -count=1 -timeout 40m -run '^($(HEAVY_TESTS))$$' $(HEAVY_PKGS)
 
 demo: build
 	bash test/demo.sh

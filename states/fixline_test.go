@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tikali/monky-deployd/internal/testkit"
 	"github.com/tikali/monky-deployd/machine/explain"
 )
 
@@ -104,9 +105,7 @@ type fixCase struct {
 // the next line's command) explain prints on the box's copy, literally, and the next tick
 // clears it: exit 0 and converged.
 func TestFixLinesClearTheBox(t *testing.T) {
-	if testing.Short() {
-		t.Skip("ten boxes")
-	}
+	testkit.Heavy(t, "make test-heavy", "ten boxes")
 	cases := []fixCase{
 		{name: "blocked-unauthenticated", wants: []string{"re-run the install kit"}, hand: func(h *harness, looked string) {
 			if !strings.Contains(looked, "No such file") {

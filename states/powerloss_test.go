@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/tikali/monky-deployd/effects/files/filestest"
+	"github.com/tikali/monky-deployd/internal/testkit"
 )
 
 // Power loss, not just a kill: the agent's file writes go through filestest.CrashFS, which keeps
@@ -251,6 +252,7 @@ func (b *plBox) recover(ref reference, want, old string) []string {
 // TestPowerLossMatrix cuts the power at every file operation of an apply tick and after it,
 // in both scenarios: no point may leave the box unable to converge or with a torn file.
 func TestPowerLossMatrix(t *testing.T) {
+	testkit.Heavy(t, "make test-heavy", "every power-loss point of both scenarios")
 	runs := 0
 	for _, sc := range plScenarios {
 		t.Run(sc.name, func(t *testing.T) {
@@ -311,6 +313,7 @@ func TestPowerLossMatrixCatchesAMissingDirectoryFsync(t *testing.T) {
 // durable; plain ticks must then converge with no torn file. Pairs are drawn with a fixed
 // seed (MONKY_POWERLOSS_SEED); 12 per scenario, 100 with MONKY_POWERLOSS_FULL=1.
 func TestPowerLossDoubleFault(t *testing.T) {
+	testkit.Heavy(t, "make crash", "power-loss double faults")
 	n := 12
 	if os.Getenv("MONKY_POWERLOSS_FULL") != "" {
 		n = 100

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tikali/monky-deployd/internal/testkit"
 	"github.com/tikali/monky-deployd/machine/explain"
 	"github.com/tikali/monky-deployd/test/sim"
 )
@@ -14,6 +15,7 @@ import (
 // headers kept: working on it for the first three minutes, a person after, and converged again at
 // the first tick after OpenBao answers.
 func TestAnOutageIsTimedFromItsFirstTick(t *testing.T) {
+	testkit.Heavy(t, "make test-heavy", "78 ticks of an OpenBao outage")
 	h := newHarness(t)
 	h.appendConfig("stuck_after_s: 180\n")
 	h.apply("v1")

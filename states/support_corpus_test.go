@@ -603,9 +603,7 @@ func checkDeskReads(t *testing.T, h *harness, name string, doc explain.Doc) {
 // the trouble's code, that the committed copy in testdata/support still reads the same, and
 // that the next tick does what explain says it will. -update-support rewrites the copies.
 func TestSupportCorpus(t *testing.T) {
-	if testing.Short() {
-		t.Skip("the corpus brings a box into each trouble with real ticks")
-	}
+	testkit.Heavy(t, "make test-heavy", "the corpus brings a box into each trouble with real ticks")
 	for _, c := range supportCases(t) {
 		t.Run(c.name, func(t *testing.T) {
 			var opts []func(*sim.Options)

@@ -14,9 +14,7 @@ import (
 // recording docker stub, and checks what a newcomer reads: an apply that converges, the
 // refused rollback, the retire taking the services down, and the closing line.
 func TestDemo(t *testing.T) {
-	if testing.Short() {
-		t.Skip("-short: the demo builds the docker stub and runs the simulator and five ticks (a few seconds)")
-	}
+	testkit.Heavy(t, "make test-heavy", "the demo builds the docker stub and runs the simulator and five ticks")
 	cmd := exec.Command("bash", "../../test/demo.sh")
 	env := []string{"MONKY_DEMO_BIN=" + testkit.BinDir()}
 	for _, kv := range os.Environ() {

@@ -285,6 +285,7 @@ func (s *matrixStats) violate(run, format string, args ...any) {
 }
 
 func TestCrashMatrix(t *testing.T) {
+	testkit.Heavy(t, "make crash", "a sample of the matrix; make crash runs every point and pair")
 	var upgrade []string
 	for _, p := range applyPoints {
 		if !leasePoints[p] {

@@ -10,6 +10,8 @@ import (
 	"os"
 	"strconv"
 	"testing"
+
+	"github.com/tikali/monky-deployd/internal/testkit"
 )
 
 // timingPoints are the single faults run repeatedly. file:token-written is the one the old
@@ -29,6 +31,7 @@ func repeatCount() int {
 }
 
 func TestTimingPointsRepeated(t *testing.T) {
+	testkit.Heavy(t, "make crash", "the timing points repeated")
 	n := repeatCount()
 	ref := runReference(t, "first")
 	r := newRunner(t)

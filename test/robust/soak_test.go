@@ -202,6 +202,7 @@ type soakStats struct {
 }
 
 func TestSoak(t *testing.T) {
+	testkit.Heavy(t, "make soak", "the chaos soak")
 	ticks := int(envInt("SOAK_TICKS", 40))
 	seed := envInt("SOAK_SEED", 1)
 	corrupt, corrupted := os.Getenv("SOAK_CORRUPT") != "0", -1
