@@ -101,6 +101,8 @@ type Report struct {
 	Containers []Container `json:"containers"`
 	// Why is the box's verdict in explain's words, on every failed report (PROTOCOL.md §1).
 	Why *ReportWhy `json:"why,omitempty"`
+	// RevertedTo is the release this tick brought back after Sha failed (a failed report only).
+	RevertedTo string `json:"reverted_to,omitempty"`
 }
 
 // ReportWhy is a failed report's why: strings only, redacted like Detail.

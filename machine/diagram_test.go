@@ -215,8 +215,8 @@ func TestEveryStateIsReachableAndLeft(t *testing.T) {
 }
 
 func TestParseRoundTripsEveryState(t *testing.T) {
-	if len(All) != 14 {
-		t.Errorf("All has %d states, want 14", len(All))
+	if len(All) != 15 {
+		t.Errorf("All has %d states, want 15", len(All))
 	}
 	for _, s := range All {
 		got, err := Parse(s.String())

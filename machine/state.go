@@ -22,13 +22,14 @@ const (
 	Up             State = "Up"
 	Healthy        State = "Healthy"
 	Failed         State = "Failed"
+	Reverting      State = "Reverting"
 	Reported       State = "Reported"
 	Down           State = "Down"
 	Blocked        State = "Blocked"
 )
 
 // All lists every state in the order the docs draw them.
-var All = []State{Idle, CheckedIn, BundleVerified, Refused, Leased, LoggedIn, Staged, Pulled, Up, Healthy, Failed, Down, Reported, Blocked}
+var All = []State{Idle, CheckedIn, BundleVerified, Refused, Leased, LoggedIn, Staged, Pulled, Up, Healthy, Failed, Reverting, Down, Reported, Blocked}
 
 func (s State) String() string { return string(s) }
 

@@ -18,6 +18,8 @@ const (
 	EvUp        = "up"          // compose up -d --remove-orphans
 	EvHealthy   = "healthy"     // every service running and healthy
 	EvFail      = "fail"        // a failure of this apply (or an unhealthy heartbeat)
+	EvRevert    = "revert"      // the apply failed; its bundle consents: bring back the release last healthy
+	EvReverted  = "reverted"    // the release last healthy serves again; the failed sha is remembered
 	EvDown      = "down"        // compose down for a retire
 	EvReport    = "report"      // tenancy acknowledged the report
 	EvBlock     = "block"       // only a person or a new grant can clear this
@@ -33,7 +35,7 @@ func names(states ...State) []string {
 	return out
 }
 
-var inFlight = []State{CheckedIn, BundleVerified, Leased, LoggedIn, Staged, Pulled, Up, Healthy, Down}
+var inFlight = []State{CheckedIn, BundleVerified, Leased, LoggedIn, Staged, Pulled, Up, Healthy, Reverting, Down}
 
 // Table is the transition table: the single definition the fsm, the docs diagram and the
 // tests are built from.
@@ -51,10 +53,12 @@ var Table = fsm.Events{
 	{Name: EvPull, Src: names(Staged), Dst: string(Pulled)},
 	{Name: EvUp, Src: names(Pulled), Dst: string(Up)},
 	{Name: EvHealthy, Src: names(CheckedIn, Up), Dst: string(Healthy)},
-	{Name: EvFail, Src: names(CheckedIn, BundleVerified, Leased, LoggedIn, Staged, Pulled, Up), Dst: string(Failed)},
+	{Name: EvFail, Src: names(CheckedIn, BundleVerified, Leased, LoggedIn, Staged, Pulled, Up, Reverting), Dst: string(Failed)},
+	{Name: EvRevert, Src: names(Pulled, Up), Dst: string(Reverting)},
+	{Name: EvReverted, Src: names(Reverting), Dst: string(Failed)},
 	{Name: EvDown, Src: names(CheckedIn), Dst: string(Down)},
 	{Name: EvReport, Src: names(Healthy, Failed, Down), Dst: string(Reported)},
-	{Name: EvBlock, Src: names(Idle, CheckedIn, BundleVerified, Refused, Leased, LoggedIn, Staged, Pulled, Up, Healthy, Failed, Down, Reported), Dst: string(Blocked)},
+	{Name: EvBlock, Src: names(Idle, CheckedIn, BundleVerified, Refused, Leased, LoggedIn, Staged, Pulled, Up, Healthy, Failed, Reverting, Down, Reported), Dst: string(Blocked)},
 	{Name: EvUnblock, Src: names(Blocked), Dst: string(Idle)},
 	{Name: EvResume, Src: names(Refused, Failed), Dst: string(Idle)},
 }

@@ -95,6 +95,8 @@ type tick struct {
 	// healWords say why a heal did not bring the release back; judged is the heartbeat's
 	// judgement of the release ("2/2 services healthy"), for the closing line.
 	healWords, judged string
+	// revertLogs are the failed release's logs, read before a revert replaced its containers.
+	revertLogs string
 	// stepStarted is when the step in flight began: a failure's entry counts its whole wall
 	// time, waits included.
 	stepStarted time.Time

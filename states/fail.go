@@ -22,6 +22,11 @@ func (tk *tick) failBecause(ctx context.Context, from machine.State, code vocab.
 		// next tick does the step again
 		return tk.errTickTimeout()
 	}
+	if to, why := tk.revertTarget(from, code); to != "" {
+		return tk.startRevert(ctx, from, code, reason, detail, withLogs, to)
+	} else if why != "" {
+		detail += "; " + why
+	}
 	started := tk.stepStart()
 	rec := tk.eng.Record()
 	rep := effects.Report{Sha: rec.Sha, Result: effects.ResultFailed, Code: code, Detail: string(code) + ": " + detail, Containers: fromStore(rec.Containers)}

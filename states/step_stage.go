@@ -20,6 +20,7 @@ import (
 	"github.com/tikali/monky-deployd/internal/vocab"
 	"github.com/tikali/monky-deployd/machine"
 	"github.com/tikali/monky-deployd/states/credential"
+	"github.com/tikali/monky-deployd/store"
 )
 
 // stepStage: LoggedIn → Staged | Failed. Read the manifest's secrets (pinned versions), write
@@ -65,7 +66,14 @@ func (tk *tick) stepStage(ctx context.Context) error {
 		detail += "; no registry-auth entry: the registry credential already in " + tk.Cfg.DockerConfigDir() + "/config.json is kept"
 	}
 	detail += fmt.Sprintf("; release %s promoted, its model checked and resolved, current → releases/%s", machine.ShortSha(b.Sha), machine.ShortSha(b.Sha))
-	return tk.eng.Fire(machine.Outcome{Event: machine.EvStage, Detail: detail}, started)
+	consent := b.Meta.Agent.RevertOnFailure
+	if consent {
+		detail += "; the bundle consents to a revert on failure"
+	}
+	return tk.eng.Fire(machine.Outcome{Event: machine.EvStage, Detail: detail, Update: func(r *store.Record, _ store.Tx) error {
+		r.RevertOnFailure = consent
+		return nil
+	}}, started)
 }
 
 // readSecrets reads the manifest's secrets (pinned versions): the .env's values by variable,

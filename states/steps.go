@@ -63,6 +63,10 @@ func (tk *tick) apply(ctx context.Context, resp effects.CheckinResponse) error {
 		}
 	case st == machine.Failed && rec.Action == vocab.ActionApply && rec.Failure != nil && rec.Failure.Sha == sha:
 		n := rec.TotalAttempts()
+		if f := rec.Failure; rec.Parked && f.Reverted {
+			_ = tk.eng.Note(machine.NoteCheckin, f.Code, fmt.Sprintf("reverted to %s after %s failed: %s", machine.ShortSha(f.RevertTo), machine.ShortSha(f.Sha), f.Detail), now, nil)
+			return parked(effects.Permanent, f.Code, "failed: %s: %s — reverted to %s, which serves; %s waits for a new desired sha or `%s`", f.Code, f.Detail, machine.ShortSha(f.RevertTo), machine.ShortSha(f.Sha), tk.agentCommand("resume"))
+		}
 		if rec.Parked {
 			_ = tk.eng.Note(machine.NoteCheckin, rec.Failure.Code, fmt.Sprintf("parked after %d failed attempts: %s", n, rec.Failure.Detail), now, nil)
 			return parked(effects.Permanent, rec.Failure.Code, "failed %d times: %s: %s — parked until `%s` or a new desired sha", n, rec.Failure.Code, rec.Failure.Detail, tk.agentCommand("resume"))
@@ -132,6 +136,7 @@ var steps = map[machine.State]func(*tick, context.Context) error{
 	machine.Pulled:         (*tick).stepUp,        // step_up.go
 	machine.Up:             (*tick).stepHealthy,   // step_healthy.go
 	machine.Healthy:        (*tick).stepReport,    // step_report.go
+	machine.Reverting:      (*tick).stepRevert,    // step_revert.go
 }
 
 // stepStart is when the step in flight began (its whole wall time is the entry's), or now.
@@ -164,6 +169,9 @@ func (tk *tick) startFlight(resp effects.CheckinResponse, event, detail string) 
 		}
 		if r.Failure != nil && r.Failure.Sha != resp.DesiredSha {
 			r.Failure = nil
+		}
+		if r.Sha != resp.DesiredSha {
+			r.RevertOnFailure = false // the new sha's bundle says, once staged
 		}
 		return nil
 	}}, tk.Now())

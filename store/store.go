@@ -66,6 +66,14 @@ type Failure struct {
 	At     time.Time    `json:"at"`
 	// Limit is the attempts the agent allowed when it committed this failure (it parks at Limit).
 	Limit int `json:"limit,omitempty"`
+	// RevertTo is the release last healthy on this box that a revert brings back for this failure
+	// (the bundle's agent.revert_on_failure consented); "" when none was tried.
+	RevertTo string `json:"revert_to,omitempty"`
+	// Reverted says the revert to RevertTo passed the health gate: that release serves, and this
+	// sha is not applied again until tenancy desires another or a person runs resume.
+	Reverted bool `json:"reverted,omitempty"`
+	// RevertFailed is why the revert to RevertTo failed too (the box stops reverting).
+	RevertFailed string `json:"revert_failed,omitempty"`
 }
 
 // Token sources: how the token was obtained (TokenMeta.Source).
@@ -145,6 +153,9 @@ type Record struct {
 	// Hold is a person's hold on the box (monky-deployd hold): while it lasts the tick checks in,
 	// heartbeats and reports, and applies and heals wait. nil when none; a tick ends an expired one.
 	Hold *Hold `json:"hold,omitempty"`
+	// RevertOnFailure is the staged bundle's agent.revert_on_failure: its publisher consents
+	// that a failed apply of it may bring back the release last healthy here.
+	RevertOnFailure bool `json:"revert_on_failure,omitempty"`
 	// Box is what decided the newest tick on this box (zero in a file an older agent wrote).
 	Box Box `json:"box,omitzero"`
 }

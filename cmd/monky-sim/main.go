@@ -48,6 +48,8 @@ func main() {
 const usage = `usage: monky-sim <command> [flags]
 commands:
   serve     run the simulator: --releases DIR --env ENV [--kit DIR] [--addr-file F] [--desire NAME]
+            (each directory in DIR is a release; a bundle.json in it is completed, its agent flags
+            kept: {"agent": {"revert_on_failure": true}} publishes a release that consents to a revert)
   desire    set the desired release: --env E --release NAME
   retire    retire an env: --env E [--purge]
   reveal    reveal a kit into a directory: --env E --kit DIR

@@ -33,10 +33,13 @@ const (
 	ManifestFile = "secrets.manifest.json"
 )
 
-// Agent is bundle.json's agent profile; both flags default to false.
+// Agent is bundle.json's agent profile; every flag defaults to false.
 type Agent struct {
 	AllowPrivileged bool `json:"allow_privileged"`
 	AllowRollback   bool `json:"allow_rollback"`
+	// RevertOnFailure (PROTOCOL.md §2, 2026-12-04): the release may be left for the one last
+	// healthy on the box when its apply fails.
+	RevertOnFailure bool `json:"revert_on_failure"`
 }
 
 // Meta is bundle.json as the agent reads it; unknown keys are ignored.

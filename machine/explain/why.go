@@ -286,6 +286,10 @@ func (in Input) failedWhy(mk maker, nextTick string) *Why {
 	limit := machine.AttemptLimit(rec)
 	var next string
 	switch {
+	case rec.Parked && f.Reverted:
+		next = fmt.Sprintf("%s serves again: the bundle consented (agent.revert_on_failure) and the release last healthy here was brought back; %s is not applied again until tenancy desires another sha or `monky-deployd resume`", machine.ShortSha(f.RevertTo), machine.ShortSha(f.Sha))
+	case rec.Parked && f.RevertFailed != "":
+		next = fmt.Sprintf("the revert to %s failed too (%s): the box stops reverting; nothing is tried until `monky-deployd resume` or a new desired sha", machine.ShortSha(f.RevertTo), f.RevertFailed)
 	case rec.Parked:
 		next = fmt.Sprintf("parked after %d failed attempts of %s: nothing is tried until `monky-deployd resume` or a new desired sha", n, machine.ShortSha(f.Sha))
 	default:

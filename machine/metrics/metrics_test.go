@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/tikali/monky-deployd/machine"
 	"github.com/tikali/monky-deployd/machine/explain"
 	"github.com/tikali/monky-deployd/machine/metrics"
 	"github.com/tikali/monky-deployd/store"
@@ -151,8 +152,8 @@ func TestWriteTextfileParsesWithValues(t *testing.T) {
 			t.Errorf("%s%v = %v, want %v", c.name, c.labels, got, c.want)
 		}
 	}
-	if n := len(fams["monky_deployd_state"].Metric); n != 14 {
-		t.Errorf("state is one-hot over %d states, want 14", n)
+	if n := len(fams["monky_deployd_state"].Metric); n != len(machine.All) {
+		t.Errorf("state is one-hot over %d states, want %d", n, len(machine.All))
 	}
 	if fi, err := os.Stat(path); err != nil || fi.Size() == 0 {
 		t.Errorf("textfile: %v", err)

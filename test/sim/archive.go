@@ -50,7 +50,7 @@ func completeBundle(envID string, files map[string][]byte) (map[string][]byte, e
 		meta["secrets_provider"] = "openbao"
 	}
 	if _, ok := meta["agent"]; !ok {
-		meta["agent"] = map[string]bool{"allow_privileged": false, "allow_rollback": false}
+		meta["agent"] = map[string]bool{"allow_privileged": false, "allow_rollback": false, "revert_on_failure": false}
 	}
 	b, err := json.MarshalIndent(meta, "", "  ")
 	if err != nil {

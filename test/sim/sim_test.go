@@ -433,7 +433,7 @@ func untar(t *testing.T, body []byte) map[string][]byte {
 func TestBundleServedHasItsSha(t *testing.T) {
 	h := newHarness(t, Options{})
 	files := map[string][]byte{
-		"bundle.json":           []byte(`{"agent": {"allow_rollback": true}, "disk_need_bytes": 1048576}`),
+		"bundle.json":           []byte(`{"agent": {"allow_rollback": true, "revert_on_failure": true}, "disk_need_bytes": 1048576}`),
 		"compose.yaml":          []byte("services:\n  api:\n    image: x\n"),
 		".env.template":         []byte("A=${A}\n"),
 		"secrets.manifest.json": []byte(`{"entries": []}`),
@@ -486,7 +486,7 @@ func TestBundleServedHasItsSha(t *testing.T) {
 		if meta["env_id"] != envA || meta["compose_file"] != "compose.yaml" || meta["disk_need_bytes"].(float64) != 1048576 {
 			t.Errorf("bundle.json = %v", meta)
 		}
-		if ag := meta["agent"].(map[string]any); ag["allow_rollback"] != true {
+		if ag := meta["agent"].(map[string]any); ag["allow_rollback"] != true || ag["revert_on_failure"] != true {
 			t.Errorf("agent flags lost: %v", ag)
 		}
 		fl, _ := json.Marshal(meta["files"])

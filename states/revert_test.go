@@ -1,0 +1,178 @@
+package states_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tikali/monky-deployd/internal/vocab"
+	"github.com/tikali/monky-deployd/machine"
+)
+
+// The last good release keeps serving (AGENT.md, amendments of 2026-12-04): a release whose
+// bundle consents (agent.revert_on_failure) and fails its apply brings back, in the same tick,
+// the release last healthy on this box — no lease, no OpenBao read — and is remembered.
+
+// withConsent is a release's mutation whose bundle.json consents to a revert on failure.
+func withConsent(f map[string][]byte) {
+	f["bundle.json"] = []byte(`{"agent": {"revert_on_failure": true}}`)
+}
+
+// withBrokenCanary adds a service that exits 3 at every start (a release that cannot serve).
+func withBrokenCanary(f map[string][]byte) {
+	f["compose.yaml"] = append(f["compose.yaml"], []byte(`  canary:
+    image: harbor.example/monky/api:canary
+    restart: always
+`)...)
+}
+
+func consentingBroken(f map[string][]byte) { withConsent(f); withBrokenCanary(f) }
+
+// newRevertHarness is a harness whose health gate gives up after 30 s of its clock: every case
+// here waits out a gate that cannot pass, each look a run of the docker stub.
+func newRevertHarness(t *testing.T) *harness {
+	h := newHarness(t)
+	h.appendConfig("healthy_timeout_s: 30\n")
+	return h
+}
+
+// current is the sha `current` points at.
+func (h *harness) current() string {
+	h.t.Helper()
+	target, err := os.Readlink(filepath.Join(h.dir, "state", env, "current"))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return filepath.Base(target)
+}
+
+func TestRevertBringsBackTheLastHealthyRelease(t *testing.T) {
+	h := newRevertHarness(t)
+	v1 := h.apply("v1")
+	h.dockerKnob("exited", "canary 3\n")
+	v2 := h.release("v2", consentingBroken)
+	before := h.sim.Counts(env)
+	ups := countUps(h.composeCalls())
+	h.wantExit(h.tick(), 1)
+
+	reps := h.sim.Reports(env)
+	rep := reps[len(reps)-1]
+	if rep.Result != "failed" || rep.Sha != v2 || rep.RevertedTo != v1 {
+		t.Fatalf("report %s for %s reverted_to %q; want failed for v2 reverted_to v1", rep.Result, machine.ShortSha(rep.Sha), rep.RevertedTo)
+	}
+	for _, w := range []string{"UNHEALTHY: ", "canary (exited 3)", "reverted to " + machine.ShortSha(v1)} {
+		if !strings.Contains(rep.Detail, w) {
+			t.Errorf("report %q does not say %q", rep.Detail, w)
+		}
+	}
+	if rep.Why == nil || rep.Why.Verdict != "needs_person" {
+		t.Errorf("report why %+v, want the verdict needs_person", rep.Why)
+	}
+	if n := countUps(h.composeCalls()) - ups; n != 2 {
+		t.Errorf("compose up ran %d times, want 2 (v2, then v1 again)", n)
+	}
+	if h.current() != v1 {
+		t.Errorf("current → %s, want v1 back", machine.ShortSha(h.current()))
+	}
+	after := h.sim.Counts(env)
+	if after.KVReads-before.KVReads != 2 {
+		t.Errorf("%d OpenBao reads in the tick, want v2's 2 only: the revert reads none", after.KVReads-before.KVReads)
+	}
+	rec := h.record()
+	if rec.State != string(machine.Failed) || !rec.Parked || rec.AppliedSha != v1 || rec.Failure == nil || !rec.Failure.Reverted || rec.Failure.RevertTo != v1 {
+		t.Fatalf("record: state %s parked %t applied %s failure %+v", rec.State, rec.Parked, machine.ShortSha(rec.AppliedSha), rec.Failure)
+	}
+	if es := h.notes(machine.EvRevert); len(es) != 1 || !strings.Contains(es[0].Detail, "agent.revert_on_failure") {
+		t.Errorf("revert entries %+v", es)
+	}
+	if es := h.notes(machine.EvReverted); len(es) != 1 || !strings.Contains(es[0].Detail, "reverted to "+machine.ShortSha(v1)) {
+		t.Errorf("reverted entries %+v", es)
+	}
+
+	// the failed sha is remembered: the next ticks do not apply it again, and check in with v1
+	ups, before = countUps(h.composeCalls()), h.sim.Counts(env)
+	h.wantExit(h.tick(), 1)
+	if n := countUps(h.composeCalls()) - ups; n != 0 {
+		t.Errorf("the reverted sha was applied again (%d compose up)", n)
+	}
+	if c := h.sim.Counts(env); c.Leases != before.Leases || c.KVReads != before.KVReads || c.BundleFetches != before.BundleFetches {
+		t.Errorf("a remembered revert leased, read or fetched: %+v → %+v", before, c)
+	}
+	if req, _ := h.sim.LastCheckin(env); req.AppliedSha != v1 {
+		t.Errorf("check-in applied %s, want v1", machine.ShortSha(req.AppliedSha))
+	}
+	w := h.explainWhy()
+	if w == nil || w.Verdict != "needs_person" || !strings.Contains(w.Next, machine.ShortSha(v1)+" serves") {
+		t.Errorf("explain's why %+v", w)
+	}
+
+	// resume lets v2 be tried again
+	if _, err := h.agent().Resume(false); err != nil {
+		t.Fatal(err)
+	}
+	ups = countUps(h.composeCalls())
+	h.wantExit(h.tick(), 1)
+	if n := countUps(h.composeCalls()) - ups; n != 2 {
+		t.Errorf("after resume compose up ran %d times, want 2 (v2 again, then the revert)", n)
+	}
+
+	// a new desired sha clears it
+	h.dockerKnob("exited", "")
+	v3 := h.release("v3", withConsent)
+	h.wantConverged("a new desired sha after a revert")
+	if rec := h.record(); rec.AppliedSha != v3 || rec.Failure != nil || h.current() != v3 {
+		t.Errorf("after v3: applied %s failure %+v current %s", machine.ShortSha(rec.AppliedSha), rec.Failure, machine.ShortSha(h.current()))
+	}
+}
+
+func TestNoConsentNoRevert(t *testing.T) {
+	h := newRevertHarness(t)
+	h.apply("v1")
+	h.dockerKnob("exited", "canary 3\n")
+	v2 := h.release("v2", withBrokenCanary)
+	h.wantExit(h.tick(), 1)
+	h.wantReport("failed", vocab.Unhealthy, "canary (exited 3)")
+	rec := h.record()
+	if rec.Parked || rec.Failure == nil || rec.Failure.RevertTo != "" || h.current() != v2 {
+		t.Errorf("without consent: parked %t failure %+v current %s", rec.Parked, rec.Failure, machine.ShortSha(h.current()))
+	}
+	if es := h.notes(machine.EvRevert); len(es) != 0 {
+		t.Errorf("reverted without consent: %+v", es)
+	}
+	if reps := h.sim.Reports(env); reps[len(reps)-1].RevertedTo != "" {
+		t.Errorf("reverted_to without consent")
+	}
+}
+
+func TestConsentWithNothingToRevertTo(t *testing.T) {
+	h := newRevertHarness(t)
+	h.dockerKnob("exited", "canary 3\n")
+	h.release("v1", consentingBroken)
+	h.wantExit(h.tick(), 1)
+	h.wantReport("failed", vocab.Unhealthy, "not reverted: no release was ever healthy on this box")
+	if rec := h.record(); rec.Parked || rec.Failure.RevertTo != "" {
+		t.Errorf("record %+v", rec.Failure)
+	}
+}
+
+func TestRevertThatFailsTooStops(t *testing.T) {
+	h := newRevertHarness(t)
+	v1 := h.apply("v1")
+	h.dockerKnob("exited", "canary 3\nworker 2\n") // v1's worker fails now too
+	h.release("v2", consentingBroken)
+	h.wantExit(h.tick(), 1)
+	h.wantReport("failed", vocab.Unhealthy, "the revert to "+machine.ShortSha(v1)+" failed too", "worker (exited 2)", "not reverting again")
+	if reps := h.sim.Reports(env); reps[len(reps)-1].RevertedTo != "" {
+		t.Errorf("reverted_to on a revert that failed")
+	}
+	rec := h.record()
+	if !rec.Parked || rec.Failure.Reverted || rec.Failure.RevertFailed == "" {
+		t.Errorf("record: parked %t failure %+v", rec.Parked, rec.Failure)
+	}
+	ups := countUps(h.composeCalls())
+	h.wantExit(h.tick(), 1)
+	if n := countUps(h.composeCalls()) - ups; n != 0 {
+		t.Errorf("a box whose revert failed ran compose up %d more times", n)
+	}
+}
