@@ -69,7 +69,16 @@ func TestOneShotThatFailsIsRed(t *testing.T) {
 	h.release("v1", withMigrate)
 	h.dockerKnob("exited", "migrate 3\n")
 	h.wantExit(h.tick(), 1)
-	h.wantReport("failed", vocab.Unhealthy, "migrate (exited 3)")
+	h.wantReport("failed", vocab.Unhealthy, "migrate (exited 3)", "which nothing restarts")
+	// restart "no": the exit is final, so the gate fails at its first look, not after
+	// healthy_timeout_s
+	fails := h.notes(machine.EvFail)
+	if len(fails) != 1 || fails[0].Ms >= 300_000 {
+		t.Errorf("fail entries %+v: the gate waited for an exit nothing restarts", fails)
+	}
+	if rec := h.record(); rec.Failure == nil || rec.Failure.Reason != vocab.ReasonExited {
+		t.Errorf("failure %+v, want the reason %s", rec.Failure, vocab.ReasonExited)
+	}
 }
 
 func TestOneShotThatCompletesIsGreen(t *testing.T) {

@@ -19,11 +19,12 @@ func withConsent(f map[string][]byte) {
 	f["bundle.json"] = []byte(`{"agent": {"revert_on_failure": true}}`)
 }
 
-// withBrokenCanary adds a service that exits 3 at every start (a release that cannot serve).
+// withBrokenCanary adds a service that exits 3 at every start, which nothing restarts (a
+// release that cannot serve, known at the gate's first look).
 func withBrokenCanary(f map[string][]byte) {
 	f["compose.yaml"] = append(f["compose.yaml"], []byte(`  canary:
     image: harbor.example/monky/api:canary
-    restart: always
+    restart: "no"
 `)...)
 }
 
@@ -103,7 +104,7 @@ func TestRevertBringsBackTheLastHealthyRelease(t *testing.T) {
 		t.Errorf("check-in applied %s, want v1", machine.ShortSha(req.AppliedSha))
 	}
 	w := h.explainWhy()
-	if w == nil || w.Verdict != "needs_person" || !strings.Contains(w.Next, machine.ShortSha(v1)+" serves") {
+	if w == nil || w.Verdict != "needs_person" || !strings.Contains(w.Next, machine.ShortSha(v1)+", serves again") {
 		t.Errorf("explain's why %+v", w)
 	}
 

@@ -26,6 +26,7 @@ import (
 type judgement struct {
 	bad       []string      // every service not serving, named with what was found, sorted
 	down      []string      // of them, those with no container running (none, exited): compose up starts them
+	final     []string      // of them, those exited that the engine never restarts (restart "no"): no wait helps
 	completed []string      // one-shots that exited 0
 	settling  time.Duration // the longest a running service still has to stay up for min_healthy_s
 	serving   int           // services running (healthy where they have a healthcheck)
@@ -74,13 +75,14 @@ func judge(cs []effects.Container, services []docker.Service, minUp time.Duratio
 			continue
 		}
 		var worst string
-		done, up, stopped := true, true, false
+		done, up, stopped, final := true, true, false, false
 		for _, c := range mine {
 			switch {
 			case c.State == "exited" && s.OneShot && c.ExitCode == 0:
 			case c.State == "exited" || c.State == "dead" || c.State == "created":
 				done, up, stopped = false, false, true
 				worst = fmt.Sprintf("%s (exited %d)", s.Name, c.ExitCode)
+				final = final || s.NoRestart && c.State != "created"
 			case c.State == "restarting":
 				done, up = false, false
 				worst = s.Name + " (restarting: a crash loop)"
@@ -102,6 +104,9 @@ func judge(cs []effects.Container, services []docker.Service, minUp time.Duratio
 			j.bad = append(j.bad, worst)
 			if stopped {
 				j.down = append(j.down, s.Name)
+			}
+			if final {
+				j.final = append(j.final, worst)
 			}
 		case done:
 			j.completed = append(j.completed, s.Name)
@@ -179,7 +184,7 @@ func (tk *tick) stepHealthy(ctx context.Context) error {
 	if err := tk.gate(ctx, started); err != nil {
 		var unwell *notServing
 		if errors.As(err, &unwell) {
-			return tk.fail(ctx, machine.Up, unwell.code, unwell.detail, true)
+			return tk.failBecause(ctx, machine.Up, unwell.code, unwell.reason, unwell.detail, true)
 		}
 		return err
 	}
@@ -189,6 +194,7 @@ func (tk *tick) stepHealthy(ctx context.Context) error {
 // notServing is the gate's verdict on a release that did not come up: its code and words.
 type notServing struct {
 	code   vocab.Code
+	reason vocab.Reason
 	detail string
 }
 
@@ -208,12 +214,17 @@ func (tk *tick) gate(ctx context.Context, started time.Time) error {
 			return err
 		}
 		if effects.CodeOf(err) == vocab.ReleaseChanged {
-			return &notServing{vocab.ReleaseChanged, sanitize.Line(err.Error())}
+			return &notServing{vocab.ReleaseChanged, "", sanitize.Line(err.Error())}
 		}
 		j := judge(cs, services, minUp)
 		if err == nil && j.ok() && j.settling <= 0 && (len(cs) > 0 || len(services) > 0) {
 			tk.gated, tk.gatedWords = cs, j.words()
 			return nil
+		}
+		if err == nil && len(j.final) > 0 {
+			// an exit the engine never restarts (restart "no") is the release's answer: waiting
+			// out healthy_timeout_s would not change it
+			return &notServing{vocab.Unhealthy, vocab.ReasonExited, fmt.Sprintf("not healthy: %s, which nothing restarts (restart \"no\")", strings.Join(j.final, ", "))}
 		}
 		now := tk.Now()
 		settling := err == nil && j.ok() && j.settling > 0
@@ -231,7 +242,7 @@ func (tk *tick) gate(ctx context.Context, started time.Time) error {
 			case settling:
 				why = fmt.Sprintf("the services did not stay up min_healthy_s (%d s) within it: %s", tk.Cfg.MinHealthyS, j.words())
 			}
-			return &notServing{vocab.Unhealthy, fmt.Sprintf("not healthy after %ds: %s", tk.Cfg.HealthyTimeoutS, why)}
+			return &notServing{vocab.Unhealthy, "", fmt.Sprintf("not healthy after %ds: %s", tk.Cfg.HealthyTimeoutS, why)}
 		}
 		if now.Sub(lastLog) >= 10*time.Second {
 			lastLog = now

@@ -1,5 +1,5 @@
 # Robustness suite (docs/RELIABILITY.md).
-#   make crash   the full crash matrix: every failpoint in both scenarios, every ordered
+#   make crash   the full crash matrix: every failpoint in the three scenarios, every ordered
 #                pair of points as a double fault, 240 seeded triple faults, the crash
 #                families, file:token-written 200 times in a row, and 200 power-loss double
 #                faults through the CrashFS seam (CI runs it)

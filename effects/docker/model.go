@@ -27,12 +27,14 @@ func (Model) WriteDockerConfig(fsys files.FS, dir string, a RegistryAuth) error 
 }
 
 // Service is what the health gate needs to know of a service of the checked model: its name,
-// whether it is a one-shot (restart "no" or on-failure: exiting 0 completes it), and how many
-// containers it runs (0: none is expected).
+// whether it is a one-shot (restart "no" or on-failure: exiting 0 completes it), whether the
+// engine never restarts it (restart "no": an exit is final), and how many containers it runs
+// (0: none is expected).
 type Service struct {
-	Name     string `json:"name"`
-	OneShot  bool   `json:"one_shot,omitempty"`
-	Replicas int    `json:"replicas"`
+	Name      string `json:"name"`
+	OneShot   bool   `json:"one_shot,omitempty"`
+	NoRestart bool   `json:"no_restart,omitempty"`
+	Replicas  int    `json:"replicas"`
 }
 
 // ServicesOf are the services compose runs of p, sorted by name (the loader child computes
@@ -46,8 +48,9 @@ func ServicesOf(p *types.Project) []Service {
 			restart = s.Deploy.RestartPolicy.Condition
 		}
 		switch {
-		case restart == "", restart == types.RestartPolicyNo, restart == "none",
-			strings.HasPrefix(restart, types.RestartPolicyOnFailure):
+		case restart == "", restart == types.RestartPolicyNo, restart == "none":
+			sv.OneShot, sv.NoRestart = true, true
+		case strings.HasPrefix(restart, types.RestartPolicyOnFailure):
 			sv.OneShot = true
 		}
 		if s.Scale != nil {

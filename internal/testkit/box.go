@@ -241,9 +241,10 @@ func (b *Box) Counts() SimCounts {
 
 // SimReport is one report tenancy received (`monky-sim reports`).
 type SimReport struct {
-	Sha    string `json:"sha"`
-	Result string `json:"result"`
-	Detail string `json:"detail"`
+	Sha        string `json:"sha"`
+	Result     string `json:"result"`
+	Detail     string `json:"detail"`
+	RevertedTo string `json:"reverted_to"`
 }
 
 // Reports are the reports tenancy received, oldest first.

@@ -46,6 +46,9 @@ const (
 	// name — refused because no one has listed them, not because they were found to give
 	// power over the host.
 	ReasonUnlistedField Reason = "unlisted-field"
+	// ReasonExited: the health gate found a service exited that its restart policy ("no")
+	// never starts again, and failed at that look instead of waiting out healthy_timeout_s.
+	ReasonExited Reason = "exited"
 )
 
 // reasons are the known reasons, with whether a retry can change what they observed.
@@ -54,6 +57,7 @@ var reasons = map[Reason]bool{
 	ReasonShape: false, ReasonGrantUnreadable: false, ReasonGrantAbsent: false,
 	ReasonRegistryDenied: false, ReasonImageMissing: false, ReasonRegistryDNS: true, ReasonNetwork: true,
 	ReasonReuseUnasked: true, ReasonAgentWait: true, ReasonPSFailed: true, ReasonUnlistedField: false,
+	ReasonExited: true,
 }
 
 // KnownReason reports whether r is a reason this agent writes ("" is not).

@@ -287,7 +287,7 @@ func (in Input) failedWhy(mk maker, nextTick string) *Why {
 	var next string
 	switch {
 	case rec.Parked && f.Reverted:
-		next = fmt.Sprintf("%s serves again: the bundle consented (agent.revert_on_failure) and the release last healthy here was brought back; %s is not applied again until tenancy desires another sha or `monky-deployd resume`", machine.ShortSha(f.RevertTo), machine.ShortSha(f.Sha))
+		next = fmt.Sprintf("the release last healthy here, %s, serves again: the bundle consented (agent.revert_on_failure) to leaving %s, which is not applied again until tenancy desires another sha or `monky-deployd resume`", machine.ShortSha(f.RevertTo), machine.ShortSha(f.Sha))
 	case rec.Parked && f.RevertFailed != "":
 		next = fmt.Sprintf("the revert to %s failed too (%s): the box stops reverting; nothing is tried until `monky-deployd resume` or a new desired sha", machine.ShortSha(f.RevertTo), f.RevertFailed)
 	case rec.Parked:
@@ -316,6 +316,9 @@ func (in Input) failedWhy(mk maker, nextTick string) *Why {
 		}
 	case f.Code == vocab.Unhealthy:
 		fault = "a service did not turn healthy within healthy_timeout_s after compose up"
+		if f.Reason == vocab.ReasonExited {
+			fault = "a service exited after compose up, and its restart policy (\"no\") never starts it again"
+		}
 	case f.Code == vocab.StateUnwritable:
 		// the box's own disk: red from its first tick, and it clears by itself once written
 		person = true

@@ -210,6 +210,9 @@ func TestAgainstRealPrograms(t *testing.T) {
 		if r := a.lastReport(); r.Result != effects.ResultFailed || !strings.Contains(r.Detail, "migrate (exited 1)") {
 			t.Errorf("a one-shot that exits 1: report %s (%s), want failed naming migrate (exited 1)\n%s", r.Result, r.Detail, e)
 		}
+		if r := a.lastReport(); r.RevertedTo != "" {
+			t.Errorf("a release without consent was reverted to %.12s", r.RevertedTo)
+		}
 
 		w.desire(envA, "crash-loop", rel{tag: "1", note: "crash loop", compose: func(img string) string {
 			return fmt.Sprintf("services:\n  api:\n    image: %s\n    command: [\"-ls\", \"/nonexistent\"]\n    restart: always\n", img)
@@ -231,6 +234,78 @@ func TestAgainstRealPrograms(t *testing.T) {
 		if _, err := runCmd("", nil, dockerBin, "image", "inspect", w.images["2"]); err != nil {
 			t.Errorf("--prune removed the current image %s: %v", w.images["2"], err)
 		}
+	})
+
+	// the last good release keeps serving: a release whose bundle consents to a revert and whose
+	// service exits is left, in the same tick, for the release last healthy here (its kept
+	// directory, .env and images; no lease, no OpenBao read); tenancy gets failed with
+	// reverted_to, and the failed sha is not tried again until a new desire or resume
+	step("a failed release that consents is reverted", func(t *testing.T) {
+		a.t = t
+		consent := map[string]string{"bundle.json": `{"agent": {"revert_on_failure": true}, "disk_need_bytes": 1048576}`}
+		exits := func(img string) string {
+			return fmt.Sprintf("services:\n  api:\n    image: %s\n    command: [\"-ls\", \"/nonexistent\"]\n    restart: \"no\"\n", img)
+		}
+		sha := w.desire(envA, "v3-exits", rel{tag: "2", note: "exits, consents", compose: exits, files: consent})
+		e := a.tick(1)
+		r := a.lastReport()
+		if r.Result != effects.ResultFailed || r.Sha != sha || r.RevertedTo != shaV2 || !strings.Contains(r.Detail, "api (exited 1)") ||
+			!strings.Contains(r.Detail, "reverted to "+shaV2[:12]) {
+			t.Fatalf("report %s %.12s reverted_to %.12s (%s), want failed for v3 reverted_to v2\n%s", r.Result, r.Sha, r.RevertedTo, r.Detail, e)
+		}
+		a.assertHealthy("2")
+		if target, err := os.Readlink(filepath.Join(a.deployDir, "current")); err != nil || filepath.Base(target) != shaV2 {
+			t.Errorf("current → %q (%v), want v2's release", target, err)
+		}
+		env, err := os.ReadFile(filepath.Join(a.release(shaV2), ".env"))
+		if err != nil || !strings.Contains(string(env), "APP_RELEASE=2") {
+			t.Errorf("v2's .env after the revert: %v", err)
+		}
+		before, counts := a.containers(), w.sim.Counts(envA)
+		e = a.tick(1) // remembered: not applied again
+		a.sameContainers(before, "by a tick after the revert")
+		if c := w.sim.Counts(envA); c.Leases != counts.Leases || c.KVReads != counts.KVReads || c.BundleFetches != counts.BundleFetches {
+			t.Errorf("the reverted sha was tried again: %+v → %+v", counts, c)
+		}
+		if !strings.Contains(e, "reverted to "+shaV2[:12]) {
+			t.Errorf("the tick after the revert does not say so:\n%s", e)
+		}
+		out, _, _, _ := a.runAgent("monky-deployd", nil, "explain")
+		if !strings.Contains(out, shaV2[:12]+", serves again") {
+			t.Errorf("explain after the revert:\n%s", out)
+		}
+		if err := w.sim.SetDesired(envA, shaV2); err != nil { // back to what runs
+			t.Fatal(err)
+		}
+		a.tick(0)
+		a.sameContainers(before, "by the heartbeat after the revert")
+	})
+
+	// a held box checks in and heartbeats, and a new desire waits for the hold to end
+	step("a held box does not apply", func(t *testing.T) {
+		a.t = t
+		if _, e, c, _ := a.runAgent("monky-deployd", nil, "hold", "--for", "1h", "--reason", "e2e: nightly freeze"); c != 0 {
+			t.Fatalf("hold: exit %d\n%s", c, e)
+		}
+		sha := w.desire(envA, "v2-held", rel{tag: "2", note: "held"})
+		before, fetches := a.containers(), w.sim.Counts(envA).BundleFetches
+		e := a.tick(0)
+		a.sameContainers(before, "while held")
+		if n := w.sim.Counts(envA).BundleFetches; n != fetches {
+			t.Errorf("a held box fetched %d bundles", n-fetches)
+		}
+		if r := a.lastReport(); r.Sha != shaV2 || r.Why == nil || r.Why.Code != "HELD" {
+			t.Errorf("a held box's report: %.12s why %+v\n%s", r.Sha, r.Why, e)
+		}
+		if _, e, c, _ := a.runAgent("monky-deployd", nil, "hold", "--release"); c != 0 {
+			t.Fatalf("hold --release: exit %d\n%s", c, e)
+		}
+		a.tick(0)
+		if r := a.lastReport(); r.Result != effects.ResultApplied || r.Sha != sha {
+			t.Errorf("after the hold: report %s %.12s, want applied v2-held", r.Result, r.Sha)
+		}
+		a.assertHealthy("2")
+		shaV2 = sha // what runs now, for the steps that follow (going back would be a rollback)
 	})
 
 	step("another env's secret path", func(t *testing.T) {

@@ -57,11 +57,30 @@ var bootstrapPoints = []string{"file:tmp-synced:bao.token", "file:bootstrap-toke
 // tick renamed into place: they are exercised as second faults.
 var recoveryOnlyPoints = []string{"file:release-trashed", "file:release-refreshed", "file:tmp-recovered:bao.token", "file:tmp-recovered:lease.grant"}
 
+// revertPoints are passed only when a failed apply brings back the release last healthy
+// (v3 consents and its canary exits): the revert's two transitions. A recovery tick resumed in
+// Reverting swaps `current` back first, so revertRecoveryPoints are its second faults.
+var (
+	revertPoints         = []string{"before:Reverting", "after:Reverting", "before:Failed", "after:Failed"}
+	revertRecoveryPoints = []string{"file:tmp-linked:current", "file:current-swapped"}
+)
+
 // scenario is what the crashed tick does: "first" applies v1 on a fresh box (bootstrap
-// login included), "upgrade" applies v2 over an applied v1.
+// login included), "upgrade" applies v2 over an applied v1, "revert" applies v3 over an applied
+// v1: it fails and v1 is brought back. second are the points a recovery tick alone passes.
 type scenario struct {
 	name   string
 	points []string
+	second []string
+}
+
+// wantExit is how every tick of scenario sc ends once it is not killed: a revert parks the
+// failed sha (exit 1) while v1 serves.
+func wantExit(sc string) int {
+	if sc == "revert" {
+		return 1
+	}
+	return 0
 }
 
 // reference is the uncrashed run of a scenario: what every crashed run must converge to.
@@ -107,18 +126,24 @@ func kept(points []string) bool {
 // counts before it.
 func prepare(t testing.TB, sc string) (*box, testkit.SimCounts) {
 	b := startBox(t)
-	if sc == "upgrade" {
+	if sc == "upgrade" || sc == "revert" {
 		b.Sim("desire", "--release", "v1")
 		if r := b.tick(); r.Code != 0 {
 			t.Fatalf("setup tick: exit %d: %s", r.Code, r.Stderr)
 		}
-		b.Sim("desire", "--release", "v2")
+		if sc == "revert" {
+			b.DockerKnob("exited", "canary 3\n")
+			b.Sim("desire", "--release", "v3")
+		} else {
+			b.Sim("desire", "--release", "v2")
+		}
 	} else {
 		b.Sim("desire", "--release", "v1")
 	}
 	return b, b.Counts()
 }
 
+// target is the release that runs once the scenario's apply is done.
 func target(sc string) string {
 	if sc == "upgrade" {
 		return "v2"
@@ -128,7 +153,7 @@ func target(sc string) string {
 
 func runReference(t *testing.T, sc string) reference {
 	b, before := prepare(t, sc)
-	if r := b.tick(); r.Code != 0 {
+	if r := b.tick(); r.Code != wantExit(sc) {
 		t.Fatalf("reference %s: exit %d: %s", sc, r.Code, r.Stderr)
 	}
 	st := b.status()
@@ -215,7 +240,7 @@ func tripleCount() int {
 // starts again from its check-in).
 func sampleTriples(sc scenario, n int, seed int64) [][]string {
 	rng := rand.New(rand.NewSource(seed))
-	any := append(append([]string{}, sc.points...), recoveryOnlyPoints...)
+	any := append(append([]string{}, sc.points...), sc.second...)
 	out := make([][]string, 0, n)
 	for i := 0; i < n; i++ {
 		out = append(out, []string{sc.points[rng.Intn(len(sc.points))], any[rng.Intn(len(any))], any[rng.Intn(len(any))]})
@@ -303,8 +328,9 @@ func TestCrashMatrix(t *testing.T) {
 		}
 	}
 	scenarios := []scenario{
-		{"upgrade", upgrade},
-		{"first", first},
+		{"upgrade", upgrade, recoveryOnlyPoints},
+		{"first", first, recoveryOnlyPoints},
+		{"revert", revertPoints, revertRecoveryPoints},
 	}
 	r := newRunner(t)
 	for _, sc := range scenarios {
@@ -315,9 +341,8 @@ func TestCrashMatrix(t *testing.T) {
 			}
 			// double faults: a second kill in the recovery tick, at a later point
 			var pairs [][2]string
-			second := append(append([]string{}, recoveryOnlyPoints...), sc.points...)
 			for i, p := range sc.points {
-				for _, q := range second[:len(recoveryOnlyPoints)] {
+				for _, q := range sc.second {
 					pairs = append(pairs, [2]string{p, q})
 				}
 				for _, q := range sc.points[i+1:] {
@@ -395,7 +420,7 @@ func crashRun(t *testing.T, stats *matrixStats, sc string, ref reference, points
 				return
 			}
 			stats.notReached++
-			if r.Code != 0 {
+			if r.Code != wantExit(sc) {
 				stats.violate(run, "recovery tick (second point %s not reached): exit %d: %s", p, r.Code, r.Stderr)
 			}
 			break
@@ -412,7 +437,7 @@ func crashRun(t *testing.T, stats *matrixStats, sc string, ref reference, points
 	converged := false
 	for i := 0; i < 5 && !converged; i++ {
 		r := b.tick()
-		if r.Code != 0 {
+		if r.Code != wantExit(sc) {
 			stats.violate(run, "recovery tick %d: exit %d: %s", i+1, r.Code, r.Stderr)
 		}
 		st := b.status()
@@ -540,6 +565,23 @@ func checkEnd(b *box, ref reference, sc string, before testkit.SimCounts, stats 
 	}
 	if len(outcomes) != 1 || outcomes["applied"] == 0 {
 		bad = append(bad, fmt.Sprintf("reports for the applied sha: %v; want only `applied`", outcomes))
+	}
+	if sc == "revert" {
+		// the failed sha: failed, and every report of it says what was brought back (a kill
+		// before the revert's end never sent one without reverted_to)
+		n := 0
+		for _, r := range b.Reports() {
+			if r.Sha != ref.shas["v3"] {
+				continue
+			}
+			n++
+			if r.Result != "failed" || r.RevertedTo != ref.applied {
+				bad = append(bad, fmt.Sprintf("a report for v3: %s reverted_to %.12s (%s); want failed reverted_to v1", r.Result, r.RevertedTo, r.Detail))
+			}
+		}
+		if n == 0 {
+			bad = append(bad, "tenancy holds no report of the failed v3")
+		}
 	}
 	if left := leftovers(b); len(left) > 0 {
 		bad = append(bad, fmt.Sprintf("temp files left: %v", left))

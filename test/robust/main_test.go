@@ -5,12 +5,14 @@ package robust
 // kept for the secret scan.
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/tikali/monky-deployd/internal/testkit"
@@ -19,7 +21,7 @@ import (
 const envID = "env-demo-01"
 
 var (
-	releasesDir string // v1, v2 and secrets.json with unique canaries
+	releasesDir string // v1, v2, v3 (v2 that fails and consents to a revert) and secrets.json with unique canaries
 	canaries    map[string]string
 )
 
@@ -53,8 +55,20 @@ func writeReleases(dst string) error {
 		"db secret":        "CANARY-db-" + randHex(8),
 		"registry secret":  "CANARY-registry-" + randHex(8),
 	}
-	for _, rel := range []string{"v1", "v2"} {
-		err := testkit.CopyTree(filepath.Join(dst, rel), filepath.Join(testkit.Root(), "testdata", "demo", rel), func(name string, raw []byte) ([]byte, error) {
+	// v3 is v2 with a service that exits (which nothing restarts) and a bundle that consents to
+	// a revert (agent.revert_on_failure): its apply fails and brings v1 back
+	for _, rel := range []string{"v1", "v2", "v3"} {
+		src := rel
+		if rel == "v3" {
+			src = "v2"
+		}
+		err := testkit.CopyTree(filepath.Join(dst, rel), filepath.Join(testkit.Root(), "testdata", "demo", src), func(name string, raw []byte) ([]byte, error) {
+			switch {
+			case rel == "v3" && name == "compose.yaml":
+				return bytes.Replace(raw, []byte("\nvolumes:\n"), []byte("  canary:\n    image: monky-demo/worker:2\n    restart: \"no\"\n\nvolumes:\n"), 1), nil
+			case rel == "v3" && name == "bundle.json":
+				return []byte(`{"agent": {"revert_on_failure": true}, "disk_need_bytes": 104857600}`), nil
+			}
 			if filepath.Base(name) != "secrets.manifest.json" {
 				return raw, nil
 			}
@@ -112,12 +126,14 @@ type statusDoc struct {
 func (b *box) status() statusDoc {
 	b.T.Helper()
 	r := b.agent(nil, "status", "--json")
-	if r.Code != 0 {
+	if r.Code != 0 && r.Code != 1 { // 1: the verdict is needs_person (a parked revert)
 		b.T.Fatalf("status --json: exit %d: %s", r.Code, r.Stderr)
 	}
 	var d statusDoc
 	if err := json.Unmarshal([]byte(r.Stdout), &d); err != nil {
 		b.T.Fatalf("status --json: %v\n%s", err, r.Stdout)
 	}
+	// a fix line carries the box's own --config: the same words on every box
+	d.Next = strings.ReplaceAll(d.Next, b.Config(), "<config>")
 	return d
 }

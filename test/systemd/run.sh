@@ -1064,7 +1064,12 @@ jq -e '.codes | index("ROLLBACK_REFUSED")' "$WORK/status-e.json" >/dev/null || f
 say "  status: $(jq -c '{verdict, codes}' "$WORK/status-e.json")"
 say "  E5. the env retired with its volumes purged: compose down"
 sim retire --purge | ev
-next_tick 0
+# the first tick to check in after the retire takes the env down; the timer may fire it before
+# this script looks (its next tick is then refused 401: the retire superseded the grant)
+for _ in 1 2 3; do
+	last_report | jq -e '.result == "down"' >/dev/null && break
+	next_tick
+done
 last_report | jq -e '.result == "down"' >/dev/null || fail "the retire reported $(last_report | jq -c '{result, detail}'), want down"
 box systemctl stop monky-deployd.timer
 left=$(project_of)
