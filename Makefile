@@ -8,7 +8,10 @@ VERSION ?= $(shell cat VERSION)
 COMMIT ?= $(shell git rev-parse --short=12 HEAD 2>/dev/null)
 LDFLAGS := -s -w -X github.com/tikali/monky-deployd/internal/version.Version=$(VERSION) \
 	-X github.com/tikali/monky-deployd/internal/version.Commit=$(COMMIT)
-STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
+# the build and lint tools are pinned in their own module (test/tools/go.mod: `tool` directives),
+# kept apart from the agent's module graph; `go tool` builds each once into the build cache
+TOOLS_MOD := $(CURDIR)/test/tools/go.mod
+STATICCHECK ?= $(GO) tool -modfile=$(TOOLS_MOD) staticcheck
 BIN := bin
 # the agent is built without urfave/cli's docs generator (and its markdown libraries and their
 # package inits); the man page comes from a build that keeps them: `make man`. `make build`'s

@@ -16,7 +16,7 @@ DEB := $(DIST)/monky-deployd_$(VERSION)_$(DEB_ARCH).deb
 DEB_STAGE := $(DIST)/stage
 CONFIG_EXAMPLE ?= config.example.yaml
 DEB_BINARY ?=
-NFPM ?= go run github.com/goreleaser/nfpm/v2/cmd/nfpm@v2.45.2
+NFPM ?= $(GO) tool -modfile=$(TOOLS_MOD) nfpm
 DEB_MAINTAINER := Tikali Monky team <monky@tikali.net>
 # reproducible dates: the last commit's time (read-only git), else now
 SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || date +%s)

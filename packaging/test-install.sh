@@ -245,7 +245,8 @@ count() { sim counts --env "$SIM_ENV" | jq -r ".$1"; }
 agent() { local r="$1"; shift; "$r/usr/bin/monky-deployd" --config "$r/etc/monky-deployd/config.yaml" "$@"; }
 
 # --- 5. a 0.1.9-shaped package, as the Python agent's boxes run it ----------------------------------------
-( cd testdata/takeover/pkg-0.1.9 && ${NFPM:-"$GO" run github.com/goreleaser/nfpm/v2/cmd/nfpm@v2.45.2} package -f nfpm.yaml -p deb -t "$WORK/" ) \
+tools_mod="$PWD/test/tools/go.mod" # nfpm, pinned by a tool directive
+( cd testdata/takeover/pkg-0.1.9 && ${NFPM:-"$GO" tool -modfile="$tools_mod" nfpm} package -f nfpm.yaml -p deb -t "$WORK/" ) \
   >"$WORK/build-0.1.9.log" 2>&1 || { cat "$WORK/build-0.1.9.log" >&2; fail "nfpm: the 0.1.9-shaped package"; }
 DPKG2=(dpkg --root="$ROOT2" --force-not-root --force-script-chrootless --force-depends --log=/dev/null)
 "${DPKG2[@]}" -i "$WORK/monky-deployd_0.1.9_amd64.deb" >"$WORK/dpkg.log" 2>&1 || { cat "$WORK/dpkg.log" >&2; fail "dpkg -i 0.1.9"; }
