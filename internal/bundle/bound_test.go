@@ -190,13 +190,13 @@ func TestIncludeSettingsSpellings(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			b := &Bundle{Files: map[string][]byte{"compose.yaml": []byte(raw)}}
-			if got := includeSettings(b, nil); len(got) != 1 || !strings.Contains(got[0], "include sets env_file") {
+			if got := includeSettings(b.Files, nil); len(got) != 1 || !strings.Contains(got[0], "include sets env_file") {
 				t.Errorf("includeSettings = %q", got)
 			}
 		})
 	}
 	b := &Bundle{Files: map[string][]byte{"app.js": []byte("/* x */ const a = b * c; // include?\n"), "compose.yaml": []byte(okCompose)}}
-	if got := includeSettings(b, nil); len(got) != 0 {
+	if got := includeSettings(b.Files, nil); len(got) != 0 {
 		t.Errorf("includeSettings = %q", got)
 	}
 }

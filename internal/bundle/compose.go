@@ -31,8 +31,9 @@ import (
 //
 // What the loader sees is what compose will see at `up`, as far as it can be known before
 // the secrets are read:
-//   - the bundle's files, written to a private scratch directory that stands for the
-//     release directory (the loader reads files from disk: includes, extends);
+//   - the bundle's files of at most 1 MiB, written by the parent to a private scratch
+//     directory that stands for the release directory (the loader reads files from disk:
+//     includes, extends), read by the child one at a time;
 //   - the environment compose interpolates with: the keys `.env.template` sets, as compose
 //     will read them from `.env`, each reference to a secret standing as a placeholder; and
 //     the names of the agent's own environment that docker will see (names only: their
@@ -41,7 +42,8 @@ import (
 //   - the loader reads no file outside the scratch directory: an `include` or `extends` path
 //     that is absolute, climbs with `..` or names a remote resource is a finding and is not
 //     read; an include's `project_directory` or `env_file` is a finding; env_file and
-//     label_file contents are not read (their paths are checked).
+//     label_file contents are read only once the policy found nothing (resolveFiles), so
+//     every path read lies below the release directory.
 //
 // A value that depends on a placeholder cannot be known before the lease, so where the
 // policy looks (a mount's source, network_mode, cap_add, …) it is a finding of its own.
@@ -57,54 +59,58 @@ type model struct {
 	private string   // its private parent
 	outside []string // what was refused before the loader read it: include settings, include/extends paths
 	ph      *regexp.Regexp
+	phFor   func(kind, name string) string
 	pol     *policy
 }
 
 var quietLoader sync.Once
 
-// loadCompose loads the bundle's compose file with compose-go. A file the loader cannot load,
-// a compose file with more than one YAML document, or a scratch directory that cannot be
-// written is a *Refusal (BUNDLE_INVALID); so is an include or extends path found outside the
-// release directory when the loader stopped on it — loadCompose reports those as findings.
-func loadCompose(b *Bundle, tpl *envTemplate, env ComposeEnv, envID string) (*model, *Refusal) {
+// loadCompose loads the compose file of the scratch copy sc with compose-go. A file the
+// loader cannot load, a compose file with more than one YAML document, or one over its bounds
+// is a *Refusal (BUNDLE_INVALID); so is an include or extends path found outside the release
+// directory when the loader stopped on it — loadCompose reports those as findings. withheld
+// names the files the parent did not write (over the bounds by their size alone, and why);
+// loadCompose adds those it finds over the bounds and removes them from sc, so that the loader
+// cannot read them. The files are read one at a time: the child never holds the bundle.
+func loadCompose(sc scratchCopy, withheld map[string]string, name string, tpl *envTemplate, env ComposeEnv, envID string) (*model, *Refusal) {
 	quietLoader.Do(func() { logrus.SetOutput(io.Discard) }) // the loader's warnings are not ours to print
-	name := b.Meta.ComposeFile
-	if why := composeBound(b.Files[name]); why != "" {
+	content, err := sc.read(name)
+	if err != nil {
+		return nil, invalid("cannot read the scratch copy of %s: %v", quoteName(name), err)
+	}
+	if why := composeBound(content); why != "" {
 		return nil, invalid("%s %s", quoteName(name), why)
 	}
-	// Any other file an include or extends could name is bounded the same way; one over
-	// the bounds is left out of the scratch copy, so that the loader cannot read it.
-	withheld := map[string]string{}
-	for n, data := range b.Files {
-		if n != name && n != MetaFile {
-			if why := composeBound(data); why != "" {
-				withheld[n] = why
-			}
-		}
-	}
-	if n := yamlDocuments(b.Files[name]); n > 1 {
+	if n := yamlDocuments(content); n > 1 {
 		return nil, invalid("%s holds %d YAML documents: a compose file is one document", quoteName(name), n)
 	}
-	if f := includeSettings(b, withheld); len(f) > 0 {
-		return &model{outside: f}, nil // the loader would read them: it does not run
+	// Any other file an include or extends could name is bounded the same way; one over the
+	// bounds is taken out of the scratch copy, so that the loader cannot read it. Each is read,
+	// judged and let go before the next.
+	var outside []string
+	for _, n := range sc.names {
+		if n == MetaFile {
+			continue
+		}
+		data := content
+		if n != name {
+			if data, err = sc.read(n); err != nil {
+				return nil, invalid("cannot read the scratch copy of %s: %v", quoteName(n), err)
+			}
+			if why := composeBound(data); why != "" {
+				withheld[n] = why
+				if err := os.Remove(filepath.Join(sc.root, n)); err != nil {
+					return nil, invalid("cannot withhold %s from the loader: %v", quoteName(n), err)
+				}
+				continue
+			}
+		}
+		outside = append(outside, includeSettingsOf(n, data)...)
 	}
-	private, err := os.MkdirTemp(env.ScratchDir, "monky-deployd-verify-")
-	if err != nil {
-		return nil, invalid("cannot write a scratch copy to load the compose file: %v", err)
+	if len(outside) > 0 {
+		return &model{outside: outside}, nil // the loader would read them: it does not run
 	}
-	defer os.RemoveAll(private)
-	root := private
-	for i := 0; i < scratchDepth; i++ {
-		root = filepath.Join(root, fmt.Sprintf("d%d", i))
-	}
-	root = filepath.Join(root, "release")
-	if err := materialize(root, b, withheld); err != nil {
-		return nil, invalid("cannot write a scratch copy to load the compose file: %v", err)
-	}
-	if r, err := filepath.EvalSymlinks(root); err == nil {
-		private = strings.TrimSuffix(r, strings.TrimPrefix(root, private))
-		root = r
-	}
+	root, private := sc.root, sc.private
 
 	var nb [6]byte
 	_, _ = rand.Read(nb[:])
@@ -124,11 +130,11 @@ func loadCompose(b *Bundle, tpl *envTemplate, env ComposeEnv, envID string) (*mo
 	if project == "" {
 		project = "monky-" + envID
 	}
-	m := &model{root: root, private: private, ph: regexp.MustCompile("/?MONKYVAL" + nonce + "-([se])-([A-Za-z0-9_]+)-")}
+	m := &model{root: root, private: private, ph: regexp.MustCompile("/?MONKYVAL" + nonce + "-([se])-([A-Za-z0-9_]+)-"), phFor: phFor}
 	guard := &composeguard.Guard{}
 	details := types.ConfigDetails{
 		WorkingDir:  root,
-		ConfigFiles: []types.ConfigFile{{Filename: filepath.Join(root, name), Content: b.Files[name]}},
+		ConfigFiles: []types.ConfigFile{{Filename: filepath.Join(root, name), Content: content}},
 		Environment: environment,
 	}
 	p, err := loader.LoadWithContext(context.Background(), details, func(o *loader.Options) {
@@ -196,36 +202,68 @@ func yamlDocuments(raw []byte) int {
 	}
 }
 
-// materialize writes b's directories and files below root, but for the files withheld.
-func materialize(root string, b *Bundle, withheld map[string]string) error {
+// scratchCopy is the private copy of a bundle the loader reads, written by the parent
+// (writeScratch) and read back by the child one file at a time: root stands for the release
+// directory, private is its private parent, names are the files written below root.
+type scratchCopy struct {
+	root, private string
+	names         []string
+}
+
+func (sc scratchCopy) read(n string) ([]byte, error) { return os.ReadFile(filepath.Join(sc.root, n)) }
+
+// writeScratch writes b's directories and files below a new private directory in dir ("" is
+// the system's temporary directory), scratchDepth levels down, but for the files over the
+// bounds of a compose file by their size alone: those are withheld, with why (no parse here).
+// The caller removes sc.private when the child has answered or died: a killed child leaves
+// nothing behind.
+func writeScratch(b *Bundle, dir string) (sc scratchCopy, withheld map[string]string, err error) {
+	private, err := os.MkdirTemp(dir, "monky-deployd-verify-")
+	if err != nil {
+		return sc, nil, err
+	}
+	root := private
+	for i := 0; i < scratchDepth; i++ {
+		root = filepath.Join(root, fmt.Sprintf("d%d", i))
+	}
+	root = filepath.Join(root, "release")
+	sc = scratchCopy{root: root, private: private}
 	if err := os.MkdirAll(root, 0o700); err != nil {
-		return err
+		return sc, nil, err
+	}
+	if r, err := filepath.EvalSymlinks(root); err == nil {
+		sc.private = strings.TrimSuffix(r, strings.TrimPrefix(root, private))
+		sc.root = r
 	}
 	for _, d := range b.Dirs {
-		if err := os.MkdirAll(filepath.Join(root, d), 0o700); err != nil {
-			return err
+		if err := os.MkdirAll(filepath.Join(sc.root, d), 0o700); err != nil {
+			return sc, nil, err
 		}
 	}
-	for n, data := range b.Files {
-		if _, ok := withheld[n]; ok {
+	withheld = map[string]string{}
+	for _, n := range slices.Sorted(maps.Keys(b.Files)) {
+		data := b.Files[n]
+		if len(data) > MaxComposeBytes {
+			withheld[n] = composeBound(data) // its size: composeBound parses nothing over the bound
 			continue
 		}
-		p := filepath.Join(root, n)
+		p := filepath.Join(sc.root, n)
 		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
-			return err
+			return sc, nil, err
 		}
 		if err := os.WriteFile(p, data, 0o600); err != nil {
-			return err
+			return sc, nil, err
 		}
+		sc.names = append(sc.names, n)
 	}
-	return nil
+	return sc, withheld, nil
 }
 
 // findings lists what PRIVILEGED_REFUSED refuses: what was refused before the loader read it
 // (include settings, include and extends paths), else the loaded model's findings (see
 // CheckModel). unlisted: every finding is a field the allowlist does not name (OnlyUnlisted;
 // a refusal before the loader read the file is never one).
-func (m *model) findings(b *Bundle) (words []string, unlisted bool) {
+func (m *model) findings() (words []string, unlisted bool) {
 	out := append([]string{}, m.outside...)
 	if m.project == nil {
 		return out, false
@@ -235,41 +273,48 @@ func (m *model) findings(b *Bundle) (words []string, unlisted bool) {
 }
 
 // includeSettings refuses an include entry that sets project_directory or env_file, in any
-// of the bundle's files that could be a compose file (all but bundle.json and the files
-// withheld from the loader): either would let compose read outside the release directory,
-// and the loader reads an include's env_file as it loads, so this runs before it. Each file
-// is decoded as YAML (JSON is YAML), so a key is seen as the loader sees it, whatever its
-// spelling (`"\u0069nclude"`), through anchors and merge keys.
-func includeSettings(b *Bundle, withheld map[string]string) []string {
+// of files that could be a compose file (all but bundle.json and the files withheld from the
+// loader): see includeSettingsOf.
+func includeSettings(files map[string][]byte, withheld map[string]string) []string {
 	var out []string
-	for _, n := range slices.Sorted(maps.Keys(b.Files)) {
+	for _, n := range slices.Sorted(maps.Keys(files)) {
 		if _, skip := withheld[n]; skip || n == MetaFile {
 			continue
 		}
-		raw := b.Files[n]
-		if !mayInclude(raw) {
+		out = append(out, includeSettingsOf(n, files[n])...)
+	}
+	return out
+}
+
+// includeSettingsOf refuses an include entry of the file n (raw) that sets project_directory
+// or env_file: either would let compose read outside the release directory, and the loader
+// reads an include's env_file as it loads, so this runs before it. The file is decoded as YAML
+// (JSON is YAML), so a key is seen as the loader sees it, whatever its spelling
+// (`"\u0069nclude"`), through anchors and merge keys.
+func includeSettingsOf(n string, raw []byte) []string {
+	if !mayInclude(raw) {
+		return nil
+	}
+	var out []string
+	dec := yaml.NewDecoder(bytes.NewReader(raw))
+	for {
+		var node yaml.Node
+		if err := dec.Decode(&node); err != nil {
+			break
+		}
+		if !topKey(&node, "include", "<<") {
+			continue // decoding a whole document is costly: only one that may include
+		}
+		var doc any
+		if err := node.Decode(&doc); err != nil {
 			continue
 		}
-		dec := yaml.NewDecoder(bytes.NewReader(raw))
-		for {
-			var node yaml.Node
-			if err := dec.Decode(&node); err != nil {
-				break
-			}
-			if !topKey(&node, "include", "<<") {
-				continue // decoding a whole document is costly: only one that may include
-			}
-			var doc any
-			if err := node.Decode(&doc); err != nil {
-				continue
-			}
-			list, _ := stringKeys(doc)["include"].([]any)
-			for _, e := range list {
-				entry := stringKeys(e)
-				for _, k := range []string{"project_directory", "env_file"} {
-					if _, ok := entry[k]; ok {
-						out = append(out, fmt.Sprintf("%s: include sets %s (an include reads only its own files, below the release directory)", quoteName(n), k))
-					}
+		list, _ := stringKeys(doc)["include"].([]any)
+		for _, e := range list {
+			entry := stringKeys(e)
+			for _, k := range []string{"project_directory", "env_file"} {
+				if _, ok := entry[k]; ok {
+					out = append(out, fmt.Sprintf("%s: include sets %s (an include reads only its own files, below the release directory)", quoteName(n), k))
 				}
 			}
 		}
@@ -344,4 +389,56 @@ func PrivilegedFindings(b *Bundle, env ComposeEnv) ([]string, error) {
 	}
 	f, _, err := loadBounded(context.Background(), b, env, b.Meta.EnvID)
 	return f, err
+}
+
+// resolveFiles reads the env_file and label_file contents of m's services as compose will when
+// it runs the release (the stage folds them into the model, docker.Resolve), from the scratch
+// copy, with the `.env` the stage would write from tpl (each secret a placeholder): one that
+// does not read, or whose entries would not load again as themselves (Unstable), is a
+// *Refusal (BUNDLE_INVALID) before any lease rather than after it. A file withheld from the
+// scratch copy by its size is not read here (the stage reads it). resolveFiles runs only on a
+// model the policy found nothing in, so every path it reads lies below the release directory.
+func (m *model) resolveFiles(name string, tpl []byte, withheld map[string]string) *Refusal {
+	values := map[string]string{}
+	for _, n := range References(tpl) {
+		values[n] = m.phFor("s", n)
+	}
+	env, err := Render(tpl, values)
+	if err == nil {
+		err = os.WriteFile(filepath.Join(m.root, EnvFile), env, 0o600)
+	}
+	if err != nil {
+		return invalid("cannot write the scratch copy's %s: %v", EnvFile, err)
+	}
+	p := m.project.WithoutUnnecessaryResources()
+	for _, s := range p.Services {
+		s.EnvFiles = slices.DeleteFunc(slices.Clone(s.EnvFiles), func(f types.EnvFile) bool { return m.isWithheld(f.Path, withheld) })
+		s.LabelFiles = slices.DeleteFunc(slices.Clone(s.LabelFiles), func(f string) bool { return m.isWithheld(f, withheld) })
+		p.Services[s.Name] = s
+	}
+	p, err = p.WithServicesEnvironmentResolved(true)
+	if err == nil {
+		p, err = p.WithServicesLabelsResolved(true)
+	}
+	if err != nil {
+		return invalid("%s does not load with its env_file and label_file contents: %s", quoteName(name), m.words(err))
+	}
+	if words, err := Unstable(p); err != nil || len(words) > 0 {
+		if err != nil {
+			return invalid("%s does not print: %s", quoteName(name), m.words(err))
+		}
+		return invalid("%s would not run as checked: %s", quoteName(name), m.ph.ReplaceAllString(strings.Join(words, "; "), "$${$2}"))
+	}
+	return nil
+}
+
+// isWithheld: path (as the loader resolved it, below m.root) names a file withheld from the
+// scratch copy.
+func (m *model) isWithheld(path string, withheld map[string]string) bool {
+	rel, err := filepath.Rel(m.root, path)
+	if err != nil {
+		return false
+	}
+	_, ok := withheld[filepath.ToSlash(rel)]
+	return ok
 }

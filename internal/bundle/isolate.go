@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
 
 	"github.com/tikali/monky-deployd/internal/budget"
 	"github.com/tikali/monky-deployd/internal/vocab"
@@ -11,22 +12,34 @@ import (
 
 // The compose model is never loaded in the agent's own process: loadCompose and the policy run
 // in a child the operating system bounds (internal/budget), the agent's binary re-executed as a
-// stateless loader. The parent hands the child the bundle's files and reads back a verdict: a
-// refusal, or the policy's findings. The child counts the costs of each compose file first
-// (composeBound: the clear words), then loads. A child stopped by its budget is BUNDLE_INVALID
-// naming the bound. The agent's own process never parses the compose file.
+// stateless loader. The parent writes the bundle's files to a private scratch copy (writeScratch:
+// a file over the bounds of a compose file by its size alone is not written) and hands the
+// child its path, never the files: the child reads one file at a time, what compose reads and
+// the bounds judge, so that a bundle's assets never count against the child's memory. It
+// counts the costs of each file first (composeBound: the clear words), loads, runs the policy
+// and, when the policy finds nothing, reads the env_file and label_file contents as compose
+// will, so that a bundle compose would refuse for them is refused before any lease. It reads
+// back a verdict: a refusal, or the policy's findings. A child stopped by its budget is
+// BUNDLE_INVALID naming the bound. The parent removes the scratch copy, whatever became of the
+// child. The agent's own process never parses the compose file.
 
 // loadOp is the child's op name (budget.Serve).
 const loadOp = "compose-check"
 
 // loadVersion is the version of the request and answer below; a child of another version is
 // refused (it cannot be: the child is the parent's own binary).
-const loadVersion = 2
+const loadVersion = 3
 
 type loadRequest struct {
-	V           int               `json:"v"`
-	Files       map[string][]byte `json:"files"`
-	Dirs        []string          `json:"dirs"`
+	V int `json:"v"`
+	// Root is the scratch copy's release directory, Private its private parent, Names the
+	// files written below Root (version 3: the files no longer cross).
+	Root     string   `json:"root"`
+	Private  string   `json:"private"`
+	Names    []string `json:"names"`
+	Template []byte   `json:"template"`
+	// Withheld are the files not written, and why.
+	Withheld    map[string]string `json:"withheld,omitempty"`
 	ComposeFile string            `json:"compose_file"`
 	EnvID       string            `json:"env_id"`
 	Compose     ComposeEnv        `json:"compose"`
@@ -49,17 +62,24 @@ func serveLoad(raw []byte) ([]byte, error) {
 	if err := budget.Decode(raw, &req, loadVersion); err != nil {
 		return nil, err
 	}
-	b := &Bundle{Files: req.Files, Dirs: req.Dirs, Meta: Meta{ComposeFile: req.ComposeFile, EnvID: req.EnvID}}
 	ans := loadAnswer{V: loadVersion}
-	tpl, err := parseEnvTemplate(b.Files[TemplateFile])
+	tpl, err := parseEnvTemplate(req.Template)
 	if err != nil {
 		return nil, err // the parent parsed it first
 	}
-	m, r := loadCompose(b, tpl, req.Compose, req.EnvID)
+	if req.Withheld == nil {
+		req.Withheld = map[string]string{}
+	}
+	sc := scratchCopy{root: req.Root, private: req.Private, names: req.Names}
+	m, r := loadCompose(sc, req.Withheld, req.ComposeFile, tpl, req.Compose, req.EnvID)
+	if r == nil {
+		if ans.Findings, ans.Unlisted = m.findings(); len(ans.Findings) == 0 {
+			r = m.resolveFiles(req.ComposeFile, req.Template, req.Withheld)
+		}
+	}
 	if r != nil {
 		ans.Code, ans.Detail = r.Code, r.Detail
-	} else {
-		ans.Findings, ans.Unlisted = m.findings(b)
+		ans.Findings, ans.Unlisted = nil, false
 	}
 	return json.Marshal(ans)
 }
@@ -73,7 +93,15 @@ func loadBounded(ctx context.Context, b *Bundle, env ComposeEnv, envID string) (
 	if n := len(b.Files[name]); n > MaxComposeBytes {
 		return nil, false, invalid("%s %s", quoteName(name), composeBound(b.Files[name])) // the size alone: no parse here
 	}
-	req, err := json.Marshal(loadRequest{V: loadVersion, Files: b.Files, Dirs: b.Dirs, ComposeFile: name, EnvID: envID, Compose: env})
+	sc, withheld, err := writeScratch(b, env.ScratchDir)
+	if sc.private != "" {
+		defer os.RemoveAll(sc.private)
+	}
+	if err != nil {
+		return nil, false, invalid("cannot write a scratch copy to load the compose file: %v", err)
+	}
+	req, err := json.Marshal(loadRequest{V: loadVersion, Root: sc.root, Private: sc.private, Names: sc.names,
+		Template: b.Files[TemplateFile], Withheld: withheld, ComposeFile: name, EnvID: envID, Compose: env})
 	if err != nil {
 		return nil, false, invalid("cannot hand the compose file to the loader: %v", err)
 	}
