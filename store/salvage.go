@@ -1,11 +1,12 @@
 package store
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -37,16 +38,19 @@ func (s Salvaged) Older() bool { return s.TxID < s.Newest }
 // back as an error, never a panic. err when neither meta page yields the record.
 func Salvage(path, dir string) (*Bolt, Salvaged, error) {
 	s := Salvaged{}
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		return nil, s, err
-	}
-	if len(raw) < 2*minPageSize {
-		return nil, s, fmt.Errorf("%s holds %d bytes: no meta page to read", path, len(raw))
-	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, s, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		_ = f.Close()
+		return nil, s, err
+	}
+	size := fi.Size()
+	if size < 2*minPageSize {
+		_ = f.Close()
+		return nil, s, fmt.Errorf("%s holds %d bytes: no meta page to read", path, size)
 	}
 	m0, m1, err := readMetas(f)
 	_ = f.Close()
@@ -68,13 +72,18 @@ func Salvage(path, dir string) (*Bolt, Salvaged, error) {
 	}
 	var fallback *Bolt
 	var fallbackS Salvaged
+	var forged []string
 	for _, i := range order {
 		m := metas[i]
 		if m.err != "" {
 			continue
 		}
+		if pad := int64(m.pgid)*int64(m.pageSize) - size; pad > maxSalvagePad {
+			forged = append(forged, fmt.Sprintf("meta %d's high-water mark is page %d, %d bytes past the copy's end (at most %d are read as lost)", i, m.pgid, pad, maxSalvagePad))
+			continue
+		}
 		p := filepath.Join(dir, fmt.Sprintf("salvage-meta%d.db", i))
-		if err := writeThrough(p, raw, i, m); err != nil {
+		if err := writeThrough(p, path, i, m); err != nil {
 			return nil, s, err
 		}
 		b := &Bolt{path: p, opts: BoltOptions{ReadOnly: true, Timeout: defaultTimeout, Logf: func(string, ...any) {}}}
@@ -98,20 +107,43 @@ func Salvage(path, dir string) (*Bolt, Salvaged, error) {
 	if fallback != nil {
 		return fallback, fallbackS, nil
 	}
+	if len(forged) > 0 {
+		return nil, s, fmt.Errorf("neither meta page of %s leads to a readable record: %s", path, strings.Join(forged, "; "))
+	}
 	return nil, s, fmt.Errorf("neither meta page of %s leads to a readable record", path)
 }
 
-// writeThrough writes raw to p so that bbolt opens it through meta page i (m): the other meta
-// page's magic is cleared, and a file shorter than m's high-water mark is zero-filled up to it.
-func writeThrough(p string, raw []byte, i int, m metaPage) error {
-	b := append([]byte(nil), raw...)
-	ps := int(m.pageSize)
-	if need := int(m.pgid) * ps; need > len(b) && need <= 1<<30 {
-		b = append(b, make([]byte, need-len(b))...)
+// maxSalvagePad is how far past a copy's end Salvage reads a meta page's high-water mark as
+// pages lost to a truncation (read as zeros, so no read faults): a mark further out is a page
+// count no truncated copy explains, and the meta page is not read through (a 64 KiB copy whose
+// forged meta names a gigabyte would otherwise cost that much to open).
+const maxSalvagePad = 16 << 20
+
+// writeThrough copies the file at src to p so that bbolt opens it through meta page i (m): the
+// other meta page's magic is cleared, and a file shorter than m's high-water mark is extended to
+// it with a hole (zeros that cost neither memory nor disk). The bytes are streamed, never held.
+func writeThrough(p, src string, i int, m metaPage) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
 	}
-	other := (1 - i) * ps
-	if other+pageHeaderSize+4 <= len(b) {
-		binary.NativeEndian.PutUint32(b[other+pageHeaderSize:], 0)
+	defer in.Close()
+	out, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
 	}
-	return os.WriteFile(p, b, 0o600)
+	n, err := io.Copy(out, in)
+	ps := int64(m.pageSize)
+	if need := int64(m.pgid) * ps; err == nil && need > n {
+		err = out.Truncate(need)
+		n = need
+	}
+	if other := int64(1-i) * ps; err == nil && other+pageHeaderSize+4 <= n {
+		var zero [4]byte
+		_, err = out.WriteAt(zero[:], other+pageHeaderSize)
+	}
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }

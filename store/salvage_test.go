@@ -2,9 +2,14 @@ package store
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
+	"hash/fnv"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -99,4 +104,66 @@ func TestSalvageNothingToRead(t *testing.T) {
 	if _, _, err := Salvage(path, t.TempDir()); err == nil {
 		t.Errorf("a file with no meta page salvaged")
 	}
+}
+
+// forgeHighWater sets the high-water mark of both meta pages in raw to pgid, checksums
+// recomputed: a copy whose meta pages name far more pages than it holds.
+func forgeHighWater(raw []byte, pgid uint64) {
+	ne := binary.NativeEndian
+	for _, off := range []int{0, defaultPageSize} {
+		m := raw[off+pageHeaderSize : off+pageHeaderSize+metaSize]
+		ne.PutUint64(m[40:], pgid)
+		h := fnv.New64a()
+		_, _ = h.Write(m[:metaSumOffset])
+		ne.PutUint64(m[metaSumOffset:], h.Sum64())
+	}
+}
+
+// TestSalvageRefusesAForgedHighWaterMark: a small copy whose meta pages name a gigabyte of
+// pages is refused with words naming the mark, and costs neither the memory nor the disk it
+// names (before, it was zero-filled in memory up to 1 GiB and written out whole).
+func TestSalvageRefusesAForgedHighWaterMark(t *testing.T) {
+	path, raw := salvageFile(t, 3)
+	forgeHighWater(raw, (1<<30)/defaultPageSize)
+	if err := os.WriteFile(path, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	_, _, err := Salvage(path, dir)
+	if err == nil || !strings.Contains(err.Error(), "high-water mark is page 262144") {
+		t.Fatalf("got %v, want the forged high-water mark named", err)
+	}
+	var used int64
+	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if fi, e := os.Stat(p); err == nil && e == nil && fi.Mode().IsRegular() {
+			used += fi.Size()
+		}
+		return nil
+	})
+	if used > int64(len(raw)) {
+		t.Errorf("the salvage wrote %d bytes for a copy of %d", used, len(raw))
+	}
+}
+
+// TestSalvagePadsATruncationWithAHole: a copy cut short is read with its missing pages as a
+// hole: the scratch copy costs the disk of the bytes it holds, not of the pages it lacks.
+func TestSalvagePadsATruncationWithAHole(t *testing.T) {
+	path, raw := salvageFile(t, 3)
+	cut := raw[:2*defaultPageSize+defaultPageSize/2]
+	forgeHighWater(cut, 2048) // 8 MiB named, within what a truncation may lose
+	if err := os.WriteFile(path, cut, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	_, _, _ = Salvage(path, dir)
+	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return nil
+		}
+		fi, e := os.Stat(p)
+		if st, ok := fi.Sys().(*syscall.Stat_t); e == nil && ok && st.Blocks*512 > 1<<20 {
+			t.Errorf("%s takes %d bytes of disk for a copy of %d", p, st.Blocks*512, len(cut))
+		}
+		return nil
+	})
 }
