@@ -126,7 +126,34 @@ func child(h Handler) int {
 	if _, err := os.Stdout.Write(ans); err != nil {
 		return 1
 	}
+	if hwm, err := statusKB("VmHWM"); err == nil {
+		fmt.Fprintf(os.Stderr, "%s%d\n", peakLine, hwm) // the child's own peak: the exec began its count afresh
+	}
 	return 0
+}
+
+// peakLine begins the one line an answering child writes to stderr: its own peak resident
+// memory in kB (VmHWM). The rusage of a child counts the parent's peak too (Linux keeps the
+// larger of the child's and the memory it was forked from), so only the child can say its own.
+const peakLine = "budget: peak_kb "
+
+// statusKB is one "<key>: <n> kB" line of /proc/self/status, in kB.
+func statusKB(key string) (uint64, error) {
+	raw, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		k, v, _ := strings.Cut(line, ":")
+		var kb uint64
+		if k == key {
+			if _, err := fmt.Sscanf(strings.TrimSpace(v), "%d kB", &kb); err != nil {
+				return 0, err
+			}
+			return kb, nil
+		}
+	}
+	return 0, fmt.Errorf("no %s in /proc/self/status", key)
 }
 
 // limit sets the child's limits, before it reads anything. RLIMIT_DATA counts what the Go
@@ -161,27 +188,11 @@ func limit() error {
 
 // dataNow is the process's VmData and RssAnon, in bytes.
 func dataNow() (data, anon uint64, err error) {
-	raw, err := os.ReadFile("/proc/self/status")
-	if err != nil {
+	if data, err = statusKB("VmData"); err != nil {
 		return 0, 0, err
 	}
-	for _, line := range strings.Split(string(raw), "\n") {
-		k, v, _ := strings.Cut(line, ":")
-		var kb uint64
-		if _, err := fmt.Sscanf(strings.TrimSpace(v), "%d kB", &kb); err != nil {
-			continue
-		}
-		switch k {
-		case "VmData":
-			data = kb << 10
-		case "RssAnon":
-			anon = kb << 10
-		}
-	}
-	if data == 0 {
-		return 0, 0, errors.New("no VmData in /proc/self/status")
-	}
-	return data, anon, nil
+	anon, _ = statusKB("RssAnon")
+	return data << 10, anon << 10, nil
 }
 
 // Decode reads a child's request into req: JSON whose "v" must be version (the child is the
@@ -236,9 +247,11 @@ func Run(ctx context.Context, op string, req []byte) ([]byte, error) {
 	cmd.WaitDelay = time.Second
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	started.Add(1)
+	floor := selfPeak()
 	t0 := time.Now()
 	err = cmd.Run()
-	trace(op, time.Since(t0), cmd.ProcessState)
+	own := childPeak(cmd.ProcessState, errOut.buf.String(), floor)
+	trace(op, time.Since(t0), cmd.ProcessState, own)
 	switch {
 	case err == nil && out.over:
 		return nil, fmt.Errorf("budget: the answer is over %d bytes", MaxAnswer)
@@ -251,7 +264,7 @@ func Run(ctx context.Context, op string, req []byte) ([]byte, error) {
 	case wall.Err() != nil:
 		return nil, &Exceeded{Bound: "time", Words: fmt.Sprintf("the load ran past its time bound (%s of wall time)", wallTime)}
 	}
-	err = stopped(cmd.ProcessState, errOut.buf.String(), err, memoryBytes, cpuSeconds)
+	err = stopped(cmd.ProcessState, errOut.buf.String(), err, own, memoryBytes, cpuSeconds)
 	var over *Exceeded
 	if errors.As(err, &over) {
 		return nil, err
@@ -264,23 +277,47 @@ var executable = os.Executable
 
 // trace writes one line about the child to stderr when MONKY_DEPLOYD_TRACE is set (as
 // internal/phase does for the agent's own run): its wall time, CPU time and peak resident
-// memory, for `make bench`'s hostile-verify table.
+// memory (its own, childPeak: 0 when it died below the agent's own peak, which cannot be told
+// apart), for `make bench`'s hostile-verify table.
 //
 //	loader <op> wall_ms <n> cpu_ms <n> maxrss_kb <n> exit <status>
-func trace(op string, wall time.Duration, ps *os.ProcessState) {
+func trace(op string, wall time.Duration, ps *os.ProcessState, own uint64) {
 	if os.Getenv("MONKY_DEPLOYD_TRACE") == "" || ps == nil {
 		return
 	}
-	var rss int64
-	if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
-		rss = ru.Maxrss
-	}
 	fmt.Fprintf(os.Stderr, "loader %s wall_ms %d cpu_ms %d maxrss_kb %d exit %q\n", op, wall.Milliseconds(),
-		(ps.UserTime() + ps.SystemTime()).Milliseconds(), rss, ps.String())
+		(ps.UserTime() + ps.SystemTime()).Milliseconds(), own>>10, ps.String())
 }
 
-// stopped says why a child that ran to its end did not answer.
-func stopped(ps *os.ProcessState, stderr string, err error, mem, cpu uint64) error {
+// selfPeak is this process's own peak resident memory in bytes (its rusage).
+func selfPeak() uint64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil || ru.Maxrss < 0 {
+		return 0
+	}
+	return uint64(ru.Maxrss) << 10
+}
+
+// childPeak is the child's own peak resident memory in bytes: what an answering child said
+// (peakLine), else its rusage when that is above floor, the parent's own peak when it started
+// the child — the rusage of a child is the larger of its own peak and the memory it was forked
+// from, so a figure at or below floor may be the parent's and says nothing of the child (0).
+func childPeak(ps *os.ProcessState, stderr string, floor uint64) uint64 {
+	if i := strings.LastIndex(stderr, peakLine); i >= 0 {
+		var kb uint64
+		if _, err := fmt.Sscanf(stderr[i+len(peakLine):], "%d", &kb); err == nil {
+			return kb << 10
+		}
+	}
+	if p := peak(ps); p > floor {
+		return p
+	}
+	return 0
+}
+
+// stopped says why a child that ran to its end did not answer; own is its own peak memory
+// (childPeak), never the parent's.
+func stopped(ps *os.ProcessState, stderr string, err error, own, mem, cpu uint64) error {
 	if ps != nil {
 		used := ps.UserTime() + ps.SystemTime()
 		if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() &&
@@ -288,7 +325,7 @@ func stopped(ps *os.ProcessState, stderr string, err error, mem, cpu uint64) err
 			return &Exceeded{Bound: "CPU", Words: fmt.Sprintf("the load used up its CPU bound (%d s)", cpu)}
 		}
 	}
-	if outOfMemory(stderr) || died(ps) && peak(ps) >= mem/2 {
+	if outOfMemory(stderr) || died(ps) && own >= mem/2 {
 		// a runtime whose allocation the limit refused says so, or dies of what followed (a
 		// fault in a path that cannot report it): a crash near the limit is the limit's
 		return &Exceeded{Bound: "memory", Words: fmt.Sprintf("the load used up its memory bound (%d MiB)", mem>>20)}
@@ -310,7 +347,8 @@ func died(ps *os.ProcessState) bool {
 	return ok && (ws.Signaled() || ws.ExitStatus() == 2)
 }
 
-// peak is the child's peak resident memory in bytes.
+// peak is the child's peak resident memory in bytes as its rusage says: the larger of its own
+// and the parent's it was forked from (childPeak tells them apart).
 func peak(ps *os.ProcessState) uint64 {
 	if ps == nil {
 		return 0

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -36,6 +37,11 @@ func init() {
 		return nil, nil
 	})
 	Serve("test-fail", func([]byte) ([]byte, error) { return nil, errors.New("the model is odd") })
+	Serve("test-die", func([]byte) ([]byte, error) {
+		_ = syscall.Kill(os.Getpid(), syscall.SIGTERM)
+		time.Sleep(time.Minute)
+		return nil, nil
+	})
 	Serve("test-flood", func([]byte) ([]byte, error) { return bytes.Repeat([]byte("x"), MaxAnswer+1), nil })
 }
 
@@ -130,5 +136,32 @@ func TestDecode(t *testing.T) {
 		if err := Decode([]byte(raw), &req, 2); err == nil {
 			t.Errorf("%s: decoded", raw)
 		}
+	}
+}
+
+// A child that dies of a signal no bound explains is not called out of memory because the agent
+// that started it holds much memory: the rusage of a child counts the parent's peak, never read
+// as the child's own (before, a parent above half the bound made every such death a memory
+// verdict, remembered for the release).
+func TestParentMemoryIsNotTheChilds(t *testing.T) {
+	held := bytes.Repeat([]byte{1}, 2*MemoryBytes) // the parent's peak well above the bound, touched
+	_, err := Run(context.Background(), "test-die", nil)
+	var over *Exceeded
+	if errors.As(err, &over) || !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("got %v, want the loader unavailable, not a bound", err)
+	}
+	if held[len(held)-1] != 1 {
+		t.Fatal("unreachable")
+	}
+}
+
+// The child's own peak is what it says when it answers; without its word, a rusage at or below
+// the parent's own peak says nothing of the child.
+func TestChildPeak(t *testing.T) {
+	if own := childPeak(nil, "budget: peak_kb 5120\n", 1<<40); own != 5120<<10 {
+		t.Fatalf("childPeak = %d, want 5 MiB from the child's line", own)
+	}
+	if own := childPeak(nil, "", selfPeak()); own != 0 {
+		t.Fatalf("childPeak with no line and no rusage = %d", own)
 	}
 }
