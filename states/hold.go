@@ -164,11 +164,24 @@ func (tk *tick) heldApply(ctx context.Context, resp effects.CheckinResponse, con
 			return err
 		}
 	}
-	if rec.AppliedSha == "" || !tk.eng.State().Rest() {
-		// nothing to heartbeat, or a flight that waits where it stands for the hold to end
+	if rec.AppliedSha == "" || !tk.eng.State().Rest() || remembered(tk.eng.State(), rec, resp.DesiredSha) {
+		// nothing to heartbeat, a flight that waits where it stands for the hold to end, or a
+		// refusal or failure of the desired sha that a heartbeat's flight would forget
 		return nil
 	}
 	applied := resp
 	applied.Action, applied.DesiredSha, applied.BundleURL, applied.PurgeVolumes = vocab.ActionNone, rec.AppliedSha, "", false
 	return tk.heartbeat(ctx, applied, containers, psErr)
+}
+
+// remembered: st parks the desired sha — refused, or failed (a revert included) — so that
+// the apply, once the hold ends, finds the verdict where it left it.
+func remembered(st machine.State, rec store.Record, desired string) bool {
+	switch st {
+	case machine.Refused:
+		return rec.Refusal != nil && rec.Refusal.Sha == desired
+	case machine.Failed:
+		return rec.Failure != nil && rec.Failure.Sha == desired
+	}
+	return false
 }

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tikali/monky-deployd/internal/vocab"
 	"github.com/tikali/monky-deployd/machine"
@@ -175,5 +176,38 @@ func TestRevertThatFailsTooStops(t *testing.T) {
 	h.wantExit(h.tick(), 1)
 	if n := countUps(h.composeCalls()) - ups; n != 0 {
 		t.Errorf("a box whose revert failed ran compose up %d more times", n)
+	}
+}
+
+// TestAHoldKeepsAParkedRevert: a box held while a reverted sha is parked keeps the park: the
+// held ticks heartbeat nothing that forgets it, and once the hold is released the failed sha is
+// still not applied again (before, the held heartbeat cleared the failure and the release of
+// the hold brought the broken sha back).
+func TestAHoldKeepsAParkedRevert(t *testing.T) {
+	h := newRevertHarness(t)
+	v1 := h.apply("v1")
+	h.dockerKnob("exited", "canary 3\n")
+	v2 := h.release("v2", consentingBroken)
+	h.wantExit(h.tick(), 1)
+	if rec := h.record(); rec.Failure == nil || !rec.Failure.Reverted {
+		t.Fatalf("no parked revert to hold: %+v", rec.Failure)
+	}
+	if _, err := h.agent().Hold(h.clock.Now().Add(time.Hour), "looking at v2 by hand"); err != nil {
+		t.Fatal(err)
+	}
+	h.tick()
+	if rec := h.record(); rec.Failure == nil || rec.Failure.Sha != v2 || !rec.Parked {
+		t.Fatalf("held: the park is forgotten: failure %+v parked %t", rec.Failure, rec.Parked)
+	}
+	if _, err := h.agent().ReleaseHold(); err != nil {
+		t.Fatal(err)
+	}
+	ups := countUps(h.composeCalls())
+	h.wantExit(h.tick(), 1)
+	if n := countUps(h.composeCalls()) - ups; n != 0 {
+		t.Errorf("after the hold the reverted sha was applied again (%d compose up)", n)
+	}
+	if rec := h.record(); rec.AppliedSha != v1 || h.current() != v1 {
+		t.Errorf("after the hold: applied %s current %s, want v1 serving", machine.ShortSha(rec.AppliedSha), machine.ShortSha(h.current()))
 	}
 }
