@@ -76,3 +76,27 @@ func TestSecretCutByTheErrorWindowLeavesNoTail(t *testing.T) {
 		}
 	}
 }
+
+// A secret a service prints cut over two lines, re-cased or in JSON `\u` escapes (issue 47,
+// finding 8): neither half, nor the whole in any of those forms, reaches the logs, the state
+// file, the report, explain or status.
+func TestSecretSplitRecasedOrEscapedNeverLeavesInClear(t *testing.T) {
+	const secret = "Zx81-split-Qw93-pass"
+	h := newHarness(t)
+	h.sim.PutSecret(env, "db", map[string]string{"password": secret})
+	h.apply("v1")
+	h.dockerKnob("unhealthy", "api\n")
+	h.dockerKnob("log-line", "the key is: Zx81-spli\nt-Qw93-pass\nshouted: ZX81-SPLIT-QW93-PASS\n"+
+		`as json: "\u005a\u0078\u0038\u0031-split-Qw93-pass"`+"\n")
+	h.wantExit(h.tick(), 1)
+	reps, _ := json.Marshal(h.sim.Reports(env))
+	if !strings.Contains(string(reps), "the key is:") {
+		t.Fatalf("the report carries no log tail: %s", reps)
+	}
+	all := strings.ToLower(string(h.everything()))
+	for _, f := range []string{"zx81-spli", "t-qw93-pass", "-split-qw93"} {
+		if strings.Contains(all, f) {
+			t.Errorf("%q of the secret in clear", f)
+		}
+	}
+}

@@ -1,6 +1,8 @@
 // Package redact masks secrets in every string the agent writes: logs, reports, the journal,
 // status and explain output. Values are registered the moment they exist; token shapes
 // (hvs., hvb., s., b., r., JWTs, Authorization: Bearer) are masked even when never registered.
+// A registered value is found encoded, escaped, in any case, cut by a line break and in JSON
+// `\u` escapes (see canon.go for the last three).
 //
 // It may not log, store or return a registered value in any form, and it does no I/O of its own
 // beyond the writer it wraps.
@@ -68,13 +70,15 @@ func (r *Redactor) Len() int {
 
 // Add registers secret: the value itself and the forms it takes when encoded — base64 (standard
 // and URL alphabets, padded or not, and the stable middle of each of the three alignments it can
-// have inside a longer base64 text), hex, URL-escaped — and when escaped (see escapedForms). Values shorter than
-// MinLen are ignored (see MinLen). Leading and trailing whitespace is not part of a secret.
+// have inside a longer base64 text), hex, URL-escaped — and when escaped (see escapedForms),
+// each folded to lower case and in its canonical form (see canon), so that it is also found
+// re-cased, cut by a line break or in `\u` escapes. Values shorter than MinLen are ignored (see
+// MinLen). Leading and trailing whitespace is not part of a secret.
 //
 // A secret of several lines is also registered line by line (each line of MinLen or more, as
 // a value of its own): a program that prints it, and compose, which prefixes every line it
 // relays with the service's name (`api-1  | `), cut it into lines that are never contiguous in
-// the output.
+// the output. The whole is found across the breaks and prefixes too.
 func (r *Redactor) Add(secret string) {
 	secret = strings.TrimSpace(secret)
 	if len(secret) < MinLen {
@@ -85,10 +89,10 @@ func (r *Redactor) Add(secret string) {
 			r.Add(line)
 		}
 	}
-	forms := []string{secret}
+	forms := matchForms(nil, secret, MinLen)
 	for _, f := range append(encodedForms(secret), escapedForms(secret)...) {
-		if len(f) >= minDerived && f != secret {
-			forms = append(forms, f)
+		if f != secret {
+			forms = matchForms(forms, f, minDerived)
 		}
 	}
 
@@ -107,6 +111,17 @@ func (r *Redactor) Add(secret string) {
 		sort.SliceStable(l, func(i, j int) bool { return len(l[i]) > len(l[j]) })
 		r.byHead[h4] = l
 	}
+}
+
+// matchForms appends f as the matcher compares it, folded and canonical (see canon), each if it
+// is least bytes or longer.
+func matchForms(forms []string, f string, least int) []string {
+	for _, g := range []string{asciiLower(f), canonString(f)} {
+		if len(g) >= least && (len(forms) == 0 || forms[len(forms)-1] != g) {
+			forms = append(forms, g)
+		}
+	}
+	return forms
 }
 
 // String returns s with every registered value and every known token shape replaced by Mask.
@@ -139,27 +154,26 @@ func (r *Redactor) Bytes(p []byte) []byte {
 
 type span struct{ lo, hi int }
 
-// spans finds every range to mask, sorted and merged.
+// spans finds every range to mask, sorted and merged: the registered values in the text folded,
+// then in its canonical forms (see canon), then the token shapes.
 func (r *Redactor) spans(s string) []span {
 	var sp []span
+	lower := asciiLower(s)
 	r.mu.RLock()
 	if len(r.seen) > 0 {
-		for i := 0; i+4 <= len(s); i++ {
-			h2 := uint16(s[i]) | uint16(s[i+1])<<8
-			if r.first[h2/64]&(1<<(h2%64)) == 0 {
-				continue
-			}
-			h4 := uint32(s[i]) | uint32(s[i+1])<<8 | uint32(s[i+2])<<16 | uint32(s[i+3])<<24
-			for _, p := range r.byHead[h4] {
-				if strings.HasPrefix(s[i:], p) {
-					sp = append(sp, span{i, i + len(p)})
-					break
-				}
+		sp = match(r, sp, lower, nil)
+		if c, ok := canon(s, true); ok {
+			sp = match(r, sp, c.b, &c)
+			c.release()
+			if c.prefixes {
+				c, _ = canon(s, false)
+				sp = match(r, sp, c.b, &c)
+				c.release()
 			}
 		}
 	}
 	r.mu.RUnlock()
-	sp = appendShapes(sp, s)
+	sp = appendShapes(sp, s, lower)
 	if len(sp) == 0 {
 		return nil
 	}
@@ -176,6 +190,29 @@ func (r *Redactor) spans(s string) []span {
 		out = append(out, x)
 	}
 	return out
+}
+
+// match appends the ranges of the registered values in t, a text folded or, with c, canonical
+// (the ranges are then c's text's own). The caller holds r.mu.
+func match[T string | []byte](r *Redactor, sp []span, t T, c *canonical) []span {
+	for i := 0; i+4 <= len(t); i++ {
+		h2 := uint16(t[i]) | uint16(t[i+1])<<8
+		if r.first[h2/64]&(1<<(h2%64)) == 0 {
+			continue
+		}
+		h4 := uint32(t[i]) | uint32(t[i+1])<<8 | uint32(t[i+2])<<16 | uint32(t[i+3])<<24
+		for _, p := range r.byHead[h4] {
+			if len(t)-i >= len(p) && string(t[i:i+len(p)]) == p {
+				if c == nil {
+					sp = append(sp, span{i, i + len(p)})
+				} else {
+					sp = c.appendSpans(sp, i, i+len(p))
+				}
+				break
+			}
+		}
+	}
+	return sp
 }
 
 // Writer wraps w so that everything written through it is redacted a complete line at a time: a

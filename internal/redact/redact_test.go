@@ -324,3 +324,98 @@ func yamlValue(s string) string {
 	}
 	return v
 }
+
+// The forms a value takes in compose's output and the agent's escapes that are no fixed
+// encoding of it: cut by a line break (with compose's prefix on the next line, or as the
+// logger's JSON writes the break), re-cased, or written in JSON `\u` escapes. Each form is
+// masked whole, the text around it (the break, the prefix) stays, and nothing of the value
+// survives in any case.
+func TestFormsASecretCanTake(t *testing.T) {
+	const secret = "S3cretValue-9xQ"
+	u := func(s string) string { // every character as a `\uXXXX` escape
+		var b strings.Builder
+		for _, r := range s {
+			fmt.Fprintf(&b, `\u%04x`, r)
+		}
+		return b.String()
+	}
+	cases := []struct{ name, in, want string }{
+		{"split line", "v=S3cret\nValue-9xQ done", "v=" + Mask + "\n" + Mask + " done"},
+		{"split with compose prefix", "api-1  | S3cretVa\napi-1  | lue-9xQ\n",
+			"api-1  | " + Mask + "\napi-1  | " + Mask + "\n"},
+		{"CRLF", "S3cr\r\netValue-9xQ", Mask + "\r\n" + Mask},
+		{"escaped break in a JSON log line", `{"msg":"api-1  | S3cretVal\napi-1  | ue-9xQ"}`,
+			`{"msg":"api-1  | ` + Mask + `\napi-1  | ` + Mask + `"}`},
+		{"lines joined by docker.Meaningful", "api-1  | S3cret | api-1  | Value-9xQ",
+			"api-1  | " + Mask + " | api-1  | " + Mask},
+		{"re-cased", "v=s3CRETvalue-9Xq.", "v=" + Mask + "."},
+		{"upper-cased", "V=S3CRETVALUE-9XQ", "V=" + Mask},
+		{`\u escapes whole`, `"` + u(secret) + `"`, `"` + Mask + `"`},
+		{`\u escapes partial`, `"\u0053\u0033cret` + `Value\u002d9xQ"`, `"` + Mask + `"`},
+		{`\u escapes upper-case hex, re-cased`, `x \u0073\u0033CRETVALUE-9xq y`, "x " + Mask + " y"},
+		{`\u escapes twice (JSON of JSON)`, `x \\u0053\\u0033cretValue-9xQ y`, "x " + Mask + " y"},
+		{`\u escapes and a split`, `S3cret\u0056a\nlue-9xQ`, Mask + `\n` + Mask},
+	}
+	// json.Marshal escapes <, > and & alone; a program may escape one of them, or more.
+	const html = "tok<en>&x-77"
+	for _, f := range []string{`tok\u003cen>&x-77`, `tok<en\u003e&X-77`, `TOK\u003CEN\u003E\u0026X-77`, u(html)} {
+		cases = append(cases, struct{ name, in, want string }{`\u escapes of <>&`, "a " + f + " b", "a " + Mask + " b"})
+	}
+	r := New()
+	r.Add(secret)
+	r.Add(html)
+	for _, tc := range cases {
+		got := r.String(tc.in)
+		if got != tc.want {
+			t.Errorf("%s: String(%q)\n got %q\nwant %q", tc.name, tc.in, got, tc.want)
+		}
+	}
+}
+
+// A fragment of a value is masked only where the rest of the value follows it: alone, at the
+// end of a line or next to a prefix, it is ordinary text.
+func TestFragmentsAloneStay(t *testing.T) {
+	r := New()
+	r.Add("S3cretValue-9xQ")
+	for _, in := range []string{
+		"S3cret\nother words",
+		"api-1  | S3cret\napi-1  | Value\n",
+		"Value-9xQ alone",
+		`\u0053\u0033cret and more`,
+		"s3cretvalue-9x", // one character short
+	} {
+		if got := r.String(in); got != in {
+			t.Errorf("String(%q) = %q, want it unchanged", in, got)
+		}
+	}
+}
+
+// A value of several lines printed through compose is also masked whole across its breaks.
+func TestMultiLineSecretMaskedWholeAcrossPrefixes(t *testing.T) {
+	r := New()
+	r.Add("ab1\ncd2\nef3") // no line is long enough to be a value of its own
+	in := "api-1  | ab1\napi-1  | cd2\napi-1  | ef3\n"
+	want := "api-1  | " + Mask + "\napi-1  | " + Mask + "\napi-1  | " + Mask + "\n"
+	if got := r.String(in); got != want {
+		t.Errorf("got %q\nwant %q", got, want)
+	}
+}
+
+// BenchmarkStringLines is String on the logger's JSON lines that hold compose's output: escaped
+// breaks, compose's prefixes and `\u003c` escapes, the canonical pass's worst ordinary case.
+func BenchmarkStringLines(b *testing.B) {
+	r := New()
+	for i := 0; i < 50; i++ {
+		r.Add(fmt.Sprintf("s3cr3t-value-%02d-%x", i, i*7919))
+	}
+	var sb strings.Builder
+	for sb.Len() < 4096 {
+		sb.WriteString(`{"level":"error","msg":"compose up: api-1  | Listening on :8080\napi-1  | GET /health \u003c200\u003e\r\napi-1  | done"} `)
+	}
+	line := sb.String()[:4096]
+	b.SetBytes(int64(len(line)))
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		_ = r.String(line)
+	}
+}

@@ -28,10 +28,10 @@ func run(s string, i int, ok func(byte) bool) int {
 	return n
 }
 
-func appendShapes(sp []span, s string) []span {
+// appendShapes appends the token shapes in s; lower is asciiLower(s).
+func appendShapes(sp []span, s, lower string) []span {
 	sp = appendDotTokens(sp, s)
 	sp = appendJWTs(sp, s)
-	lower := asciiLower(s)
 	sp = appendHeader(sp, s, lower, "authorization", true)
 	sp = appendHeader(sp, s, lower, "x-vault-token", false)
 	return sp
