@@ -180,7 +180,7 @@ func (tk *tick) acknowledged(q store.QueuedReport, started time.Time, how string
 		return tk.eng.Fire(machine.Outcome{Event: machine.EvReport, Detail: detail, Update: ack}, started)
 	}
 	if how != "acknowledged" {
-		return tk.eng.Note(machine.NoteReportDropped, "", "report "+q.Meta.Result+" for "+machine.ShortSha(q.Meta.Sha)+" "+how, started, ack)
+		return tk.eng.Note(machine.NoteReportDropped, "", "", "report "+q.Meta.Result+" for "+machine.ShortSha(q.Meta.Sha)+" "+how, started, ack)
 	}
 	return tk.eng.Save(ack)
 }
