@@ -319,6 +319,14 @@ func (in Input) failedWhy(mk maker, nextTick string) *Why {
 		if f.Reason == vocab.ReasonExited {
 			fault = "a service exited after compose up, and its restart policy (\"no\") never starts it again"
 		}
+	case f.Code == vocab.BundleNotFound:
+		// tenancy has no bundle for the sha it desires: the publisher's, like a refusal — no
+		// retry finds one until it is published (the retries go on, and apply it then)
+		person = true
+		fault = "tenancy answered 404 for the bundle of the desired sha " + machine.ShortSha(f.Sha) + ": its publisher has not published a bundle for it (or desired a sha it never rendered), so nothing was fetched; the publisher publishes it or desires another sha"
+		if !rec.Parked {
+			next = fmt.Sprintf("attempt %d of %d failed (the step from %s); the retry at %s fetches it again and applies it once it is published — it does not clear by waiting until the publisher acts", n, limit, f.State, machine.Stamp(rec.NextRetryAt))
+		}
 	case f.Code == vocab.StateUnwritable:
 		// the box's own disk: red from its first tick, and it clears by itself once written
 		person = true
