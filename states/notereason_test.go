@@ -23,7 +23,7 @@ func TestNotesKeepTheirReason(t *testing.T) {
 	}{
 		{"still refused: an unlisted field", func(h *harness) {
 			h.release("v1", func(f map[string][]byte) {
-				f["compose.yaml"] = []byte(strings.Replace(string(f["compose.yaml"]), "    env_file: .env\n", "    env_file: .env\n    mac_address: 02:42:ac:11:00:02\n", 1))
+				f["compose.yaml"] = []byte(strings.Replace(string(f["compose.yaml"]), "    env_file: .env\n", "    env_file: .env\n    tty: true\n", 1))
 			})
 		}, vocab.PrivilegedRefused, vocab.ReasonUnlistedField, "still refused"},
 		{"a failure waiting for its backoff: the registry refuses", func(h *harness) {
