@@ -8,8 +8,8 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
-	"strings"
 	"syscall"
 
 	"github.com/tikali/monky-deployd/internal/config"
@@ -87,7 +87,7 @@ func classifyTLS(e *Error, err error, where string) bool {
 		e.Kind, e.Code = TLS, vocab.TLSCertInvalid
 		e.Msg = fmt.Sprintf("certificate of %s is invalid: %v", where, invErr)
 		e.Hint = "check the server's certificate (expiry, usage) and the box's clock"
-	case errors.As(err, &recErr), strings.Contains(err.Error(), "server gave HTTP response to HTTPS client"):
+	case errors.As(err, &recErr), errors.Is(err, http.ErrSchemeMismatch):
 		e.Kind, e.Code = TLS, vocab.TLSHandshake
 		e.Msg = fmt.Sprintf("%s did not answer TLS", where)
 		e.Hint = "check the scheme (http or https) of bao.addr / tenancy.scheme"

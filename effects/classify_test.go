@@ -162,3 +162,20 @@ func TestClassifyTransportError(t *testing.T) {
 		t.Fatal("the cause is lost")
 	}
 }
+
+// An https client answered in plain HTTP is a TLS handshake fault, read from Go's typed
+// http.ErrSchemeMismatch (wrapped or not), never from its words.
+func TestClassifySchemeMismatch(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}))
+	defer srv.Close()
+	_, err := get(t, &http.Client{Timeout: 5 * time.Second}, "https://"+srv.Listener.Addr().String()+"/")
+	if !errors.Is(err, http.ErrSchemeMismatch) {
+		t.Fatalf("got %v, want http.ErrSchemeMismatch", err)
+	}
+	for _, err := range []error{err, fmt.Errorf("checkin: %w", http.ErrSchemeMismatch)} {
+		e := Classify("checkin", "h:1", "system", err)
+		if e.Kind != TLS || e.Code != "TLS_HANDSHAKE" {
+			t.Errorf("%v: kind %v code %s, want a TLS handshake fault", err, e.Kind, e.Code)
+		}
+	}
+}

@@ -230,13 +230,11 @@ func (e *Engine) Fire(o Outcome, started time.Time) error {
 }
 
 // Note journals words without a change of state (a check-in that resumes a flight, a tick
-// that waits for its backoff), committing update with it when given.
-func (e *Engine) Note(event string, code vocab.Code, detail string, started time.Time, update func(rec *store.Record, tx store.Tx) error) error {
-	return e.NoteReason(event, code, "", detail, started, update)
-}
-
-// NoteReason is Note with the typed cause behind code, kept in the entry.
-func (e *Engine) NoteReason(event string, code vocab.Code, reason vocab.Reason, detail string, started time.Time, update func(rec *store.Record, tx store.Tx) error) error {
+// that waits for its backoff), committing update with it when given. reason is the typed
+// cause behind code, kept in the entry beside it: a caller that knows one (the refusal's, the
+// failure's, the error's — effects.ReasonOf) passes it, so that nothing downstream has to
+// read the detail to tell causes apart; "" when the code says all.
+func (e *Engine) Note(event string, code vocab.Code, reason vocab.Reason, detail string, started time.Time, update func(rec *store.Record, tx store.Tx) error) error {
 	now := e.now()
 	ms := now.Sub(started).Milliseconds()
 	if ms < 0 {

@@ -65,7 +65,7 @@ func (tk *tick) checkBlock() error {
 	if b.Code != codeEnvMismatch {
 		msg += " or a new bootstrap.jwt"
 	}
-	_ = tk.eng.NoteReason(machine.NoteBlocked, b.Code, b.Reason, "still blocked: "+b.Detail, tk.Now(), nil)
+	_ = tk.eng.Note(machine.NoteBlocked, b.Code, b.Reason, "still blocked: "+b.Detail, tk.Now(), nil)
 	return &effects.Error{Op: "blocked", Kind: kind, Code: b.Code, Reason: b.Reason, Msg: msg}
 }
 

@@ -50,7 +50,7 @@ func (tk *tick) correctClock(future int) error {
 	}
 	detail := "the clock is behind times recorded earlier (it was ahead and was stepped back): " + strings.Join(fixes, "; ")
 	tk.Log.Warn().Msg(detail)
-	return tk.eng.Note(machine.NoteClockCorrected, "", detail, now, func(r *store.Record, tx store.Tx) error {
+	return tk.eng.Note(machine.NoteClockCorrected, "", "", detail, now, func(r *store.Record, tx store.Tx) error {
 		if retryAfter {
 			r.LeaseRetryAfter = now
 		}

@@ -104,7 +104,7 @@ func (tk *tick) bootstrap(ctx context.Context, grant string) error {
 	}
 	redact.Add(t.Value)
 	if err := credential.Check("bao login", "the token in OpenBao's answer", t.Value); err != nil {
-		_ = tk.eng.Note(machine.NoteBootstrapFailed, effects.CodeOf(err), err.Error()+"; the grant is kept for the next tick", started, nil)
+		_ = tk.eng.Note(machine.NoteBootstrapFailed, effects.CodeOf(err), effects.ReasonOf(err), err.Error()+"; the grant is kept for the next tick", started, nil)
 		return err
 	}
 	if err := files.WriteAtomicFS(tk.fs(), tk.Cfg.TokenPath(), []byte(t.Value+"\n"), 0o600); err != nil {
@@ -116,7 +116,7 @@ func (tk *tick) bootstrap(ctx context.Context, grant string) error {
 	tk.token = t.Value
 	now := tk.Now()
 	meta := store.TokenMeta{Present: true, Source: store.SourceBootstrap, ExpiresAt: now.Add(t.TTL), CheckedAt: now, GrantJTI: t.Meta["grant_jti"], EnvID: t.Meta["env_id"]}
-	return tk.eng.Note(machine.NoteBootstrap, "", fmt.Sprintf("logged in with the bootstrap grant; token stored (ttl %s); %s", t.TTL.Round(time.Second), consumed), started,
+	return tk.eng.Note(machine.NoteBootstrap, "", "", fmt.Sprintf("logged in with the bootstrap grant; token stored (ttl %s); %s", t.TTL.Round(time.Second), consumed), started,
 		func(r *store.Record, _ store.Tx) error { r.Token = meta; return nil })
 }
 
@@ -179,7 +179,7 @@ func (tk *tick) upkeep(ctx context.Context) error {
 	if err != nil {
 		return tk.tokenUnusable(ctx, err)
 	}
-	if err := tk.eng.Note(machine.NoteRenew, "", fmt.Sprintf("token renewed: ttl %s", ttl.Round(time.Second)), started, func(r *store.Record, _ store.Tx) error {
+	if err := tk.eng.Note(machine.NoteRenew, "", "", fmt.Sprintf("token renewed: ttl %s", ttl.Round(time.Second)), started, func(r *store.Record, _ store.Tx) error {
 		r.Token.ExpiresAt = tk.Now().Add(ttl)
 		r.Token.CheckedAt = tk.Now()
 		return nil
@@ -215,7 +215,7 @@ func (tk *tick) reauthenticate(ctx context.Context, cause error) error {
 	}
 	tk.token = ""
 	d := credential.Dropped(cause)
-	if err := tk.eng.NoteReason(machine.NoteUnauthenticated, d.Code, d.Reason, d.Detail, started, func(r *store.Record, _ store.Tx) error {
+	if err := tk.eng.Note(machine.NoteUnauthenticated, d.Code, d.Reason, d.Detail, started, func(r *store.Record, _ store.Tx) error {
 		r.Token = store.TokenMeta{}
 		return nil
 	}); err != nil {

@@ -22,7 +22,7 @@ import (
 func (tk *tick) heartbeat(ctx context.Context, resp effects.CheckinResponse, containers []effects.Container, psErr error) error {
 	rec := tk.eng.Record()
 	if rec.AppliedSha == "" && resp.DesiredSha == "" && tk.eng.State().Rest() {
-		return tk.eng.Note(machine.NoteCheckin, "", "action=none: nothing is deployed yet and tenancy wants nothing", tk.Now(), nil)
+		return tk.eng.Note(machine.NoteCheckin, "", "", "action=none: nothing is deployed yet and tenancy wants nothing", tk.Now(), nil)
 	}
 	services := tk.services()
 	j := judge(containers, services, 0)
@@ -115,7 +115,7 @@ func (tk *tick) heal(ctx context.Context, found string) (healed, spent bool, err
 		return false, true, nil
 	}
 	detail := fmt.Sprintf("found %s; compose up -d of %s (heal %d of heal_budget %d this hour)", found, machine.ShortSha(rec.AppliedSha), len(recent)+1, tk.Cfg.HealBudget)
-	if err := tk.eng.Note(machine.NoteHeal, vocab.Unhealthy, detail, started, func(r *store.Record, _ store.Tx) error {
+	if err := tk.eng.Note(machine.NoteHeal, vocab.Unhealthy, "", detail, started, func(r *store.Record, _ store.Tx) error {
 		r.Heals = append(healsSince(r.Heals, started.Add(-time.Hour)), started)
 		return nil
 	}); err != nil {
@@ -137,7 +137,7 @@ func (tk *tick) heal(ctx context.Context, found string) (healed, spent bool, err
 		return false, false, err
 	}
 	done := fmt.Sprintf("HEALED: found %s; ran compose up -d of %s; %s", found, machine.ShortSha(rec.AppliedSha), tk.gatedWords)
-	if err := tk.eng.Note(machine.NoteHealed, "", done, started, nil); err != nil {
+	if err := tk.eng.Note(machine.NoteHealed, "", "", done, started, nil); err != nil {
 		return false, false, err
 	}
 	return true, false, nil

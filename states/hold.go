@@ -90,7 +90,7 @@ func (a *Agent) holdTick(set func(r *store.Record) string) error {
 	}
 	box := BoxOf(a.Cfg, a.Host)
 	eng.Defer(func(r *store.Record) { r.Box = box })
-	err = eng.Note(machine.NoteHold, "", detail, a.Now(), func(r *store.Record, _ store.Tx) error {
+	err = eng.Note(machine.NoteHold, "", "", detail, a.Now(), func(r *store.Record, _ store.Tx) error {
 		r.Hold = rec.Hold
 		return nil
 	})
@@ -118,7 +118,7 @@ func (tk *tick) hold() *store.Hold {
 		return h
 	}
 	detail := fmt.Sprintf("the hold by %s (%s) ended at %s: applies and heals go on", h.By, h.Reason, machine.Stamp(h.Until))
-	if err := tk.eng.Note(machine.NoteHoldEnded, "", detail, now, func(r *store.Record, _ store.Tx) error {
+	if err := tk.eng.Note(machine.NoteHoldEnded, "", "", detail, now, func(r *store.Record, _ store.Tx) error {
 		r.Hold = nil
 		return nil
 	}); err != nil {
@@ -155,7 +155,7 @@ func (tk *tick) heldApply(ctx context.Context, resp effects.CheckinResponse, con
 	detail := fmt.Sprintf("tenancy desires %s; held by %s until %s (%s): the apply waits", machine.ShortSha(resp.DesiredSha), h.By, machine.Stamp(h.Until), h.Reason)
 	if h.Waits != resp.DesiredSha {
 		// said once per desired sha and hold: the hold remembers which apply it keeps waiting
-		if err := tk.eng.Note(machine.NoteHeld, vocab.Held, detail, tk.Now(), func(r *store.Record, _ store.Tx) error {
+		if err := tk.eng.Note(machine.NoteHeld, vocab.Held, "", detail, tk.Now(), func(r *store.Record, _ store.Tx) error {
 			if r.Hold != nil {
 				r.Hold.Waits = resp.DesiredSha
 			}

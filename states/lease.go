@@ -163,7 +163,7 @@ func (tk *tick) leaseLogin(ctx context.Context, reason string) error {
 	old := tk.token
 	tk.token = t.Value
 	now := tk.Now()
-	if err := tk.eng.Note(machine.NoteTokenSwap, "", fmt.Sprintf("token near its max ttl: leased (%s) and logged in again", reason), started, func(r *store.Record, _ store.Tx) error {
+	if err := tk.eng.Note(machine.NoteTokenSwap, "", "", fmt.Sprintf("token near its max ttl: leased (%s) and logged in again", reason), started, func(r *store.Record, _ store.Tx) error {
 		r.Token = store.TokenMeta{Present: true, Source: store.SourceLease, ExpiresAt: now.Add(t.TTL), CheckedAt: now, GrantJTI: t.Meta["grant_jti"], EnvID: t.Meta["env_id"]}
 		return nil
 	}); err != nil {

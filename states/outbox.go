@@ -115,7 +115,7 @@ func (tk *tick) send(ctx context.Context, q store.QueuedReport) error {
 		// tenancy refused this report for good (a 4xx that is not about the bearer): keeping
 		// it would fail every later tick. It is dropped, and the journal says so.
 		tk.Log.Warn().Msg("tenancy refused a report; dropped: " + err.Error())
-		return tk.acknowledged(q, started, "refused by tenancy and dropped: "+err.Error())
+		return tk.acknowledged(q, started, false, "refused by tenancy and dropped: "+err.Error())
 	}
 	if err != nil {
 		if cerr := tk.eng.ReportNotAcknowledged(q); cerr != nil {
@@ -125,7 +125,7 @@ func (tk *tick) send(ctx context.Context, q store.QueuedReport) error {
 		tk.say(zerolog.WarnLevel, err.Error())
 		return err
 	}
-	return tk.acknowledged(q, started, "acknowledged")
+	return tk.acknowledged(q, started, true, "acknowledged")
 }
 
 // reportWhy is the box's why for the failed report q: explain's, or, when explain names nothing
@@ -157,8 +157,9 @@ func (tk *tick) reportWhy(q store.QueuedReport, rep effects.Report) *effects.Rep
 }
 
 // acknowledged removes an acknowledged report and, where the state waited for it, fires
-// the report transition in the same transaction.
-func (tk *tick) acknowledged(q store.QueuedReport, started time.Time, how string) error {
+// the report transition in the same transaction. accepted: tenancy acknowledged it (else it
+// refused it and the report is dropped); how says which in words.
+func (tk *tick) acknowledged(q store.QueuedReport, started time.Time, accepted bool, how string) error {
 	ack := func(r *store.Record, tx store.Tx) error {
 		if err := tx.Ack(q.ID); err != nil {
 			return err
@@ -179,8 +180,8 @@ func (tk *tick) acknowledged(q store.QueuedReport, started time.Time, how string
 		detail += " " + how
 		return tk.eng.Fire(machine.Outcome{Event: machine.EvReport, Detail: detail, Update: ack}, started)
 	}
-	if how != "acknowledged" {
-		return tk.eng.Note(machine.NoteReportDropped, "", "report "+q.Meta.Result+" for "+machine.ShortSha(q.Meta.Sha)+" "+how, started, ack)
+	if !accepted {
+		return tk.eng.Note(machine.NoteReportDropped, "", "", "report "+q.Meta.Result+" for "+machine.ShortSha(q.Meta.Sha)+" "+how, started, ack)
 	}
 	return tk.eng.Save(ack)
 }

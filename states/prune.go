@@ -52,7 +52,7 @@ func (tk *tick) prune(ctx context.Context) {
 		return
 	}
 	tk.Log.Info().Msg("prune: " + detail)
-	if err := tk.eng.Note(machine.NotePrune, "", detail, started, nil); err != nil {
+	if err := tk.eng.Note(machine.NotePrune, "", "", detail, started, nil); err != nil {
 		tk.Log.Warn().Msg("prune: " + err.Error())
 	}
 }

@@ -240,7 +240,8 @@ func TestPrivilegedRefusalCarriesItsReason(t *testing.T) {
 		reason vocab.Reason
 		fault  string
 	}{
-		{"only an unlisted field", "    mac_address: 02:42:ac:11:00:02\n", vocab.ReasonUnlistedField, "does not name"},
+		{"only an unlisted field", "    tty: true\n", vocab.ReasonUnlistedField, "does not name"},
+		{"a field kept off the list for what it would do", "    mac_address: 02:42:ac:11:00:02\n", "", "kept off the list for what it would do"},
 		{"an unlisted field and a real finding", "    mac_address: 02:42:ac:11:00:02\n    privileged: true\n", "", "power over the host"},
 	} {
 		t.Run(c.name, func(t *testing.T) {

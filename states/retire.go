@@ -19,7 +19,7 @@ func (tk *tick) retire(ctx context.Context, resp effects.CheckinResponse) error 
 		return nil
 	}
 	if rec.Action == vocab.ActionDown && (st == machine.Reported || st == machine.Idle) {
-		return tk.eng.Note(machine.NoteCheckin, "", "action=down: retired; nothing runs", tk.Now(), nil)
+		return tk.eng.Note(machine.NoteCheckin, "", "", "action=down: retired; nothing runs", tk.Now(), nil)
 	}
 	volumes := resp.PurgeVolumes || tk.Cfg.VolumesOnAbsent == "purge"
 	detail := checkinDetail(resp, rec.AppliedSha) + fmt.Sprintf(" purge_volumes=%t", resp.PurgeVolumes)

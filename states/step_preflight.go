@@ -39,14 +39,14 @@ func (tk *tick) stepPreflight(ctx context.Context) error {
 	case refuse != "":
 		return tk.refuse(ctx, codeRollback, "", refuse, 0)
 	case note != "":
-		if err := tk.eng.Note(machine.NoteRollbackAllowed, "", note, started, nil); err != nil {
+		if err := tk.eng.Note(machine.NoteRollbackAllowed, "", "", note, started, nil); err != nil {
 			return err
 		}
 	}
-	if code, detail, err := tk.composeReady(ctx); err != nil {
+	if code, reason, detail, err := tk.composeReady(ctx); err != nil {
 		return err
 	} else if code != "" {
-		return tk.refuse(ctx, code, "", detail, 0)
+		return tk.refuse(ctx, code, reason, detail, 0)
 	}
 	ok, detail, err := tk.diskEnough(ctx, b.Meta.DiskNeedBytes)
 	if err != nil {
@@ -69,17 +69,17 @@ func (tk *tick) stepPreflight(ctx context.Context) error {
 // socket) before an apply spends a lease or reads a secret: code and detail name what is
 // missing (DOCKER_NOT_FOUND, DOCKER_GROUP_MISSING), "" when it can run or when the Compose
 // cannot tell. Only a temporary failure of the question itself is returned as err.
-func (tk *tick) composeReady(ctx context.Context) (vocab.Code, string, error) {
+func (tk *tick) composeReady(ctx context.Context) (vocab.Code, vocab.Reason, string, error) {
 	r, ok := tk.Fx.Compose.(effects.ComposeReady)
 	if !ok {
-		return "", "", nil
+		return "", "", "", nil
 	}
 	err := r.Ready(ctx)
 	switch {
 	case err == nil:
-		return "", "", nil
+		return "", "", "", nil
 	case effects.IsTemporary(err):
-		return "", "", err
+		return "", "", "", err
 	}
 	code := effects.CodeOf(err)
 	if code == "" {
@@ -93,7 +93,7 @@ func (tk *tick) composeReady(ctx context.Context) (vocab.Code, string, error) {
 			detail += " — " + e.Hint
 		}
 	}
-	return code, detail, nil
+	return code, effects.ReasonOf(err), detail, nil
 }
 
 // boxRefusal reports whether a refusal with code is about this box, not the bundle: measured
@@ -159,7 +159,7 @@ func (tk *tick) diskEnough(ctx context.Context, need int64) (bool, string, error
 	}
 	words = "before refusing " + string(codeDisk) + ": " + words
 	tk.Log.Info().Msg("reclaim: " + words)
-	if nerr := tk.eng.Note(machine.NotePrune, "", words, started, nil); nerr != nil {
+	if nerr := tk.eng.Note(machine.NotePrune, "", "", words, started, nil); nerr != nil {
 		tk.Log.Warn().Msg("reclaim: " + nerr.Error())
 	}
 	if freed == 0 {

@@ -125,7 +125,11 @@ func (tk *tick) resumeBundleError(ctx context.Context, from machine.State, err e
 	if effects.IsTemporary(err) || tk.isBlocked() {
 		return err
 	}
-	return tk.fail(ctx, from, codeOr(err, vocab.BundleFetchFailed), "fetching the bundle again to resume: "+err.Error(), false)
+	code := codeOr(err, vocab.BundleFetchFailed)
+	if effects.KindOf(err) == effects.NotFound {
+		code = vocab.BundleNotFound // a 404, whatever tenancy's own code: as stepVerify reads it
+	}
+	return tk.fail(ctx, from, code, "fetching the bundle again to resume: "+err.Error(), false)
 }
 
 func codeOr(err error, fallback vocab.Code) vocab.Code {

@@ -22,21 +22,21 @@ func (tk *tick) apply(ctx context.Context, resp effects.CheckinResponse) error {
 	now := tk.Now()
 	switch {
 	case st.InFlight() && rec.Action == vocab.ActionApply && rec.Sha == sha:
-		if err := tk.eng.Note(machine.NoteCheckin, "", checkinDetail(resp, rec.AppliedSha)+" — resuming at "+string(st), now, nil); err != nil {
+		if err := tk.eng.Note(machine.NoteCheckin, "", "", checkinDetail(resp, rec.AppliedSha)+" — resuming at "+string(st), now, nil); err != nil {
 			return err
 		}
 	case st == machine.Refused && rec.Refusal != nil && rec.Refusal.Sha == sha:
 		if !boxRefusal(rec.Refusal.Code) {
-			_ = tk.eng.Note(machine.NoteCheckin, rec.Refusal.Code, "still refused: "+string(rec.Refusal.Code)+": "+rec.Refusal.Detail, now, nil)
+			_ = tk.eng.Note(machine.NoteCheckin, rec.Refusal.Code, rec.Refusal.Reason, "still refused: "+string(rec.Refusal.Code)+": "+rec.Refusal.Detail, now, nil)
 			return parked(effects.Permanent, rec.Refusal.Code, "refused: %s: %s — waiting for a new desired sha or `%s`", rec.Refusal.Code, rec.Refusal.Detail, tk.agentCommand("resume"))
 		}
 		if rec.Refusal.Code != codeDisk {
-			code, detail, err := tk.composeReady(ctx)
+			code, reason, detail, err := tk.composeReady(ctx)
 			if err != nil {
 				return err
 			}
 			if code != "" {
-				_ = tk.eng.Note(machine.NoteCheckin, code, "still refused: "+string(code)+": "+detail, now, nil)
+				_ = tk.eng.Note(machine.NoteCheckin, code, reason, "still refused: "+string(code)+": "+detail, now, nil)
 				return parked(effects.Permanent, code, "refused: %s: %s — checked again every tick", code, detail)
 			}
 			if err := tk.startFlight(resp, machine.EvRecheck, "docker compose can run now: checking the bundle again"); err != nil {
@@ -51,7 +51,7 @@ func (tk *tick) apply(ctx context.Context, resp effects.CheckinResponse) error {
 		if !ok {
 			free := tk.diskFree
 			tk.eng.Defer(func(r *store.Record) { r.Refusal.FreeBytes = free })
-			_ = tk.eng.Note(machine.NoteCheckin, codeDisk, "still refused: "+string(codeDisk)+": "+detail, now, nil)
+			_ = tk.eng.Note(machine.NoteCheckin, codeDisk, rec.Refusal.Reason, "still refused: "+string(codeDisk)+": "+detail, now, nil)
 			return parked(effects.Permanent, codeDisk, "refused: %s: %s — measured again every tick", codeDisk, detail)
 		}
 		why := "the disk check passes now"
@@ -64,15 +64,15 @@ func (tk *tick) apply(ctx context.Context, resp effects.CheckinResponse) error {
 	case st == machine.Failed && rec.Action == vocab.ActionApply && rec.Failure != nil && rec.Failure.Sha == sha:
 		n := rec.TotalAttempts()
 		if f := rec.Failure; rec.Parked && f.Reverted {
-			_ = tk.eng.Note(machine.NoteCheckin, f.Code, fmt.Sprintf("reverted to %s after %s failed: %s", machine.ShortSha(f.RevertTo), machine.ShortSha(f.Sha), f.Detail), now, nil)
+			_ = tk.eng.Note(machine.NoteCheckin, f.Code, f.Reason, fmt.Sprintf("reverted to %s after %s failed: %s", machine.ShortSha(f.RevertTo), machine.ShortSha(f.Sha), f.Detail), now, nil)
 			return parked(effects.Permanent, f.Code, "failed: %s: %s — reverted to %s, which serves; %s waits for a new desired sha or `%s`", f.Code, f.Detail, machine.ShortSha(f.RevertTo), machine.ShortSha(f.Sha), tk.agentCommand("resume"))
 		}
 		if rec.Parked {
-			_ = tk.eng.Note(machine.NoteCheckin, rec.Failure.Code, fmt.Sprintf("parked after %d failed attempts: %s", n, rec.Failure.Detail), now, nil)
+			_ = tk.eng.Note(machine.NoteCheckin, rec.Failure.Code, rec.Failure.Reason, fmt.Sprintf("parked after %d failed attempts: %s", n, rec.Failure.Detail), now, nil)
 			return parked(effects.Permanent, rec.Failure.Code, "failed %d times: %s: %s — parked until `%s` or a new desired sha", n, rec.Failure.Code, rec.Failure.Detail, tk.agentCommand("resume"))
 		}
 		if now.Before(rec.NextRetryAt) {
-			_ = tk.eng.Note(machine.NoteCheckin, rec.Failure.Code, fmt.Sprintf("retry %d of %d at %s", n+1, tk.MaxAttempts, machine.Stamp(rec.NextRetryAt)), now, nil)
+			_ = tk.eng.Note(machine.NoteCheckin, rec.Failure.Code, rec.Failure.Reason, fmt.Sprintf("retry %d of %d at %s", n+1, tk.MaxAttempts, machine.Stamp(rec.NextRetryAt)), now, nil)
 			return parked(effects.Permanent, rec.Failure.Code, "failed: %s: %s — retry %d of %d at %s", rec.Failure.Code, rec.Failure.Detail, n+1, tk.MaxAttempts, machine.Stamp(rec.NextRetryAt))
 		}
 		if err := tk.startFlight(resp, machine.EvRetry, fmt.Sprintf("retry %d of %d", n+1, tk.MaxAttempts)); err != nil {

@@ -524,7 +524,7 @@ func supportCases(t *testing.T) []supportCase {
 type supportWant struct{ verdict, who, fix string }
 
 var supportWants = map[string]supportWant{
-	"refused-privileged":           {explain.NeedsPerson, "publisher", "# in monky-deploy: drop the finding"},
+	"refused-privileged":           {explain.NeedsPerson, "publisher", "# in monky-deploy: drop each finding"},
 	"refused-rollback":             {explain.NeedsPerson, "publisher", "# in monky-deploy: set agent.allow_rollback: true"},
 	"refused-bundle-invalid":       {explain.NeedsPerson, "publisher", "# in monky-deploy: fix the bundle"},
 	"refused-sha-mismatch":         {explain.NeedsPerson, "publisher", "find . -type f ! -name .env"},

@@ -34,5 +34,5 @@ func (tk *tick) takeover() error {
 	if !p.Say {
 		return nil
 	}
-	return tk.eng.Note(machine.NoteTakeover, "", p.Detail, started, p.Update)
+	return tk.eng.Note(machine.NoteTakeover, "", "", p.Detail, started, p.Update)
 }

@@ -152,7 +152,7 @@ func (tk *tick) work(ctx context.Context, unsettled error) error {
 		err = tk.errTickTimeout()
 		detail := fmt.Sprintf("the tick ran past tick_timeout_s (%s) and stopped at a step boundary, at %s; the next tick resumes there (%s)",
 			tk.TickTimeout, tk.eng.State(), cause.Error())
-		_ = tk.eng.Note(machine.NoteTickEnd, vocab.TickDeadline, detail, tk.Now(), nil)
+		_ = tk.eng.Note(machine.NoteTickEnd, vocab.TickDeadline, "", detail, tk.Now(), nil)
 	}
 	return err
 }
@@ -381,7 +381,7 @@ func (tk *tick) journalEnd(err error) {
 			return // a step of this tick committed the code that ended it
 		}
 	}
-	if err := tk.eng.Note(machine.NoteTickEnd, code, detail, tk.Now(), nil); err != nil {
+	if err := tk.eng.Note(machine.NoteTickEnd, code, effects.ReasonOf(err), detail, tk.Now(), nil); err != nil {
 		tk.Log.Warn().Msg("journal the tick's end: " + err.Error())
 	}
 }
@@ -406,7 +406,7 @@ func (tk *tick) noteStopBecause(event string, reason vocab.Reason, err error, st
 	if then != "" {
 		detail += " (" + then + ")"
 	}
-	_ = tk.eng.NoteReason(event, stopCode(event, err), reason, detail, started, nil)
+	_ = tk.eng.Note(event, stopCode(event, err), reason, detail, started, nil)
 }
 
 // stopCode is the code a stop note is journaled with: the fault's own, else BAO_UNAVAILABLE
@@ -451,7 +451,7 @@ func (a *Agent) traceEarly(err error) {
 	if code == "" {
 		code = vocab.LocalFailure
 	}
-	if terr := machine.RecordFailedTick(a.Store, a.Now, a.Cfg.EnvID, ExitCode(err), code, detail); terr != nil {
+	if terr := machine.RecordFailedTick(a.Store, a.Now, a.Cfg.EnvID, ExitCode(err), code, effects.ReasonOf(err), detail); terr != nil {
 		a.Log.Warn().Msg("journal the failed tick: " + terr.Error())
 	}
 }

@@ -3,6 +3,7 @@ package bundle
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"regexp"
 	"sort"
@@ -11,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/compose-spec/compose-go/v2/dotenv"
+	"github.com/compose-spec/compose-go/v2/template"
 )
 
 // The rendered `.env` is read back by compose's own dotenv parser (compose-go `dotenv`), so it
@@ -126,17 +128,20 @@ var dotenvLine = sync.OnceValue(func() *regexp.Regexp {
 	return regexp.MustCompile(`^line \d+: (unterminated quoted value|unexpected character|key cannot contain a space)`)
 })
 
-// dotenvProblem is the dotenv parser's words without the template text it quotes.
+// dotenvProblem is the dotenv parser's words without the template text it quotes: compose-go's
+// typed template errors by their type; its line errors, which it returns untyped
+// (fmt.Errorf), by their fixed words.
 func dotenvProblem(err error) string {
-	msg := err.Error()
-	if m := dotenvLine().FindString(msg); m != "" {
-		return m
-	}
-	if strings.Contains(msg, "Invalid template") {
+	var invalidTemplate *template.InvalidTemplateError
+	var missing *template.MissingRequiredError
+	switch {
+	case errors.As(err, &invalidTemplate):
 		return "a `${` that compose cannot read (write a literal `${` as `$${`)"
-	}
-	if i := strings.Index(msg, "required variable"); i >= 0 {
+	case errors.As(err, &missing):
 		return "a `${VAR:?…}` that compose would refuse"
+	}
+	if m := dotenvLine().FindString(err.Error()); m != "" {
+		return m
 	}
 	return "compose's .env reader cannot read it"
 }

@@ -215,7 +215,8 @@ func (pol *policy) service(p *types.Project, s *types.ServiceConfig, add, unlist
 }
 
 // notAllowed words a field the allowlist does not name; the fields every earlier version
-// refused keep their words (add: found to give power over the host), any other is unlisted.
+// refused keep their words (add: found to give power over the host), any other by what it
+// would do when docs/SECURITY.md's "Fields decided" decided it (refuseField), else unlisted.
 func (pol *policy) notAllowed(s *types.ServiceConfig, field string, v reflect.Value, add, unlisted func(field, what string)) {
 	c := &s.ContainerSpec
 	switch field {
@@ -236,7 +237,7 @@ func (pol *policy) notAllowed(s *types.ServiceConfig, field string, v reflect.Va
 	case "provider":
 		add(field, "provider "+pol.show(s.Provider.Type)+" (runs a program on the host)")
 	default:
-		unlisted(field, field+" is not allowed")
+		refuseField("", field, add, unlisted)
 	}
 }
 
@@ -416,7 +417,7 @@ func (pol *policy) rel(c string) string {
 // project's network), no driver_opts.
 func (pol *policy) network(project, key string, n types.NetworkConfig, add, unlisted func(field, what string)) {
 	walkSet(reflect.ValueOf(n), "", allowSet(networkAllowed), func(string, reflect.Value) {}, func(field string, _ reflect.Value) {
-		unlisted(field, field+" is not allowed")
+		refuseField("network", field, add, unlisted)
 	})
 	for _, name := range []string{key, n.Name} {
 		if name == "host" || name == "none" {

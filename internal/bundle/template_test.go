@@ -87,3 +87,18 @@ func TestRenderWritesWhatComposeReadsBack(t *testing.T) {
 		}
 	}
 }
+
+// compose-go's typed template errors are read by their type: the words say what is wrong
+// without the template text.
+func TestTemplateErrorsReadByType(t *testing.T) {
+	for tpl, want := range map[string]string{
+		"A=x${\n":         "a `${` that compose cannot read",
+		"A=${B:?unset}\n": "a `${VAR:?…}` that compose would refuse",
+		"A=\"open\n":      "unterminated quoted value",
+	} {
+		_, err := parseEnvTemplate([]byte(tpl))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v, want words saying %q", tpl, err, want)
+		}
+	}
+}

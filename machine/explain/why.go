@@ -319,6 +319,14 @@ func (in Input) failedWhy(mk maker, nextTick string) *Why {
 		if f.Reason == vocab.ReasonExited {
 			fault = "a service exited after compose up, and its restart policy (\"no\") never starts it again"
 		}
+	case f.Code == vocab.BundleNotFound:
+		// tenancy has no bundle for the sha it desires: the publisher's, like a refusal — no
+		// retry finds one until it is published (the retries go on, and apply it then)
+		person = true
+		fault = "tenancy answered 404 for the bundle of the desired sha " + machine.ShortSha(f.Sha) + ": its publisher has not published a bundle for it (or desired a sha it never rendered), so nothing was fetched; the publisher publishes it or desires another sha"
+		if !rec.Parked {
+			next = fmt.Sprintf("attempt %d of %d failed (the step from %s); the retry at %s fetches it again and applies it once it is published — it does not clear by waiting until the publisher acts", n, limit, f.State, machine.Stamp(rec.NextRetryAt))
+		}
 	case f.Code == vocab.StateUnwritable:
 		// the box's own disk: red from its first tick, and it clears by itself once written
 		person = true
@@ -737,15 +745,15 @@ func (in Input) nextTickWords() string {
 }
 
 // privilegedFault words a PRIVILEGED_REFUSED whose reason is vocab.ReasonUnlistedField: the
-// policy refused only fields its allowlist does not name, refused because no one has listed
-// them, not because they were found to give power over the host, and the fault says so (the
-// evidence names the fields). "" for any other code or reason, and for a refusal written
+// policy refused only fields its allowlist does not name and that were not kept off it for
+// what they would do (those carry no such reason, and their findings say what they would do),
+// and the fault says so (the evidence names the fields). "" for any other code or reason, and for a refusal written
 // before reasons were kept (the cause's words then hold).
 func privilegedFault(code vocab.Code, reason vocab.Reason) string {
 	if code != vocab.PrivilegedRefused || reason != vocab.ReasonUnlistedField {
 		return ""
 	}
-	return "the compose file sets only fields the allowlist of what a service may hold does not name (the evidence names them): a field no one has listed is refused until someone checks what it can reach and lists it (docs/SECURITY.md, \"The allowlist\"), so this says nothing of the field's harm; the bundle's `agent` profile does not allow it"
+	return "the compose file sets only fields the allowlist of what a service may hold does not name (the evidence names them, and says what one found harmless would do): such a field is refused until PROTOCOL.md §2 lists it, after docs/SECURITY.md (\"Fields decided\") has found what it can reach; the bundle's `agent` profile does not allow it"
 }
 
 func trimCode(code vocab.Code, detail string) string {

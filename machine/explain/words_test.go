@@ -131,8 +131,10 @@ func TestPrivilegedRefusedNamesWhatItIs(t *testing.T) {
 		detail      string
 		want, not   []string
 	}{
-		{"unlisted fields", "Refused", unlisted, "PRIVILEGED_REFUSED: service api: mac_address is not allowed; service api: storage_opt is not allowed; service web: mac_address is not allowed" + tail,
-			[]string{"sets only fields the allowlist", "does not name", "nothing of the field's harm"}, []string{"power over the host"}},
+		{"unlisted fields", "Refused", unlisted, "PRIVILEGED_REFUSED: service api: userns_mode_x is not allowed; service api: tty is not allowed until PROTOCOL.md §2 lists it: found harmless (a terminal and stdin for the container's own process, and whether compose shows its logs)" + tail,
+			[]string{"sets only fields the allowlist", "does not name", "until PROTOCOL.md §2 lists it"}, []string{"power over the host", "nothing of the field's harm"}},
+		{"a network's ipam, kept off the list for what it does", "Refused", "", "PRIVILEGED_REFUSED: network front: ipam is not allowed: a subnet the bundle picks is routed by the host into the project's bridge, and one carved out of the host's LAN takes the host's traffic to its neighbours (the engine picks each subnet from the pools the host's owner configured)" + tail,
+			[]string{"power over the host", "kept off the list for what it would do"}, []string{"does not name", "nothing of the field's harm"}},
 		{"driver_opts of a volume, after the lease", "Failed", "", "PRIVILEGED_REFUSED: volume data: driver_opts is not allowed (type=overlay, o=lowerdir=/etc); jobs are not allowed (in the model compose would run; bundle.json agent.allow_privileged is not set)",
 			[]string{"power over the host"}, []string{"does not name"}},
 		{"unlisted top-level key", "Failed", unlisted, "PRIVILEGED_REFUSED: job migrate: jobs are not allowed (in the model compose would run; bundle.json agent.allow_privileged is not set)",
@@ -180,6 +182,12 @@ func TestPrivilegedRefusedNamesWhatItIs(t *testing.T) {
 			for _, n := range c.not {
 				if strings.Contains(r.Fault, n) {
 					t.Errorf("fault %q holds %q", r.Fault, n)
+				}
+			}
+			// the flag is offered only with what it opens: the whole policy, not one finding
+			for _, words := range []string{r.Fault, r.Next, r.Fix} {
+				if strings.Contains(words, "allow_privileged: true") && !strings.Contains(words, vocab.PrivilegedOpens) {
+					t.Errorf("%q offers agent.allow_privileged without what it opens", words)
 				}
 			}
 		})

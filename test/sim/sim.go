@@ -520,3 +520,15 @@ func validPath(p string) error {
 	}
 	return nil
 }
+
+// UnpublishRelease stops serving the bundle of the release called name while it stays
+// desired: tenancy answers its fetch 404 BUNDLE_NOT_FOUND until AddRelease publishes it again.
+func (s *Sim) UnpublishRelease(envID, name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.envLocked(envID)
+	if r := e.releases[name]; r != nil {
+		delete(e.bySha, r.sha)
+		s.opts.Logf("sim: release %s/%s unpublished: its bundle answers 404", envID, name)
+	}
+}
