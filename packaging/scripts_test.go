@@ -142,8 +142,10 @@ func TestPrermStopsTheAgentOnlyOnARealRemoval(t *testing.T) {
 		cases = append(cases, scriptCase{script: "preremove", args: args, systemd: true, first: removal})
 		cases = append(cases, scriptCase{script: "preremove", args: args, systemd: false, first: []string{}})
 	}
+	cases = append(cases, scriptCase{script: "preremove", args: []string{"upgrade", "1.0.1"}, systemd: true,
+		first: []string{"dpkg --compare-versions 1.0.1 lt 1.0.0"}})
 	for _, args := range [][]string{
-		{"upgrade", "1.0.1"}, {"failed-upgrade", "1.0.0"}, {"deconfigure", "in-favour", "other", "2.0", "removing", "monky-deployd", "1.0.0"},
+		{"failed-upgrade", "1.0.0"}, {"deconfigure", "in-favour", "other", "2.0", "removing", "monky-deployd", "1.0.0"},
 		{"1"}, {"2"}, {},
 	} {
 		cases = append(cases, scriptCase{script: "preremove", args: args, systemd: true, first: []string{}})
@@ -541,5 +543,60 @@ func TestPostinstJudgesComposeByTheConfiguredDocker(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A downgrade to a release whose unit cannot write node_exporter's textfile directory (the
+// previous release, 1.0.0~<commit>): this package's prerm, run by dpkg with `upgrade <older>`,
+// leaves a drop-in that gives the older unit the path the shipped unit has, and says so; an
+// upgrade leaves none; the next postinst of this package removes it.
+func TestDowngradeKeepsTheMetricsDirectoryWritable(t *testing.T) {
+	t.Parallel()
+	scripts := filepath.Join(testkit.Root(), "packaging", "scripts")
+	dropin := "etc/systemd/system/monky-deployd.service.d/monky-deployd-metrics.conf"
+	unit := unitKeys(t, "monky-deployd.service")
+	var metricsDir string
+	for _, p := range strings.Fields(strings.Join(unit["ReadWritePaths"], " ")) {
+		if strings.Contains(p, "prometheus") {
+			metricsDir = p
+		}
+	}
+	if metricsDir == "" {
+		t.Fatalf("the unit's ReadWritePaths= has no metrics directory: %v", unit["ReadWritePaths"])
+	}
+	for _, c := range []struct {
+		older string
+		want  bool
+	}{{"1.0.0~8d0d22d", true}, {"0.1.9", true}, {"1.0.1", false}, {"1.0.0", false}} {
+		s := newSandbox(t)
+		env := []string{"MONKY_ROOT=" + s.Root, "MONKY_SYSTEMD_RUN_DIR=" + filepath.Join(s.dir, "run-systemd-system")}
+		code, out := s.run(nil, env, "sh", filepath.Join(scripts, "preremove.sh"), "upgrade", c.older)
+		if code != 0 {
+			t.Fatalf("%s: prerm upgrade: exit %d\n%s", c.older, code, out)
+		}
+		b, err := os.ReadFile(s.path(dropin))
+		if got := err == nil; got != c.want {
+			t.Fatalf("prerm upgrade %s: drop-in written %v, want %v\n%s", c.older, got, c.want, out)
+		}
+		if !c.want {
+			continue
+		}
+		if !strings.Contains(string(b), "\n[Service]\nReadWritePaths="+metricsDir+"\n") {
+			t.Errorf("the drop-in does not give the unit's %s:\n%s", metricsDir, b)
+		}
+		if !strings.Contains(out, "downgrade to "+c.older+": /"+dropin+" keeps /var/lib/prometheus/node-exporter writable") {
+			t.Errorf("prerm does not say what it left:\n%s", out)
+		}
+		// the upgrade back: this package's unit has the path, the drop-in goes
+		code, out = s.run(nil, env, "sh", filepath.Join(scripts, "postinstall.sh"), "configure", c.older)
+		if code != 0 {
+			t.Fatalf("postinst: exit %d\n%s", code, out)
+		}
+		if _, err := os.Stat(s.path(dropin)); !os.IsNotExist(err) {
+			t.Errorf("postinst after %s left the drop-in: %v", c.older, err)
+		}
+		if !strings.Contains(out, "removed /"+dropin) {
+			t.Errorf("postinst does not say it removed the drop-in:\n%s", out)
+		}
 	}
 }

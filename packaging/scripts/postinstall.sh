@@ -99,6 +99,15 @@ install -d -m 0750 -o root -g monky-deployd "$ROOT/etc/monky-deployd"
 # package created first is made writable too.
 install -d -m 0775 -o root -g monky-deployd "$ROOT/var/lib/prometheus/node-exporter"
 
+# prerm wrote this drop-in on a downgrade to a release whose unit cannot write the textfile
+# directory; this package's unit can, so it goes (daemon-reload below)
+METRICS_DROPIN="$ROOT/etc/systemd/system/monky-deployd.service.d/monky-deployd-metrics.conf"
+if [ -e "$METRICS_DROPIN" ]; then
+  rm -f "$METRICS_DROPIN"
+  rmdir "${METRICS_DROPIN%/*}" 2>/dev/null || true
+  say "removed ${METRICS_DROPIN#"$ROOT"}, the downgrade's drop-in: this unit writes the metrics textfile directory itself"
+fi
+
 # A reinstall after `dpkg -r` gives the timer back its enablement as it was (debhelper's
 # deb-systemd-helper semantics): prerm remove noted an enabled timer here; purge forgets it.
 WAS_ENABLED="$ROOT/var/lib/monky-deployd/.timer-was-enabled"
