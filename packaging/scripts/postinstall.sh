@@ -76,15 +76,6 @@ elif ! DOCKER_CONFIG="$ROOT$STATE_DIR/docker" "$docker_run" compose version >/de
   say "  $DOCKER_BIN compose for every apply; install the compose v2 plugin before enabling monky-deployd.timer"
   compose_sources
 fi
-# A config that makes this box always red or silent (stale_after_s below two ticks, state_dir
-# under the unit's private /tmp, no metrics_path, …) or that no longer loads is said at every
-# configure, an upgrade's included; it never fails the install.
-if [ -r "$CONFIG" ] && command -v monky-deployd >/dev/null 2>&1; then
-  if ! checked="$(monky-deployd check config --strict "$CONFIG" 2>&1)"; then
-    say "/etc/monky-deployd/config.yaml makes this box always red or silent, or does not load (check config --strict):"
-    printf '%s\n' "$checked" | sed 's/^/monky-deployd:   /' >&2
-  fi
-fi
 # The agent reads the host's ziti identity (the tunneller's file, 0640 ziti:ziti). ziti-edge-tunnel
 # rewrites that file on every controller config update and the rewrite drops POSIX ACLs; group
 # membership is the grant that survives it (env-dev-08, 2026-09-09).
@@ -124,6 +115,16 @@ if [ -d "$SYSTEMD_DIR" ]; then
       say "monky-deployd.timer was enabled before the package was removed and could not be enabled again (systemctl says why above)"
     fi
     rm -f "$WAS_ENABLED"
+  fi
+fi
+# A config that makes this box always red or silent (stale_after_s below two ticks, state_dir
+# under the unit's private /tmp, no metrics_path, …) or that no longer loads is said at every
+# configure, an upgrade's included; it never fails the install. After the daemon-reload above:
+# check config reads the unit's ReadWritePaths= from systemd, this package's unit included.
+if [ -r "$CONFIG" ] && command -v monky-deployd >/dev/null 2>&1; then
+  if ! checked="$(monky-deployd check config --strict "$CONFIG" 2>&1)"; then
+    say "/etc/monky-deployd/config.yaml makes this box always red or silent, or does not load (check config --strict):"
+    printf '%s\n' "$checked" | sed 's/^/monky-deployd:   /' >&2
   fi
 fi
 exit 0
