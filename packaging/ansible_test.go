@@ -3,6 +3,7 @@ package packaging
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -110,7 +111,7 @@ func TestAnsibleRoleMetaAndModules(t *testing.T) {
 		t.Fatal(err)
 	}
 	taskKeys := map[string]bool{"name": true, "when": true, "register": true, "loop": true, "notify": true, "no_log": true,
-		"changed_when": true, "check_mode": true, "failed_when": true}
+		"changed_when": true, "check_mode": true, "failed_when": true, "ignore_errors": true}
 	var order []string
 	for _, task := range tasks {
 		for k, v := range task {
@@ -223,4 +224,92 @@ func lookup(m map[string]any, dotted string) (any, bool) {
 	}
 	sub, _ := v.(map[string]any)
 	return lookup(sub, rest)
+}
+
+// `--check` on a fresh box reports what the role would do instead of failing at the package
+// (`No package matching 'monky-deployd'`, or a .deb check mode never downloaded): the installs
+// tolerate apt's answer in check mode only, reading the package's transports fails only outside
+// check mode, a box where that read got no answer says what a real run does (the config.yaml it
+// would write included), and every task after it, which needs the package, is skipped there.
+func TestAnsibleRoleCheckModeOnAFreshBox(t *testing.T) {
+	t.Parallel()
+	role := filepath.Join(testkit.Root(), "packaging", "ansible", "roles", "monky_deployd")
+	var tasks []map[string]any
+	raw, _ := os.ReadFile(filepath.Join(role, "tasks", "main.yml"))
+	if err := yaml.Unmarshal(raw, &tasks); err != nil {
+		t.Fatal(err)
+	}
+	const pending = "not monky_deployd_pending | bool"
+	say := -1
+	for i, task := range tasks {
+		name, _ := task["name"].(string)
+		if args, ok := task["ansible.builtin.apt"].(map[string]any); ok && (args["deb"] != nil || strings.HasPrefix(fmt.Sprint(args["name"]), "monky-deployd=")) {
+			if task["ignore_errors"] != "{{ ansible_check_mode }}" {
+				t.Errorf("task %q: ignore_errors %v, want it in check mode only", name, task["ignore_errors"])
+			}
+		} else if task["ignore_errors"] != nil {
+			t.Errorf("task %q ignores errors: only the package's installs may, in check mode", name)
+		}
+		if cmd, _ := task["ansible.builtin.command"].(string); cmd == "monky-deployd version --json" &&
+			task["failed_when"] != "monky_deployd_build.rc != 0 and not ansible_check_mode" {
+			t.Errorf("task %q: failed_when %v, want a failure outside check mode", name, task["failed_when"])
+		}
+		if strings.HasPrefix(name, "Say what a real run would do") {
+			say = i
+			if task["when"] != "monky_deployd_pending | bool" {
+				t.Errorf("task %q: when %v", name, task["when"])
+			}
+			continue
+		}
+		if say < 0 {
+			continue
+		}
+		first := task["when"]
+		if l, ok := first.([]any); ok && len(l) > 0 {
+			first = l[0]
+		}
+		if first != pending {
+			t.Errorf("task %q comes after the package is read and does not start its when with %q: %v", name, pending, task["when"])
+		}
+	}
+	if say < 0 {
+		t.Fatal("no task says what a real run would do when --check finds no package")
+	}
+
+	// the role itself, in check mode against this machine, when it is a fresh box with a docker
+	// group (two ansible-playbook runs: not with -short; make packaging-test runs it)
+	if testing.Short() {
+		t.Skip("-short: the role's --check run is left to make packaging-test")
+	}
+	playbook := needTool(t, "ansible-playbook", "ansible-core")
+	if _, err := exec.LookPath("monky-deployd"); err == nil {
+		t.Skip("monky-deployd is installed here: not a fresh box")
+	}
+	if exec.Command("getent", "group", "docker").Run() != nil {
+		t.Skip("no docker group here: the role stops before the package")
+	}
+	dir := t.TempDir()
+	deb := filepath.Join(dir, "monky-deployd_1.0.0_amd64.deb")
+	testkit.WriteFile(t, deb, "not a package", 0o644)
+	testkit.WriteFile(t, filepath.Join(dir, "site.yml"), "- name: A fresh box\n  hosts: localhost\n  gather_facts: false\n  roles: [monky_deployd]\n", 0o644)
+	for _, from := range [][]string{
+		{"monky_deployd_install_from=apt", "No package matching 'monky-deployd'"},
+		{"monky_deployd_install_from=deb monky_deployd_deb_src=" + deb, "/var/cache/monky-deployd_1.0.0_amd64.deb"},
+	} {
+		cmd := exec.Command(playbook, "-i", "localhost,", "-c", "local", "--check", "--diff", "site.yml",
+			"-e", "monky_deployd_env_id=env-qa-02 monky_deployd_transport=proxy "+from[0])
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "ANSIBLE_ROLES_PATH="+filepath.Dir(role), "ANSIBLE_LOCAL_TEMP="+filepath.Join(dir, "tmp"),
+			"ANSIBLE_REMOTE_TEMP="+filepath.Join(dir, "tmp"), "ANSIBLE_NOCOLOR=1", "ANSIBLE_RETRY_FILES_ENABLED=0")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Errorf("%s: ansible-playbook --check failed: %v\n%s", from[0], err, out)
+			continue
+		}
+		for _, w := range []string{"A real run installs monky-deployd 1.0.0", from[1], "transport: proxy", "env_id: env-qa-02", "failed=0"} {
+			if !strings.Contains(string(out), w) {
+				t.Errorf("%s: --check does not say %q:\n%s", from[0], w, out)
+			}
+		}
+	}
 }

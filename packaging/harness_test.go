@@ -16,7 +16,7 @@ import (
 // recording shim, so a test sees every call and nothing touches the machine.
 var realTools = []string{
 	"sh", "bash", "cat", "mkdir", "mv", "rm", "rmdir", "chmod", "awk", "sed", "mktemp", "dirname",
-	"basename", "sha256sum", "sync", "cp", "stat", "tr", "head", "env", "grep", "date", "gzip", "ls",
+	"basename", "sha256sum", "sync", "cp", "stat", "tr", "head", "env", "grep", "date", "gzip", "ls", "sort",
 }
 
 // shimBodies are the behaviours of the stand-ins. Every shim first appends one line to $SHIM_LOG:
@@ -49,11 +49,16 @@ esac`,
 	"apt-get":          `if [ -n "${SHIM_APT_FAIL:-}" ]; then case "$*" in *$SHIM_APT_FAIL*) exit 100;; esac; fi; exit 0`,
 	"ziti-edge-tunnel": `if [ "$1" = enroll ]; then while [ $# -gt 0 ]; do [ "$1" = --identity ] && printf '{"ztAPI":"https://ctrl.example"}' > "$2"; shift; done; fi`,
 	"docker":           `exit 0`,
-	"dpkg":             `exit 0`,
-	"setfacl":          `exit 0`,
-	"usermod":          `exit 0`,
-	"ziti":             `exit 0`,
-	"gpg":              `exit 1`,
+	// dpkg --compare-versions A lt B as dpkg orders them (sort -V puts 1.0.0~x before 1.0.0)
+	"dpkg": `if [ "$1" = --compare-versions ]; then
+  [ "$3" = lt ] || exit 2
+  [ "$2" != "$4" ] && [ "$(printf '%s\n%s\n' "$2" "$4" | sort -V | head -n 1)" = "$2" ]; exit $?
+fi
+exit 0`,
+	"setfacl": `exit 0`,
+	"usermod": `exit 0`,
+	"ziti":    `exit 0`,
+	"gpg":     `exit 1`,
 	// the installed package's binary: `version --json` names its transports (SHIM_SDK=1: a build
 	// with the OpenZiti SDK)
 	"monky-deployd": `if [ "$1" = check ]; then if [ -n "${SHIM_CHECK_FAIL:-}" ]; then echo "config $3: line 3: $SHIM_CHECK_FAIL"; exit 1; fi; echo "config $3: ok"; exit 0; fi

@@ -142,8 +142,10 @@ func TestPrermStopsTheAgentOnlyOnARealRemoval(t *testing.T) {
 		cases = append(cases, scriptCase{script: "preremove", args: args, systemd: true, first: removal})
 		cases = append(cases, scriptCase{script: "preremove", args: args, systemd: false, first: []string{}})
 	}
+	cases = append(cases, scriptCase{script: "preremove", args: []string{"upgrade", "1.0.1"}, systemd: true,
+		first: []string{"dpkg --compare-versions 1.0.1 lt 1.0.0"}})
 	for _, args := range [][]string{
-		{"upgrade", "1.0.1"}, {"failed-upgrade", "1.0.0"}, {"deconfigure", "in-favour", "other", "2.0", "removing", "monky-deployd", "1.0.0"},
+		{"failed-upgrade", "1.0.0"}, {"deconfigure", "in-favour", "other", "2.0", "removing", "monky-deployd", "1.0.0"},
 		{"1"}, {"2"}, {},
 	} {
 		cases = append(cases, scriptCase{script: "preremove", args: args, systemd: true, first: []string{}})
@@ -326,7 +328,9 @@ func TestPostinstSaysWhatIsMissing(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("postinst failed without docker: exit %d\n%s", code, out)
 	}
-	for _, w := range []string{"no group docker", "sudo usermod -aG docker monky-deployd", "DOCKER_GROUP_MISSING", "docker compose", "is not installed"} {
+	for _, w := range []string{"no group docker", "sudo usermod -aG docker monky-deployd", "DOCKER_GROUP_MISSING",
+		"the docker CLI (docker, the config's docker_bin) is not there", "sudo apt-get install docker-compose-plugin",
+		"/usr/libexec/docker/cli-plugins/docker-compose"} {
 		if !strings.Contains(out, w) {
 			t.Errorf("postinst without docker does not say %q:\n%s", w, out)
 		}
@@ -458,6 +462,141 @@ func TestPostinstChecksTheConfigStrictly(t *testing.T) {
 			strings.Contains(out, "stale_after_s 30 is below two ticks")
 		if said != bad {
 			t.Errorf("bad %v: postinst said:\n%s", bad, out)
+		}
+	}
+}
+
+// postinst judges compose v2 by the docker the config names (docker_bin), not by `docker` on
+// PATH, and names where compose v2 comes from on Debian 12 — Docker's apt repository or the
+// static plugin — with the commands.
+func TestPostinstJudgesComposeByTheConfiguredDocker(t *testing.T) {
+	t.Parallel()
+	script := filepath.Join(testkit.Root(), "packaging", "scripts", "postinstall.sh")
+	// fakeDocker is a docker CLI at /opt/docker/bin/docker in the box that has compose v2 or not,
+	// and records the DOCKER_CONFIG it was run with
+	fakeDocker := func(s *sandbox, compose bool) {
+		exit := "1"
+		if compose {
+			exit = "0"
+		}
+		testkit.WriteFile(t, s.path("opt/docker/bin/docker"), "#!/bin/sh\necho \"$DOCKER_CONFIG $*\" >> \""+s.path("docker.log")+"\"\n"+
+			"[ \"$1 $2\" = \"compose version\" ] && exit "+exit+"\nexit 0\n", 0o755)
+	}
+	sources := []string{"sudo apt-get install docker-compose-plugin", "https://download.docker.com/linux/debian/gpg",
+		"/usr/libexec/docker/cli-plugins/docker-compose", "docker-compose-linux-x86_64"}
+	for _, c := range []struct {
+		name         string
+		pathDocker   bool // a docker with compose v2 on PATH
+		docker       bool // /opt/docker/bin/docker exists
+		compose      bool // and has compose v2
+		config       string
+		want, forbid []string
+	}{
+		{"docker_bin elsewhere with compose, none on PATH", false, true, true,
+			"docker_bin: /opt/docker/bin/docker   # the box's own\nstate_dir: /srv/monky\n", nil, []string{"compose", "docker CLI"}},
+		{"docker_bin elsewhere without compose, docker on PATH has it", true, true, false,
+			"docker_bin: \"/opt/docker/bin/docker\"\n",
+			append([]string{"/opt/docker/bin/docker has no compose v2 (/opt/docker/bin/docker compose version fails, as the agent runs it)",
+				"sudo -u monky-deployd DOCKER_CONFIG=/var/lib/monky-deployd/docker /opt/docker/bin/docker compose version"}, sources...), nil},
+		{"docker_bin that is not there", true, false, false, "docker_bin: /opt/docker/bin/docker\n",
+			append([]string{"the docker CLI (/opt/docker/bin/docker, the config's docker_bin) is not there"}, sources...), nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			var s *sandbox
+			if c.pathDocker {
+				s = newSandbox(t)
+			} else {
+				s = newSandbox(t, "docker")
+			}
+			s.known("group:docker")
+			testkit.WriteFile(t, s.path("etc/monky-deployd/config.yaml"), "env_id: env-qa-02\nsite: cbs\n"+c.config, 0o640)
+			if c.docker {
+				fakeDocker(s, c.compose)
+			}
+			env := []string{"MONKY_ROOT=" + s.Root, "MONKY_SYSTEMD_RUN_DIR=" + filepath.Join(s.dir, "absent")}
+			code, out := s.run(nil, env, "sh", script, "configure", "1.0.0")
+			if code != 0 {
+				t.Fatalf("exit %d\n%s", code, out)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("postinst does not say %q:\n%s", w, out)
+				}
+			}
+			for _, f := range c.forbid {
+				if strings.Contains(out, f) {
+					t.Errorf("postinst says %q:\n%s", f, out)
+				}
+			}
+			if slices.Contains(s.calls(), composeVer) {
+				t.Errorf("postinst ran `docker compose version` from PATH, not the config's docker_bin")
+			}
+			if c.docker {
+				log, _ := os.ReadFile(s.path("docker.log"))
+				state := "/var/lib/monky-deployd"
+				if strings.Contains(c.config, "/srv/monky") {
+					state = "/srv/monky"
+				}
+				if want := s.Root + state + "/docker compose version\n"; string(log) != want {
+					t.Errorf("the configured docker was run as %q, want %q (the agent's DOCKER_CONFIG)", log, want)
+				}
+			}
+		})
+	}
+}
+
+// A downgrade to a release whose unit cannot write node_exporter's textfile directory (the
+// previous release, 1.0.0~<commit>): this package's prerm, run by dpkg with `upgrade <older>`,
+// leaves a drop-in that gives the older unit the path the shipped unit has, and says so; an
+// upgrade leaves none; the next postinst of this package removes it.
+func TestDowngradeKeepsTheMetricsDirectoryWritable(t *testing.T) {
+	t.Parallel()
+	scripts := filepath.Join(testkit.Root(), "packaging", "scripts")
+	dropin := "etc/systemd/system/monky-deployd.service.d/monky-deployd-metrics.conf"
+	unit := unitKeys(t, "monky-deployd.service")
+	var metricsDir string
+	for _, p := range strings.Fields(strings.Join(unit["ReadWritePaths"], " ")) {
+		if strings.Contains(p, "prometheus") {
+			metricsDir = p
+		}
+	}
+	if metricsDir == "" {
+		t.Fatalf("the unit's ReadWritePaths= has no metrics directory: %v", unit["ReadWritePaths"])
+	}
+	for _, c := range []struct {
+		older string
+		want  bool
+	}{{"1.0.0~8d0d22d", true}, {"0.1.9", true}, {"1.0.1", false}, {"1.0.0", false}} {
+		s := newSandbox(t)
+		env := []string{"MONKY_ROOT=" + s.Root, "MONKY_SYSTEMD_RUN_DIR=" + filepath.Join(s.dir, "run-systemd-system")}
+		code, out := s.run(nil, env, "sh", filepath.Join(scripts, "preremove.sh"), "upgrade", c.older)
+		if code != 0 {
+			t.Fatalf("%s: prerm upgrade: exit %d\n%s", c.older, code, out)
+		}
+		b, err := os.ReadFile(s.path(dropin))
+		if got := err == nil; got != c.want {
+			t.Fatalf("prerm upgrade %s: drop-in written %v, want %v\n%s", c.older, got, c.want, out)
+		}
+		if !c.want {
+			continue
+		}
+		if !strings.Contains(string(b), "\n[Service]\nReadWritePaths="+metricsDir+"\n") {
+			t.Errorf("the drop-in does not give the unit's %s:\n%s", metricsDir, b)
+		}
+		if !strings.Contains(out, "downgrade to "+c.older+": /"+dropin+" keeps /var/lib/prometheus/node-exporter writable") {
+			t.Errorf("prerm does not say what it left:\n%s", out)
+		}
+		// the upgrade back: this package's unit has the path, the drop-in goes
+		code, out = s.run(nil, env, "sh", filepath.Join(scripts, "postinstall.sh"), "configure", c.older)
+		if code != 0 {
+			t.Fatalf("postinst: exit %d\n%s", code, out)
+		}
+		if _, err := os.Stat(s.path(dropin)); !os.IsNotExist(err) {
+			t.Errorf("postinst after %s left the drop-in: %v", c.older, err)
+		}
+		if !strings.Contains(out, "removed /"+dropin) {
+			t.Errorf("postinst does not say it removed the drop-in:\n%s", out)
 		}
 	}
 }

@@ -19,9 +19,11 @@ func checkConfigCommand(stdout io.Writer) *cli.Command {
 		Usage:     "validate a config.yaml: every problem, one line each with its line and key",
 		ArgsUsage: "[FILE]",
 		Description: "FILE defaults to the --config path. The config is read as every command reads it; a transport\n" +
-			"   this build does not carry is a problem too. Nothing but FILE is read. A setting that loads but makes\n" +
-			"   the box always red or silent under the shipped units (stale_after_s below two ticks, state_dir under\n" +
-			"   /tmp, no metrics_path, …) is a `warning:` line: exit 0, or 1 with --strict.\n\n" +
+			"   this build does not carry is a problem too. Nothing but FILE and the unit's ReadWritePaths= (systemctl\n" +
+			"   show monky-deployd.service, drop-ins included; the shipped unit's when systemd cannot say) is read. A\n" +
+			"   setting that loads but makes the box always red or silent under the units (stale_after_s below two\n" +
+			"   ticks, state_dir under /tmp, a deploy_dir the unit may not write, no metrics_path, …) is a `warning:`\n" +
+			"   line: exit 0, or 1 with --strict.\n\n" +
 			"Examples:\n   monky-deployd check config\n   monky-deployd check config --strict /etc/monky-deployd/config.yaml.new",
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "strict", Usage: "the warnings are errors: exit 1 (the Ansible role and postinst check with it)"},

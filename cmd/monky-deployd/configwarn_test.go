@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -15,6 +16,7 @@ import (
 // line naming its line: exit 0, and exit 1 with --strict. The package's example and a config
 // like the role writes have none.
 func TestCheckConfigWarnsOfAlwaysRedOrSilent(t *testing.T) {
+	fakeSystemctl(t, "", errors.New("no systemctl on PATH")) // the shipped unit's paths, whatever this machine runs
 	dir := t.TempDir()
 	base := "env_id: env-qa-02\nsite: cbs\n"
 	metrics := "metrics_path: /var/lib/prometheus/node-exporter/monky_deployd.prom\n"
@@ -90,5 +92,70 @@ func TestConfigWarningsKnowTheUnits(t *testing.T) {
 	}
 	if !slices.Equal(rw, writablePaths) {
 		t.Errorf("ReadWritePaths= %v, writablePaths %v", rw, writablePaths)
+	}
+}
+
+// fakeSystemctl makes `systemctl show` answer out (err: fail) for the test's length.
+func fakeSystemctl(t *testing.T, out string, err error) *[]string {
+	t.Helper()
+	var got []string
+	old := systemctlShow
+	systemctlShow = func(args ...string) ([]byte, error) {
+		got = append(got, strings.Join(args, " "))
+		return []byte(out), err
+	}
+	t.Cleanup(func() { systemctlShow = old })
+	return &got
+}
+
+// A deploy_dir outside state_dir is checked against the unit's ReadWritePaths= as systemd has
+// them (`systemctl show`, the documented drop-in included): a box whose drop-in names the
+// directory, or a parent of it, has no warning, and `check config --strict` passes it; one
+// without is warned with the paths systemd has and the drop-in that fixes it. When the unit
+// cannot be read the warning names the shipped unit's paths and says why.
+func TestCheckConfigReadsTheUnitsReadWritePaths(t *testing.T) {
+	dir := t.TempDir()
+	f := filepath.Join(dir, "config.yaml")
+	testkit.WriteFile(t, f, "env_id: env-qa-02\nsite: cbs\nmetrics_path: /var/lib/prometheus/node-exporter/monky_deployd.prom\n"+
+		"deploy_dir: /srv/monky/env-qa-02\n", 0o600)
+	shipped := "/var/lib/monky-deployd /etc/monky-deployd -/run/docker.sock -/var/lib/prometheus/node-exporter"
+	cases := []struct {
+		name, show string
+		err        error
+		want       string // "" = no warning
+	}{
+		{"the drop-in names deploy_dir", "LoadState=loaded\nReadWritePaths=" + shipped + " /srv/monky/env-qa-02\n", nil, ""},
+		{"the drop-in names a parent", "ReadWritePaths=" + shipped + " -/srv/monky\nLoadState=loaded\n", nil, ""},
+		{"no drop-in", "LoadState=loaded\nReadWritePaths=" + shipped + "\n", nil,
+			"line 4: deploy_dir /srv/monky/env-qa-02 is not among the unit's ReadWritePaths= (/var/lib/monky-deployd /etc/monky-deployd /run/docker.sock /var/lib/prometheus/node-exporter, as `systemctl show monky-deployd.service` has them, drop-ins included): every tick fails writing it; add it with a drop-in (sudo systemctl edit monky-deployd.service: [Service] ReadWritePaths=/srv/monky/env-qa-02)"},
+		{"a sibling is not a parent", "LoadState=loaded\nReadWritePaths=" + shipped + " /srv/monky/env-qa-0\n", nil,
+			"deploy_dir /srv/monky/env-qa-02 is not among the unit's ReadWritePaths= ("},
+		{"the unit is not installed", "LoadState=not-found\nReadWritePaths=\n", nil,
+			"deploy_dir /srv/monky/env-qa-02 is not among the unit's ReadWritePaths= (/var/lib/monky-deployd /etc/monky-deployd /var/lib/prometheus/node-exporter, the shipped unit's: the unit itself could not be read, monky-deployd.service is not known to systemd here (LoadState=not-found)): every tick fails writing it, unless a drop-in adds it"},
+		{"no systemd", "", errors.New("exit status 1: System has not been booted with systemd as init system (PID 1). Can't operate."),
+			"the shipped unit's: the unit itself could not be read, systemctl show monky-deployd.service: exit status 1: System has not been booted with systemd"},
+	}
+	for _, c := range cases {
+		calls := fakeSystemctl(t, c.show, c.err)
+		o, _, code := runIn("check", "config", "--strict", f)
+		if got := strings.Join(*calls, "; "); got != "-p LoadState -p ReadWritePaths monky-deployd.service" {
+			t.Errorf("%s: systemctl show was called as %q", c.name, got)
+		}
+		if c.want == "" {
+			if code != 0 || strings.Contains(o, "warning") {
+				t.Errorf("%s: exit %d, want 0 and no warning:\n%s", c.name, code, o)
+			}
+			continue
+		}
+		if code != 1 || !strings.Contains(o, "warning: config "+f+": ") || !strings.Contains(o, c.want) || strings.Count(o, "warning:") != 1 {
+			t.Errorf("%s: exit %d, want 1 and one warning with %q:\n%s", c.name, code, c.want, o)
+		}
+	}
+	// metrics_path is read against the same paths: a drop-in for its directory is enough
+	m := filepath.Join(dir, "metrics.yaml")
+	testkit.WriteFile(t, m, "env_id: env-qa-02\nsite: cbs\nmetrics_path: /srv/textfile/monky.prom\n", 0o600)
+	fakeSystemctl(t, "LoadState=loaded\nReadWritePaths="+shipped+" /srv/textfile\n", nil)
+	if o, _, code := runIn("check", "config", "--strict", m); code != 0 {
+		t.Errorf("metrics_path under a drop-in's path: exit %d\n%s", code, o)
 	}
 }

@@ -23,6 +23,39 @@ esac
 
 say() { echo "monky-deployd: $*" >&2; }
 
+CONFIG="$ROOT/etc/monky-deployd/config.yaml"
+# conf KEY: a top-level scalar of config.yaml (quotes and a trailing comment dropped), or "": read
+# as postrm reads it, so that what is said here is about the docker the agent will run.
+conf() {
+  [ -r "$CONFIG" ] || return 0
+  sed -n "s/^$1:[[:space:]]*//p" "$CONFIG" | head -n 1 | sed -e 's/[[:space:]]#.*$//' -e 's/[[:space:]]*$//' -e 's/^"\(.*\)"$/\1/' -e "s/^'\(.*\)'\$/\1/"
+}
+DOCKER_BIN="$(conf docker_bin)"
+DOCKER_BIN="${DOCKER_BIN:-docker}"
+STATE_DIR="$(conf state_dir)"
+STATE_DIR="${STATE_DIR:-/var/lib/monky-deployd}"
+case "$DOCKER_BIN" in
+  /*) docker_run="$ROOT$DOCKER_BIN" ;;
+  *) docker_run="$DOCKER_BIN" ;;
+esac
+
+# where compose v2 comes from: on Debian 12 neither name the package recommends has an install
+# candidate in Debian's own archive (its docker-compose is compose v1, which the agent cannot use)
+compose_sources() {
+  say "  on Debian 12 compose v2 is not in Debian's archive (docker-compose there is v1, which the agent cannot use); take"
+  say "  Docker's apt repository (package docker-compose-plugin; https://docs.docker.com/engine/install/debian/):"
+  say "    sudo install -m 0755 -d /etc/apt/keyrings"
+  say "    sudo curl -fsSL https://download.docker.com/linux/debian/gpg -o /etc/apt/keyrings/docker.asc"
+  # shellcheck disable=SC2016 # a line for a person to run, expanded by their shell
+  say '    echo "deb [signed-by=/etc/apt/keyrings/docker.asc] https://download.docker.com/linux/debian $(. /etc/os-release && echo "$VERSION_CODENAME") stable" | sudo tee /etc/apt/sources.list.d/docker.list'
+  say "    sudo apt-get update && sudo apt-get install docker-compose-plugin"
+  say "  or the static plugin binary, where every docker CLI looks for it (https://github.com/docker/compose/releases):"
+  say "    sudo install -m 0755 -d /usr/libexec/docker/cli-plugins"
+  say "    sudo curl -fsSL -o /usr/libexec/docker/cli-plugins/docker-compose https://github.com/docker/compose/releases/latest/download/docker-compose-linux-x86_64"
+  say "    sudo chmod 0755 /usr/libexec/docker/cli-plugins/docker-compose"
+  say "  then check it as the agent runs it: sudo -u monky-deployd DOCKER_CONFIG=$STATE_DIR/docker $DOCKER_BIN compose version"
+}
+
 # the agent drives docker compose: docker group membership (no root). The unit names no
 # SupplementaryGroups= (a missing group fails it with 216/GROUP before the agent runs): the user's
 # own groups are what a tick runs with. What is missing is said here, and never fails the install.
@@ -32,18 +65,16 @@ else
   say "no group docker (Docker Engine is not installed): until it is, and monky-deployd is in its group"
   say "  (sudo usermod -aG docker monky-deployd), every tick exits 1 with DOCKER_GROUP_MISSING or DOCKER_NOT_FOUND"
 fi
-if ! docker compose version >/dev/null 2>&1; then
-  say "docker compose (the compose v2 plugin: docker-compose-plugin or docker-compose-v2) is not installed: the agent"
-  say "  runs docker compose for every apply; install it before enabling monky-deployd.timer"
-fi
-# A config that makes this box always red or silent (stale_after_s below two ticks, state_dir
-# under the unit's private /tmp, no metrics_path, …) or that no longer loads is said at every
-# configure, an upgrade's included; it never fails the install.
-if [ -r "$ROOT/etc/monky-deployd/config.yaml" ] && command -v monky-deployd >/dev/null 2>&1; then
-  if ! checked="$(monky-deployd check config --strict "$ROOT/etc/monky-deployd/config.yaml" 2>&1)"; then
-    say "/etc/monky-deployd/config.yaml makes this box always red or silent, or does not load (check config --strict):"
-    printf '%s\n' "$checked" | sed 's/^/monky-deployd:   /' >&2
-  fi
+# compose is judged by the docker the config names (docker_bin, default docker on PATH), with the
+# agent's DOCKER_CONFIG: a plugin under root's ~/.docker is one the agent never sees
+if ! command -v "$docker_run" >/dev/null 2>&1; then
+  say "the docker CLI ($DOCKER_BIN, the config's docker_bin) is not there: the agent runs $DOCKER_BIN compose for every apply;"
+  say "  install Docker Engine with the compose v2 plugin before enabling monky-deployd.timer"
+  compose_sources
+elif ! DOCKER_CONFIG="$ROOT$STATE_DIR/docker" "$docker_run" compose version >/dev/null 2>&1; then
+  say "$DOCKER_BIN has no compose v2 ($DOCKER_BIN compose version fails, as the agent runs it): the agent runs"
+  say "  $DOCKER_BIN compose for every apply; install the compose v2 plugin before enabling monky-deployd.timer"
+  compose_sources
 fi
 # The agent reads the host's ziti identity (the tunneller's file, 0640 ziti:ziti). ziti-edge-tunnel
 # rewrites that file on every controller config update and the rewrite drops POSIX ACLs; group
@@ -58,6 +89,15 @@ install -d -m 0750 -o root -g monky-deployd "$ROOT/etc/monky-deployd"
 # Group monky-deployd may write; everyone may read. Set on every configure, so a directory another
 # package created first is made writable too.
 install -d -m 0775 -o root -g monky-deployd "$ROOT/var/lib/prometheus/node-exporter"
+
+# prerm wrote this drop-in on a downgrade to a release whose unit cannot write the textfile
+# directory; this package's unit can, so it goes (daemon-reload below)
+METRICS_DROPIN="$ROOT/etc/systemd/system/monky-deployd.service.d/monky-deployd-metrics.conf"
+if [ -e "$METRICS_DROPIN" ]; then
+  rm -f "$METRICS_DROPIN"
+  rmdir "${METRICS_DROPIN%/*}" 2>/dev/null || true
+  say "removed ${METRICS_DROPIN#"$ROOT"}, the downgrade's drop-in: this unit writes the metrics textfile directory itself"
+fi
 
 # A reinstall after `dpkg -r` gives the timer back its enablement as it was (debhelper's
 # deb-systemd-helper semantics): prerm remove noted an enabled timer here; purge forgets it.
@@ -75,6 +115,16 @@ if [ -d "$SYSTEMD_DIR" ]; then
       say "monky-deployd.timer was enabled before the package was removed and could not be enabled again (systemctl says why above)"
     fi
     rm -f "$WAS_ENABLED"
+  fi
+fi
+# A config that makes this box always red or silent (stale_after_s below two ticks, state_dir
+# under the unit's private /tmp, no metrics_path, …) or that no longer loads is said at every
+# configure, an upgrade's included; it never fails the install. After the daemon-reload above:
+# check config reads the unit's ReadWritePaths= from systemd, this package's unit included.
+if [ -r "$CONFIG" ] && command -v monky-deployd >/dev/null 2>&1; then
+  if ! checked="$(monky-deployd check config --strict "$CONFIG" 2>&1)"; then
+    say "/etc/monky-deployd/config.yaml makes this box always red or silent, or does not load (check config --strict):"
+    printf '%s\n' "$checked" | sed 's/^/monky-deployd:   /' >&2
   fi
 fi
 exit 0
