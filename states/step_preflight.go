@@ -43,10 +43,10 @@ func (tk *tick) stepPreflight(ctx context.Context) error {
 			return err
 		}
 	}
-	if code, detail, err := tk.composeReady(ctx); err != nil {
+	if code, reason, detail, err := tk.composeReady(ctx); err != nil {
 		return err
 	} else if code != "" {
-		return tk.refuse(ctx, code, "", detail, 0)
+		return tk.refuse(ctx, code, reason, detail, 0)
 	}
 	ok, detail, err := tk.diskEnough(ctx, b.Meta.DiskNeedBytes)
 	if err != nil {
@@ -66,20 +66,21 @@ func (tk *tick) stepPreflight(ctx context.Context) error {
 }
 
 // composeReady asks whether compose can run here at all (the docker CLI, compose v2, docker's
-// socket) before an apply spends a lease or reads a secret: code and detail name what is
-// missing (DOCKER_NOT_FOUND, DOCKER_GROUP_MISSING), "" when it can run or when the Compose
-// cannot tell. Only a temporary failure of the question itself is returned as err.
-func (tk *tick) composeReady(ctx context.Context) (vocab.Code, string, error) {
+// socket) before an apply spends a lease or reads a secret: code, its typed reason and detail
+// name what is missing (DOCKER_NOT_FOUND, of the CLI or of compose v2, DOCKER_GROUP_MISSING),
+// "" when it can run or when the Compose cannot tell. Only a temporary failure of the question
+// itself is returned as err.
+func (tk *tick) composeReady(ctx context.Context) (vocab.Code, vocab.Reason, string, error) {
 	r, ok := tk.Fx.Compose.(effects.ComposeReady)
 	if !ok {
-		return "", "", nil
+		return "", "", "", nil
 	}
 	err := r.Ready(ctx)
 	switch {
 	case err == nil:
-		return "", "", nil
+		return "", "", "", nil
 	case effects.IsTemporary(err):
-		return "", "", err
+		return "", "", "", err
 	}
 	code := effects.CodeOf(err)
 	if code == "" {
@@ -93,7 +94,7 @@ func (tk *tick) composeReady(ctx context.Context) (vocab.Code, string, error) {
 			detail += " — " + e.Hint
 		}
 	}
-	return code, detail, nil
+	return code, effects.ReasonOf(err), detail, nil
 }
 
 // boxRefusal reports whether a refusal with code is about this box, not the bundle: measured
