@@ -530,7 +530,7 @@ var supportWants = map[string]supportWant{
 	"refused-sha-mismatch":         {explain.NeedsPerson, "publisher", "find . -type f ! -name .env"},
 	"refused-env-incomplete":       {explain.NeedsPerson, "publisher", "no command: in monky-deploy, add the entries"},
 	"refused-manifest-path":        {explain.NeedsPerson, "publisher", "no command: in monky-deploy, fix the entry's path in secrets.manifest.json to lie under monky/data/env-qa-02/see/"},
-	"refused-disk-full":            {explain.NeedsPerson, "box", `df -h "$(docker info -f '{{.DockerRootDir}}')"`},
+	"refused-disk-full":            {explain.NeedsPerson, "box", `df -h "$(sudo -u monky-deployd docker info -f '{{.DockerRootDir}}')"`},
 	"refused-disk-1pib":            {explain.NeedsPerson, "publisher", "no command: in monky-deploy, fix disk_need_bytes"},
 	"refused-disk-headroom":        {explain.NeedsPerson, "box", "grep -n -A3 '^disk:' {config}   # disk.headroom_bytes (2147483648)"},
 	"failed-pull":                  {explain.NeedsPerson, "box", "sudo ls -l {state_dir}/docker/config.json"},
