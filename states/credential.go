@@ -62,8 +62,17 @@ func readSecretFile(path string) (string, error) {
 // working token is left alone: the token is used.
 func (tk *tick) ensureToken(ctx context.Context) error {
 	tok, err := readSecretFile(tk.Cfg.TokenPath())
-	if err != nil {
+	var te *files.TrustError
+	switch {
+	case errors.As(err, &te):
+		// the record says so, with the tick's end: status reads the trust fact the evidence names
+		why := te.Path + " " + te.Problem
+		tk.eng.Defer(func(r *store.Record) { r.Token.Untrusted = why })
 		return err
+	case err != nil:
+		return err
+	case tk.eng.Record().Token.Untrusted != "":
+		tk.eng.Defer(func(r *store.Record) { r.Token.Untrusted = "" })
 	}
 	var grant string
 	var grantErr error

@@ -8,6 +8,7 @@ import (
 	"github.com/tikali/monky-deployd/internal/bundle"
 	"github.com/tikali/monky-deployd/internal/testkit"
 	"github.com/tikali/monky-deployd/internal/vocab"
+	"github.com/tikali/monky-deployd/machine/explain"
 	"github.com/tikali/monky-deployd/store"
 )
 
@@ -219,6 +220,13 @@ func TestNoComposeCostsNoLease(t *testing.T) {
 			}
 			if rec := h.record(); rec.State != "Refused" || rec.Refusal == nil || rec.Refusal.Code != vocab.DockerNotFound {
 				t.Errorf("state %s refusal %+v", rec.State, rec.Refusal)
+			} else if rec.Refusal.Reason != vocab.ReasonComposeMissing {
+				// the CLI is there: the refusal is of compose v2, typed from the effect that found it
+				t.Errorf("refusal reason %q, want %q", rec.Refusal.Reason, vocab.ReasonComposeMissing)
+			}
+			doc, err := explain.Build(h.st, explain.Options{Now: h.clock.Now()})
+			if err != nil || doc.Why == nil || !strings.Contains(doc.Why.Fault, "is there but compose v2 is not") {
+				t.Errorf("explain's why %+v (%v)", doc.Why, err)
 			}
 			h.dockerKnob("compose-version", "")
 			h.wantExit(h.tick(), 0)

@@ -66,9 +66,10 @@ func (tk *tick) stepPreflight(ctx context.Context) error {
 }
 
 // composeReady asks whether compose can run here at all (the docker CLI, compose v2, docker's
-// socket) before an apply spends a lease or reads a secret: code and detail name what is
-// missing (DOCKER_NOT_FOUND, DOCKER_GROUP_MISSING), "" when it can run or when the Compose
-// cannot tell. Only a temporary failure of the question itself is returned as err.
+// socket) before an apply spends a lease or reads a secret: code, its typed reason and detail
+// name what is missing (DOCKER_NOT_FOUND, of the CLI or of compose v2, DOCKER_GROUP_MISSING),
+// "" when it can run or when the Compose cannot tell. Only a temporary failure of the question
+// itself is returned as err.
 func (tk *tick) composeReady(ctx context.Context) (vocab.Code, vocab.Reason, string, error) {
 	r, ok := tk.Fx.Compose.(effects.ComposeReady)
 	if !ok {

@@ -36,7 +36,13 @@ func (tk *tick) apply(ctx context.Context, resp effects.CheckinResponse) error {
 				return err
 			}
 			if code != "" {
-				_ = tk.eng.Note(machine.NoteCheckin, code, reason, "still refused: "+string(code)+": "+detail, now, nil)
+				// what is missing now (the CLI or compose v2) is the refusal's cause
+				_ = tk.eng.Note(machine.NoteCheckin, code, reason, "still refused: "+string(code)+": "+detail, now, func(r *store.Record, _ store.Tx) error {
+					if r.Refusal != nil && r.Refusal.Code == code {
+						r.Refusal.Reason = reason
+					}
+					return nil
+				})
 				return parked(effects.Permanent, code, "refused: %s: %s — checked again every tick", code, detail)
 			}
 			if err := tk.startFlight(resp, machine.EvRecheck, "docker compose can run now: checking the bundle again"); err != nil {

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/tikali/monky-deployd/machine/explain"
 )
 
 // tickErr runs one tick and returns its exit code and error text.
@@ -45,6 +47,26 @@ func TestSymlinkedTokenIsNeverSent(t *testing.T) {
 	if after := h.sim.Counts(env); after != before {
 		t.Errorf("the tick went on the network: %+v → %+v", before, after)
 	}
+	// the record says what the evidence says: status, on the box or on a copy, shows the token
+	// untrusted and why, never "present"
+	if u := h.record().Token.Untrusted; !strings.Contains(u, tok) || !strings.Contains(u, "symlink") {
+		t.Errorf("the record's token.untrusted %q: want the path and why", u)
+	}
+	s, err := explain.BuildStatusCopy(h.st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	explain.WriteStatusText(&b, s)
+	row := ""
+	for _, l := range strings.Split(b.String(), "\n") {
+		if strings.HasPrefix(l, "token ") {
+			row = l
+		}
+	}
+	if s.Token.Present || strings.Contains(row, "present") || !strings.Contains(row, "not usable") || !strings.Contains(row, "symlink") {
+		t.Errorf("status's token row %q (token %+v): the evidence says the file is an untrusted symlink", row, s.Token)
+	}
 }
 
 // Token and grant files with mode 0644 (or group-writable) were used without a word.
@@ -60,10 +82,16 @@ func TestLooseTokenModeIsRefusedWithTheFix(t *testing.T) {
 	if !strings.Contains(msg, "chmod 0600 "+tok) {
 		t.Errorf("error %q: want `chmod 0600 %s`", msg, tok)
 	}
+	if u := h.record().Token.Untrusted; !strings.Contains(u, "group- or world-writable") {
+		t.Errorf("the record's token.untrusted %q", u)
+	}
 	if err := os.Chmod(tok, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	h.wantExit(h.tick(), 0)
+	if tk := h.record().Token; tk.Untrusted != "" || !tk.Present {
+		t.Errorf("the file is trusted again, yet the record's token %+v", tk)
+	}
 }
 
 // A bootstrap grant owned by another user is not used.

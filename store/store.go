@@ -90,6 +90,11 @@ type TokenMeta struct {
 	CheckedAt time.Time `json:"checked_at,omitempty"` // last lookup-self or renew
 	GrantJTI  string    `json:"grant_jti,omitempty"`
 	EnvID     string    `json:"env_id,omitempty"` // the env the token is pinned to
+	// Untrusted is why the newest tick would not read the token file (files.TrustError: its
+	// path and what is wrong — a symlink, not a regular file, a foreign owner, a loose mode);
+	// "" when it read it or found none. Every surface that shows the token reads it: a token
+	// the agent does not trust is never "present".
+	Untrusted string `json:"untrusted,omitempty"`
 }
 
 // LastReport is the newest report handed to the outbox.

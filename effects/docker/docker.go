@@ -408,6 +408,7 @@ func (c *CLI) Ready(ctx context.Context) error {
 		var e *effects.Error
 		if errors.As(err, &e) && e.Kind == effects.Permanent && e.Code == vocab.DockerNotFound && e.Hint == "" {
 			e.Msg = c.Bin + " has no compose v2 plugin: " + e.Msg
+			e.Reason = vocab.ReasonComposeMissing
 			e.Hint = "install docker-compose-plugin (Docker's apt repository) or docker-compose-v2 (Ubuntu's); compose v1 (docker-compose) cannot be used"
 		}
 		return err
@@ -418,7 +419,7 @@ func (c *CLI) Ready(ctx context.Context) error {
 		major, _ = strconv.Atoi(m[1])
 	}
 	if major < 2 {
-		return &effects.Error{Op: "docker compose version", Kind: effects.Permanent, Code: vocab.DockerNotFound,
+		return &effects.Error{Op: "docker compose version", Kind: effects.Permanent, Code: vocab.DockerNotFound, Reason: vocab.ReasonComposeMissing,
 			Msg:  "compose v2 or later is needed, " + c.Bin + " compose says: " + out,
 			Hint: "install docker-compose-plugin (Docker's apt repository) or docker-compose-v2 (Ubuntu's)"}
 	}

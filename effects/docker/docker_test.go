@@ -678,6 +678,9 @@ func TestReady(t *testing.T) {
 			!strings.Contains(e.Msg, c.want) || !strings.Contains(e.Hint, "docker-compose-plugin") {
 			t.Errorf("%q: err = %v", c.knob, err)
 		}
+		if r := effects.ReasonOf(err); r != vocab.ReasonComposeMissing {
+			t.Errorf("%q: the CLI is there, compose v2 is not: reason %q, want %q", c.knob, r, vocab.ReasonComposeMissing)
+		}
 	}
 	f.knob(t, "compose-version", "2.40.3\n")
 	if err := f.cli.Ready(context.Background()); err != nil {
@@ -695,8 +698,8 @@ func TestReady(t *testing.T) {
 		t.Errorf("engine down: %v", err)
 	}
 	err := New("monky-no-such-docker", "p", t.TempDir()).Ready(context.Background())
-	if effects.CodeOf(err) != vocab.DockerNotFound || !strings.Contains(err.Error(), "not found on PATH") {
-		t.Errorf("no CLI: %v", err)
+	if effects.CodeOf(err) != vocab.DockerNotFound || !strings.Contains(err.Error(), "not found on PATH") || effects.ReasonOf(err) != "" {
+		t.Errorf("no CLI: %v (reason %q)", err, effects.ReasonOf(err))
 	}
 }
 

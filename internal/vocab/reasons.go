@@ -49,6 +49,10 @@ const (
 	// ReasonExited: the health gate found a service exited that its restart policy ("no")
 	// never starts again, and failed at that look instead of waiting out healthy_timeout_s.
 	ReasonExited Reason = "exited"
+	// ReasonComposeMissing: the docker CLI (docker_bin) is there, but `docker compose version`
+	// found no compose v2 plugin (none, or compose v1 alone): DOCKER_NOT_FOUND of compose, not
+	// of the CLI.
+	ReasonComposeMissing Reason = "compose-missing"
 )
 
 // reasons are the known reasons, with whether a retry can change what they observed.
@@ -57,7 +61,7 @@ var reasons = map[Reason]bool{
 	ReasonShape: false, ReasonGrantUnreadable: false, ReasonGrantAbsent: false,
 	ReasonRegistryDenied: false, ReasonImageMissing: false, ReasonRegistryDNS: true, ReasonNetwork: true,
 	ReasonReuseUnasked: true, ReasonAgentWait: true, ReasonPSFailed: true, ReasonUnlistedField: false,
-	ReasonExited: true,
+	ReasonExited: true, ReasonComposeMissing: false,
 }
 
 // KnownReason reports whether r is a reason this agent writes ("" is not).

@@ -49,14 +49,21 @@ func (k Kind) String() string {
 type Cause struct {
 	Kind  Kind
 	Fault string // the fault in one sentence, without its full stop
-	// Fix is the one command that fixes or checks it, a line bash runs as printed (what a person
-	// does off the box is a `# …` comment); it may hold {project}, {env}, {kv_mount} and the
-	// box's paths: {state_dir}, {deploy_dir}, {config}, {bootstrap}, {bao_ca}, which explain
-	// fills from the record, shell-quoted.
+	// Fix is the one command that fixes or checks it, a line bash runs as printed: a command
+	// first, never only a comment, and a follow-up command joined to it (`&& …`), never inside
+	// its `# …` comment, which holds words only. A cause no command on this box addresses (the
+	// bundle's publisher or tenancy's operators act) says so in words instead: NoCommand, then
+	// what to do. It may hold {project}, {env}, {kv_mount} and the box's paths: {state_dir},
+	// {deploy_dir}, {config}, {bootstrap}, {bao_ca}, which explain fills from the record,
+	// shell-quoted.
 	Fix string
 	// Clears, for a refusal, is what clears it ("" when the fix says).
 	Clears string
 }
+
+// NoCommand begins a fix that is words, not a command: no command on this box addresses the
+// cause (the bundle's publisher or tenancy's operators act), and the words say what to do.
+const NoCommand = "no command: "
 
 // CauseOf is code's row of the registry; ok is false for a code the agent does not know (one of
 // tenancy's or OpenBao's own).

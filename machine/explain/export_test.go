@@ -18,7 +18,11 @@ func codesMarkdown() string {
 	b.WriteString("| code | kind | what it means | what to check |\n|---|---|---|---|\n")
 	for _, c := range vocab.Codes() {
 		cause, _ := vocab.CauseOf(c)
-		b.WriteString("| `" + string(c) + "` | " + cause.Kind.String() + " | " + strings.ReplaceAll(cell(sentence(cause.Fault)), "<", `\<`) + " | " + codeSpan(cause.Fix) + " |\n")
+		fix := codeSpan(cause.Fix)
+		if strings.HasPrefix(cause.Fix, vocab.NoCommand) {
+			fix = strings.ReplaceAll(cell(cause.Fix), "<", `\<`) // words: no command addresses it
+		}
+		b.WriteString("| `" + string(c) + "` | " + cause.Kind.String() + " | " + strings.ReplaceAll(cell(sentence(cause.Fault)), "<", `\<`) + " | " + fix + " |\n")
 	}
 	return b.String()
 }

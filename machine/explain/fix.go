@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/tikali/monky-deployd/internal/config"
+	"github.com/tikali/monky-deployd/internal/shline"
 	"github.com/tikali/monky-deployd/internal/vocab"
 	"github.com/tikali/monky-deployd/machine"
 )
@@ -43,8 +44,9 @@ func (in Input) words() *strings.Replacer {
 	env := in.Rec.EnvID
 	envWord := shellQuote(env)
 	if env == "" {
-		// a file no tick has written: the box's config knows
-		envWord = `"$(monky-deployd status --json | jq -r .env_id)"`
+		// a file no tick has written: the box's config knows, and status prints it (no tool
+		// beyond the agent and awk, which every Debian has)
+		envWord = `"$(monky-deployd status | awk '$1 == "env" {print $2}')"`
 	}
 	project := in.Rec.Box.Project
 	if project == "" {
@@ -68,11 +70,12 @@ func orDefault(v, def string) string {
 }
 
 // render fills line's names with this box's words and prefixes every command in it that changes
-// the box with asAgentPrefix.
+// the box, or names state_dir or deploy_dir (0700, the agent's user's), with asAgentPrefix.
 func (in Input) render(line string) string {
 	for _, c := range changesBox {
 		line = asAgent(line, c)
 	}
+	line = inAgentDirs(line)
 	line = in.withConfig(line)
 	return in.words().Replace(line)
 }
@@ -118,6 +121,34 @@ func startsWithCommand(s string) bool {
 		}
 	}
 	return false
+}
+
+// agentDirs are the names of the directories only the agent's user may enter (0700).
+var agentDirs = []string{"{state_dir}", "{deploy_dir}"}
+
+// inAgentDirs puts asAgentPrefix before every simple command of line's code (not its comment)
+// that names state_dir or deploy_dir and does not run under sudo already: typed as printed by
+// another user, it could not enter them.
+func inAgentDirs(line string) string {
+	if strings.HasPrefix(line, vocab.NoCommand) {
+		return line
+	}
+	code, comment := shline.Split(line)
+	var b strings.Builder
+	for _, seg := range shline.Commands(code) {
+		b.WriteString(seg.Sep)
+		rest := shline.Start(seg.Text)
+		lead := seg.Text[:len(seg.Text)-len(rest)]
+		named := false
+		for _, d := range agentDirs {
+			named = named || strings.Contains(rest, d)
+		}
+		if named && !strings.HasPrefix(rest, "sudo ") {
+			rest = asAgentPrefix + rest
+		}
+		b.WriteString(lead + rest)
+	}
+	return b.String() + comment
 }
 
 // asAgent puts asAgentPrefix before every cmd in line that does not carry it yet.
@@ -203,7 +234,7 @@ func (in Input) checked(w *Why) {
 	case vocab.AgentEnvMismatch:
 		if tokenEnv := rec.Token.EnvID; tokenEnv != "" && tokenEnv == rec.EnvID {
 			// the token is pinned to the config's env: neither env_id nor the identity is wrong
-			w.Fix = "monky-deployd explain -n 5   # the token's env is config.yaml's ({env}): tenancy refused a call (403) for another reason; check the env's grant and tenancy's log, then: monky-deployd resume"
+			w.Fix = "monky-deployd explain -n 5   # the token's env is config.yaml's ({env}): tenancy refused a call (403) for another reason; check the env's grant and tenancy's log; once it is fixed, the agent's resume lifts the block"
 		} else if tokenEnv != "" {
 			w.Fix = "grep -n '^env_id' {config}   # config says {env}, the token is pinned to " + shellQuote(tokenEnv) + ": fix env_id (a changed config unblocks), or re-issue the identity and grant for {env}"
 		}
@@ -252,6 +283,7 @@ var forceOffers = []struct{ offer, instead string }{
 	{", or `monky-deployd bootstrap --force`", ""},
 	{"; then: monky-deployd bootstrap --force", ": its bootstrap.jwt is used at the next tick"},
 	{"; then: " + asAgentPrefix + "monky-deployd bootstrap --force", ": its bootstrap.jwt is used at the next tick"},
+	{" && " + asAgentPrefix + "monky-deployd bootstrap --force", ""},
 }
 
 // noForce is line without its offer of `bootstrap --force` (no grant is on disk to force).

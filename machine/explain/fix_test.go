@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tikali/monky-deployd/internal/shline"
 	"github.com/tikali/monky-deployd/internal/testkit"
 	"github.com/tikali/monky-deployd/internal/vocab"
 	"github.com/tikali/monky-deployd/machine"
@@ -54,23 +55,68 @@ func recordOf(code vocab.Code, box store.Box, at time.Time) store.Record {
 	return rec
 }
 
-// TestEveryFixRunsAsPrinted renders explain's why for every code of the registry, on the box,
-// on a copy that records its box and on an older copy: no fix or next line holds a
-// placeholder, every fix line is one bash accepts, every command a next line quotes too, and a
-// command that changes the box runs as the agent's user.
+// withReasons are the typed causes whose words and fix differ from their code's own.
+var withReasons = []struct {
+	code   vocab.Code
+	reason vocab.Reason
+}{
+	{vocab.ComposePullFailed, vocab.ReasonImageMissing}, {vocab.ComposePullFailed, vocab.ReasonRegistryDNS},
+	{vocab.ComposePullFailed, vocab.ReasonRegistryDenied}, {vocab.DockerNotFound, vocab.ReasonComposeMissing},
+	{vocab.AgentUnauthenticated, vocab.ReasonGrantUnreadable}, {vocab.AgentUnauthenticated, vocab.ReasonShape},
+	{vocab.PrivilegedRefused, vocab.ReasonUnlistedField}, {vocab.Unhealthy, vocab.ReasonExited},
+}
+
+// everyFix is explain's verdict for every code of the registry, and for every typed cause of
+// withReasons (as a failure, and as a refusal where the code is one), on box b.
+func everyFix(b struct {
+	box store.Box
+	lim explain.Limits
+}, at time.Time) map[string]explain.Verdict {
+	exit := vocab.ExitFail
+	decide := func(rec store.Record) explain.Verdict {
+		return explain.Decide(explain.Input{Rec: rec, Recent: []store.TickSummary{{Tick: 2, StartedAt: at, EndedAt: at, Exit: &exit}},
+			Now: at.Add(time.Minute), Limits: b.lim})
+	}
+	out := map[string]explain.Verdict{}
+	for _, code := range vocab.Codes() {
+		out[string(code)] = decide(recordOf(code, b.box, at))
+	}
+	for _, r := range withReasons {
+		rec := recordOf(r.code, b.box, at)
+		switch {
+		case rec.Block != nil:
+			rec.Block.Reason = r.reason
+		case rec.Refusal != nil:
+			rec.Refusal.Reason = r.reason
+		default:
+			rec.Failure.Reason = r.reason
+		}
+		out[string(r.code)+"/"+string(r.reason)] = decide(rec)
+		if r.code == vocab.DockerNotFound {
+			// a box refusal too: checked again at every tick
+			rec.State, rec.Failure = string(machine.Refused), nil
+			rec.Refusal = &store.Refusal{Sha: rec.Sha, Code: r.code, Reason: r.reason, Detail: "the step's words", At: at}
+			out[string(r.code)+"/"+string(r.reason)+" refused"] = decide(rec)
+		}
+	}
+	return out
+}
+
+// TestEveryFixRunsAsPrinted renders explain's why for every code of the registry (and every
+// typed cause with words of its own), on the box, on a copy that records its box and on an
+// older copy: no fix or next line holds a placeholder or needs jq, every fix line is a command
+// bash accepts (never only a comment, no command inside its comment) or says it has none,
+// every command a next line quotes is one bash accepts, and a command that changes the box runs
+// as the agent's user.
 func TestEveryFixRunsAsPrinted(t *testing.T) {
 	at := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
-	exit := vocab.ExitFail
 	for name, b := range boxes() {
-		for _, code := range vocab.Codes() {
-			in := explain.Input{Rec: recordOf(code, b.box, at), Recent: []store.TickSummary{{Tick: 2, StartedAt: at, EndedAt: at, Exit: &exit}},
-				Now: at.Add(time.Minute), Limits: b.lim}
-			v := explain.Decide(in)
+		for code, v := range everyFix(b, at) {
 			if v.Why == nil {
 				t.Errorf("%s %s: no why", name, code)
 				continue
 			}
-			what := name + " " + string(code)
+			what := name + " " + code
 			runsAsPrinted(t, what+" fix", v.Why.Fix, true)
 			runsAsPrinted(t, what+" why.next", v.Why.Next, false)
 			runsAsPrinted(t, what+" next", v.Next, false)
@@ -80,6 +126,48 @@ func TestEveryFixRunsAsPrinted(t *testing.T) {
 			for _, line := range []string{v.Why.Fix, v.Why.Next, v.Next} {
 				carriesConfig(t, what, line, name)
 			}
+		}
+	}
+}
+
+// TestFixInTheAgentsDirsRunsAsItsUser: state_dir and deploy_dir are 0700, the agent's user's:
+// every command of a fix line that names them runs under sudo, and one that changes what is in
+// them (rm, mv, chmod, touch, mkdir, cp, tee) runs as the agent's user.
+func TestFixInTheAgentsDirsRunsAsItsUser(t *testing.T) {
+	at := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	dirs := map[string][]string{"config": {"/srv/box/state", "/srv/box/deploy/env-a"}, "record": {"'/srv/my box/state'", `'/srv/it'\''s/deploy'`}}
+	changes := regexp.MustCompile(`^(rm|mv|chmod|touch|mkdir|cp|tee)\b`)
+	for name, b := range boxes() {
+		if dirs[name] == nil {
+			continue
+		}
+		named := 0
+		for code, v := range everyFix(b, at) {
+			if v.Why == nil || strings.HasPrefix(v.Why.Fix, vocab.NoCommand) {
+				continue
+			}
+			cmd, _ := shline.Split(v.Why.Fix)
+			for _, seg := range shline.Commands(cmd) {
+				c := shline.Start(seg.Text)
+				inDir := false
+				for _, d := range dirs[name] {
+					inDir = inDir || strings.Contains(c, d)
+				}
+				if !inDir {
+					continue
+				}
+				named++
+				asAgent := strings.TrimPrefix(c, "sudo -u monky-deployd ")
+				switch {
+				case !strings.HasPrefix(c, "sudo "):
+					t.Errorf("%s %s: %q names the agent's 0700 directories without sudo: %s", name, code, c, v.Why.Fix)
+				case changes.MatchString(strings.TrimPrefix(c, "sudo ")) || (asAgent == c && changes.MatchString(asAgent)):
+					t.Errorf("%s %s: %q changes the agent's directories as root, not as its user: %s", name, code, c, v.Why.Fix)
+				}
+			}
+		}
+		if named < 5 {
+			t.Errorf("%s: only %d commands name the agent's directories: the test sees nothing", name, named)
 		}
 	}
 }

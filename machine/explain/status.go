@@ -125,7 +125,7 @@ func BuildStatusWith(st store.Store, now time.Time, tokenPresent *bool, lim Limi
 		s = Status{Schema: Schema, EnvID: rec.EnvID, State: stateOf(rec), Next: v.Next, Converged: v.Converged, Why: v.Why, Also: v.Also,
 			Verdict: v.Verdict, Codes: v.Codes, TickRunning: lim.TickRunning,
 			AppliedSha: rec.AppliedSha, DesiredSha: rec.DesiredSha,
-			Token:         TokenStatus{Present: rec.Token.Present, Source: rec.Token.Source, ExpiresAt: ptime(rec.Token.ExpiresAt)},
+			Token:         tokenStatus(rec.Token),
 			LastCheckinAt: ptime(rec.LastCheckinAt), LastReport: rec.LastReport,
 			LeaseBudget: Budget{Used: used, Limit: LeaseLimit, WindowS: int(LeaseWindow.Seconds()), FreesAt: ptime(frees)},
 			AttemptsBy:  rec.Attempts, NextRetryAt: ptime(rec.NextRetryAt), Parked: rec.Parked,
@@ -146,10 +146,10 @@ func BuildStatusWith(st store.Store, now time.Time, tokenPresent *bool, lim Limi
 				s.leaseRefusal = trimCode(e.Code, e.Detail)
 			}
 		}
-		s.Token.Expired = rec.Token.Present && !rec.Token.ExpiresAt.IsZero() && !now.Before(rec.Token.ExpiresAt)
+		s.Token.Expired = s.Token.Present && !rec.Token.ExpiresAt.IsZero() && !now.Before(rec.Token.ExpiresAt)
 		return nil
 	})
-	if tokenPresent != nil {
+	if tokenPresent != nil && s.Token.Untrusted == "" {
 		s.Token.Present = *tokenPresent
 		if !s.Token.Present {
 			s.Token.Source, s.Token.ExpiresAt, s.Token.Expired = "", nil, false
@@ -165,6 +165,15 @@ func BuildStatusWith(st store.Store, now time.Time, tokenPresent *bool, lim Limi
 		s.MovedAside, err = movedAside(st)
 	}
 	return s, err
+}
+
+// tokenStatus is the token as the record has it: one the newest tick would not read (its file
+// untrusted) is not present, whatever the record knew of it before.
+func tokenStatus(t store.TokenMeta) TokenStatus {
+	if t.Untrusted != "" {
+		return TokenStatus{Untrusted: t.Untrusted}
+	}
+	return TokenStatus{Present: t.Present, Source: t.Source, ExpiresAt: ptime(t.ExpiresAt)}
 }
 
 // BuildStatusCopy reads a copy of a state file a box sent in: as of its newest tick, with the
@@ -338,6 +347,8 @@ func problem(s Status) string {
 		return "refused: " + string(s.Refusal.Code) + ": " + s.Refusal.Detail
 	case s.Failure != nil && s.State == string(machine.Failed):
 		return "failed: " + string(s.Failure.Code) + ": " + s.Failure.Detail
+	case s.Token.Untrusted != "":
+		return "the token file is not trusted: " + s.Token.Untrusted + " — the agent does not read it"
 	case !s.Token.Present:
 		return "no OpenBao token: the next tick logs in with the bootstrap grant, or needs the install kit"
 	case s.LastReport != nil && s.LastReport.Result == effects.ResultFailed:

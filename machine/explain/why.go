@@ -156,7 +156,7 @@ func (in Input) blockedWhy(mk maker, nextTick string) *Why {
 	w := mk(code, fault, evidence, next, b.At, in.tickWhere(func(e store.Entry) bool { return e.To == string(machine.Blocked) && e.From != e.To }))
 	switch {
 	case b.Reason == vocab.ReasonGrantUnreadable:
-		w.Fix = "sudo ls -l {bootstrap}; sudo chown monky-deployd {bootstrap} && sudo chmod 0600 {bootstrap}   # then: monky-deployd resume --now"
+		w.Fix = "sudo ls -l {bootstrap}; sudo chown monky-deployd {bootstrap} && sudo chmod 0600 {bootstrap} && sudo -u monky-deployd monky-deployd resume --now"
 	case code != b.Code:
 		w.Fix = causeOf(vocab.BaoPermissionDenied).Fix + "   # then re-run the install kit (a new bootstrap.jwt unblocks)"
 	case b.Reason == vocab.ReasonShape:
@@ -260,13 +260,20 @@ func (in Input) refusedWhy(mk maker, nextTick string) *Why {
 		}
 	}
 	fault := privilegedFault(r.Code, r.Reason)
+	composeFault, composeFix := composeMissing(r.Code, r.Reason)
+	if composeFault != "" {
+		fault = composeFault
+	}
 	if r.Code == vocab.DiskInsufficient && r.NeedBytes > implausibleNeed {
 		fault = "the bundle declares it needs " + machine.Size(r.NeedBytes) + " of image storage, which no box has: its disk_need_bytes is wrong, not this disk"
 	}
 	w := mk(r.Code, fault, trimCode(r.Code, r.Detail), next, r.At, in.tickOf(r.Code))
 	w.Reason = r.Reason
+	if composeFix != "" {
+		w.Fix = composeFix
+	}
 	if r.Code == vocab.DiskInsufficient && r.NeedBytes > implausibleNeed {
-		w.Fix = fmt.Sprintf("# in monky-deploy: fix disk_need_bytes in the bundle's bundle.json (it declares %s; no image set needs that) and publish the bundle again", machine.Size(r.NeedBytes))
+		w.Fix = fmt.Sprintf("%sin monky-deploy, fix disk_need_bytes in the bundle's bundle.json (it declares %s; no image set needs that) and publish the bundle again", vocab.NoCommand, machine.Size(r.NeedBytes))
 	}
 	return w
 }
@@ -298,6 +305,9 @@ func (in Input) failedWhy(mk maker, nextTick string) *Why {
 	fault, fix := causeOf(f.Code).Fault, ""
 	if pf := privilegedFault(f.Code, f.Reason); pf != "" {
 		fault = pf
+	}
+	if cf, cfix := composeMissing(f.Code, f.Reason); cf != "" {
+		fault, fix = cf, cfix
 	}
 	var person bool
 	switch {
@@ -754,6 +764,24 @@ func privilegedFault(code vocab.Code, reason vocab.Reason) string {
 		return ""
 	}
 	return "the compose file sets only fields the allowlist of what a service may hold does not name (the evidence names them, and says what one found harmless would do): such a field is refused until PROTOCOL.md §2 lists it, after docs/SECURITY.md (\"Fields decided\") has found what it can reach; the bundle's `agent` profile does not allow it"
+}
+
+// composeInstall installs compose v2 on a Debian box whose docker CLI lacks it: the package
+// docker-compose-plugin where Docker's apt repository is configured (Debian 12's own archive
+// has no compose v2), else the static plugin where the docker CLI looks for its plugins.
+const composeInstall = "sudo apt-get install -y docker-compose-plugin || { sudo mkdir -p /usr/libexec/docker/cli-plugins && " +
+	"sudo curl -fsSL -o /usr/libexec/docker/cli-plugins/docker-compose \"https://github.com/docker/compose/releases/latest/download/docker-compose-linux-$(uname -m)\" && " +
+	"sudo chmod 0755 /usr/libexec/docker/cli-plugins/docker-compose; }" +
+	"   # docker-compose-plugin is in Docker's apt repository (download.docker.com), not in Debian 12's; without that repository, the static plugin; the next tick checks again"
+
+// composeMissing words a DOCKER_NOT_FOUND whose reason is vocab.ReasonComposeMissing: the docker
+// CLI is there, compose v2 is not; its fix installs compose v2. "" for any other code or reason
+// (the code's own words: the CLI is not there).
+func composeMissing(code vocab.Code, reason vocab.Reason) (fault, fix string) {
+	if code != vocab.DockerNotFound || reason != vocab.ReasonComposeMissing {
+		return "", ""
+	}
+	return "the docker CLI (docker_bin) is there but compose v2 is not: `docker compose version` found no compose v2 plugin (none, or compose v1 alone), so compose could not run", composeInstall
 }
 
 func trimCode(code vocab.Code, detail string) string {

@@ -24,7 +24,7 @@ func TestFixNamesTheBoxsPaths(t *testing.T) {
 	at := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	exit := vocab.ExitFail
 	starts := []string{"ls ", "sudo ", "cd ", "docker ", "bao ", "systemctl ", "openssl ", "curl ", "grep ", "df ", "monky-deployd ",
-		"resolvectl ", "command ", "find ", "getent ", "# ", "fix ", "set ", "add ", "drop ", "upgrade ", "check ", "read ", "re-run "}
+		"resolvectl ", "command ", "find ", "getent ", "df ", vocab.NoCommand}
 	want := map[vocab.Code][]string{
 		"LOCAL_FAILURE":       {"ls -la /srv/box/state /srv/box/deploy/env-a", "bootstrap.jwt"},
 		"COMPOSE_PULL_FAILED": {"/srv/box/state/docker/config.json"},
@@ -191,5 +191,53 @@ func TestPrivilegedRefusedNamesWhatItIs(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestComposeMissingIsNotAMissingCLI: a DOCKER_NOT_FOUND whose typed reason is a missing
+// compose v2 (the docker CLI is there) says so, in explain and in status's headline, and its
+// fix installs compose v2 where Debian 12 gets it (Docker's apt repository, else the static
+// plugin): a command that installs, not a probe. Without the reason, the CLI is not there.
+func TestComposeMissingIsNotAMissingCLI(t *testing.T) {
+	at := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	exit := vocab.ExitFail
+	for _, refused := range []bool{true, false} {
+		rec := store.Record{EnvID: "env-a", State: string(machine.Failed), Tick: 2, Action: vocab.ActionApply, Sha: strings.Repeat("b", 64),
+			Failure: &store.Failure{Sha: strings.Repeat("b", 64), Code: vocab.DockerNotFound, Reason: vocab.ReasonComposeMissing,
+				Detail: "docker has no compose v2 plugin: docker: 'compose' is not a docker command.", State: string(machine.BundleVerified), At: at}}
+		if refused {
+			rec.State, rec.Failure = string(machine.Refused), nil
+			rec.Refusal = &store.Refusal{Sha: rec.Sha, Code: vocab.DockerNotFound, Reason: vocab.ReasonComposeMissing, Detail: "docker has no compose v2 plugin", At: at}
+		}
+		in := explain.Input{Rec: rec, Recent: []store.TickSummary{{Tick: 2, StartedAt: at, EndedAt: at, Exit: &exit}}, Now: at.Add(time.Minute), Limits: explain.Limits{Paths: boxPaths}}
+		w := explain.Decide(in).Why
+		if w == nil || w.Code != vocab.DockerNotFound {
+			t.Fatalf("refused %v: why %+v", refused, w)
+		}
+		if strings.Contains(w.Fault, "is not there") || !strings.Contains(w.Fault, "docker CLI (docker_bin) is there but compose v2 is not") {
+			t.Errorf("refused %v: the CLI is there: %s", refused, w.Fault)
+		}
+		for _, s := range []string{"apt-get install -y docker-compose-plugin", "/usr/libexec/docker/cli-plugins/docker-compose", "Docker's apt repository"} {
+			if !strings.Contains(w.Fix, s) {
+				t.Errorf("refused %v: fix lacks %q: %s", refused, s, w.Fix)
+			}
+		}
+		if strings.Contains(w.Fix, "command -v") || strings.Contains(w.Fix, "docker compose version") {
+			t.Errorf("refused %v: a probe, not an install: %s", refused, w.Fix)
+		}
+		var b strings.Builder
+		explain.WriteStatusText(&b, explain.Status{EnvID: "env-a", State: rec.State, Why: w, Verdict: explain.NeedsPerson, Codes: []string{string(w.Code)}})
+		if head := strings.SplitN(b.String(), "\n", 2)[0]; !strings.Contains(head, "is there but compose v2 is not") {
+			t.Errorf("refused %v: status's headline: %s", refused, head)
+		}
+		in.Rec = rec
+		if in.Rec.Refusal != nil {
+			in.Rec.Refusal.Reason = ""
+		} else {
+			in.Rec.Failure.Reason = ""
+		}
+		if w := explain.Decide(in).Why; !strings.Contains(w.Fault, "docker CLI (docker_bin) is not there") {
+			t.Errorf("refused %v, no reason: %s", refused, w.Fault)
+		}
 	}
 }
