@@ -113,6 +113,10 @@ type tick struct {
 	// held is the person's hold that lasts this tick (hold.go), once holdChecked.
 	held        *store.Hold
 	holdChecked bool
+	// listed is compose ps --all's listing the tick took before its check-in, and listErr why
+	// there is none.
+	listed  []effects.Container
+	listErr error
 }
 
 // newTick is a tick over eng, logging as the Agent does until it has a number.

@@ -143,6 +143,41 @@ func (tk *tick) heal(ctx context.Context, found string) (healed, spent bool, err
 	return true, false, nil
 }
 
+// keepServing judges the release a parked revert brought back (current points at it) as every
+// heartbeat does, and heals it within heal_budget when it is not running: the parked failure
+// of the newer sha stays as it is (no flight starts, nothing is reported). It returns the
+// words of what serves: "which serves", or what was found and why it was not healed.
+func (tk *tick) keepServing(ctx context.Context) (string, error) {
+	if tk.listErr != nil {
+		return "whose containers could not be listed (" + sanitize.Line(firstLine(tk.listErr.Error())) + ")", nil
+	}
+	j := judge(tk.listed, tk.services(), 0)
+	tk.judged = j.words()
+	if j.ok() {
+		return "which serves (" + j.words() + ")", nil
+	}
+	found := strings.Join(j.bad, ", ")
+	switch {
+	case len(j.down) == 0:
+		return "which is not serving: " + found, nil
+	case tk.held != nil:
+		return fmt.Sprintf("which is not serving: %s; not healed: held by %s until %s", found, tk.held.By, machine.Stamp(tk.held.Until)), nil
+	case !tk.Cfg.Heals() || tk.Cfg.HealBudget <= 0:
+		return "which is not serving: " + found + " (heal is off)", nil
+	}
+	healed, spent, err := tk.heal(ctx, found)
+	switch {
+	case err != nil:
+		return "", err
+	case healed:
+		tk.judged = tk.gatedWords
+		return "which serves again (HEALED: " + tk.gatedWords + ")", nil
+	case spent:
+		return fmt.Sprintf("which is not serving: %s; healed %d times in the last hour (heal_budget %d): not healed again", found, tk.Cfg.HealBudget, tk.Cfg.HealBudget), nil
+	}
+	return "which is not serving: " + found + "; a heal (compose up -d) did not bring it back: " + tk.healWords, nil
+}
+
 // healsSince are the heals at or after since.
 func healsSince(heals []time.Time, since time.Time) []time.Time {
 	var out []time.Time

@@ -211,3 +211,31 @@ func TestAHoldKeepsAParkedRevert(t *testing.T) {
 		t.Errorf("after the hold: applied %s current %s, want v1 serving", machine.ShortSha(rec.AppliedSha), machine.ShortSha(h.current()))
 	}
 }
+
+// TestAParkedRevertKeepsTheServingReleaseHealed: while the reverted sha is parked, each tick
+// judges the release it brought back as a heartbeat does and heals it within heal_budget (no
+// lease, no OpenBao read); the park stays (before, a service of the serving release killed
+// while the revert was parked stayed down, and the words said it served).
+func TestAParkedRevertKeepsTheServingReleaseHealed(t *testing.T) {
+	h := newRevertHarness(t)
+	v1 := h.apply("v1")
+	h.dockerKnob("exited", "canary 3\n")
+	v2 := h.release("v2", consentingBroken)
+	h.wantExit(h.tick(), 1)
+	before, ups := h.sim.Counts(env), countUps(h.composeCalls())
+	h.dockerKnob("killed", "api\n")
+	h.wantExit(h.tick(), 1)
+	if n := countUps(h.composeCalls()) - ups; n != 1 {
+		t.Errorf("compose up ran %d times, want 1: the heal of v1", n)
+	}
+	if healed := h.notes(machine.NoteHealed); len(healed) != 1 || !strings.Contains(healed[0].Detail, "api (exited 137)") || !strings.Contains(healed[0].Detail, machine.ShortSha(v1)) {
+		t.Errorf("healed notes %+v, want one naming api and v1", healed)
+	}
+	if c := h.sim.Counts(env); c.Leases != before.Leases || c.KVReads != before.KVReads {
+		t.Errorf("the heal leased or read: %+v → %+v", before, c)
+	}
+	rec := h.record()
+	if rec.State != string(machine.Failed) || !rec.Parked || rec.Failure == nil || rec.Failure.Sha != v2 || rec.AppliedSha != v1 || h.current() != v1 {
+		t.Fatalf("record: state %s parked %t failure %+v applied %s", rec.State, rec.Parked, rec.Failure, machine.ShortSha(rec.AppliedSha))
+	}
+}

@@ -71,7 +71,11 @@ func (tk *tick) apply(ctx context.Context, resp effects.CheckinResponse) error {
 		n := rec.TotalAttempts()
 		if f := rec.Failure; rec.Parked && f.Reverted {
 			_ = tk.eng.Note(machine.NoteCheckin, f.Code, f.Reason, fmt.Sprintf("reverted to %s after %s failed: %s", machine.ShortSha(f.RevertTo), machine.ShortSha(f.Sha), f.Detail), now, nil)
-			return parked(effects.Permanent, f.Code, "failed: %s: %s — reverted to %s, which serves; %s waits for a new desired sha or `%s`", f.Code, f.Detail, machine.ShortSha(f.RevertTo), machine.ShortSha(f.Sha), tk.agentCommand("resume"))
+			serves, err := tk.keepServing(ctx)
+			if err != nil {
+				return err
+			}
+			return parked(effects.Permanent, f.Code, "failed: %s: %s — reverted to %s, %s; %s waits for a new desired sha or `%s`", f.Code, f.Detail, machine.ShortSha(f.RevertTo), serves, machine.ShortSha(f.Sha), tk.agentCommand("resume"))
 		}
 		if rec.Parked {
 			_ = tk.eng.Note(machine.NoteCheckin, rec.Failure.Code, rec.Failure.Reason, fmt.Sprintf("parked after %d failed attempts: %s", n, rec.Failure.Detail), now, nil)

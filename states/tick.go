@@ -260,6 +260,7 @@ func (tk *tick) run(ctx context.Context) error {
 	}
 	phase.Mark("token")
 	containers, psErr := tk.ps(ctx)
+	tk.listed, tk.listErr = containers, psErr
 	phase.Mark("compose-ps")
 	tk.hold()
 	resp, err := tk.checkin(ctx, containers)
