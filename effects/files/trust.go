@@ -22,7 +22,7 @@ import (
 type TrustError struct {
 	Path    string
 	Problem string // what is wrong, in a few words
-	Fix     string // the command that fixes it
+	Fix     string // the command that fixes it, as root: the directories are the agent's, 0700
 }
 
 func (e *TrustError) Error() string {
@@ -53,20 +53,20 @@ func checkStatAs(path string, fi fs.FileInfo, dir bool, uid int) error {
 	}
 	switch {
 	case dir && !fi.IsDir():
-		return &TrustError{Path: path, Problem: fmt.Sprintf("is not a directory (%s)", fi.Mode().Type()), Fix: "rm " + path + " (the agent creates it)"}
+		return &TrustError{Path: path, Problem: fmt.Sprintf("is not a directory (%s)", fi.Mode().Type()), Fix: "sudo rm " + path + " (the agent creates it)"}
 	case !dir && !fi.Mode().IsRegular():
-		rm := "rm "
+		rm := "sudo rm "
 		if fi.IsDir() {
-			rm = "rm -r "
+			rm = "sudo rm -r "
 		}
 		return &TrustError{Path: path, Problem: fmt.Sprintf("is not a regular file (%s)", typeName(fi.Mode())), Fix: rm + path}
 	case int(st.Uid) != uid:
 		return &TrustError{Path: path, Problem: fmt.Sprintf("is owned by %s, not by the agent's user %s", userName(int(st.Uid)), userName(uid)),
-			Fix: fmt.Sprintf("chown %s: %s", userName(uid), path)}
+			Fix: fmt.Sprintf("sudo chown %s: %s", userName(uid), path)}
 	case fi.Mode().Perm()&0o022 != 0 && dir:
-		return &TrustError{Path: path, Problem: fmt.Sprintf("is group- or world-writable (%04o)", fi.Mode().Perm()), Fix: "chmod go-w " + path}
+		return &TrustError{Path: path, Problem: fmt.Sprintf("is group- or world-writable (%04o)", fi.Mode().Perm()), Fix: "sudo chmod go-w " + path}
 	case fi.Mode().Perm()&0o022 != 0:
-		return &TrustError{Path: path, Problem: fmt.Sprintf("is group- or world-writable (%04o)", fi.Mode().Perm()), Fix: "chmod 0600 " + path}
+		return &TrustError{Path: path, Problem: fmt.Sprintf("is group- or world-writable (%04o)", fi.Mode().Perm()), Fix: "sudo chmod 0600 " + path}
 	}
 	return nil
 }
@@ -103,7 +103,7 @@ func openNoFollow(path string, dir bool) (*os.File, error) {
 					return nil, cerr
 				}
 			}
-			return nil, &TrustError{Path: path, Problem: "is a symlink", Fix: "rm " + path}
+			return nil, &TrustError{Path: path, Problem: "is a symlink", Fix: "sudo rm " + path}
 		}
 		return nil, err
 	}
@@ -143,7 +143,7 @@ func ReadOwned(path string, uid int, max int64) ([]byte, error) {
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
 	if err != nil {
 		if errors.Is(err, syscall.ELOOP) {
-			return nil, &TrustError{Path: path, Problem: "is a symlink", Fix: "rm " + path}
+			return nil, &TrustError{Path: path, Problem: "is a symlink", Fix: "sudo rm " + path}
 		}
 		return nil, err
 	}

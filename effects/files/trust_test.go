@@ -20,6 +20,10 @@ func wantTrustError(t *testing.T, err error, fix string) {
 	if !strings.Contains(err.Error(), te.Path) || !strings.Contains(te.Fix, fix) {
 		t.Errorf("error %q: want the path and a fix with %q", err, fix)
 	}
+	// the agent's directories are 0700 and its own: a person's shell reaches them as root
+	if !strings.HasPrefix(te.Fix, "sudo ") {
+		t.Errorf("fix %q: want it run with sudo", te.Fix)
+	}
 }
 
 func TestReadTrustedRefusesWhatItMustNotTrust(t *testing.T) {
