@@ -202,7 +202,7 @@ func (in Input) finish(v *Verdict) {
 	for _, w := range in.whysOf(v) {
 		w.Who = whoActs(w.Code, w.Reason)
 		in.checked(w)
-		w.Fix = in.render(w.Fix)
+		w.Fix = in.privateTmpNote(w.Fix, in.render(w.Fix))
 		w.Next = in.render(w.Next)
 		w.short = in.render(w.short)
 	}
@@ -356,4 +356,31 @@ func WhoRank(who string) int {
 		return 3
 	}
 	return 4
+}
+
+// privateTmpNote adds to fix, rendered from raw, that a directory it names lies under /tmp or
+// /var/tmp: under the packaged unit (PrivateTmp=yes) that is the unit's own temporary directory,
+// which no shell sees, so the command finds nothing there (check config warns of it too).
+func (in Input) privateTmpNote(raw, fix string) string {
+	p := in.Limits.Paths
+	var notes []string
+	for _, d := range []struct{ name, key, dir string }{{"{state_dir}", "state_dir", p.StateDir}, {"{deploy_dir}", "deploy_dir", p.DeployDir}} {
+		if !strings.Contains(raw, d.name) || d.dir == "" {
+			continue
+		}
+		for _, t := range []string{"/tmp", "/var/tmp"} {
+			if d.dir == t || strings.HasPrefix(d.dir, t+"/") {
+				notes = append(notes, fmt.Sprintf("%s %s is under %s, which the packaged unit keeps private (PrivateTmp=yes): no shell sees it there; move %s out of %s", d.key, d.dir, t, d.key, t))
+				break
+			}
+		}
+	}
+	if len(notes) == 0 {
+		return fix
+	}
+	note := strings.Join(notes, "; ")
+	if strings.Contains(fix, "   # ") {
+		return fix + "; " + note
+	}
+	return fix + "   # " + note
 }

@@ -290,3 +290,21 @@ func TestFixTheRecordContradicts(t *testing.T) {
 		}
 	})
 }
+
+// TestFixSaysAPrivateTmpDirIsUnseen: a box whose state_dir lies under /tmp (check config warns
+// of it) runs, under the packaged unit, on a /tmp no shell sees: a fix naming it says so.
+func TestFixSaysAPrivateTmpDirIsUnseen(t *testing.T) {
+	at := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	exit := vocab.ExitFail
+	box := store.Box{Host: "qa-02.example", StateDir: "/tmp/monky/state", DeployDir: "/srv/deploy", Config: "/etc/monky/config.yaml"}
+	in := explain.Input{Rec: recordOf(vocab.LocalFailure, box, at), Recent: []store.TickSummary{{Tick: 2, StartedAt: at, EndedAt: at, Exit: &exit}}, Now: at.Add(time.Minute)}
+	fix := explain.Decide(in).Why.Fix
+	if !strings.Contains(fix, "state_dir /tmp/monky/state is under /tmp, which the packaged unit keeps private (PrivateTmp=yes)") || strings.Contains(fix, "deploy_dir /srv/deploy is under") {
+		t.Errorf("fix %s", fix)
+	}
+	box.StateDir = "/var/lib/monky-deployd"
+	in.Rec = recordOf(vocab.LocalFailure, box, at)
+	if fix := explain.Decide(in).Why.Fix; strings.Contains(fix, "PrivateTmp") {
+		t.Errorf("a state_dir outside /tmp: %s", fix)
+	}
+}
