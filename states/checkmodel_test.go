@@ -17,8 +17,8 @@ func TestStageAnswerCarriesTheUnlistedReason(t *testing.T) {
 		name, adds string
 		reason     vocab.Reason
 	}{
-		{"only an unlisted field", "    mac_address: 02:42:ac:11:00:02\n", vocab.ReasonUnlistedField},
-		{"an unlisted field and a real finding", "    mac_address: 02:42:ac:11:00:02\n    privileged: true\n", ""},
+		{"only an unlisted field", "    tty: true\n", vocab.ReasonUnlistedField},
+		{"an unlisted field and a real finding", "    tty: true\n    privileged: true\n", ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			rel := t.TempDir()
