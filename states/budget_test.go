@@ -61,3 +61,26 @@ func TestHeartbeatStartsNoLoader(t *testing.T) {
 		t.Errorf("a heartbeat started %d loader children", got-before)
 	}
 }
+
+// A benign release whose bundle carries 60 MiB of assets applies in one tick: its model is loaded
+// within the budget whatever else the bundle holds (issue 47: 16–24 MiB of files were refused for
+// good as the loader's memory bound).
+func TestALargeBenignBundleApplies(t *testing.T) {
+	for _, c := range hostile.Cases() {
+		if c.Name != "benign-60mib-assets" {
+			continue
+		}
+		h := newHarness(t)
+		h.release("v1", func(f map[string][]byte) {
+			for n, data := range c.Files() {
+				f[n] = data
+			}
+		})
+		h.wantExit(h.tick(), 0)
+		if rec := h.record(); rec.AppliedSha == "" || rec.Refusal != nil {
+			t.Fatalf("not applied: state %s refusal %+v", rec.State, rec.Refusal)
+		}
+		return
+	}
+	t.Fatal("no benign-60mib-assets case")
+}

@@ -14,7 +14,13 @@ import (
 func TestCostClasses(t *testing.T) {
 	for _, c := range hostile.Cases() {
 		t.Run(c.Name, func(t *testing.T) {
-			b := bundleWith(t, map[string]string{"compose.yaml": string(c.Compose())})
+			files := map[string]string{"compose.yaml": string(c.Compose())}
+			if c.Files != nil {
+				for n, data := range c.Files() {
+					files[n] = string(data)
+				}
+			}
+			b := bundleWith(t, files)
 			r := Check(b, CheckInput{DesiredSha: b.Sha, EnvID: env})
 			if c.Want == "" {
 				if r != nil {

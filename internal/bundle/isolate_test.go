@@ -23,7 +23,6 @@ const benignCompose = "services:\n  web:\n    image: nginx\n    volumes: ['./ass
 // was refused for good, blaming the compose file).
 func TestLargeBenignBundleLoads(t *testing.T) {
 	for name, files := range map[string]map[string]string{
-		"one 60 MiB asset": {"assets/video.bin": strings.Repeat("\x00\x01binary", 60<<20/8)},
 		"60 text assets of 1 MiB": func() map[string]string {
 			m := map[string]string{}
 			line := strings.Repeat("body { color: red; }\n", 50)

@@ -7,7 +7,9 @@
 # release), the agent as the package ships it (`make agent`), with MONKY_DEPLOYD_TRACE set:
 # the agent's own peak RSS (phase's memory line), the loader child's wall, CPU and peak RSS
 # (internal/budget's trace line), the whole command's wall and CPU (/usr/bin/time), and the
-# verdict. Each must stay within 10 s of CPU and 64 MiB above the heartbeat's RSS.
+# verdict. Each must stay within 10 s of CPU and 64 MiB above the heartbeat's RSS. Then the
+# support readers: explain on copies (the box's own, forged meta pages, a 1 GiB sparse file, a
+# FIFO), each within 10 s of CPU and 128 MiB.
 #
 # Environment: WORK (a directory to use; default a new one, removed at the end).
 set -euo pipefail
@@ -50,15 +52,19 @@ measure() {
 	local st=0
 	MONKY_DEPLOYD_TRACE=1 /usr/bin/time -f 'time %e %U %S %M' "$@" >"$WORK/out" 2>"$WORK/err" || st=$?
 	local verdict
-	verdict=$(grep -ohE '(BUNDLE_INVALID|PRIVILEGED_REFUSED)[^"]{0,90}' "$WORK/out" "$WORK/err" | head -1 || true)
+	local words='(BUNDLE_INVALID|PRIVILEGED_REFUSED)'
+	if [[ $kind == "explain copy" ]]; then
+		words='(is not a state file|is corrupt|neither meta page)' # a copy's journal holds the refusals above
+	fi
+	verdict=$(grep -ohE "$words"'[^"]{0,90}' "$WORK/out" "$WORK/err" | head -1 || true)
 	if [[ -z $verdict ]]; then
 		if [[ $st -eq 0 ]]; then verdict=ok; else verdict="exit $st"; fi
 	fi
 	awk -v name="$name" -v kind="$kind" -v verdict="$verdict" '
 		/^loader / {lw+=$4; lc+=$6; if ($8>lr) lr=$8}
 		/^memory VmHWM/ {pr=$3}
-		/^time / {w=$2; c=$3+$4}
-		END {printf "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", name, kind, w, c, pr, lw, lc, lr, verdict}' "$WORK/err" >>"$WORK/rows"
+		/^time / {w=$2; c=$3+$4; m=$5}
+		END {if (pr == "") pr = m; printf "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", name, kind, w, c, pr, lw, lc, lr, verdict}' "$WORK/err" >>"$WORK/rows"
 }
 
 : >"$WORK/rows"
@@ -69,6 +75,35 @@ while IFS=$'\t' read -r name _ dir; do
 	measure "$name" tick "${AGENT[@]}" run --once
 done <"$WORK/cases.tsv"
 stop_sim
+
+# The support desk's readers on copies from boxes nobody trusts (issue 47): `explain
+# --state-file` on the box's own file, on a copy whose meta pages are forged to name a
+# gigabyte of pages, on a 1 GiB sparse file and on a FIFO. Each is read or refused within the
+# readers' bound (128 MiB, 10 s of CPU); none may hang (timeout 60 s).
+STATE_DIR=$(sed -n 's/^state_dir: *"\{0,1\}\([^"]*\)"\{0,1\}$/\1/p' "$KIT/config.yaml")
+COPIES=$WORK/copies
+mkdir -p "$COPIES"
+cp "$STATE_DIR/state.db" "$COPIES/box.db"
+python3 - "$COPIES/box.db" "$COPIES/forged.db" <<'PY'
+import struct, sys
+raw = bytearray(open(sys.argv[1], "rb").read())
+def fnv64a(b):
+    h = 0xcbf29ce484222325
+    for c in b:
+        h = ((h ^ c) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
+    return h
+page = struct.unpack_from("<I", raw, 16 + 8)[0]
+for off in (0, page):
+    m = off + 16
+    struct.pack_into("<Q", raw, m + 40, (1 << 30) // page)  # the high-water mark: 1 GiB of pages
+    struct.pack_into("<Q", raw, m + 56, fnv64a(bytes(raw[m:m + 56])))
+open(sys.argv[2], "wb").write(raw)
+PY
+truncate -s 1G "$COPIES/sparse.db"
+mkfifo "$COPIES/fifo.db"
+for c in box forged sparse fifo; do
+	measure "copy:$c" "explain copy" timeout 60 "$BIN/monky-deployd" explain --state-file "$COPIES/$c.db"
+done
 
 python3 - "$WORK/rows" "$WORK/cases.tsv" "$(cut -d' ' -f1-3 /proc/loadavg)" <<'PY'
 import sys
@@ -88,11 +123,14 @@ for r in rows[1:]:
     name, kind, wall, cpu, prss, lwall, lcpu, lrss, verdict = r
     parent = (f(prss) or 0) / 1024
     child = (f(lrss) or 0) / 1024
-    ok = f(cpu) is not None and f(cpu) <= 10 and child - hb_rss <= 64 and parent - hb_rss <= 64
+    if kind == "explain copy":  # a reader: its own bound, 128 MiB and 10 s of CPU, on any copy
+        ok = f(cpu) is not None and f(cpu) <= 10 and parent <= 128 and verdict != "exit 124"
+    else:
+        ok = f(cpu) is not None and f(cpu) <= 10 and child - hb_rss <= 64 and parent - hb_rss <= 64
     bad += not ok
     lc = f"{f(lcpu) / 1000:.2f}" if f(lcpu) is not None else "-"
     print(f"{name:<20} {kind:<13} {f(wall):7.2f} {f(cpu):6.2f} {parent:9.1f} {child:10.1f} {lc:>12} {'yes' if ok else 'NO':>7}  {verdict}")
-print("within: ≤ 10 s of CPU (agent and loader together) and each process ≤ 64 MiB above the heartbeat's peak RSS")
+print("within: ≤ 10 s of CPU (agent and loader together) and each process ≤ 64 MiB above the heartbeat's peak RSS; a reader of a copy ≤ 10 s of CPU and 128 MiB, never hung")
 print(f"load average (1, 5, 15 min) after the run: {sys.argv[3]}")
 sys.exit(1 if bad else 0)
 PY

@@ -19,6 +19,8 @@ type Case struct {
 	Want    string
 	Compose func() []byte
 	Bound   []string
+	// Files are the bundle's other files (nil: none), by their path in the bundle.
+	Files func() map[string][]byte
 }
 
 // Names reports whether a refusal's detail names the case's bound: one of its words.
@@ -42,17 +44,35 @@ const maxFile = 1 << 20
 // Cases lists the classes in the order of the issue.
 func Cases() []Case {
 	return []Case{
-		{"alias-400k-x2000", "2,000 aliases of a 400 KiB scalar", "BUNDLE_INVALID", func() []byte { return bigAliases(400<<10, 2000) }, []string{aliasBound}},
-		{"alias-1b-x100000", "100,000 aliases of a one-byte scalar", "BUNDLE_INVALID", func() []byte { return bigAliases(1, 100000) }, []string{aliasBound}},
-		{"alias-600k-x99000", "99,000 aliases of a 600 KiB scalar", "BUNDLE_INVALID", func() []byte { return bigAliases(600<<10, 99000) }, []string{aliasBound}},
+		{"alias-400k-x2000", "2,000 aliases of a 400 KiB scalar", "BUNDLE_INVALID", func() []byte { return bigAliases(400<<10, 2000) }, []string{aliasBound}, nil},
+		{"alias-1b-x100000", "100,000 aliases of a one-byte scalar", "BUNDLE_INVALID", func() []byte { return bigAliases(1, 100000) }, []string{aliasBound}, nil},
+		{"alias-600k-x99000", "99,000 aliases of a 600 KiB scalar", "BUNDLE_INVALID", func() []byte { return bigAliases(600<<10, 99000) }, []string{aliasBound}, nil},
 		// 46,000 services come within a few MiB of the child's memory bound while their nodes
 		// are counted (docs/PERFORMANCE.md): which bound names them first depends on the binary
 		// the child is, so either is the verdict
-		{"services-46000", "46,000 one-line services in 1 MiB", "BUNDLE_INVALID", func() []byte { return services(46000) }, []string{"defines more than 1000 services", memoryBound}},
-		{"nesting-100", "100 levels of nesting", "BUNDLE_INVALID", func() []byte { return nesting(100) }, []string{"nests more than 64 levels deep"}},
-		{"block-1mib", "a block scalar of almost 1 MiB", "", blockScalar, nil},
-		{"nodes-1mib", "1 MiB of one-byte list items, no alias (past the counts: the OS limit)", "BUNDLE_INVALID", denseList, []string{memoryBound}},
+		{"services-46000", "46,000 one-line services in 1 MiB", "BUNDLE_INVALID", func() []byte { return services(46000) }, []string{"defines more than 1000 services", memoryBound}, nil},
+		{"nesting-100", "100 levels of nesting", "BUNDLE_INVALID", func() []byte { return nesting(100) }, []string{"nests more than 64 levels deep"}, nil},
+		{"block-1mib", "a block scalar of almost 1 MiB", "", blockScalar, nil, nil},
+		{"nodes-1mib", "1 MiB of one-byte list items, no alias (past the counts: the OS limit)", "BUNDLE_INVALID", denseList, []string{memoryBound}, nil},
+		// a benign release whose assets fill most of a bundle: the loader child reads what
+		// compose reads, never the assets (issue 47: 16–24 MiB of files were refused for good)
+		{"benign-60mib-assets", "a benign compose file beside 60 MiB of assets", "", benignCompose, nil, largeAssets},
 	}
+}
+
+// benignCompose serves the release's assets read-only.
+func benignCompose() []byte {
+	return []byte("services:\n  web:\n    image: nginx\n    volumes: ['./assets:/usr/share/nginx/html:ro']\n")
+}
+
+// largeAssets are 60 MiB of assets: one binary file of 48 MiB and twelve text files of 1 MiB.
+func largeAssets() map[string][]byte {
+	files := map[string][]byte{"assets/video.bin": []byte(strings.Repeat("\x00\x01binary", 48<<20/8))}
+	line := strings.Repeat("body { color: red; }\n", 50)
+	for i := 0; i < 12; i++ {
+		files[fmt.Sprintf("assets/style-%02d.css", i)] = []byte(strings.Repeat(line, (1<<20)/len(line)))
+	}
+	return files
 }
 
 // bigAliases is one service whose command lists n aliases of one scalar of size bytes, in flow

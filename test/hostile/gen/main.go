@@ -1,12 +1,15 @@
 // Command gen writes issue 37's hostile cost classes (package hostile) as unpacked bundle
-// directories, one a class, for `make bench`: <out>/<case>/{bundle.json,compose.yaml}.
+// directories, one a class, for `make bench`: <out>/<case>/{bundle.json,compose.yaml} and the case's other files.
 package main
 
 import (
+	"encoding/json"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/tikali/monky-deployd/test/hostile"
 )
@@ -21,9 +24,27 @@ func main() {
 	}
 	for _, c := range hostile.Cases() {
 		dir := filepath.Join(*out, c.Name)
-		meta := fmt.Sprintf(`{"env_id": %q, "compose_file": "compose.yaml", "agent": {"allow_privileged": false, "allow_rollback": true}, "files": ["compose.yaml"]}`+"\n", *env)
+		names := []string{"compose.yaml"}
+		var extra map[string][]byte
+		if c.Files != nil {
+			extra = c.Files()
+			for _, n := range slices.Sorted(maps.Keys(extra)) {
+				names = append(names, n)
+			}
+		}
+		list, _ := json.Marshal(names)
+		meta := fmt.Sprintf(`{"env_id": %q, "compose_file": "compose.yaml", "agent": {"allow_privileged": false, "allow_rollback": true}, "files": %s}`+"\n", *env, list)
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			fail(err)
+		}
+		for n, data := range extra {
+			p := filepath.Join(dir, n)
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				fail(err)
+			}
+			if err := os.WriteFile(p, data, 0o644); err != nil {
+				fail(err)
+			}
 		}
 		if err := os.WriteFile(filepath.Join(dir, "bundle.json"), []byte(meta), 0o644); err != nil {
 			fail(err)
