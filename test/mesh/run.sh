@@ -7,7 +7,8 @@
 #   3. the simulator (tenancy + OpenBao) on loopback; the services monky.tenancy.deploy and openbao,
 #      hosted by the quickstart router (host.v1) towards the simulator's two listeners; Bind
 #      policies for the router, Dial policies for the box's identity monky-host.<env>, which the
-#      agent enrols itself (`monky-deployd enroll --jwt`)
+#      agent enrols itself (`monky-deployd enroll --jwt`: written 0600, the JWT deleted; a second
+#      enroll without --force keeps it)
 #   4. the agent with `transport: sdk`, its intercept names resolvable nowhere but in the mesh:
 #      desire v1 → `run --once` applies (exit 0); a heartbeat (exit 0); desire v2 → applies (exit
 #      0); the simulator holds the reports
@@ -111,7 +112,7 @@ if [[ ! -x "$SIM_BIN" ]]; then
 	SIM_BIN=$WORK/monky-sim
 	CGO_ENABLED=0 go build -o "$SIM_BIN" ./cmd/monky-sim
 fi
-mkdir -p "$WORK/bin" "$WORK/docker-state" "$WORK/home" "$WORK/identities"
+mkdir -p "$WORK/bin" "$WORK/docker-state" "$WORK/home"
 go build -o "$WORK/bin/fakedocker" ./test/fakedocker
 printf '#!/bin/sh\nFAKE_DOCKER_LOG=%q FAKE_DOCKER_STATE=%q exec %q "$@"\n' \
 	"$WORK/docker-calls.jsonl" "$WORK/docker-state" "$WORK/bin/fakedocker" >"$WORK/bin/docker"
@@ -209,9 +210,29 @@ pass() {
 	PASSED+=("$*")
 }
 
-zt edge enroll "$WORK/$BOX.jwt" -o "$IDENTITY" >"$WORK/enroll.log" 2>&1 || { cat "$WORK/enroll.log"; fail "ziti edge enroll"; }
-chmod 0600 "$IDENTITY"
+# the agent enrols its identity itself, with the SDK's enrolment, where the config says
+if agent enroll --jwt "$WORK/$BOX.jwt" >"$WORK/enroll.log" 2>&1; then
+	pass "enroll --jwt: exit 0"
+else
+	sed 's/^/  | /' "$WORK/enroll.log"
+	fail "enroll --jwt failed"
+fi
+sed 's/^/  /' "$WORK/enroll.log"
 [[ -s "$IDENTITY" ]] || die "no identity at $IDENTITY"
+mode=$(stat -c %a "$IDENTITY")
+if [[ "$mode" == 600 ]]; then pass "the identity is written 0600"; else fail "the identity is mode $mode, not 0600"; fi
+if [[ ! -e "$WORK/$BOX.jwt" ]]; then pass "the JWT is deleted"; else fail "the JWT is still there"; fi
+# a second enrolment does not replace an identity that loads
+zt edge create identity monky-host.spare -o "$WORK/spare.jwt" >>"$WORK/setup.log" 2>&1
+before=$(sha256sum <"$IDENTITY")
+if agent enroll --jwt "$WORK/spare.jwt" >"$WORK/enroll-again.log" 2>&1; then
+	fail "enroll over a working identity without --force exited 0"
+elif grep -q 'already holds an identity that loads' "$WORK/enroll-again.log" && [[ -e "$WORK/spare.jwt" && "$(sha256sum <"$IDENTITY")" == "$before" ]]; then
+	pass "enroll without --force keeps a working identity and the JWT"
+else
+	sed 's/^/  | /' "$WORK/enroll-again.log"
+	fail "enroll without --force over a working identity"
+fi
 log "identity enrolled: $IDENTITY"
 
 for h in "${TENANCY_URL#http://}" "${BAO_URL#http://}"; do
