@@ -58,7 +58,7 @@ build_ziti() {
 	log "building ziti from $(basename "$tarball") into $dir (once per tarball; 10-15 min of CPU cold)"
 	rm -rf "$dir/ziti" "$dir/bin/ziti.tmp"
 	mkdir -p "$dir/bin"
-	tar -xzf "$tarball" -C "$dir"
+	tar -xzf "$tarball" -C "$dir" || die "$tarball does not unpack"
 	(cd "$dir/ziti" && GOPROXY=off GOFLAGS="-mod=vendor -buildvcs=false" GOPRIVATE=github.com/openziti \
 		GONOSUMDB=github.com/openziti CGO_ENABLED=0 nice go build -trimpath -ldflags "-s -w" \
 		-modfile=go.local.mod -o "$dir/bin/ziti.tmp" ./ziti) >"$dir/build.log" 2>&1 ||
