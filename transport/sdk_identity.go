@@ -47,6 +47,13 @@ type identityFile struct {
 	} `json:"id"`
 }
 
+// CheckSDKIdentity checks the identity at path as the sdk transport does before the SDK sees it
+// (loadSDKIdentity): nil when the sdk transport would load it.
+func CheckSDKIdentity(path string) error {
+	_, err := loadSDKIdentity(path)
+	return err
+}
+
 // loadSDKIdentity reads and checks the identity at path for the sdk transport. What keeps the
 // agent from the file is IDENTITY_UNUSABLE (readIdentity); a file that is group- or
 // world-writable, is not the JSON of an identity, or whose certificate, key or CA does not parse

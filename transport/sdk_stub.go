@@ -3,6 +3,8 @@
 package transport
 
 import (
+	"context"
+
 	"github.com/tikali/monky-deployd/internal/vocab"
 )
 
@@ -11,4 +13,10 @@ import (
 func newSDK(Config) (Dialer, error) {
 	return nil, &Error{Op: "transport sdk", Code: vocab.SDKUnavailable,
 		Msg: "this build has no OpenZiti SDK; set `transport: proxy` (monky-deployd-proxy.service) or `transport: system`"}
+}
+
+// Enroll in the default build: enrolment is the SDK's, and this build has none.
+func Enroll(context.Context, string) ([]byte, error) {
+	return nil, &Error{Op: "enroll", Code: vocab.SDKUnavailable,
+		Msg: "this build has no OpenZiti SDK: enrol with the sdk build (make sdk), or enrol the tunneller: ziti-edge-tunnel add --jwt FILE"}
 }

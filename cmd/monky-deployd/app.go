@@ -117,6 +117,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			resumeCommand(stdout, stderr),
 			holdCommand(stdout, stderr),
 			bootstrapCommand(stdout, stderr),
+			enrollCommand(stdout, stderr),
 			diagramCommand(stdout),
 			checkCommand(stdout),
 			versionCommand(stdout),

@@ -188,7 +188,7 @@ func TestCompletionWords(t *testing.T) {
 		words []string
 		want  string
 	}{
-		{[]string{""}, "run status explain resume hold bootstrap diagram check version completion purge help"},
+		{[]string{""}, "run status explain resume hold bootstrap enroll diagram check version completion purge help"},
 		{[]string{"check", ""}, "config bundle"},
 		{[]string{"check", "bundle", "--"}, "--env --allow-rollback --kv-mount --max-bytes --help"},
 		{[]string{"check", "bundle", "--env", ""}, ""},

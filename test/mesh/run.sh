@@ -1,0 +1,298 @@
+#!/usr/bin/env bash
+# make mesh-e2e: the sdk build of the agent through a REAL OpenZiti network on loopback.
+#
+#   1. the ziti binary (controller + router) built from the vendored tarball, once, into a cache
+#      keyed by the tarball's sha256 (never downloaded); $ZITI instead when set
+#   2. `ziti edge quickstart` with every listener on 127.0.0.1 (the router's too) on free ports
+#   3. the simulator (tenancy + OpenBao) on loopback; the services monky.tenancy.deploy and openbao,
+#      hosted by the quickstart router (host.v1) towards the simulator's two listeners; Bind
+#      policies for the router, Dial policies for the box's identity monky-host.<env>, which the
+#      agent enrols itself (`monky-deployd enroll --jwt`: written 0600, the JWT deleted; a second
+#      enroll without --force keeps it)
+#   4. the agent with `transport: sdk`, its intercept names resolvable nowhere but in the mesh:
+#      desire v1 → `run --once` applies (exit 0); a heartbeat (exit 0); desire v2 → applies (exit
+#      0); the simulator holds the reports
+#
+# Usage: test/mesh/run.sh      (make mesh-e2e builds the agent first)
+# Env:   SDK_BIN       the sdk build of the agent (default bin/monky-deployd-sdk)
+#        SIM_BIN       the simulator (default bin/monky-sim, built into the temp dir when missing)
+#        ZITI          a ziti binary to use instead of the cached build
+#        ZITI_TARBALL  the vendored ziti source (default: third_party/openziti/ziti/ in ../shared)
+#        MESH_CACHE    where the ziti build is cached (default: $(go env GOCACHE)/../monky-ziti)
+#        KEEP_WORK=1   keep the temp dir (its logs) at the end
+# Everything it starts is stopped, and the temp dir removed, however it ends.
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+ROOT=$(pwd)
+T0=$(date +%s)
+ENV_ID=env-demo-01
+BOX=monky-host.$ENV_ID
+SVC_TENANCY=monky.tenancy.deploy
+SVC_BAO=openbao
+# the agent's intercept addresses: names no resolver knows, so a tick that works went through the mesh
+TENANCY_URL=http://$SVC_TENANCY:443
+BAO_URL=http://bao.mesh.invalid:8200
+
+log() { printf '[mesh %4ds] %s\n' "$(($(date +%s) - T0))" "$*"; }
+die() {
+	echo "mesh-e2e: $*" >&2
+	exit 1
+}
+
+AGENT_BIN=$(realpath -m "${SDK_BIN:-bin/monky-deployd-sdk}")
+[[ -x "$AGENT_BIN" ]] || die "$AGENT_BIN is missing (run make sdk, or make mesh-e2e)"
+"$AGENT_BIN" version | grep -q '^transports: sdk' || die "$AGENT_BIN is not the sdk build (its version lists no sdk transport)"
+
+# --- 1. the ziti binary ------------------------------------------------------------------------
+find_tarball() {
+	local d
+	for d in "$ROOT/../shared" "$(git rev-parse --path-format=absolute --git-common-dir 2>/dev/null || echo /nonexistent)/../../shared"; do
+		compgen -G "$d/third_party/openziti/ziti/ziti-*-vendored.tar.gz" | head -1 && return 0
+	done
+	return 1
+}
+# build_ziti TARBALL DIR: the README's offline build (third_party/openziti/README.md), into DIR/bin/ziti
+build_ziti() {
+	local tarball=$1 dir=$2
+	log "building ziti from $(basename "$tarball") into $dir (once per tarball; 10-15 min of CPU cold)"
+	rm -rf "$dir/ziti" "$dir/bin/ziti.tmp"
+	mkdir -p "$dir/bin"
+	tar -xzf "$tarball" -C "$dir" || die "$tarball does not unpack"
+	(cd "$dir/ziti" && GOPROXY=off GOFLAGS="-mod=vendor -buildvcs=false" GOPRIVATE=github.com/openziti \
+		GONOSUMDB=github.com/openziti CGO_ENABLED=0 nice go build -trimpath -ldflags "-s -w" \
+		-modfile=go.local.mod -o "$dir/bin/ziti.tmp" ./ziti) >"$dir/build.log" 2>&1 ||
+		{
+			tail -20 "$dir/build.log" >&2
+			die "the ziti build failed (log: $dir/build.log)"
+		}
+	mv "$dir/bin/ziti.tmp" "$dir/bin/ziti"
+	echo "done" >>"$dir/build.log"
+}
+if [[ -z "${ZITI:-}" ]]; then
+	TARBALL=${ZITI_TARBALL:-$(find_tarball)} || die "no ziti source tarball (third_party/openziti/ziti/ in ../shared); set ZITI_TARBALL or ZITI"
+	[[ -f "$TARBALL" ]] || die "ZITI_TARBALL $TARBALL is not a file"
+	KEY=$(sha256sum "$TARBALL" | cut -c1-16)
+	CACHE=$(realpath -m "${MESH_CACHE:-$(go env GOCACHE)/../monky-ziti}")
+	ZITI=$CACHE/$KEY/bin/ziti
+	if [[ ! -x "$ZITI" ]]; then
+		mkdir -p "$CACHE/$KEY"
+		# one build at a time: a second run waits for the first one's binary
+		exec 9>"$CACHE/$KEY.lock"
+		flock 9
+		[[ -x "$ZITI" ]] || build_ziti "$TARBALL" "$CACHE/$KEY"
+		flock -u 9
+		exec 9>&-
+	fi
+fi
+[[ -x "$ZITI" ]] || die "ZITI=$ZITI is not an executable"
+log "ziti: $ZITI ($("$ZITI" version 2>/dev/null | head -1))"
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/monky-mesh.XXXXXX")
+# shellcheck source=test/sim.sh
+source test/sim.sh
+QS_PID=""
+cleanup() {
+	local rc=$?
+	if [[ -n "$QS_PID" ]] && kill -0 "$QS_PID" 2>/dev/null; then
+		kill -TERM "$QS_PID" 2>/dev/null || true
+		for _ in $(seq 1 40); do kill -0 "$QS_PID" 2>/dev/null || break; sleep 0.25; done
+		kill -KILL "$QS_PID" 2>/dev/null || true
+		wait "$QS_PID" 2>/dev/null || true
+	fi
+	stop_sim
+	if [[ -n "${KEEP_WORK:-}" ]]; then echo "mesh-e2e: kept $WORK"; else rm -rf "$WORK"; fi
+	exit "$rc"
+}
+trap cleanup EXIT
+
+# --- 2. the simulator and the docker stub ------------------------------------------------------
+SIM_BIN=${SIM_BIN:-$ROOT/bin/monky-sim}
+if [[ ! -x "$SIM_BIN" ]]; then
+	SIM_BIN=$WORK/monky-sim
+	CGO_ENABLED=0 go build -o "$SIM_BIN" ./cmd/monky-sim
+fi
+mkdir -p "$WORK/bin" "$WORK/docker-state" "$WORK/home"
+go build -o "$WORK/bin/fakedocker" ./test/fakedocker
+printf '#!/bin/sh\nFAKE_DOCKER_LOG=%q FAKE_DOCKER_STATE=%q exec %q "$@"\n' \
+	"$WORK/docker-calls.jsonl" "$WORK/docker-state" "$WORK/bin/fakedocker" >"$WORK/bin/docker"
+chmod 0755 "$WORK/bin/docker"
+"$SIM_BIN" serve --releases testdata/demo --env "$ENV_ID" --kit "$WORK/kit" \
+	--addr-file "$WORK/addr.json" --state-dir "$WORK/sim-state" --docker-bin "$WORK/bin/docker" \
+	--quiet >"$WORK/sim.log" 2>&1 &
+SIM_PID=$!
+wait_sim "$WORK/addr.json" "$WORK/sim.log" || exit 1
+sim() { "$SIM_BIN" "$1" --addr-file "$WORK/addr.json" --env "$ENV_ID" "${@:2}"; }
+KIT=$WORK/kit/config.yaml
+sim_tenancy=$(sed -n 's|^  base_url: "http://\(.*\)"$|\1|p' "$KIT")
+sim_bao=$(sed -n 's|^  addr: "http://\(.*\)"$|\1|p' "$KIT")
+[[ "$sim_tenancy" == 127.0.0.1:* && "$sim_bao" == 127.0.0.1:* ]] ||
+	die "the simulator's listeners are not on 127.0.0.1: tenancy '$sim_tenancy', OpenBao '$sim_bao'"
+log "simulator: tenancy $sim_tenancy, OpenBao $sim_bao"
+
+# --- 3. the controller and router, on loopback only --------------------------------------------
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+CTRL_PORT=$(free_port)
+ROUTER_PORT=$(free_port)
+while [[ "$ROUTER_PORT" == "$CTRL_PORT" ]]; do ROUTER_PORT=$(free_port); done
+# the CLI and quickstart's own login keep their session in $HOME/.config/ziti
+ZT_ENV=(HOME="$WORK/home" ZITI_CTRL_BIND_ADDRESS=127.0.0.1 ZITI_CTRL_EDGE_BIND_ADDRESS=127.0.0.1)
+zt() { env "${ZT_ENV[@]}" "$ZITI" "$@"; }
+QS_ARGS=(--home "$WORK/qs" --ctrl-address 127.0.0.1 --ctrl-port "$CTRL_PORT"
+	--router-address 127.0.0.1 --router-port "$ROUTER_PORT")
+# the router's generated config binds tls:0.0.0.0:PORT: configure, pin it to 127.0.0.1, then start
+zt edge quickstart "${QS_ARGS[@]}" --configure-and-exit >"$WORK/qs-configure.log" 2>&1 ||
+	{
+		tail -20 "$WORK/qs-configure.log" >&2
+		die "quickstart --configure-and-exit failed"
+	}
+sed -i 's#tls:0.0.0.0:#tls:127.0.0.1:#g' "$WORK/qs/quickstart/router-quickstart.yaml"
+! grep -n '0\.0\.0\.0' "$WORK/qs/quickstart/router-quickstart.yaml" || die "the router's config still binds 0.0.0.0"
+log "quickstart configured (controller 127.0.0.1:$CTRL_PORT, router 127.0.0.1:$ROUTER_PORT)"
+# started by exec (env execs ziti): $! is the pid of the process to stop, not of a subshell
+env "${ZT_ENV[@]}" "$ZITI" edge quickstart "${QS_ARGS[@]}" >"$WORK/qs.log" 2>&1 &
+QS_PID=$!
+for _ in $(seq 1 240); do
+	grep -q 'controller and router started' "$WORK/qs.log" && break
+	kill -0 "$QS_PID" 2>/dev/null || {
+		tail -20 "$WORK/qs.log" >&2
+		die "quickstart stopped at start"
+	}
+	sleep 0.5
+done
+grep -q 'controller and router started' "$WORK/qs.log" || {
+	tail -20 "$WORK/qs.log" >&2
+	die "quickstart not ready within 120 s"
+}
+grep -q "instance pid *: $QS_PID\$" "$WORK/qs.log" || die "quickstart says another pid than $QS_PID: $(grep 'instance pid' "$WORK/qs.log")"
+listeners=$(ss -Hltnp | grep "pid=$QS_PID," | awk '{print $4}' | sort -u || true)
+log "quickstart ready (pid $QS_PID); it listens on: $(echo "$listeners" | tr '\n' ' ')"
+[[ -n "$listeners" ]] || die "ss shows no listener of quickstart (pid $QS_PID)"
+if grep -v '^127\.0\.0\.1:' <<<"$listeners"; then die "quickstart listens beyond 127.0.0.1 (above)"; fi
+
+# --- 4. services, policies, the box's identity -------------------------------------------------
+zt edge login "127.0.0.1:$CTRL_PORT" -u admin -p admin -y >/dev/null
+host_v1() { printf '{"protocol":"tcp","address":"%s","port":%s}' "${1%:*}" "${1##*:}"; }
+{
+	zt edge create config tenancy-host host.v1 "$(host_v1 "$sim_tenancy")"
+	zt edge create config openbao-host host.v1 "$(host_v1 "$sim_bao")"
+	zt edge create service "$SVC_TENANCY" --configs tenancy-host
+	zt edge create service "$SVC_BAO" --configs openbao-host
+	# quickstart's router is router-quickstart, tunneler-enabled; its edge-router and
+	# service-edge-router policies are #all
+	zt edge create service-policy tenancy-bind Bind --service-roles "@$SVC_TENANCY" --identity-roles @router-quickstart
+	zt edge create service-policy openbao-bind Bind --service-roles "@$SVC_BAO" --identity-roles @router-quickstart
+	zt edge create identity "$BOX" -o "$WORK/$BOX.jwt"
+	zt edge create service-policy box-dial Dial --service-roles "@$SVC_TENANCY,@$SVC_BAO" --identity-roles "@$BOX"
+} >"$WORK/setup.log" 2>&1 || {
+	cat "$WORK/setup.log" >&2
+	die "creating the services, policies and identity failed"
+}
+log "services $SVC_TENANCY → $sim_tenancy and $SVC_BAO → $sim_bao (router-hosted), policies, identity $BOX"
+
+# the agent's config: the kit's, with transport sdk, the identity, and intercept names
+IDENTITY=$WORK/identities/$BOX.json
+CONFIG=$WORK/config.yaml
+sed -e "s|^transport: system$|transport: sdk\nidentity: \"$IDENTITY\"|" \
+	-e "s|^  base_url: .*|  base_url: \"$TENANCY_URL\"\n  service: $SVC_TENANCY|" \
+	-e "s|^  addr: .*|  addr: \"$BAO_URL\"\n  service: $SVC_BAO|" "$KIT" >"$CONFIG"
+chmod 0640 "$CONFIG"
+agent() { "$AGENT_BIN" --config "$CONFIG" "$@"; }
+
+FAILED=()
+PASSED=()
+fail() {
+	echo "FAIL: $*"
+	FAILED+=("$*")
+}
+pass() {
+	echo "ok: $*"
+	PASSED+=("$*")
+}
+
+# the agent enrols its identity itself, with the SDK's enrolment, where the config says
+if agent enroll --jwt "$WORK/$BOX.jwt" >"$WORK/enroll.log" 2>&1; then
+	pass "enroll --jwt: exit 0"
+else
+	sed 's/^/  | /' "$WORK/enroll.log"
+	fail "enroll --jwt failed"
+fi
+sed 's/^/  /' "$WORK/enroll.log"
+[[ -s "$IDENTITY" ]] || die "no identity at $IDENTITY"
+mode=$(stat -c %a "$IDENTITY")
+if [[ "$mode" == 600 ]]; then pass "the identity is written 0600"; else fail "the identity is mode $mode, not 0600"; fi
+if [[ ! -e "$WORK/$BOX.jwt" ]]; then pass "the JWT is deleted"; else fail "the JWT is still there"; fi
+# a second enrolment does not replace an identity that loads
+zt edge create identity monky-host.spare -o "$WORK/spare.jwt" >>"$WORK/setup.log" 2>&1
+before=$(sha256sum <"$IDENTITY")
+if agent enroll --jwt "$WORK/spare.jwt" >"$WORK/enroll-again.log" 2>&1; then
+	fail "enroll over a working identity without --force exited 0"
+elif grep -q 'already holds an identity that loads' "$WORK/enroll-again.log" && [[ -e "$WORK/spare.jwt" && "$(sha256sum <"$IDENTITY")" == "$before" ]]; then
+	pass "enroll without --force keeps a working identity and the JWT"
+else
+	sed 's/^/  | /' "$WORK/enroll-again.log"
+	fail "enroll without --force over a working identity"
+fi
+log "identity enrolled: $IDENTITY"
+
+for h in "${TENANCY_URL#http://}" "${BAO_URL#http://}"; do
+	if getent hosts "${h%:*}" >/dev/null; then die "${h%:*} resolves here: the test would not prove the mesh"; fi
+done
+
+# tick STEP WANT: one `run --once`; its stderr in $WORK/tick-N.log
+N=0
+tick() {
+	local step=$1 want=$2 rc=0
+	N=$((N + 1))
+	agent run --once 2>"$WORK/tick-$N.log" || rc=$?
+	sed -n 's/.*"message":"\(exit [0-9]*: [^"]*\)".*/  \1/p' "$WORK/tick-$N.log"
+	if grep -qE '^panic:|^goroutine [0-9]+ \[' "$WORK/tick-$N.log"; then
+		fail "$step: the tick panicked"
+		sed 's/^/  | /' "$WORK/tick-$N.log"
+	elif [[ "$rc" -ne "$want" ]]; then
+		fail "$step: run --once exit $rc, want $want"
+		sed 's/^/  | /' "$WORK/tick-$N.log"
+	else
+		pass "$step: run --once exit $rc"
+	fi
+}
+reports() { sim reports | grep -c . || true; }
+
+# --- 5. the agent ticks through the mesh -------------------------------------------------------
+log "desire v1"
+sim desire --release v1
+tick "apply v1" 0
+r1=$(reports)
+log "heartbeat"
+tick "heartbeat" 0
+r2=$(reports)
+log "desire v2"
+sim desire --release v2
+tick "apply v2" 0
+r3=$(reports)
+agent explain -n 3 | sed 's/^/  /' || true
+
+# check MESSAGE COMMAND...: pass MESSAGE when COMMAND succeeds, else fail it
+check() {
+	if "${@:2}"; then pass "$1"; else fail "$1"; fi
+}
+check "tenancy received a report of the apply of v1 ($r1 reports)" test "$r1" -ge 1
+check "tenancy received the heartbeat's report ($r1 → $r2 reports)" test "$r2" -gt "$r1"
+check "tenancy received the report of the apply of v2 ($r2 → $r3 reports)" test "$r3" -gt "$r2"
+last=$(sim reports | tail -1)
+echo "  last report: $last"
+v2_sha=$(sim releases | grep -oE '"name":"v2","sha":"[0-9a-f]{64}"' | grep -oE '[0-9a-f]{64}') || fail "the simulator lists no release v2"
+check "the last report says v2 (${v2_sha:0:12}) applied" grep -q "\"sha\":\"$v2_sha\",\"result\":\"applied\"" <<<"$last"
+counts=$(sim counts)
+echo "  what tenancy saw: $counts"
+check "tenancy counted check-ins" grep -q checkin <<<"$counts"
+status_ok() { agent status >"$WORK/status.txt" 2>&1 || { sed 's/^/  | /' "$WORK/status.txt"; return 1; }; }
+check "status exits 0 after the ticks" status_ok
+echo
+echo "mesh-e2e: ${#PASSED[@]} passed, ${#FAILED[@]} failed, $(($(date +%s) - T0)) s"
+if ((${#FAILED[@]} > 0)); then
+	printf '  FAIL: %s\n' "${FAILED[@]}"
+	echo "mesh-e2e: FAIL"
+	exit 1
+fi
+echo "mesh-e2e: PASS"
