@@ -1003,6 +1003,14 @@ rm -f "$BOX/etc/systemd/system/monky-deployd.service.d/"*.conf
 printf '# systemd-e2e only: deploy_dir outside state_dir\n[Service]\nReadWritePaths=%s\n' "$ENGINE_DIR" \
 	>"$BOX/etc/systemd/system/monky-deployd.service.d/e2e-deploy-dir.conf"
 box systemctl daemon-reload
+# the documented drop-in is what check config --strict reads (systemctl show): the box passes it
+if box monky-deployd check config --strict /etc/monky-deployd/config.yaml >"$WORK/strict-dropin.log" 2>&1; then
+	ev <"$WORK/strict-dropin.log"
+	say "  check config --strict passes a deploy_dir outside state_dir that the unit's drop-in makes writable"
+else
+	ev <"$WORK/strict-dropin.log"
+	fail "check config --strict refused the box whose drop-in names its deploy_dir"
+fi
 # project_of: what the engine runs for the project, one line per container (docker on the host)
 project_of() {
 	docker ps -a --filter "label=com.docker.compose.project=$EPROJECT" \
