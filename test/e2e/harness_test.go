@@ -509,8 +509,9 @@ type container struct {
 		RW                              bool
 	}
 	State struct {
-		Status string
-		Health *struct{ Status string }
+		Status    string
+		OOMKilled bool
+		Health    *struct{ Status string }
 	}
 }
 

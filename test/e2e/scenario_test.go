@@ -223,6 +223,22 @@ func TestAgainstRealPrograms(t *testing.T) {
 		}
 	})
 
+	// a service the kernel kills for its mem_limit (OOM, exit 137) is not serving: the gate
+	// fails at once for one nothing restarts, naming it, and the release is not reported applied
+	step("a service OOM-killed by its mem_limit", func(t *testing.T) {
+		a.t = t
+		w.desire(envA, "oom", rel{tag: "1", note: "oom", compose: func(img string) string {
+			return fmt.Sprintf("services:\n  api:\n    image: %[1]s\n  hog:\n    image: %[1]s\n    command: [\"-hog\", \"256\"]\n    mem_limit: 32m\n    restart: \"no\"\n", img)
+		}})
+		e := a.tick(1)
+		if r := a.lastReport(); r.Result != effects.ResultFailed || !strings.Contains(r.Detail, "hog (exited 137)") {
+			t.Errorf("a service OOM-killed: report %s (%s), want failed naming hog (exited 137)\n%s", r.Result, r.Detail, e)
+		}
+		if c := a.containers()["hog"]; c.State.Status != "exited" || !c.State.OOMKilled {
+			t.Errorf("the engine's word on hog: %q, OOM-killed %t; want exited by the OOM killer", c.State.Status, c.State.OOMKilled)
+		}
+	})
+
 	step("new release with --prune", func(t *testing.T) {
 		a.t = t
 		shaV2 = w.desire(envA, "v2", rel{tag: "2"})

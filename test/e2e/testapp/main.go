@@ -6,7 +6,8 @@
 // Run by `docker exec` inside a running container, it does what a compromised service would try
 // (the image has no shell): `testapp -plant <path>` replaces path with a symlink to /, and
 // `testapp -ls <dir>` prints the names dir holds, one a line, so a test asserts what a
-// container can see and do.
+// container can see and do. `testapp -hog <MiB>` touches that much memory and waits: under a
+// mem_limit below it, the kernel kills it (exit 137).
 //
 // It is built static (CGO_ENABLED=0) into a layer with no base image; it may not dial anything
 // but its own port.
@@ -24,8 +25,20 @@ func main() {
 	health := flag.Bool("health", false, "ask the running server's /healthz and exit 0 when it answers 200")
 	plant := flag.String("plant", "", "replace `path` with a symlink to / and exit")
 	ls := flag.String("ls", "", "print the names in `dir`, one a line, and exit")
+	hog := flag.Int("hog", 0, "touch `MiB` of memory, then wait: a service its mem_limit has the kernel kill")
 	flag.Parse()
 	switch {
+	case *hog > 0:
+		held := make([][]byte, 0, *hog)
+		for i := 0; i < *hog; i++ {
+			b := make([]byte, 1<<20)
+			for j := range b {
+				b[j] = byte(j)
+			}
+			held = append(held, b)
+		}
+		fmt.Printf("holding %d MiB\n", len(held))
+		select {}
 	case *plant != "":
 		if err := os.RemoveAll(*plant); err != nil {
 			fmt.Fprintln(os.Stderr, "plant:", err)
