@@ -344,7 +344,7 @@ cp "$WORK"/*.deb "$BOX/root/"
 box dpkg -i "/root/monky-deployd_${V1}_amd64.deb" >"$WORK/dpkg-i.log" 2>&1 || { ev <"$WORK/dpkg-i.log"; fail "dpkg -i $V1"; }
 ev <"$WORK/dpkg-i.log"
 [ "$(box dpkg-query -W -f '${Version} ${db:Status-Abbrev}' monky-deployd)" = "$V1 ii " ] || fail "dpkg did not install $V1"
-grep -q "no group docker" "$WORK/dpkg-i.log" && grep -q "docker compose (the compose v2 plugin" "$WORK/dpkg-i.log" ||
+grep -q "no group docker" "$WORK/dpkg-i.log" && grep -q "compose for every apply" "$WORK/dpkg-i.log" && grep -q "docker-compose-plugin" "$WORK/dpkg-i.log" ||
 	fail "postinst did not say that the docker group and the compose plugin are missing"
 say "  $(box id monky-deployd)"
 box id -nG monky-deployd | grep -qw ziti || fail "postinst did not put monky-deployd in group ziti"
@@ -984,7 +984,7 @@ say "  simulator for $ENV_ID: releases e1 ${ESHA1:0:12} (image 1), e2 ${ESHA2:0:
 # the package again, on a box that now has Docker: postinst finds the group and the plugin
 box dpkg -i "/root/monky-deployd_${V2}_amd64.deb" >"$WORK/dpkg-engine.log" 2>&1 || { ev <"$WORK/dpkg-engine.log"; fail "dpkg -i $V2"; }
 ev <"$WORK/dpkg-engine.log"
-if grep -q -e "no group docker" -e "docker compose (the compose v2 plugin" "$WORK/dpkg-engine.log"; then fail "postinst says Docker is missing"; fi
+if grep -q -e "no group docker" -e "compose for every apply" "$WORK/dpkg-engine.log"; then fail "postinst says Docker is missing"; fi
 box id -nG monky-deployd | grep -qw docker || fail "postinst did not put monky-deployd in group docker"
 # the deploy directory belongs to the agent, as <state_dir>/<env> would
 box chown monky-deployd:monky-deployd "$ENGINE_DIR"
