@@ -555,18 +555,20 @@ for bad in "stale_after_s: 60" "stuck_after_s: 90" "state_dir: /tmp/monky-deploy
 done
 box rm -f /root/bad.yaml
 box monky-deployd check config --strict /etc/monky-deployd/config.yaml | ev
-# TICKS_STOPPED's fix, as the agent words it: its first command must show a disabled timer
-fixcmd=$(sed -n 's/^[[:space:]]*"\(systemctl [a-z-]* monky-deployd\.timer\) .*/\1/p' internal/vocab/codes.go | head -n 1)
+# TICKS_STOPPED's fix, as the agent words it, run as printed (as root, so without its sudo) on a
+# box whose timer is disabled: it must start the timer again and show it
+fixcmd=$(sed -n 's/^[[:space:]]*"sudo \(systemctl enable --now monky-deployd\.timer[^#"]*\)   # .*/\1/p' internal/vocab/codes.go | head -n 1)
 [ -n "$fixcmd" ] || fail "no systemctl command in TICKS_STOPPED's fix"
 box systemctl disable --now monky-deployd.timer 2>&1 | ev
-out=$(box sh -c "$fixcmd" 2>&1 || true)
-printf '%s\n' "$out" | ev
-printf '%s\n' "$out" | grep -q 'disabled' || fail "'$fixcmd' does not show the disabled timer"
 snap
 NEXT_AFTER=$S_START
-box systemctl enable --now monky-deployd.timer 2>&1 | ev
+out=$(box sh -c "$fixcmd" 2>&1 || true)
+printf '%s\n' "$out" | ev
+[ "$(box systemctl is-enabled monky-deployd.timer)" = enabled ] && [ "$(box systemctl is-active monky-deployd.timer)" = active ] ||
+	fail "'$fixcmd' did not start the disabled timer again"
+printf '%s\n' "$out" | grep -q 'monky-deployd.timer' || fail "'$fixcmd' does not show the timer"
 next_tick 0
-ok "check config --strict refused each setting with its warning: line (plain check config: exit 0); '$fixcmd' shows a disabled timer"
+ok "check config --strict refused each setting with its warning: line (plain check config: exit 0); '$fixcmd' starts a disabled timer again"
 
 # ---- 2 ----------------------------------------------------------------------------------------
 STEP="2 (a tenancy outage: exit 75 is success, the timer keeps firing)"
