@@ -131,7 +131,7 @@ mode_is "$ROOT/usr/share/man/man8/monky-deployd.8.gz" 644
 mode_is "$ROOT/var/lib/monky-deployd" 700
 mode_is "$ROOT/etc/monky-deployd" 750
 [ ! -s "$STATE/enabled" ] || fail "the package enabled units by itself: $(cat "$STATE/enabled")"
-grep -q "no group docker" "$WORK/dpkg.log" && grep -q "docker compose (the compose v2 plugin" "$WORK/dpkg.log" ||
+grep -q "no group docker" "$WORK/dpkg.log" && grep -q "compose for every apply" "$WORK/dpkg.log" && grep -q "docker-compose-plugin" "$WORK/dpkg.log" ||
   { cat "$WORK/dpkg.log" >&2; fail "postinst did not say that the docker group and the compose plugin are missing"; }
 ok "install $V1: files and modes; postinst said the docker group and the compose plugin are missing"
 

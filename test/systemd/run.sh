@@ -344,7 +344,7 @@ cp "$WORK"/*.deb "$BOX/root/"
 box dpkg -i "/root/monky-deployd_${V1}_amd64.deb" >"$WORK/dpkg-i.log" 2>&1 || { ev <"$WORK/dpkg-i.log"; fail "dpkg -i $V1"; }
 ev <"$WORK/dpkg-i.log"
 [ "$(box dpkg-query -W -f '${Version} ${db:Status-Abbrev}' monky-deployd)" = "$V1 ii " ] || fail "dpkg did not install $V1"
-grep -q "no group docker" "$WORK/dpkg-i.log" && grep -q "docker compose (the compose v2 plugin" "$WORK/dpkg-i.log" ||
+grep -q "no group docker" "$WORK/dpkg-i.log" && grep -q "compose for every apply" "$WORK/dpkg-i.log" && grep -q "docker-compose-plugin" "$WORK/dpkg-i.log" ||
 	fail "postinst did not say that the docker group and the compose plugin are missing"
 say "  $(box id monky-deployd)"
 box id -nG monky-deployd | grep -qw ziti || fail "postinst did not put monky-deployd in group ziti"
@@ -555,18 +555,20 @@ for bad in "stale_after_s: 60" "stuck_after_s: 90" "state_dir: /tmp/monky-deploy
 done
 box rm -f /root/bad.yaml
 box monky-deployd check config --strict /etc/monky-deployd/config.yaml | ev
-# TICKS_STOPPED's fix, as the agent words it: its first command must show a disabled timer
-fixcmd=$(sed -n 's/^[[:space:]]*"\(systemctl [a-z-]* monky-deployd\.timer\) .*/\1/p' internal/vocab/codes.go | head -n 1)
+# TICKS_STOPPED's fix, as the agent words it, run as printed (as root, so without its sudo) on a
+# box whose timer is disabled: it must start the timer again and show it
+fixcmd=$(sed -n 's/^[[:space:]]*"sudo \(systemctl enable --now monky-deployd\.timer[^#"]*\)   # .*/\1/p' internal/vocab/codes.go | head -n 1)
 [ -n "$fixcmd" ] || fail "no systemctl command in TICKS_STOPPED's fix"
 box systemctl disable --now monky-deployd.timer 2>&1 | ev
-out=$(box sh -c "$fixcmd" 2>&1 || true)
-printf '%s\n' "$out" | ev
-printf '%s\n' "$out" | grep -q 'disabled' || fail "'$fixcmd' does not show the disabled timer"
 snap
 NEXT_AFTER=$S_START
-box systemctl enable --now monky-deployd.timer 2>&1 | ev
+out=$(box sh -c "$fixcmd" 2>&1 || true)
+printf '%s\n' "$out" | ev
+[ "$(box systemctl is-enabled monky-deployd.timer)" = enabled ] && [ "$(box systemctl is-active monky-deployd.timer)" = active ] ||
+	fail "'$fixcmd' did not start the disabled timer again"
+printf '%s\n' "$out" | grep -q 'monky-deployd.timer' || fail "'$fixcmd' does not show the timer"
 next_tick 0
-ok "check config --strict refused each setting with its warning: line (plain check config: exit 0); '$fixcmd' shows a disabled timer"
+ok "check config --strict refused each setting with its warning: line (plain check config: exit 0); '$fixcmd' starts a disabled timer again"
 
 # ---- 2 ----------------------------------------------------------------------------------------
 STEP="2 (a tenancy outage: exit 75 is success, the timer keeps firing)"
@@ -984,7 +986,7 @@ say "  simulator for $ENV_ID: releases e1 ${ESHA1:0:12} (image 1), e2 ${ESHA2:0:
 # the package again, on a box that now has Docker: postinst finds the group and the plugin
 box dpkg -i "/root/monky-deployd_${V2}_amd64.deb" >"$WORK/dpkg-engine.log" 2>&1 || { ev <"$WORK/dpkg-engine.log"; fail "dpkg -i $V2"; }
 ev <"$WORK/dpkg-engine.log"
-if grep -q -e "no group docker" -e "docker compose (the compose v2 plugin" "$WORK/dpkg-engine.log"; then fail "postinst says Docker is missing"; fi
+if grep -q -e "no group docker" -e "compose for every apply" "$WORK/dpkg-engine.log"; then fail "postinst says Docker is missing"; fi
 box id -nG monky-deployd | grep -qw docker || fail "postinst did not put monky-deployd in group docker"
 # the deploy directory belongs to the agent, as <state_dir>/<env> would
 box chown monky-deployd:monky-deployd "$ENGINE_DIR"
@@ -1003,6 +1005,14 @@ rm -f "$BOX/etc/systemd/system/monky-deployd.service.d/"*.conf
 printf '# systemd-e2e only: deploy_dir outside state_dir\n[Service]\nReadWritePaths=%s\n' "$ENGINE_DIR" \
 	>"$BOX/etc/systemd/system/monky-deployd.service.d/e2e-deploy-dir.conf"
 box systemctl daemon-reload
+# the documented drop-in is what check config --strict reads (systemctl show): the box passes it
+if box monky-deployd check config --strict /etc/monky-deployd/config.yaml >"$WORK/strict-dropin.log" 2>&1; then
+	ev <"$WORK/strict-dropin.log"
+	say "  check config --strict passes a deploy_dir outside state_dir that the unit's drop-in makes writable"
+else
+	ev <"$WORK/strict-dropin.log"
+	fail "check config --strict refused the box whose drop-in names its deploy_dir"
+fi
 # project_of: what the engine runs for the project, one line per container (docker on the host)
 project_of() {
 	docker ps -a --filter "label=com.docker.compose.project=$EPROJECT" \
