@@ -28,9 +28,7 @@ func main() {
 		var extra map[string][]byte
 		if c.Files != nil {
 			extra = c.Files()
-			for _, n := range slices.Sorted(maps.Keys(extra)) {
-				names = append(names, n)
-			}
+			names = append(names, slices.Sorted(maps.Keys(extra))...)
 		}
 		list, _ := json.Marshal(names)
 		meta := fmt.Sprintf(`{"env_id": %q, "compose_file": "compose.yaml", "agent": {"allow_privileged": false, "allow_rollback": true}, "files": %s}`+"\n", *env, list)
