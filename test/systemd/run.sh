@@ -202,6 +202,16 @@ snap() {
 }
 # tick_log INV: the agent's lines and systemd's lines of one invocation
 tick_log() { box journalctl -q --no-pager -o short-monotonic "_SYSTEMD_INVOCATION_ID=$1" + "INVOCATION_ID=$1"; }
+# tick_says INV PATTERN: the tick's journal holds PATTERN, asked again for up to 10 s (journald may
+# index a unit's last lines after systemctl start returned)
+tick_says() {
+	local i
+	for i in $(seq 1 20); do
+		tick_log "$1" | grep -q -- "$2" && return 0
+		sleep 0.5
+	done
+	return 1
+}
 TICKS_SEEN=0
 # next_tick [WANT_STATUS]: waits for a tick that starts after this call and ends; prints it.
 # Sets TICK_STATUS, TICK_RESULT, TICK_INV. With WANT_STATUS, a different exit fails the step.
@@ -402,14 +412,14 @@ box install -m 0660 -o root -g root /dev/null /run/docker.sock
 start_tick
 [ "$TICK_STATUS" = 1 ] && [ "$TICK_RESULT" = exit-code ] ||
 	fail "with no docker group the tick ended $TICK_STATUS/'$TICK_RESULT', want exit 1 (the unit must run: no 216/GROUP)"
-tick_log "$TICK_INV" | grep -q "DOCKER_GROUP_MISSING" || fail "the tick did not name DOCKER_GROUP_MISSING"
-tick_log "$TICK_INV" | grep -q "install Docker Engine's docker group" || fail "the tick did not say how to fix it"
+tick_says "$TICK_INV" "DOCKER_GROUP_MISSING" || fail "the tick did not name DOCKER_GROUP_MISSING"
+tick_says "$TICK_INV" "install Docker Engine's docker group" || fail "the tick did not say how to fix it"
 # Docker Engine installed after the package: its group exists, the agent is not in it
 box groupadd --system --gid "$DOCKER_GID" docker # the host engine's socket group, for step E
 box chgrp docker /run/docker.sock
 start_tick
 [ "$TICK_STATUS" = 1 ] || fail "the tick exited $TICK_STATUS, want 1"
-tick_log "$TICK_INV" | grep -q "DOCKER_GROUP_MISSING: monky-deployd may not use docker's socket /var/run/docker.sock" ||
+tick_says "$TICK_INV" "DOCKER_GROUP_MISSING: monky-deployd may not use docker's socket /var/run/docker.sock" ||
 	fail "the tick did not name DOCKER_GROUP_MISSING and the socket"
 tick_log "$TICK_INV" | grep -q "sudo usermod -aG docker monky-deployd" || fail "the tick did not name the fix"
 as_agent monky-deployd explain -n 1 >"$WORK/explain0.txt" || true
