@@ -247,9 +247,11 @@ func Run(ctx context.Context, op string, req []byte) ([]byte, error) {
 	cmd.WaitDelay = time.Second
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	started.Add(1)
-	floor := selfPeak()
 	t0 := time.Now()
 	err = cmd.Run()
+	// the agent's own peak once the child ended bounds what of it the child's rusage may hold;
+	// the kernel syncs each thread's count of resident pages lazily, hence the slack
+	floor := selfPeak() + peakSlack
 	own := childPeak(cmd.ProcessState, errOut.buf.String(), floor)
 	trace(op, time.Since(t0), cmd.ProcessState, own)
 	switch {
@@ -288,6 +290,10 @@ func trace(op string, wall time.Duration, ps *os.ProcessState, own uint64) {
 	fmt.Fprintf(os.Stderr, "loader %s wall_ms %d cpu_ms %d maxrss_kb %d exit %q\n", op, wall.Milliseconds(),
 		(ps.UserTime() + ps.SystemTime()).Milliseconds(), own>>10, ps.String())
 }
+
+// peakSlack is how far a process's resident count may lag behind its pages (Linux batches each
+// thread's updates): a child's rusage within it of the agent's own peak says nothing of the child.
+const peakSlack = 8 << 20
 
 // selfPeak is this process's own peak resident memory in bytes (its rusage).
 func selfPeak() uint64 {
