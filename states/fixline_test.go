@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tikali/monky-deployd/internal/testkit"
+	"github.com/tikali/monky-deployd/internal/vocab"
 	"github.com/tikali/monky-deployd/machine/explain"
 )
 
@@ -20,9 +21,12 @@ import (
 func (h *harness) follow(line string) (looked string) {
 	h.t.Helper()
 	cmd, comment, _ := strings.Cut(line, "#")
+	if words, ok := strings.CutPrefix(line, vocab.NoCommand); ok {
+		cmd, comment = "", words // a cause no command on the box addresses: words only
+	}
 	cmd, comment = h.ownConfig(cmd), h.ownConfig(comment)
 	var out strings.Builder
-	for _, c := range strings.Split(cmd, ";") {
+	for _, c := range strings.Split(strings.ReplaceAll(cmd, "&&", ";"), ";") {
 		c = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(c), "then:"))
 		c = strings.TrimPrefix(c, "sudo -u monky-deployd ")
 		c = strings.TrimPrefix(c, "sudo ")
@@ -126,7 +130,7 @@ func TestFixLinesClearTheBox(t *testing.T) {
 		{name: "refused-disk-headroom", wants: []string{"disk.headroom_bytes", "lower it"}, hand: func(h *harness, _ string) {
 			h.rewriteConfig("state_dir:", "disk:\n  headroom_bytes: 268435456\nstate_dir:")
 		}},
-		{name: "refused-disk-full", wants: []string{"grow it or free space"}, hand: func(h *harness, _ string) {
+		{name: "refused-disk-full", wants: []string{"grow the disk or free space"}, hand: func(h *harness, _ string) {
 			h.disk.free = 500 << 30
 		}},
 		{name: "lock-file-unusable", wants: []string{"no symlink for bao.token, lock or state.db", "run --once"}, hand: func(h *harness, looked string) {
