@@ -407,7 +407,7 @@ box systemctl daemon-reload
 
 # start_tick: one tick started by hand (the timer is not enabled yet); prints it, sets TICK_*
 start_tick() {
-	TICK_CURSOR=$(box journalctl -q -n 0 --show-cursor 2>/dev/null | sed -n 's/^-- cursor: //p' | tail -n 1)
+	TICK_CURSOR=$(box journalctl -q -n 1 -o cat --show-cursor 2>/dev/null | sed -n 's/^-- cursor: //p' | tail -n 1)
 	box systemctl start monky-deployd.service || true
 	snap
 	TICK_STATUS=$S_STATUS TICK_RESULT=$S_RESULT TICK_INV=$S_INV
