@@ -763,7 +763,7 @@ tok_before=$(box sha256sum /var/lib/monky-deployd/bao.token | cut -d' ' -f1)
 tick_before=$(as_agent monky-deployd explain --json -n 1 | jq -r '.ticks[-1] | .tick + (.folded // 0)')
 ups() { box grep -cE '"argv":\["compose"(,"[^"]*")*,"up"[],]' "$STUB_STATE/calls.jsonl" || true; }
 ups0=$(ups)
-box sh -c "echo 30 >$STUB_STATE/engine/up-sleep" # compose up takes 30 s: the upgrade (dpkg -i, postinst's daemon-reload and config check) lands mid-apply on a loaded machine
+box sh -c "echo 6 >$STUB_STATE/engine/up-sleep" # compose up takes 6 s: the upgrade lands mid-apply
 sim desire --release v3 | ev
 snap
 inflight_after=$S_START
