@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tikali/monky-deployd/internal/shline"
 	"github.com/tikali/monky-deployd/internal/testkit"
 	"github.com/tikali/monky-deployd/internal/vocab"
 	"github.com/tikali/monky-deployd/machine/explain"
@@ -20,14 +21,14 @@ import (
 // What a person changes by hand (the comment after `#`) is the case's own step.
 func (h *harness) follow(line string) (looked string) {
 	h.t.Helper()
-	cmd, comment, _ := strings.Cut(line, "#")
+	cmd, comment := shline.Split(line)
 	if words, ok := strings.CutPrefix(line, vocab.NoCommand); ok {
 		cmd, comment = "", words // a cause no command on the box addresses: words only
 	}
 	cmd, comment = h.ownConfig(cmd), h.ownConfig(comment)
 	var out strings.Builder
-	for _, c := range strings.Split(strings.ReplaceAll(cmd, "&&", ";"), ";") {
-		c = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(c), "then:"))
+	for _, seg := range shline.Commands(cmd) {
+		c := strings.TrimSpace(strings.TrimPrefix(shline.Start(seg.Text), "then:"))
 		c = strings.TrimPrefix(c, "sudo -u monky-deployd ")
 		c = strings.TrimPrefix(c, "sudo ")
 		switch f := strings.Fields(c); {

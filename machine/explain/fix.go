@@ -379,7 +379,7 @@ func (in Input) privateTmpNote(raw, fix string) string {
 		return fix
 	}
 	note := strings.Join(notes, "; ")
-	if strings.Contains(fix, "   # ") {
+	if _, comment := shline.Split(fix); comment != "" {
 		return fix + "; " + note
 	}
 	return fix + "   # " + note
