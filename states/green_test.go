@@ -108,7 +108,7 @@ func TestFreshRestartsNeverPassTheWindow(t *testing.T) {
 	h.release("v1", nil)
 	h.dockerKnob("uptime", "3 seconds")
 	h.wantExit(h.tick(), 1)
-	h.wantReport("failed", vocab.Unhealthy, "min_healthy_s (10 s)")
+	h.wantReport("failed", vocab.Unhealthy, "api (up 3s of 10s), worker (up 3s of 10s) did not stay up min_healthy_s (10 s)")
 	h.dockerKnob("uptime", "")
 	h.clock.Advance(3 * time.Minute)
 	h.wantExit(h.tick(), 0) // the retry: up long enough now

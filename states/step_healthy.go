@@ -29,6 +29,7 @@ type judgement struct {
 	final     []string      // of them, those exited that the engine never restarts (restart "no"): no wait helps
 	completed []string      // one-shots that exited 0
 	settling  time.Duration // the longest a running service still has to stay up for min_healthy_s
+	young     []string      // the services still settling, named with how long they have been up, sorted
 	serving   int           // services running (healthy where they have a healthcheck)
 }
 
@@ -76,6 +77,7 @@ func judge(cs []effects.Container, services []docker.Service, minUp time.Duratio
 		}
 		var worst string
 		done, up, stopped, final := true, true, false, false
+		var youngest time.Duration = -1
 		for _, c := range mine {
 			switch {
 			case c.State == "exited" && s.OneShot && c.ExitCode == 0:
@@ -94,8 +96,11 @@ func judge(cs []effects.Container, services []docker.Service, minUp time.Duratio
 				worst = fmt.Sprintf("%s (running/%s)", s.Name, c.Health)
 			default:
 				done = false
-				if left := minUp - uptime(c.Status); left > j.settling {
-					j.settling = left
+				if up := uptime(c.Status); up < minUp {
+					j.settling = max(j.settling, minUp-up)
+					if youngest < 0 || up < youngest {
+						youngest = up
+					}
 				}
 			}
 		}
@@ -112,9 +117,13 @@ func judge(cs []effects.Container, services []docker.Service, minUp time.Duratio
 			j.completed = append(j.completed, s.Name)
 		case up:
 			j.serving++
+			if youngest >= 0 {
+				j.young = append(j.young, fmt.Sprintf("%s (up %ds of %ds)", s.Name, int(youngest.Seconds()), int(minUp.Seconds())))
+			}
 		}
 	}
 	sort.Strings(j.bad)
+	sort.Strings(j.young)
 	return j
 }
 
@@ -240,7 +249,8 @@ func (tk *tick) gate(ctx context.Context, started time.Time) error {
 			case len(cs) == 0:
 				why = "no containers running"
 			case settling:
-				why = fmt.Sprintf("the services did not stay up min_healthy_s (%d s) within it: %s", tk.Cfg.MinHealthyS, j.words())
+				why = fmt.Sprintf("%s did not stay up min_healthy_s (%d s) within it (a restart starts its time again): %s",
+					strings.Join(j.young, ", "), tk.Cfg.MinHealthyS, j.words())
 			}
 			return &notServing{vocab.Unhealthy, "", fmt.Sprintf("not healthy after %ds: %s", tk.Cfg.HealthyTimeoutS, why)}
 		}

@@ -109,6 +109,10 @@ func Serve(op string, h Handler) {
 
 // child is the whole life of a child: limits, one request, one answer.
 func child(h Handler) int {
+	if err := smallStacks(); err != nil {
+		fmt.Fprintf(os.Stderr, "budget: cannot lower the stack limit: %v\n", err)
+		return 3
+	}
 	if err := limit(); err != nil {
 		fmt.Fprintf(os.Stderr, "budget: cannot set the limits: %v\n", err)
 		return 3
@@ -233,7 +237,9 @@ func Run(ctx context.Context, op string, req []byte) ([]byte, error) {
 	wall, cancel := context.WithTimeout(ctx, wallTime)
 	defer cancel()
 	cmd := exec.CommandContext(wall, self)
-	cmd.Env = []string{EnvVar + "=" + op, fmt.Sprintf("%s=%d %d", limitsVar, memoryBytes, cpuSeconds)}
+	// a load is one goroutine's work: two Ps keep the runtime's threads (and their stacks) few
+	// however many processors the box has
+	cmd.Env = []string{EnvVar + "=" + op, fmt.Sprintf("%s=%d %d", limitsVar, memoryBytes, cpuSeconds), "GOMAXPROCS=2"}
 	for _, k := range passed {
 		if v, ok := os.LookupEnv(k); ok {
 			cmd.Env = append(cmd.Env, k+"="+v)
