@@ -772,6 +772,10 @@ while [ "$(ups)" = "$ups0" ] && [ "$SECONDS" -lt "$deadline" ]; do sleep 0.1; do
 snap
 [ "$S_ACTIVE" = activating ] && [ "$S_START" -gt "$inflight_after" ] || {
 	tick_log "$S_INV" | ev
+	say "  compose up calls: $ups0 before, $(ups) now; the stub's last calls:"
+	box tail -n 4 "$STUB_STATE/calls.jsonl" | jq -c '.argv' | ev || true
+	box systemctl list-timers --all monky-deployd.timer --no-pager | ev || true
+	as_agent monky-deployd explain -n 3 | ev || true
 	fail "no tick was in compose up for v3 (unit $S_ACTIVE, started at $S_START, after $inflight_after)"
 }
 INFLIGHT=$S_INV
