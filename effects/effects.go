@@ -26,6 +26,8 @@ type Container struct {
 	// minutes (healthy)"). The health gate reads them; they are not sent.
 	ExitCode int    `json:"-"`
 	Status   string `json:"-"`
+	// ID is the engine's container ID: the same container restarted keeps it, a new one does not.
+	ID string `json:"-"`
 }
 
 // Healthy reports whether a container is running and healthy (or has no healthcheck).

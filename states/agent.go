@@ -117,6 +117,11 @@ type tick struct {
 	// there is none.
 	listed  []effects.Container
 	listErr error
+	// listedFrom and listedBy bound when that listing was taken; before is the listing the
+	// record kept from an earlier tick and beforeAt when it was taken (restarts reads them).
+	listedFrom, listedBy time.Time
+	before               []store.Container
+	beforeAt             time.Time
 }
 
 // newTick is a tick over eng, logging as the Agent does until it has a number.

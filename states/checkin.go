@@ -43,7 +43,10 @@ func (tk *tick) checkin(ctx context.Context, containers []effects.Container) (ef
 		if resp.Vault != nil && resp.Vault.Mount != "" {
 			r.KVMount = resp.Vault.Mount
 		}
-		r.Containers = toStore(containers)
+		r.Containers, r.SeenAt = toStore(containers), timeZero
+		if tk.listErr == nil && len(containers) > 0 {
+			r.SeenAt = tk.listedBy
+		}
 	})
 	// the transition or the note that follows says it (and a heartbeat's one line is its closing
 	// line): one line per fact

@@ -168,6 +168,37 @@ func TestHealBudgetThenCrashLoop(t *testing.T) {
 	h.wantReport("applied", "")
 }
 
+// A service the engine restarted between two heartbeats is running at both: the heartbeat tells
+// it by its Up, shorter than the time since it was seen running with the same ID, and heals it
+// within the budget; one that restarts every minute needs a person within the hour.
+func TestARestartBetweenHeartbeatsIsSeen(t *testing.T) {
+	h := newHarness(t)
+	h.apply("v1")
+	h.dockerKnob("uptime", "About a minute") // up 1 to 2 minutes, seen running a minute ago: no restart
+	h.wantExit(h.tick(), 0)
+	if heal := h.notes(machine.NoteHeal); len(heal) != 0 {
+		t.Fatalf("a container up about a minute, seen running a minute ago, was healed: %+v", heal)
+	}
+	h.dockerKnob("uptime", "")
+	for i := 1; i <= 3; i++ { // each tick a minute after the last
+		h.dockerKnob("restarted", "api\n")
+		h.wantExit(h.tick(), 0)
+	}
+	heal, healed := h.notes(machine.NoteHeal), h.notes(machine.NoteHealed)
+	if len(heal) != 3 || !strings.Contains(heal[0].Detail, "found api (restarted since it was seen running 1m0s ago: Up 2 seconds)") {
+		t.Errorf("heal notes %+v", heal)
+	}
+	if len(healed) != 3 || !strings.HasPrefix(healed[0].Detail, "HEALED: found api (restarted since it was seen running") {
+		t.Errorf("healed notes %+v", healed)
+	}
+	h.dockerKnob("restarted", "api\n")
+	h.wantExit(h.tick(), 1)
+	h.wantReport("failed", vocab.CrashLoop, "api (restarted since it was seen running 1m0s ago: Up 2 seconds)", "heal_budget 3")
+	if c := h.sim.Counts(env); c.Leases != 1 {
+		t.Errorf("leases %d: a heal takes no lease", c.Leases)
+	}
+}
+
 func TestHealOffReportsOnly(t *testing.T) {
 	h := newHarness(t)
 	h.apply("v1")

@@ -25,7 +25,7 @@ func (tk *tick) heartbeat(ctx context.Context, resp effects.CheckinResponse, con
 		return tk.eng.Note(machine.NoteCheckin, "", "", "action=none: nothing is deployed yet and tenancy wants nothing", tk.Now(), nil)
 	}
 	services := tk.services()
-	j := judge(containers, services, 0)
+	j := judge(containers, services, 0, restarts(containers, tk.before, tk.beforeAt, tk.listedFrom))
 	tk.judged = j.words()
 	code, bad := vocab.Unhealthy, j.bad
 	var reason vocab.Reason
@@ -48,7 +48,7 @@ func (tk *tick) heartbeat(ctx context.Context, resp effects.CheckinResponse, con
 	}
 	started := tk.Now()
 	words := j.words()
-	if len(j.down) > 0 && code == vocab.Unhealthy && psErr == nil && tk.Cfg.Heals() && tk.Cfg.HealBudget > 0 && rec.AppliedSha != "" && tk.held == nil {
+	if len(j.down)+len(j.again) > 0 && code == vocab.Unhealthy && psErr == nil && tk.Cfg.Heals() && tk.Cfg.HealBudget > 0 && rec.AppliedSha != "" && tk.held == nil {
 		healed, spent, err := tk.heal(ctx, strings.Join(bad, ", "))
 		switch {
 		case err != nil:
@@ -63,7 +63,7 @@ func (tk *tick) heartbeat(ctx context.Context, resp effects.CheckinResponse, con
 			bad = append(bad, "a heal (compose up -d) did not bring it back: "+tk.healWords)
 		}
 	}
-	if len(j.down) > 0 && tk.held != nil {
+	if len(j.down)+len(j.again) > 0 && tk.held != nil {
 		bad = append(bad, fmt.Sprintf("not healed: held by %s until %s", tk.held.By, machine.Stamp(tk.held.Until)))
 	}
 	rep := effects.Report{Sha: rec.AppliedSha, Containers: containers}
@@ -71,7 +71,7 @@ func (tk *tick) heartbeat(ctx context.Context, resp effects.CheckinResponse, con
 		rep.Result = effects.ResultApplied
 		detail := words
 		if err := tk.eng.Fire(machine.Outcome{Event: machine.EvHealthy, Detail: detail, Update: func(r *store.Record, tx store.Tx) error {
-			r.Containers = toStore(containers) // a heal's: what runs now
+			r.Containers, r.SeenAt = toStore(containers), tk.Now() // a heal's: what runs now
 			return tk.enqueue(r, tx, machine.Healthy, rep)
 		}}, started); err != nil {
 			return err
@@ -151,14 +151,14 @@ func (tk *tick) keepServing(ctx context.Context) (string, error) {
 	if tk.listErr != nil {
 		return "whose containers could not be listed (" + sanitize.Line(firstLine(tk.listErr.Error())) + ")", nil
 	}
-	j := judge(tk.listed, tk.services(), 0)
+	j := judge(tk.listed, tk.services(), 0, restarts(tk.listed, tk.before, tk.beforeAt, tk.listedFrom))
 	tk.judged = j.words()
 	if j.ok() {
 		return "which serves (" + j.words() + ")", nil
 	}
 	found := strings.Join(j.bad, ", ")
 	switch {
-	case len(j.down) == 0:
+	case len(j.down)+len(j.again) == 0:
 		return "which is not serving: " + found, nil
 	case tk.held != nil:
 		return fmt.Sprintf("which is not serving: %s; not healed: held by %s until %s", found, tk.held.By, machine.Stamp(tk.held.Until)), nil

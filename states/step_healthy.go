@@ -30,6 +30,7 @@ type judgement struct {
 	completed []string      // one-shots that exited 0
 	settling  time.Duration // the longest a running service still has to stay up for min_healthy_s
 	young     []string      // the services still settling, named with how long they have been up, sorted
+	again     []string      // of the bad, those running again after a restart since the last look (restarts)
 	serving   int           // services running (healthy where they have a healthcheck)
 }
 
@@ -51,7 +52,10 @@ func (j judgement) words() string {
 // listing. A service with no container, one exited (a one-shot's exit 0 is completed), one
 // restarting, or one running unhealthy is bad and named. minUp is min_healthy_s: a running
 // service up for less is settling (the gate waits; a restart starts its time again).
-func judge(cs []effects.Container, services []docker.Service, minUp time.Duration) judgement {
+//
+// again are the containers that restarted since the last look (restarts, by ID): running, each
+// is bad all the same, named with what was seen.
+func judge(cs []effects.Container, services []docker.Service, minUp time.Duration, again map[string]string) judgement {
 	if services == nil {
 		seen := map[string]bool{}
 		for _, c := range cs {
@@ -76,7 +80,7 @@ func judge(cs []effects.Container, services []docker.Service, minUp time.Duratio
 			continue
 		}
 		var worst string
-		done, up, stopped, final := true, true, false, false
+		done, up, stopped, final, restarted := true, true, false, false, false
 		var youngest time.Duration = -1
 		for _, c := range mine {
 			switch {
@@ -94,6 +98,9 @@ func judge(cs []effects.Container, services []docker.Service, minUp time.Duratio
 			case c.Health != "" && c.Health != "healthy":
 				done, up = false, false
 				worst = fmt.Sprintf("%s (running/%s)", s.Name, c.Health)
+			case again[c.ID] != "":
+				done, up, restarted = false, false, true
+				worst = again[c.ID]
 			default:
 				done = false
 				if up := uptime(c.Status); up < minUp {
@@ -112,6 +119,9 @@ func judge(cs []effects.Container, services []docker.Service, minUp time.Duratio
 			}
 			if final {
 				j.final = append(j.final, worst)
+			}
+			if restarted && !stopped {
+				j.again = append(j.again, s.Name)
 			}
 		case done:
 			j.completed = append(j.completed, s.Name)
@@ -165,6 +175,79 @@ func uptime(status string) time.Duration {
 		return time.Duration(math.MaxInt64)
 	}
 	return time.Duration(v) * d
+}
+
+// restartSlack is what the engine's clock and the agent's may differ by, and what listing takes.
+const restartSlack = 2 * time.Second
+
+// restarts are the running containers of cs that restarted since the listing the record kept
+// (before, taken at beforeAt; zero when none was): a container running then, with the same ID,
+// whose run is younger now than the time since, by the engine's own words for it at their
+// longest (uptimeAtMost). A restart policy brings a crash back with its ID, so a service that
+// crashes between two heartbeats is seen running at both: this is how it is told. Keyed by ID,
+// with the words that name it.
+func restarts(cs []effects.Container, before []store.Container, beforeAt, now time.Time) map[string]string {
+	if beforeAt.IsZero() {
+		return nil
+	}
+	since := now.Sub(beforeAt)
+	running := map[string]bool{}
+	for _, c := range before {
+		if c.ID != "" && c.State == "running" {
+			running[c.ID] = true
+		}
+	}
+	var out map[string]string
+	for _, c := range cs {
+		if c.State != "running" || !running[c.ID] || uptimeAtMost(c.Status)+restartSlack >= since {
+			continue
+		}
+		if out == nil {
+			out = map[string]string{}
+		}
+		status, _, _ := strings.Cut(c.Status, " (")
+		out[c.ID] = fmt.Sprintf("%s (restarted since it was seen running %s ago: %s)", serviceOf(c), since.Round(time.Second), status)
+	}
+	return out
+}
+
+// uptimeAtMost is how long a running container has been up, from compose's Status, as an upper
+// bound: docker's human durations (go-units' HumanDuration) round down, the hours to the
+// nearest. A Status that says nothing of it is taken as long settled, as uptime does.
+func uptimeAtMost(status string) time.Duration {
+	low := uptime(status)
+	rest, _ := strings.CutPrefix(status, "Up ")
+	if i := strings.Index(rest, " ("); i >= 0 {
+		rest = rest[:i]
+	}
+	rest = strings.TrimSpace(rest)
+	day := 24 * time.Hour
+	switch {
+	case low == time.Duration(math.MaxInt64):
+		return low
+	case rest == "Less than a second":
+		return time.Second
+	case rest == "About a minute":
+		return 2 * time.Minute
+	case rest == "About an hour":
+		return 90 * time.Minute
+	}
+	_, unit, _ := strings.Cut(rest, " ")
+	switch strings.TrimSuffix(unit, "s") {
+	case "second":
+		return low + time.Second
+	case "minute":
+		return low + time.Minute
+	case "hour":
+		return low + 30*time.Minute
+	case "day":
+		return low + day + 30*time.Minute
+	case "week":
+		return low + 7*day + 30*time.Minute
+	case "month":
+		return low + 30*day + 30*time.Minute
+	}
+	return low + 365*day + 30*time.Minute
 }
 
 // services are the applied release's services as its checked model names them (nil: the
@@ -225,7 +308,7 @@ func (tk *tick) gate(ctx context.Context, started time.Time) error {
 		if effects.CodeOf(err) == vocab.ReleaseChanged {
 			return &notServing{vocab.ReleaseChanged, "", sanitize.Line(err.Error())}
 		}
-		j := judge(cs, services, minUp)
+		j := judge(cs, services, minUp, nil)
 		if err == nil && j.ok() && j.settling <= 0 && (len(cs) > 0 || len(services) > 0) {
 			tk.gated, tk.gatedWords = cs, j.words()
 			return nil
@@ -276,7 +359,7 @@ func (tk *tick) healthy(ctx context.Context, cs []effects.Container, started tim
 	if err := tk.eng.Fire(machine.Outcome{Event: machine.EvHealthy, Detail: detail, Update: func(r *store.Record, tx store.Tx) error {
 		r.AppliedSha = r.Sha
 		r.Attempts, r.NextRetryAt, r.Parked, r.Failure, r.Refusal = nil, timeZero, false, nil, nil
-		r.Containers = toStore(cs)
+		r.Containers, r.SeenAt = toStore(cs), now
 		if err := tx.AddApplied(store.Applied{Sha: r.Sha, At: now}); err != nil {
 			return err
 		}

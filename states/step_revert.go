@@ -98,7 +98,7 @@ func (tk *tick) stepRevert(ctx context.Context) error {
 	if err := tk.eng.Fire(machine.Outcome{Event: machine.EvReverted, Code: f.Code, Reason: f.Reason, Detail: detail, Update: func(r *store.Record, tx store.Tx) error {
 		r.Failure.Reverted = true
 		r.NextRetryAt, r.Parked = timeZero, true
-		r.Containers = toStore(cs)
+		r.Containers, r.SeenAt = toStore(cs), tk.Now()
 		return tk.enqueue(r, tx, machine.Failed, rep)
 	}}, started); err != nil {
 		return err

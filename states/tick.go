@@ -259,8 +259,12 @@ func (tk *tick) run(ctx context.Context) error {
 		return err
 	}
 	phase.Mark("token")
+	if rec := tk.eng.Record(); !rec.SeenAt.IsZero() {
+		tk.before, tk.beforeAt = rec.Containers, rec.SeenAt
+	}
+	tk.listedFrom = tk.Now()
 	containers, psErr := tk.ps(ctx)
-	tk.listed, tk.listErr = containers, psErr
+	tk.listed, tk.listErr, tk.listedBy = containers, psErr, tk.Now()
 	phase.Mark("compose-ps")
 	tk.hold()
 	resp, err := tk.checkin(ctx, containers)

@@ -115,6 +115,7 @@ type Container struct {
 	Health   string `json:"health"`
 	ExitCode int    `json:"-"` // effects.Container's: not kept
 	Status   string `json:"-"`
+	ID       string `json:"id,omitempty"` // the engine's container ID
 }
 
 // Record is the machine's current state and everything a tick needs to resume it.
@@ -145,9 +146,12 @@ type Record struct {
 	LastCheckinAt   time.Time   `json:"last_checkin_at,omitempty"`
 	LastReport      *LastReport `json:"last_report,omitempty"`
 	Containers      []Container `json:"containers,omitempty"`
-	LastExit        int         `json:"last_exit"`
-	RetiredAt       time.Time   `json:"retired_at,omitempty"` // the last retire: applies before it are no rollback base
-	LastTickAt      time.Time   `json:"last_tick_at,omitempty"`
+	// SeenAt is when Containers were listed: a container running then whose run is younger now
+	// than the time since has restarted in between.
+	SeenAt     time.Time `json:"seen_at,omitempty"`
+	LastExit   int       `json:"last_exit"`
+	RetiredAt  time.Time `json:"retired_at,omitempty"` // the last retire: applies before it are no rollback base
+	LastTickAt time.Time `json:"last_tick_at,omitempty"`
 	// Heals are when the heartbeat ran compose up of the applied release again, in the last
 	// hour (heal_budget counts them; older ones are dropped when a heal is added).
 	Heals []time.Time `json:"heals,omitempty"`

@@ -209,6 +209,12 @@ func TestUpThenPSBothFormats(t *testing.T) {
 		{Name: "monky-env-qa-02-worker-1", Service: "worker", State: "running", Health: "", Status: "Up About an hour"},
 	}
 	nd, err := f.cli.PS(ctx, f.release)
+	for i := range nd { // the stub's IDs are new at every up: each is there, and is its own
+		if len(nd[i].ID) != 64 || i > 0 && nd[i].ID == nd[0].ID {
+			t.Errorf("container %s: ID %q", nd[i].Name, nd[i].ID)
+		}
+		want[i].ID = nd[i].ID
+	}
 	if err != nil || !reflect.DeepEqual(nd, want) {
 		t.Fatalf("ps (NDJSON) = %+v, %v", nd, err)
 	}

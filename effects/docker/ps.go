@@ -19,6 +19,7 @@ type psRow struct {
 	// ExitCode and Status: how an exited container ended, and how long a running one has run.
 	ExitCode int    `json:"ExitCode"`
 	Status   string `json:"Status"`
+	ID       string `json:"ID"`
 }
 
 // ParsePS parses `compose ps --all --format json`: one JSON array (compose < 2.21), one object per
@@ -51,7 +52,7 @@ func ParsePS(out []byte) ([]effects.Container, error) {
 	}
 	cs := make([]effects.Container, 0, len(rows))
 	for _, r := range rows {
-		cs = append(cs, effects.Container{Name: r.Name, Service: r.Service, State: r.State, Health: r.Health, ExitCode: r.ExitCode, Status: r.Status})
+		cs = append(cs, effects.Container{Name: r.Name, Service: r.Service, State: r.State, Health: r.Health, ExitCode: r.ExitCode, Status: r.Status, ID: r.ID})
 	}
 	return cs, nil
 }

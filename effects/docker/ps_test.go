@@ -12,8 +12,8 @@ import (
 
 func TestParsePSShapes(t *testing.T) {
 	want := []effects.Container{
-		{Name: "monky-env-qa-02-api-1", Service: "api", State: "running", Health: "healthy"},
-		{Name: "monky-env-qa-02-worker-1", Service: "worker", State: "exited", Health: "", ExitCode: 1},
+		{Name: "monky-env-qa-02-api-1", Service: "api", State: "running", Health: "healthy", ID: "1"},
+		{Name: "monky-env-qa-02-worker-1", Service: "worker", State: "exited", Health: "", ExitCode: 1, ID: "2"},
 	}
 	array := `[{"ID":"1","Name":"monky-env-qa-02-api-1","Service":"api","State":"running","Health":"healthy","Publishers":[]},` +
 		`{"ID":"2","Name":"monky-env-qa-02-worker-1","Service":"worker","State":"exited","Health":"","ExitCode":1}]` + "\n"
@@ -47,7 +47,7 @@ func TestParsePSFormsAgree(t *testing.T) {
 		n := rng.Intn(6)
 		cs := make([]effects.Container, n)
 		for j := range cs {
-			cs[j] = effects.Container{Name: pick(), Service: pick(), State: pick(), Health: pick()}
+			cs[j] = effects.Container{Name: pick(), Service: pick(), State: pick(), Health: pick(), ID: pick()}
 		}
 		arr, nd := render(t, cs)
 		a, errA := ParsePS(arr)
@@ -61,7 +61,7 @@ func TestParsePSFormsAgree(t *testing.T) {
 func render(t testing.TB, cs []effects.Container) (array, ndjson []byte) {
 	rows := make([]psRow, len(cs))
 	for i, c := range cs {
-		rows[i] = psRow{Name: c.Name, Service: c.Service, State: c.State, Health: c.Health}
+		rows[i] = psRow{Name: c.Name, Service: c.Service, State: c.State, Health: c.Health, ExitCode: c.ExitCode, Status: c.Status, ID: c.ID}
 	}
 	array, err := json.Marshal(rows)
 	if err != nil {

@@ -42,6 +42,8 @@
 //	                      hand; the next `compose up` creates them again
 //	  uptime              how long running containers have been up, in compose's words
 //	                      (default "About an hour"; "3 seconds" for a fresh start)
+//	  restarted           service names, one per line, whose containers the engine restarted
+//	                      since the last look: running, same ID, "Up 2 seconds" at every `ps`
 //	  log-line            lines `compose logs` prints for every service, each with the
 //	                      service's prefix as compose adds it (plant a canary)
 //	  engine-down         when present, `info` fails as it does with the daemon stopped
@@ -61,6 +63,8 @@
 package main
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -83,6 +87,7 @@ type container struct {
 	Privileged bool   `json:"Privileged,omitempty"`
 	ExitCode   int    `json:"ExitCode"`
 	Status     string `json:"Status"`
+	ID         string `json:"ID"`
 }
 
 func main() {
@@ -385,6 +390,8 @@ func up(project string, files []string) int {
 	cs := make([]container, 0, len(names))
 	for _, n := range names {
 		c := container{Name: project + "-" + n + "-1", Service: n, State: "running", Project: project}
+		id := sha256.Sum256(fmt.Appendf(nil, "%s %d", c.Name, time.Now().UnixNano())) // a new container, a new ID
+		c.ID = hex.EncodeToString(id[:])
 		c.Image, _ = doc.Services[n]["image"].(string)
 		c.Privileged, _ = doc.Services[n]["privileged"].(bool)
 		if _, ok := doc.Services[n]["healthcheck"]; ok {
@@ -396,7 +403,7 @@ func up(project string, files []string) int {
 	if err := save(project, cs); err != nil {
 		return fail("fakedocker: %v", err)
 	}
-	for _, k := range []string{"killed", "gone"} { // compose up starts and creates them again
+	for _, k := range []string{"killed", "gone", "restarted"} { // compose up starts and creates them again
 		os.Remove(filepath.Join(stateDir(), k))
 	}
 	return 0
@@ -424,7 +431,7 @@ func ps(project string, args []string) int {
 	for _, a := range args {
 		all = all || a == "--all" || a == "-a"
 	}
-	bad, restarting, gone, killed := knobSet("unhealthy"), knobSet("restarting"), knobSet("gone"), knobSet("killed")
+	bad, restarting, gone, killed, restarted := knobSet("unhealthy"), knobSet("restarting"), knobSet("gone"), knobSet("killed"), knobSet("restarted")
 	exited := map[string]int{}
 	for l := range knobSet("exited") {
 		if f := strings.Fields(l); len(f) == 2 {
@@ -444,6 +451,9 @@ func ps(project string, args []string) int {
 			c.Health = "unhealthy"
 		}
 		c.Status = "Up " + uptime
+		if restarted[c.Service] {
+			c.Status = "Up 2 seconds"
+		}
 		if c.Health != "" {
 			c.Status += " (" + c.Health + ")"
 		}
