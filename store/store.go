@@ -148,7 +148,7 @@ type Record struct {
 	Containers      []Container `json:"containers,omitempty"`
 	// SeenAt is when Containers were listed: a container running then whose run is younger now
 	// than the time since has restarted in between.
-	SeenAt     time.Time `json:"seen_at,omitempty"`
+	SeenAt     time.Time `json:"seen_at,omitzero"`
 	LastExit   int       `json:"last_exit"`
 	RetiredAt  time.Time `json:"retired_at,omitempty"` // the last retire: applies before it are no rollback base
 	LastTickAt time.Time `json:"last_tick_at,omitempty"`

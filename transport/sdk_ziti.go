@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -30,6 +31,7 @@ import (
 type sdkDialer struct {
 	zctx   ziti.Context
 	routes routes // intercept host:port → ziti service name
+	who    string // the identity's name as its file says it (monky-host.<env>.json), for the words
 }
 
 func newSDK(cfg Config) (Dialer, error) {
@@ -45,7 +47,7 @@ func newSDK(cfg Config) (Dialer, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &sdkDialer{zctx: zctx, routes: rs}, nil
+	return &sdkDialer{zctx: zctx, routes: rs, who: strings.TrimSuffix(filepath.Base(cfg.Identity), ".json")}, nil
 }
 
 // sdkContext hands the checked identity to the SDK. The identity is loaded here, eagerly: the
@@ -84,7 +86,7 @@ func (s *sdkDialer) DialContext(ctx context.Context, _, addr string) (net.Conn, 
 	}
 	dl, _ := ctx.Deadline()
 	if err := ctx.Err(); err != nil {
-		return nil, dialFault(svc, err)
+		return nil, dialFault(svc, s.who, err)
 	}
 	type result struct {
 		c   net.Conn
@@ -104,10 +106,10 @@ func (s *sdkDialer) DialContext(ctx context.Context, _, addr string) (net.Conn, 
 	select {
 	case r := <-ch:
 		if r.err != nil {
-			return nil, dialFault(svc, r.err)
+			return nil, dialFault(svc, s.who, r.err)
 		}
 		if r.c == nil {
-			return nil, dialFault(svc, errors.New("the SDK returned no connection and no error"))
+			return nil, dialFault(svc, s.who, errors.New("the SDK returned no connection and no error"))
 		}
 		return r.c, nil
 	case <-ctx.Done():
@@ -116,15 +118,16 @@ func (s *sdkDialer) DialContext(ctx context.Context, _, addr string) (net.Conn, 
 				r.c.Close()
 			}
 		}()
-		return nil, dialFault(svc, ctx.Err())
+		return nil, dialFault(svc, s.who, ctx.Err())
 	}
 }
 
 // dialFault maps what the SDK's dial returned to the transport's words: a caught panic and a
-// controller that refuses the identity are TRANSPORT_IDENTITY; a deadline or a cancel keeps
+// controller that refuses the identity are TRANSPORT_IDENTITY; a service the controller does not
+// offer the identity who is MESH_NO_SERVICE; a deadline or a cancel keeps
 // context's error in its chain (effects.Classify: TIMEOUT, CANCELLED); anything else is a
 // *net.OpError of network "ziti" (UNREACHABLE: the service could not be reached over the mesh).
-func dialFault(svc string, err error) error {
+func dialFault(svc, who string, err error) error {
 	var te *Error
 	var unauth *authentication.AuthenticateUnauthorized
 	switch {
@@ -136,6 +139,12 @@ func dialFault(svc string, err error) error {
 			Hint: "the identity is no longer enrolled or its certificate expired: enrol the box again (ziti-edge-tunnel add --jwt <token>)"}
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		return fmt.Errorf("ziti service %s: %w", svc, err)
+	case strings.Contains(err.Error(), "service '"+svc+"' not found"):
+		// the SDK's answer when the controller lists no such service for the identity: no Dial
+		// policy names it, or the service was deleted. Asking again does not change it.
+		return &Error{Op: "transport sdk", Code: vocab.MeshNoService,
+			Msg:  fmt.Sprintf("the controller offers no service %s to the box's identity %s", svc, who),
+			Hint: fmt.Sprintf("at the controller: ziti edge policy-advisor identities %s %s (a Dial policy for the identity, or the service, is missing)", who, svc)}
 	}
 	return &net.OpError{Op: "dial", Net: "ziti", Err: fmt.Errorf("service %s: %s", svc, sdkWords(err))}
 }

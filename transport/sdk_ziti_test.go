@@ -98,7 +98,7 @@ func fakeSDK(t *testing.T, dial func(ctx context.Context, svc string, o *ziti.Di
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &sdkDialer{zctx: &fakeZiti{dial: dial}, routes: rs}
+	return &sdkDialer{zctx: &fakeZiti{dial: dial}, routes: rs, who: "monky-host.env-qa-02"}
 }
 
 // TestSDKDialServiceAndDeadline: the intercept host:port the config names goes to its service,
@@ -196,10 +196,16 @@ func TestSDKDialErrors(t *testing.T) {
 		{"SDK timeout", func(context.Context) (edge.Conn, error) {
 			return nil, fmt.Errorf("timeout waiting for dial: %w", context.DeadlineExceeded)
 		}, func(err error) bool { return errors.Is(err, context.DeadlineExceeded) }, "ziti service monky.tenancy.deploy: timeout waiting for dial"},
-		{"service not found", func(context.Context) (edge.Conn, error) {
+		// the controller lists no such service for the identity (no Dial policy, or deleted): a
+		// person's, named with the service and the identity (make mesh-e2e deletes the policy)
+		{"service not offered to the identity", func(context.Context) (edge.Conn, error) {
 			return nil, errors.New("service 'monky.tenancy.deploy' not found")
+		}, func(err error) bool { var e *Error; return errors.As(err, &e) && e.Code == "MESH_NO_SERVICE" },
+			"the controller offers no service monky.tenancy.deploy to the box's identity monky-host.env-qa-02"},
+		{"another service's words", func(context.Context) (edge.Conn, error) {
+			return nil, errors.New("no edge routers available for service 'monky.tenancy.deploy'")
 		}, func(err error) bool { var oe *net.OpError; return errors.As(err, &oe) && oe.Net == "ziti" },
-			"dial ziti: service monky.tenancy.deploy: service 'monky.tenancy.deploy' not found"},
+			"dial ziti: service monky.tenancy.deploy: no edge routers available"},
 		{"error quoting PEM", func(context.Context) (edge.Conn, error) {
 			return nil, errors.New("bad cert pem:-----BEGIN EC PRIVATE KEY-----\nMHc")
 		}, func(err error) bool { return !strings.Contains(err.Error(), "BEGIN") }, "its words quote the identity's PEM"},

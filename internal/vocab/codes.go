@@ -39,6 +39,7 @@ const (
 	TLSHandshake         Code = "TLS_HANDSHAKE"
 	Timeout              Code = "TIMEOUT"
 	Unreachable          Code = "UNREACHABLE"
+	MeshNoService        Code = "MESH_NO_SERVICE"
 	Cancelled            Code = "CANCELLED"
 	BaoPermissionDenied  Code = "BAO_PERMISSION_DENIED"
 	ReportPending        Code = "REPORT_PENDING"
@@ -154,6 +155,8 @@ var causes = map[Code]Cause{
 		"systemctl status ziti-edge-tunnel   # and the service's health", ""},
 	Unreachable: {KindTemporary, "the service could not be reached over the mesh",
 		"systemctl status ziti-edge-tunnel", ""},
+	MeshNoService: {KindFailure, "the mesh's controller offers the service to the box's identity no more: no Dial policy names the identity for it, or the service is gone (the error names both)",
+		NoCommand + "at the controller, ziti edge policy-advisor identities, given the identity and the service the error names, says what is missing: a Dial service policy naming the identity, or the service itself", ""},
 	Cancelled: {KindTemporary, "a call was cancelled before the far side answered: the agent was stopped (the service stopped or restarted, a signal) while it waited",
 		"systemctl status monky-deployd.service   # what stopped the agent (journalctl -u monky-deployd -n 20); the next tick resumes the step", ""},
 	BaoPermissionDenied: {KindFailure, "OpenBao refused the token (HTTP 403 permission denied): its policy does not allow the call (renew-self, lookup-self or a KV read), or OpenBao revoked it — OpenBao's refusal, not tenancy's",

@@ -493,9 +493,10 @@ func (b *box) retire() {
 
 // container is what `docker inspect` says of one container.
 type container struct {
-	ID     string `json:"Id"`
-	Name   string
-	Image  string // image id
+	ID           string `json:"Id"`
+	Name         string
+	Image        string // image id
+	RestartCount int    // the engine's restarts of this container (its restart policy)
 	Config struct {
 		Image  string
 		Labels map[string]string

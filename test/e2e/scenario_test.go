@@ -223,6 +223,39 @@ func TestAgainstRealPrograms(t *testing.T) {
 		}
 	})
 
+	// a service that crashes every 20 s, its restart policy bringing it back, passes the gate
+	// (up min_healthy_s) and is running at every look; the heartbeat after a restart tells it by
+	// its Up, shorter than the time since it was seen running with the same ID, and heals it
+	step("a slow crash loop is seen between heartbeats", func(t *testing.T) {
+		a.t = t
+		w.desire(envA, "slow-crash", rel{tag: "1", note: "slow crash", compose: func(img string) string {
+			return fmt.Sprintf("services:\n  api:\n    image: %s\n    command: [\"-exit-after\", \"20s\"]\n    restart: always\n", img)
+		}})
+		a.tick(0)
+		if r := a.lastReport(); r.Result != effects.ResultApplied {
+			t.Fatalf("the release that crashes after 20 s: report %s (%s), want applied (it stays up min_healthy_s)", r.Result, r.Detail)
+		}
+		first := a.containers()["api"]
+		deadline := time.Now().Add(60 * time.Second)
+		for c := first; c.RestartCount == 0 || c.State.Status != "running"; c = a.containers()["api"] {
+			if time.Now().After(deadline) {
+				t.Fatalf("api did not crash and come back within 60 s: %q, %d restarts", c.State.Status, c.RestartCount)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		leases := w.sim.Counts(envA).Leases
+		e := a.tick(0)
+		if !strings.Contains(e, "HEALED: found api (restarted since it was seen running") {
+			t.Errorf("the heartbeat after a restart did not see it:\n%s", e)
+		}
+		if c := a.containers()["api"]; c.ID != first.ID {
+			t.Errorf("the engine's restart kept the container (%.12s), the heal replaced it with %.12s", first.ID, c.ID)
+		}
+		if n := w.sim.Counts(envA).Leases; n != leases {
+			t.Errorf("the heal asked %d leases", n-leases)
+		}
+	})
+
 	// a service the kernel kills for its mem_limit (OOM, exit 137) is not serving: the gate
 	// fails at once for one nothing restarts, naming it, and the release is not reported applied
 	step("a service OOM-killed by its mem_limit", func(t *testing.T) {

@@ -26,7 +26,14 @@ func main() {
 	plant := flag.String("plant", "", "replace `path` with a symlink to / and exit")
 	ls := flag.String("ls", "", "print the names in `dir`, one a line, and exit")
 	hog := flag.Int("hog", 0, "touch `MiB` of memory, then wait: a service its mem_limit has the kernel kill")
+	exitAfter := flag.Duration("exit-after", 0, "serve, then exit 1 after `d`: a crash its restart policy brings back, slower than any gate")
 	flag.Parse()
+	if *exitAfter > 0 {
+		time.AfterFunc(*exitAfter, func() {
+			fmt.Fprintln(os.Stderr, "exit-after: crashing")
+			os.Exit(1)
+		})
+	}
 	switch {
 	case *hog > 0:
 		held := make([][]byte, 0, *hog)
