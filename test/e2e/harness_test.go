@@ -497,7 +497,7 @@ type container struct {
 	Name         string
 	Image        string // image id
 	RestartCount int    // the engine's restarts of this container (its restart policy)
-	Config struct {
+	Config       struct {
 		Image  string
 		Labels map[string]string
 		Env    []string

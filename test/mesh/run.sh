@@ -12,6 +12,10 @@
 #   4. the agent with `transport: sdk`, its intercept names resolvable nowhere but in the mesh:
 #      desire v1 → `run --once` applies (exit 0); a heartbeat (exit 0); desire v2 → applies (exit
 #      0); the simulator holds the reports
+#   5. mesh faults: the box's Dial policy deleted (MESH_NO_SERVICE, exit 1, a person, naming the
+#      service and the identity; the policy back, the next tick heartbeats); the controller and
+#      router stopped (SIGSTOP: a temporary fault, exit 75, within the tick's deadline; resumed,
+#      the next tick heartbeats)
 #
 # Usage: test/mesh/run.sh      (make mesh-e2e builds the agent first)
 # Env:   SDK_BIN       the sdk build of the agent (default bin/monky-deployd-sdk)
@@ -288,6 +292,33 @@ echo "  what tenancy saw: $counts"
 check "tenancy counted check-ins" grep -q checkin <<<"$counts"
 status_ok() { agent status >"$WORK/status.txt" 2>&1 || { sed 's/^/  | /' "$WORK/status.txt"; return 1; }; }
 check "status exits 0 after the ticks" status_ok
+# --- 6. mesh faults, each named -----------------------------------------------------------------
+# tick_says N PATTERN: tick N's log holds PATTERN
+tick_says() { grep -q -- "$2" "$WORK/tick-$1.log"; }
+explain_says() { agent explain -n 1 2>&1 | grep -q -- "$1"; }
+
+log "fault: the box's Dial policy deleted at the controller"
+zt edge delete service-policy box-dial >>"$WORK/setup.log" 2>&1 || die "deleting the Dial policy failed"
+tick "no Dial policy: a person's fault" 1
+check "the tick names MESH_NO_SERVICE, the service and the identity" \
+	tick_says "$N" "MESH_NO_SERVICE.*the controller offers no service $SVC_TENANCY to the box's identity $BOX"
+check "explain names MESH_NO_SERVICE" explain_says MESH_NO_SERVICE
+status_rc=0
+agent status --json >"$WORK/status-nodial.json" 2>&1 || status_rc=$?
+check "status: needs_person, MESH_NO_SERVICE (exit $status_rc)" grep -q '"verdict": *"needs_person"' "$WORK/status-nodial.json"
+zt edge create service-policy box-dial Dial --service-roles "@$SVC_TENANCY,@$SVC_BAO" --identity-roles "@$BOX" >>"$WORK/setup.log" 2>&1 ||
+	die "creating the Dial policy again failed"
+tick "the Dial policy back: the next tick heartbeats by itself" 0
+
+log "fault: the controller and the router stopped (SIGSTOP), then resumed"
+kill -STOP "$QS_PID"
+t0=$(date +%s)
+tick "the mesh does not answer: temporary" 75
+check "the stopped mesh's tick ended within its deadline ($(($(date +%s) - t0)) s)" test $(($(date +%s) - t0)) -lt 120
+check "the tick names a temporary fault of the mesh (TIMEOUT or UNREACHABLE)" tick_says "$N" '"code":"\(TIMEOUT\|UNREACHABLE\)"'
+kill -CONT "$QS_PID"
+tick "the mesh back: the next tick heartbeats by itself" 0
+
 echo
 echo "mesh-e2e: ${#PASSED[@]} passed, ${#FAILED[@]} failed, $(($(date +%s) - T0)) s"
 if ((${#FAILED[@]} > 0)); then
