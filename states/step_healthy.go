@@ -95,12 +95,12 @@ func judge(cs []effects.Container, services []docker.Service, minUp time.Duratio
 			case c.State != "running":
 				done, up = false, false
 				worst = fmt.Sprintf("%s (%s)", s.Name, c.State)
+			case again[c.ID] != "": // restarted: its healthcheck starts again too
+				done, up, restarted = false, false, true
+				worst = again[c.ID]
 			case c.Health != "" && c.Health != "healthy":
 				done, up = false, false
 				worst = fmt.Sprintf("%s (running/%s)", s.Name, c.Health)
-			case again[c.ID] != "":
-				done, up, restarted = false, false, true
-				worst = again[c.ID]
 			default:
 				done = false
 				if up := uptime(c.Status); up < minUp {

@@ -378,6 +378,9 @@ exec $STUB_DIR/fakedocker "\$@"
 EOF
 chmod 0755 "$BOX$STUB_DIR/docker"
 box install -d -m 0700 -o monky-deployd -g monky-deployd "$STUB_STATE" "$STUB_STATE/engine"
+# the stub's call log is the agent's user's: postinst runs docker_bin (the stub) as root, and a log
+# it created would be root's 0600, which the agent's calls could no longer append to
+box install -m 0600 -o monky-deployd -g monky-deployd /dev/null "$STUB_STATE/calls.jsonl"
 mkdir -p "$BOX/etc/systemd/system/monky-deployd.service.d" "$BOX/etc/systemd/system/monky-deployd.timer.d"
 printf '# systemd-e2e only: the docker stub'"'"'s engine state\n[Service]\nReadWritePaths=%s\n' "$STUB_STATE" \
 	>"$BOX/etc/systemd/system/monky-deployd.service.d/e2e-docker-stub.conf"
