@@ -103,7 +103,7 @@ func judge(cs []effects.Container, services []docker.Service, minUp time.Duratio
 				worst = fmt.Sprintf("%s (running/%s)", s.Name, c.Health)
 			default:
 				done = false
-				if up := uptime(c.Status); up < minUp {
+				if up, _ := upFor(c.Status); up < minUp {
 					j.settling = max(j.settling, minUp-up)
 					if youngest < 0 || up < youngest {
 						youngest = up
@@ -144,37 +144,41 @@ func serviceOf(c effects.Container) string {
 	return c.Name
 }
 
-// uptime is how long a running container has been up, from compose's Status ("Up 2 minutes
-// (healthy)", docker's human durations), as a lower bound; a Status that says nothing of it
-// (a listing without the field) is taken as long settled.
-func uptime(status string) time.Duration {
+// upFor is how long a running container has been up, from compose's Status ("Up 2 minutes
+// (healthy)", docker's human durations: go-units' HumanDuration), as bounds: at least low, at
+// most high (the words round down, the hours to the nearest). A Status that says nothing of it
+// (a listing without the field) is taken as long settled: both bounds are the longest duration.
+func upFor(status string) (low, high time.Duration) {
+	settled := time.Duration(math.MaxInt64)
 	rest, ok := strings.CutPrefix(status, "Up ")
 	if !ok {
-		return time.Duration(math.MaxInt64)
+		return settled, settled
 	}
-	if i := strings.Index(rest, " ("); i >= 0 {
-		rest = rest[:i]
-	}
+	rest, _, _ = strings.Cut(rest, " (")
 	switch rest = strings.TrimSpace(rest); rest {
 	case "Less than a second":
-		return 0
+		return 0, time.Second
 	case "About a minute":
-		return time.Minute
+		return time.Minute, 2 * time.Minute
 	case "About an hour":
-		return time.Hour
+		return time.Hour, 90 * time.Minute
 	}
 	n, unit, ok := strings.Cut(rest, " ")
 	v, err := strconv.Atoi(n)
 	if !ok || err != nil {
-		return time.Duration(math.MaxInt64)
+		return settled, settled
 	}
-	units := map[string]time.Duration{"second": time.Second, "minute": time.Minute, "hour": time.Hour,
-		"day": 24 * time.Hour, "week": 7 * 24 * time.Hour, "month": 30 * 24 * time.Hour, "year": 365 * 24 * time.Hour}
-	d, known := units[strings.TrimSuffix(unit, "s")]
+	const day = 24 * time.Hour
+	// each unit's size, and how much more than v of them the words may mean
+	units := map[string]struct{ size, width time.Duration }{
+		"second": {time.Second, time.Second}, "minute": {time.Minute, time.Minute}, "hour": {time.Hour, 30 * time.Minute},
+		"day": {day, day + 30*time.Minute}, "week": {7 * day, 7*day + 30*time.Minute},
+		"month": {30 * day, 30*day + 30*time.Minute}, "year": {365 * day, 365*day + 30*time.Minute}}
+	u, known := units[strings.TrimSuffix(unit, "s")]
 	if !known {
-		return time.Duration(math.MaxInt64)
+		return settled, settled
 	}
-	return time.Duration(v) * d
+	return time.Duration(v) * u.size, time.Duration(v)*u.size + u.width
 }
 
 // restartSlack is what the engine's clock and the agent's may differ by, and what listing takes.
@@ -183,7 +187,7 @@ const restartSlack = 2 * time.Second
 // restarts are the running containers of cs that restarted since the listing the record kept
 // (before, taken at beforeAt; zero when none was): a container running then, with the same ID,
 // whose run is younger now than the time since, by the engine's own words for it at their
-// longest (uptimeAtMost). A restart policy brings a crash back with its ID, so a service that
+// longest (upFor). A restart policy brings a crash back with its ID, so a service that
 // crashes between two heartbeats is seen running at both: this is how it is told. Keyed by ID,
 // with the words that name it.
 func restarts(cs []effects.Container, before []store.Container, beforeAt, now time.Time) map[string]string {
@@ -199,7 +203,7 @@ func restarts(cs []effects.Container, before []store.Container, beforeAt, now ti
 	}
 	var out map[string]string
 	for _, c := range cs {
-		if c.State != "running" || !running[c.ID] || uptimeAtMost(c.Status)+restartSlack >= since {
+		if _, most := upFor(c.Status); c.State != "running" || !running[c.ID] || most >= since-restartSlack {
 			continue
 		}
 		if out == nil {
@@ -209,45 +213,6 @@ func restarts(cs []effects.Container, before []store.Container, beforeAt, now ti
 		out[c.ID] = fmt.Sprintf("%s (restarted since it was seen running %s ago: %s)", serviceOf(c), since.Round(time.Second), status)
 	}
 	return out
-}
-
-// uptimeAtMost is how long a running container has been up, from compose's Status, as an upper
-// bound: docker's human durations (go-units' HumanDuration) round down, the hours to the
-// nearest. A Status that says nothing of it is taken as long settled, as uptime does.
-func uptimeAtMost(status string) time.Duration {
-	low := uptime(status)
-	rest, _ := strings.CutPrefix(status, "Up ")
-	if i := strings.Index(rest, " ("); i >= 0 {
-		rest = rest[:i]
-	}
-	rest = strings.TrimSpace(rest)
-	day := 24 * time.Hour
-	switch {
-	case low == time.Duration(math.MaxInt64):
-		return low
-	case rest == "Less than a second":
-		return time.Second
-	case rest == "About a minute":
-		return 2 * time.Minute
-	case rest == "About an hour":
-		return 90 * time.Minute
-	}
-	_, unit, _ := strings.Cut(rest, " ")
-	switch strings.TrimSuffix(unit, "s") {
-	case "second":
-		return low + time.Second
-	case "minute":
-		return low + time.Minute
-	case "hour":
-		return low + 30*time.Minute
-	case "day":
-		return low + day + 30*time.Minute
-	case "week":
-		return low + 7*day + 30*time.Minute
-	case "month":
-		return low + 30*day + 30*time.Minute
-	}
-	return low + 365*day + 30*time.Minute
 }
 
 // services are the applied release's services as its checked model names them (nil: the
