@@ -146,36 +146,56 @@ func (tk *tick) heal(ctx context.Context, found string) (healed, spent bool, err
 // keepServing judges the release a parked revert brought back (current points at it) as every
 // heartbeat does, and heals it within heal_budget when it is not running: the parked failure
 // of the newer sha stays as it is (no flight starts, nothing is reported). It returns the
-// words of what serves: "which serves", or what was found and why it was not healed.
-func (tk *tick) keepServing(ctx context.Context) (string, error) {
+// words of what serves ("which serves", "which serves again (HEALED: …)"), and when that
+// release is not serving, what was found and why it was not healed, with its code (UNHEALTHY,
+// or CRASH_LOOP past heal_budget), as a heartbeat would report them.
+func (tk *tick) keepServing(ctx context.Context) (words string, down servingFault, err error) {
 	if tk.listErr != nil {
-		return "whose containers could not be listed (" + sanitize.Line(firstLine(tk.listErr.Error())) + ")", nil
+		down = servingFault{vocab.Unhealthy, "compose ps failed: " + sanitize.Line(firstLine(strings.TrimPrefix(tk.listErr.Error(), "compose ps: ")))}
+		return "whose containers could not be listed (" + down.detail + ")", down, nil
 	}
-	j := judge(tk.listed, tk.services(), 0, restarts(tk.listed, tk.before, tk.beforeAt, tk.listedFrom))
+	services := tk.services()
+	j := judge(tk.listed, services, 0, restarts(tk.listed, tk.before, tk.beforeAt, tk.listedFrom))
 	tk.judged = j.words()
+	if len(tk.listed) == 0 && services == nil {
+		down = servingFault{vocab.Unhealthy, "no containers of project " + tk.Cfg.ComposeProject + " are running"}
+		return "which is not serving: " + down.detail, down, nil
+	}
 	if j.ok() {
-		return "which serves (" + j.words() + ")", nil
+		return "which serves (" + j.words() + ")", servingFault{}, nil
 	}
 	found := strings.Join(j.bad, ", ")
+	down = servingFault{vocab.Unhealthy, found}
 	switch {
 	case len(j.down)+len(j.again) == 0:
-		return "which is not serving: " + found, nil
 	case tk.held != nil:
-		return fmt.Sprintf("which is not serving: %s; not healed: held by %s until %s", found, tk.held.By, machine.Stamp(tk.held.Until)), nil
+		down.detail += fmt.Sprintf("; not healed: held by %s until %s", tk.held.By, machine.Stamp(tk.held.Until))
 	case !tk.Cfg.Heals() || tk.Cfg.HealBudget <= 0:
-		return "which is not serving: " + found + " (heal is off)", nil
+		down.detail += " (heal is off)"
+	default:
+		healed, spent, err := tk.heal(ctx, found)
+		switch {
+		case err != nil:
+			return "", servingFault{}, err
+		case healed:
+			tk.judged = tk.gatedWords
+			cs, at := toStore(tk.gated), tk.Now()
+			tk.eng.Defer(func(r *store.Record) { r.Containers, r.SeenAt = cs, at }) // a heal's: what runs now
+			return "which serves again (HEALED: " + tk.gatedWords + ")", servingFault{}, nil
+		case spent:
+			down = servingFault{vocab.CrashLoop, fmt.Sprintf("%s; healed %d times in the last hour (heal_budget %d): not healed again", found, tk.Cfg.HealBudget, tk.Cfg.HealBudget)}
+		default:
+			down.detail += "; a heal (compose up -d) did not bring it back: " + tk.healWords
+		}
 	}
-	healed, spent, err := tk.heal(ctx, found)
-	switch {
-	case err != nil:
-		return "", err
-	case healed:
-		tk.judged = tk.gatedWords
-		return "which serves again (HEALED: " + tk.gatedWords + ")", nil
-	case spent:
-		return fmt.Sprintf("which is not serving: %s; healed %d times in the last hour (heal_budget %d): not healed again", found, tk.Cfg.HealBudget, tk.Cfg.HealBudget), nil
-	}
-	return "which is not serving: " + found + "; a heal (compose up -d) did not bring it back: " + tk.healWords, nil
+	return "which is not serving: " + down.detail, down, nil
+}
+
+// servingFault is what a parked revert's tick found of the release it brought back when that
+// release is not serving: the code a heartbeat would report, and the words; zero while it serves.
+type servingFault struct {
+	code   vocab.Code
+	detail string
 }
 
 // healsSince are the heals at or after since.

@@ -239,3 +239,68 @@ func TestAParkedRevertKeepsTheServingReleaseHealed(t *testing.T) {
 		t.Fatalf("record: state %s parked %t failure %+v applied %s", rec.State, rec.Parked, rec.Failure, machine.ShortSha(rec.AppliedSha))
 	}
 }
+
+// TestAParkedRevertSaysWhenTheReleaseItBroughtBackIsDown: while the reverted sha is parked, a
+// heal of the release brought back records what runs now, and once heal_budget is spent the
+// tick says that release is not serving (CRASH_LOOP, naming the service) in its journal entry
+// and in explain, instead of "serves again"; no report is sent again, nothing is leased or
+// fetched, the park stays, and the next heal the budget allows clears the words (before, the
+// record said the killed service had exited after it was healed, and explain went on saying
+// the release served while it was down).
+func TestAParkedRevertSaysWhenTheReleaseItBroughtBackIsDown(t *testing.T) {
+	h := newRevertHarness(t)
+	h.appendConfig("heal_budget: 1\n")
+	v1 := h.apply("v1")
+	h.dockerKnob("exited", "canary 3\n")
+	v2 := h.release("v2", consentingBroken)
+	h.wantExit(h.tick(), 1)
+	reports, before := len(h.sim.Reports(env)), h.sim.Counts(env)
+
+	h.dockerKnob("killed", "api\n")
+	h.wantExit(h.tick(), 1)
+	if healed := h.notes(machine.NoteHealed); len(healed) != 1 {
+		t.Fatalf("healed notes %+v, want the heal of v1", healed)
+	}
+	for _, c := range h.record().Containers {
+		if c.State != "running" {
+			t.Errorf("after the heal the record holds %s %s: want what runs now", c.Service, c.State)
+		}
+	}
+
+	h.dockerKnob("killed", "api\n")
+	ups := countUps(h.composeCalls())
+	h.wantExit(h.tick(), 1)
+	if n := countUps(h.composeCalls()) - ups; n != 0 {
+		t.Errorf("compose up ran %d times past heal_budget", n)
+	}
+	es := h.notes(machine.NoteCheckin)
+	last := es[len(es)-1]
+	if last.Code != vocab.CrashLoop || !strings.Contains(last.Detail, machine.ShortSha(v1)+", which is not serving: api (exited 137)") || !strings.Contains(last.Detail, "not healed again") {
+		t.Errorf("the parked tick's entry: %s %q; want CRASH_LOOP naming api and v1 not serving", last.Code, last.Detail)
+	}
+	w := h.explainWhy()
+	if w == nil || w.Verdict != "needs_person" || strings.Contains(w.Next, "serves again") ||
+		!strings.Contains(w.Next, machine.ShortSha(v1)+", was brought back but is not serving now: CRASH_LOOP: api (exited 137)") || !strings.Contains(w.Next, machine.ShortSha(v2)+" is not applied again") {
+		t.Errorf("explain's why %+v; want v1 not serving (CRASH_LOOP, api) and v2 still parked", w)
+	}
+	if n := len(h.sim.Reports(env)); n != reports {
+		t.Errorf("%d reports sent while parked, want none: the failed one with reverted_to was sent once", n-reports)
+	}
+	if c := h.sim.Counts(env); c.Leases != before.Leases || c.KVReads != before.KVReads || c.BundleFetches != before.BundleFetches {
+		t.Errorf("a parked tick leased, read or fetched: %+v → %+v", before, c)
+	}
+	if rec := h.record(); rec.State != string(machine.Failed) || !rec.Parked || rec.Failure == nil || rec.Failure.Sha != v2 || rec.AppliedSha != v1 {
+		t.Fatalf("record: state %s parked %t failure %+v applied %s", rec.State, rec.Parked, rec.Failure, machine.ShortSha(rec.AppliedSha))
+	}
+
+	// an hour on, the budget allows a heal again: v1 serves, and the words say so
+	h.clock.Advance(time.Hour)
+	h.dockerKnob("uptime", "2 hours\n")
+	h.wantExit(h.tick(), 1)
+	if healed := h.notes(machine.NoteHealed); len(healed) != 2 {
+		t.Errorf("healed notes %d, want a second heal once the hour passed", len(healed))
+	}
+	if w := h.explainWhy(); w == nil || !strings.Contains(w.Next, machine.ShortSha(v1)+", serves again") {
+		t.Errorf("explain's why after the heal %+v; want v1 serving again", w)
+	}
+}

@@ -111,6 +111,37 @@ func (tk *tick) stepRevert(ctx context.Context) error {
 		f.Code, f.Detail, machine.ShortSha(to), machine.ShortSha(rec.Sha), tk.agentCommand("resume"))
 }
 
+// stillReverted is a tick while a revert is parked (the failed sha still desired): the release
+// it brought back is judged as a heartbeat judges it and healed within heal_budget
+// (keepServing; no lease, no OpenBao read, no fetch), and the failed sha stays parked. The
+// check-in's entry says both; what was found when that release is not serving is kept on the
+// failure (NotServing), for explain and status, until a tick finds it serving again. No report
+// is sent: the failed one with reverted_to was sent when the revert passed its gate, and the
+// check-ins carry what runs.
+func (tk *tick) stillReverted(ctx context.Context) error {
+	started := tk.Now()
+	f := *tk.eng.Record().Failure
+	serves, down, err := tk.keepServing(ctx)
+	if err != nil {
+		return err
+	}
+	to, failed := machine.ShortSha(f.RevertTo), machine.ShortSha(f.Sha)
+	detail := fmt.Sprintf("reverted to %s after %s failed: %s — %s, %s", to, failed, f.Detail, to, serves)
+	code, reason := f.Code, f.Reason
+	if down.code != "" {
+		code, reason = down.code, ""
+	}
+	if err := tk.eng.Note(machine.NoteCheckin, code, reason, detail, started, func(r *store.Record, _ store.Tx) error {
+		if r.Failure != nil {
+			r.Failure.NotServing, r.Failure.NotServingCode = down.detail, down.code
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	return parked(effects.Permanent, code, "failed: %s: %s — reverted to %s, %s; %s waits for a new desired sha or `%s`", f.Code, f.Detail, to, serves, failed, tk.agentCommand("resume"))
+}
+
 // revertFailed ends a revert that did not bring the release back: the failure keeps the
 // apply's code and says the revert failed too; the box parks and reverts no more.
 func (tk *tick) revertFailed(ctx context.Context, why string) error {

@@ -69,13 +69,8 @@ func (tk *tick) apply(ctx context.Context, resp effects.CheckinResponse) error {
 		}
 	case st == machine.Failed && rec.Action == vocab.ActionApply && rec.Failure != nil && rec.Failure.Sha == sha:
 		n := rec.TotalAttempts()
-		if f := rec.Failure; rec.Parked && f.Reverted {
-			_ = tk.eng.Note(machine.NoteCheckin, f.Code, f.Reason, fmt.Sprintf("reverted to %s after %s failed: %s", machine.ShortSha(f.RevertTo), machine.ShortSha(f.Sha), f.Detail), now, nil)
-			serves, err := tk.keepServing(ctx)
-			if err != nil {
-				return err
-			}
-			return parked(effects.Permanent, f.Code, "failed: %s: %s — reverted to %s, %s; %s waits for a new desired sha or `%s`", f.Code, f.Detail, machine.ShortSha(f.RevertTo), serves, machine.ShortSha(f.Sha), tk.agentCommand("resume"))
+		if rec.Parked && rec.Failure.Reverted {
+			return tk.stillReverted(ctx)
 		}
 		if rec.Parked {
 			_ = tk.eng.Note(machine.NoteCheckin, rec.Failure.Code, rec.Failure.Reason, fmt.Sprintf("parked after %d failed attempts: %s", n, rec.Failure.Detail), now, nil)

@@ -74,6 +74,12 @@ type Failure struct {
 	Reverted bool `json:"reverted,omitempty"`
 	// RevertFailed is why the revert to RevertTo failed too (the box stops reverting).
 	RevertFailed string `json:"revert_failed,omitempty"`
+	// NotServing is what the last tick of a parked revert found of RevertTo, the release it
+	// brought back, when that release was not serving: the services, and why it was not healed
+	// (held, heal off, heal_budget spent, or the heal did not bring it back); "" while it serves.
+	NotServing string `json:"not_serving,omitempty"`
+	// NotServingCode is NotServing's code: UNHEALTHY, or CRASH_LOOP past heal_budget.
+	NotServingCode vocab.Code `json:"not_serving_code,omitempty"`
 }
 
 // Token sources: how the token was obtained (TokenMeta.Source).

@@ -316,6 +316,9 @@ func failedNext(rec store.Record) string {
 	if rec.Action == vocab.ActionNone {
 		return "not converged: " + code + "— a service is not running or not healthy; the next heartbeat heals a service that is down (compose up of the applied release, at most heal_budget times an hour, unless heal: false); one running unhealthy or restarting is reported only"
 	}
+	if f := rec.Failure; rec.Parked && f != nil && f.Reverted && f.NotServing != "" {
+		return fmt.Sprintf("reverted to %s after %s failed: %s— %s is not serving now (%s: %s); `monky-deployd resume` tries %s again", machine.ShortSha(f.RevertTo), machine.ShortSha(f.Sha), code, machine.ShortSha(f.RevertTo), f.NotServingCode, f.NotServing, machine.ShortSha(f.Sha))
+	}
 	if f := rec.Failure; rec.Parked && f != nil && f.Reverted {
 		return fmt.Sprintf("reverted to %s after %s failed: %s— %s serves; `monky-deployd resume` tries %s again", machine.ShortSha(f.RevertTo), machine.ShortSha(f.Sha), code, machine.ShortSha(f.RevertTo), machine.ShortSha(f.Sha))
 	}

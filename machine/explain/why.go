@@ -293,6 +293,8 @@ func (in Input) failedWhy(mk maker, nextTick string) *Why {
 	limit := machine.AttemptLimit(rec)
 	var next string
 	switch {
+	case rec.Parked && f.Reverted && f.NotServing != "":
+		next = fmt.Sprintf("the release last healthy here, %s, was brought back but is not serving now: %s: %s; %s is not applied again until tenancy desires another sha or `monky-deployd resume`", machine.ShortSha(f.RevertTo), f.NotServingCode, f.NotServing, machine.ShortSha(f.Sha))
 	case rec.Parked && f.Reverted:
 		next = fmt.Sprintf("the release last healthy here, %s, serves again: the bundle consented (agent.revert_on_failure) to leaving %s, which is not applied again until tenancy desires another sha or `monky-deployd resume`", machine.ShortSha(f.RevertTo), machine.ShortSha(f.Sha))
 	case rec.Parked && f.RevertFailed != "":
