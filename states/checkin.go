@@ -17,7 +17,7 @@ func (tk *tick) checkin(ctx context.Context, containers []effects.Container) (ef
 		req.Containers = []effects.Container{}
 	}
 	if tk.held != nil {
-		req.Why = heldWhy(tk.held, rec.DesiredSha, rec.AppliedSha)
+		req.Why = heldWhy(tk.held, tk.eng.State(), rec)
 	}
 	started := tk.Now()
 	var resp effects.CheckinResponse

@@ -128,15 +128,32 @@ func (tk *tick) hold() *store.Hold {
 }
 
 // heldWhy is the why a held box's check-ins and reports carry (PROTOCOL.md §1: code HELD, the
-// reason, who and until when).
-func heldWhy(h *store.Hold, desired, applied string) *effects.ReportWhy {
+// reason, who and until when), for the record rec at state st. A desired sha parked after it
+// failed does not wait for the hold: it stays parked when the hold ends, and the box needs a
+// person whether held or not.
+func heldWhy(h *store.Hold, st machine.State, rec store.Record) *effects.ReportWhy {
 	c, _ := vocab.CauseOf(vocab.Held)
+	desired, applied := rec.DesiredSha, rec.AppliedSha
+	verdict := effects.VerdictWorking
 	next := fmt.Sprintf("the hold ends by itself at %s; then applies and heals go on", machine.Stamp(h.Until))
-	if desired != "" && desired != applied {
+	switch f := rec.Failure; {
+	case desired != "" && parkedFailure(st, rec, desired):
+		verdict = effects.VerdictNeedsPerson
+		next = fmt.Sprintf("%s stays parked (%s) when the hold ends at %s: it is not applied until tenancy desires another sha or `monky-deployd resume`", machine.ShortSha(desired), f.Code, machine.Stamp(h.Until))
+		if f.Reverted {
+			next += fmt.Sprintf("; %s, brought back by a revert, keeps serving", machine.ShortSha(f.RevertTo))
+		}
+	case desired != "" && desired != applied:
 		next = fmt.Sprintf("the apply of %s waits until the hold ends at %s; %s keeps serving", machine.ShortSha(desired), machine.Stamp(h.Until), shaOrNothing(applied))
 	}
-	return &effects.ReportWhy{Code: string(vocab.Held), Verdict: effects.VerdictWorking, Since: h.Since.UTC().Format(time.RFC3339),
+	return &effects.ReportWhy{Code: string(vocab.Held), Verdict: verdict, Since: h.Since.UTC().Format(time.RFC3339),
 		Fault: c.Fault, Evidence: fmt.Sprintf("held by %s until %s: %s", h.By, machine.Stamp(h.Until), h.Reason), Next: next, Fix: c.Fix}
+}
+
+// parkedFailure: the desired sha failed and is parked (a revert's included) — remembered until
+// tenancy desires another sha or a person resumes, whatever a hold does.
+func parkedFailure(st machine.State, rec store.Record, desired string) bool {
+	return st == machine.Failed && rec.Parked && rec.Failure != nil && rec.Failure.Sha == desired
 }
 
 func shaOrNothing(sha string) string {
@@ -148,11 +165,17 @@ func shaOrNothing(sha string) string {
 
 // heldApply is tenancy's apply while the box is held: the apply waits (the journal says so,
 // once per desired sha and hold), and the release applied here is heartbeated as action none
-// would — judged, reported, never healed.
+// would — judged, reported, never healed. A desired sha whose revert is parked stays parked: the
+// release the revert brought back is judged as every parked tick judges it (stillReverted),
+// never healed while held.
 func (tk *tick) heldApply(ctx context.Context, resp effects.CheckinResponse, containers []effects.Container, psErr error) error {
 	h := tk.held
 	rec := tk.eng.Record()
 	detail := fmt.Sprintf("tenancy desires %s; held by %s until %s (%s): the apply waits", machine.ShortSha(resp.DesiredSha), h.By, machine.Stamp(h.Until), h.Reason)
+	if parkedFailure(tk.eng.State(), rec, resp.DesiredSha) {
+		detail = fmt.Sprintf("tenancy desires %s, parked after it failed: it waits for a new desired sha or `%s`, not for the hold; held by %s until %s (%s)",
+			machine.ShortSha(resp.DesiredSha), tk.agentCommand("resume"), h.By, machine.Stamp(h.Until), h.Reason)
+	}
 	if h.Waits != resp.DesiredSha {
 		// said once per desired sha and hold: the hold remembers which apply it keeps waiting
 		if err := tk.eng.Note(machine.NoteHeld, vocab.Held, "", detail, tk.Now(), func(r *store.Record, _ store.Tx) error {
@@ -163,6 +186,10 @@ func (tk *tick) heldApply(ctx context.Context, resp effects.CheckinResponse, con
 		}); err != nil {
 			return err
 		}
+	}
+	if parkedFailure(tk.eng.State(), rec, resp.DesiredSha) && rec.Failure.Reverted {
+		// the release a parked revert brought back is judged as when not held; not healed
+		return tk.stillReverted(ctx)
 	}
 	if rec.AppliedSha == "" || !tk.eng.State().Rest() || remembered(tk.eng.State(), rec, resp.DesiredSha) {
 		// nothing to heartbeat, a flight that waits where it stands for the hold to end, or a

@@ -58,7 +58,7 @@ func (tk *tick) outgoing(rep effects.Report) effects.Report {
 	if tk.held != nil && rep.Why == nil && rep.Result == effects.ResultApplied {
 		// a held box's reports carry the hold (PROTOCOL.md §1)
 		rec := tk.eng.Record()
-		rep.Why = heldWhy(tk.held, rec.DesiredSha, rec.AppliedSha)
+		rep.Why = heldWhy(tk.held, tk.eng.State(), rec)
 	}
 	return rep
 }

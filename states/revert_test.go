@@ -304,3 +304,58 @@ func TestAParkedRevertSaysWhenTheReleaseItBroughtBackIsDown(t *testing.T) {
 		t.Errorf("explain's why after the heal %+v; want v1 serving again", w)
 	}
 }
+
+// TestAHeldParkedRevertJudgesWhatServes: a box held while a reverted sha is parked still judges
+// the release the revert brought back at every tick (the same look, the same words), heals
+// nothing while held and says so; its check-ins say the failed sha stays parked when the hold
+// ends (not that its apply waits for the hold), with the verdict explain gives. When the hold
+// ends by itself, the next tick heals that release within heal_budget and still applies, leases
+// and fetches nothing of the failed sha (before, the held ticks looked at nothing and the
+// check-ins said the failed sha's apply waited for the hold).
+func TestAHeldParkedRevertJudgesWhatServes(t *testing.T) {
+	h := newRevertHarness(t)
+	v1 := h.apply("v1")
+	h.dockerKnob("exited", "canary 3\n")
+	v2 := h.release("v2", consentingBroken)
+	h.wantExit(h.tick(), 1)
+	if _, err := h.agent().Hold(h.clock.Now().Add(5*time.Minute), "looking at v2 by hand"); err != nil {
+		t.Fatal(err)
+	}
+	before, ups := h.sim.Counts(env), countUps(h.composeCalls())
+	h.dockerKnob("killed", "api\n")
+	h.wantExit(h.tick(), 1)
+	if n := countUps(h.composeCalls()) - ups; n != 0 {
+		t.Errorf("compose up ran %d times while held, want none", n)
+	}
+	es := h.notes(machine.NoteCheckin)
+	if last := es[len(es)-1]; last.Tick != h.record().Tick || !strings.Contains(last.Detail, machine.ShortSha(v1)+", which is not serving: api (exited 137); not healed: held by") {
+		t.Errorf("the held tick's entry %+v; want v1 judged: api down, not healed while held", last)
+	}
+	if w := h.explainWhy(); w == nil || !strings.Contains(w.Next, "not serving now: UNHEALTHY: api (exited 137); not healed: held by") {
+		t.Errorf("explain's why while held %+v", w)
+	}
+	ci, _ := h.sim.LastCheckin(env)
+	if ci.Why == nil || ci.Why.Code != string(vocab.Held) || ci.Why.Verdict != "needs_person" || strings.Contains(ci.Why.Next, "waits until the hold ends") ||
+		!strings.Contains(ci.Why.Next, machine.ShortSha(v2)+" stays parked (UNHEALTHY) when the hold ends") {
+		t.Errorf("the held check-in's why %+v; want HELD, needs_person, v2 staying parked", ci.Why)
+	}
+
+	// the hold ends by itself: the next tick heals v1, and v2 is still not tried
+	h.clock.Advance(5 * time.Minute)
+	h.wantExit(h.tick(), 1)
+	if n := countUps(h.composeCalls()) - ups; n != 1 {
+		t.Errorf("compose up ran %d times since the hold, want 1: the heal of v1", n)
+	}
+	if healed := h.notes(machine.NoteHealed); len(healed) != 1 || !strings.Contains(healed[0].Detail, machine.ShortSha(v1)) {
+		t.Errorf("healed notes %+v, want the heal of v1 once the hold ended", healed)
+	}
+	if c := h.sim.Counts(env); c.Leases != before.Leases || c.KVReads != before.KVReads || c.BundleFetches != before.BundleFetches {
+		t.Errorf("a parked tick leased, read or fetched: %+v → %+v", before, c)
+	}
+	if rec := h.record(); rec.State != string(machine.Failed) || !rec.Parked || rec.Failure == nil || rec.Failure.Sha != v2 || rec.AppliedSha != v1 || h.current() != v1 {
+		t.Fatalf("after the hold: state %s parked %t failure %+v applied %s current %s", rec.State, rec.Parked, rec.Failure, machine.ShortSha(rec.AppliedSha), machine.ShortSha(h.current()))
+	}
+	if w := h.explainWhy(); w == nil || !strings.Contains(w.Next, machine.ShortSha(v1)+", serves again") {
+		t.Errorf("explain's why after the heal %+v", w)
+	}
+}
