@@ -29,6 +29,8 @@ func (tk *tick) revertTarget(from machine.State, code vocab.Code) (to, why strin
 	case rec.AppliedSha == rec.Sha:
 		return "", "not reverted: the release last healthy here is this one"
 	case tk.held != nil:
+		// a guard: a held box starts no flight and a hold is placed only between ticks, so no
+		// apply reaches its up or gate while held
 		return "", "not reverted: held by " + tk.held.By
 	case !tk.exists(filepath.Join(tk.Cfg.DeployDir, "releases", rec.AppliedSha)):
 		return "", fmt.Sprintf("not reverted: releases/%s, last healthy here, is no longer kept", machine.ShortSha(rec.AppliedSha))
