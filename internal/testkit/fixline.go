@@ -22,7 +22,7 @@ var changesBox = []string{"monky-deployd run", "monky-deployd resume", "monky-de
 
 // commentCommand is a command a person would copy out of a fix line's comment: a follow-up
 // belongs in the code (`&& …`), where bash checks it, not in the `# …` words.
-var commentCommand = regexp.MustCompile(`(^|[^-\w/.])(sudo |systemctl (start|enable|restart)|usermod |apt-get |rm |docker image prune|monky-deployd (--config (?:'[^']*'|\S+) )?(run|resume|status|explain|bootstrap|check|purge|hold)\b)`)
+var commentCommand = regexp.MustCompile(`(^|[^-\w/.])(sudo |systemctl \w+ \S|journalctl |usermod |apt-get |rm |docker image prune|monky-deployd (--config (?:'[^']*'|\S+) )?(run|resume|status|explain|bootstrap|check|purge|hold)\b)`)
 
 // lacking are tools a box may lack: no printed line may need one.
 var lacking = regexp.MustCompile(`(^|[^-\w/.])jq\b`)
