@@ -431,11 +431,13 @@ func (in Input) refusedTokenWhy(mk maker, nextTick string) *Why {
 	return nil
 }
 
-// tokenWhy: a token expired, or expiring before the agent can renew it (nil when neither).
+// tokenWhy: a token expired, or expiring before the agent can renew it (nil when neither, and
+// when the newest tick would not read the token file: no tick renews or uses that token, and
+// status shows it not usable).
 func (in Input) tokenWhy(mk maker, nextTick string) *Why {
 	rec := in.Rec
 	tok := rec.Token
-	if tok.Present && !tok.ExpiresAt.IsZero() {
+	if tok.Present && tok.Untrusted == "" && !tok.ExpiresAt.IsZero() {
 		left := tok.ExpiresAt.Sub(in.Now)
 		if left <= 0 {
 			w := mk(vocab.TokenExpired, "", fmt.Sprintf("token (%s) expired at %s, last checked %s", tok.Source, machine.Stamp(tok.ExpiresAt), machine.Stamp(tok.CheckedAt)),
