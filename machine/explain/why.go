@@ -156,7 +156,7 @@ func (in Input) blockedWhy(mk maker, nextTick string) *Why {
 	w := mk(code, fault, evidence, next, b.At, in.tickWhere(func(e store.Entry) bool { return e.To == string(machine.Blocked) && e.From != e.To }))
 	switch {
 	case b.Reason == vocab.ReasonGrantUnreadable:
-		w.Fix = "sudo ls -l {bootstrap}; sudo chown monky-deployd {bootstrap} && sudo chmod 0600 {bootstrap} && sudo -u monky-deployd monky-deployd resume --now"
+		w.Fix = "sudo ls -l {bootstrap}; sudo chown {user} {bootstrap} && sudo chmod 0600 {bootstrap} && sudo -u {user} monky-deployd resume --now"
 	case code != b.Code:
 		w.Fix = causeOf(vocab.BaoPermissionDenied).Fix + "   # then re-run the install kit (a new bootstrap.jwt unblocks)"
 	case b.Reason == vocab.ReasonShape:
