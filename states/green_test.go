@@ -10,6 +10,8 @@ import (
 	"github.com/tikali/monky-deployd/internal/budget"
 	"github.com/tikali/monky-deployd/internal/vocab"
 	"github.com/tikali/monky-deployd/machine"
+	"github.com/tikali/monky-deployd/machine/explain"
+	"github.com/tikali/monky-deployd/states"
 	"github.com/tikali/monky-deployd/store"
 )
 
@@ -256,6 +258,34 @@ func TestParkedLineCarriesTheBoxsConfig(t *testing.T) {
 	want := "parked until `sudo -u monky-deployd monky-deployd --config " + h.cfg.Path + " resume`"
 	if !strings.Contains(h.logs.String(), want) {
 		t.Errorf("the parked tick's lines do not say %q:\n%s", want, h.logs.String())
+	}
+}
+
+// TestLinesNameTheUserTheTicksRunAs: a box whose agent runs as another user than the packaged
+// one (a hand install, a laptop) records that user, and the lines a person reads name it — the
+// parked line's resume, explain's fix — never monky-deployd.
+func TestLinesNameTheUserTheTicksRunAs(t *testing.T) {
+	defer func(f func() string) { states.UserName = f }(states.UserName)
+	states.UserName = func() string { return "ops" }
+	h := newHarness(t)
+	h.release("v1", nil)
+	h.dockerKnob("pull-error", "Error response from daemon: manifest unknown")
+	h.failedTicks(5, 40*time.Minute)
+	h.logs.Reset()
+	h.wantExit(h.tick(), 1)
+	if u := h.record().Box.User; u != "ops" {
+		t.Errorf("the record's user %q, want ops", u)
+	}
+	want := "parked until `sudo -u ops monky-deployd --config " + h.cfg.Path + " resume`"
+	if !strings.Contains(h.logs.String(), want) || strings.Contains(h.logs.String(), "-u monky-deployd") {
+		t.Errorf("the parked tick's lines do not say %q:\n%s", want, h.logs.String())
+	}
+	doc, err := explain.Build(h.st, explain.Options{Now: h.clock.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if doc.Why == nil || !strings.Contains(doc.Why.Fix+doc.Next, "sudo -u ops ") || strings.Contains(doc.Why.Fix+doc.Next, "-u monky-deployd") {
+		t.Errorf("explain does not name the ticks' user: %+v\nnext: %s", doc.Why, doc.Next)
 	}
 }
 

@@ -27,7 +27,12 @@ import (
 
 const env = "env-qa-02"
 
-func TestMain(m *testing.M) { testkit.Main(m) }
+// TestMain runs the tests' boxes as the packaged agent's user, monky-deployd, whoever runs the
+// tests: their fix lines say sudo -u monky-deployd, as a box's do.
+func TestMain(m *testing.M) {
+	states.UserName = func() string { return "monky-deployd" }
+	testkit.Main(m)
+}
 
 // disk reports a settable amount of free space.
 type disk struct{ free uint64 }

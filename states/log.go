@@ -215,10 +215,10 @@ func withCode(c vocab.Code, detail string) string {
 }
 
 // agentCommand is the agent's subcommand sub as a person on this box types it: as the agent's
-// user, with this box's --config when it is not the packaged default (typed without it, the
-// command would read the default config and another state file).
+// user (the one this runs as), with this box's --config when it is not the packaged default
+// (typed without it, the command would read the default config and another state file).
 func (a *Agent) agentCommand(sub string) string {
-	cmd := "sudo -u monky-deployd monky-deployd "
+	cmd := "sudo -u " + sanitize.ShellWord(UserName()) + " monky-deployd "
 	if p := a.Cfg.Path; p != "" && p != config.DefaultPath {
 		cmd += "--config " + sanitize.ShellWord(p) + " "
 	}

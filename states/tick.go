@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/user"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -228,7 +230,17 @@ func BoxOf(cfg *config.Config, host string) store.Box {
 		BootstrapPath: cfg.BootstrapPath, BaoCAFile: cfg.Bao.CAFile, Project: cfg.ComposeProject,
 		HealthyTimeoutS: cfg.HealthyTimeoutS, DiskFactor: cfg.Disk.Factor, DiskHeadroomBytes: cfg.Disk.HeadroomBytes,
 		VolumesOnAbsent: cfg.VolumesOnAbsent, StuckAfterS: cfg.StuckAfterS, StaleAfterS: cfg.StaleAfterS,
-		GrantOnDisk: err == nil}
+		GrantOnDisk: err == nil, User: UserName()}
+}
+
+// UserName is the name of the user the agent runs as (its uid when it has none), which a fix
+// line's sudo -u names; a test may change it.
+var UserName = func() string {
+	uid := strconv.Itoa(os.Geteuid())
+	if u, err := user.LookupId(uid); err == nil {
+		return u.Username
+	}
+	return "#" + uid
 }
 
 // readVerdict reads the box's verdict, in the tick's end's transaction: its closing line's

@@ -41,7 +41,7 @@ func TestSymlinkedTokenIsNeverSent(t *testing.T) {
 	before := h.sim.Counts(env)
 	code, msg := h.tickErr()
 	h.wantExit(code, 1)
-	if !strings.Contains(msg, tok) || !strings.Contains(msg, "rm "+tok) {
+	if !strings.Contains(msg, tok) || !strings.Contains(msg, "rm -- "+tok) {
 		t.Errorf("error %q: want the path and the fix", msg)
 	}
 	if after := h.sim.Counts(env); after != before {
@@ -146,7 +146,7 @@ func TestPlantedReleasesSymlinkIsNotWrittenThrough(t *testing.T) {
 	}
 	code, msg = h.tickErr()
 	h.wantExit(code, 1)
-	if !strings.Contains(msg, "rm "+filepath.Join(h.cfg.DeployDir, "releases")) {
+	if !strings.Contains(msg, "rm -- "+filepath.Join(h.cfg.DeployDir, "releases")) {
 		t.Errorf("error %q: want the planted link named", msg)
 	}
 	os.Remove(filepath.Join(h.cfg.DeployDir, "releases"))
@@ -181,7 +181,7 @@ func TestPlantedResolvedDirIsNotWrittenThrough(t *testing.T) {
 	before := h.sim.Counts(env)
 	code, msg := h.tickErr()
 	h.wantExit(code, 1)
-	if !strings.Contains(msg, "rm "+resolved) {
+	if !strings.Contains(msg, "rm -- "+resolved) {
 		t.Errorf("error %q: want the planted link and its fix named", msg)
 	}
 	if ents, _ := os.ReadDir(theirs); len(ents) != 0 {

@@ -214,6 +214,8 @@ type Box struct {
 	StaleAfterS       int     `json:"stale_after_s,omitempty"`
 	// GrantOnDisk: a bootstrap grant lay at BootstrapPath when the tick ended.
 	GrantOnDisk bool `json:"grant_on_disk,omitempty"`
+	// User is the user the tick ran as: a fix line that changes the box runs as it (sudo -u).
+	User string `json:"user,omitempty"`
 }
 
 // TotalAttempts is the failed attempts of the flight, over every state.

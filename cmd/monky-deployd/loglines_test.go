@@ -2,9 +2,12 @@ package main
 
 import (
 	"os"
+	"os/user"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/tikali/monky-deployd/internal/sanitize"
 )
 
 // documentedLogLines are the lines docs/OPERATIONS.md quotes between its log-lines markers,
@@ -21,7 +24,13 @@ func documentedLogLines(t *testing.T) []*regexp.Regexp {
 		t.Fatal("docs/OPERATIONS.md has no log-lines block")
 	}
 	var out []*regexp.Regexp
-	vary := regexp.MustCompile(`env_id=env-qa-02|tick=[0-9]+|ms=[0-9]+|\b[0-9a-f]{12}\b|…`)
+	// the docs quote a packaged box, whose agent runs as monky-deployd; this one runs as the
+	// test's user, and its lines name that user
+	me, err := user.Current()
+	if err != nil {
+		t.Fatal(err)
+	}
+	vary := regexp.MustCompile(`env_id=env-qa-02|tick=[0-9]+|ms=[0-9]+|\b[0-9a-f]{12}\b|…|sudo -u monky-deployd `)
 	for _, l := range strings.Split(block, "\n") {
 		if !strings.HasPrefix(l, "<") {
 			continue
@@ -33,6 +42,8 @@ func documentedLogLines(t *testing.T) []*regexp.Regexp {
 			switch v := l[m[0]:m[1]]; {
 			case v == "…":
 				p.WriteString(".*")
+			case v == "sudo -u monky-deployd ":
+				p.WriteString(regexp.QuoteMeta("sudo -u " + sanitize.ShellWord(me.Username) + " "))
 			case strings.HasPrefix(v, "env_id="):
 				p.WriteString("env_id=" + demoEnv)
 			case strings.HasPrefix(v, "tick="), strings.HasPrefix(v, "ms="):

@@ -86,7 +86,7 @@ func (c *CLI) run(ctx context.Context, op string, code vocab.Code, dir string, t
 	path, err := exec.LookPath(c.Bin)
 	if err != nil {
 		return result{}, &effects.Error{Op: op, Kind: effects.Permanent, Code: vocab.DockerNotFound,
-			Msg: c.Bin + " not found on PATH", Hint: "install docker (with the compose plugin) or set docker_bin", Err: err}
+			Msg: c.Bin + " not found on PATH", Hint: engineSources, Err: err}
 	}
 	if timeout <= 0 {
 		timeout = DefaultTimeout
@@ -393,6 +393,15 @@ func (c *CLI) Version(ctx context.Context) (string, error) {
 	return Meaningful(d.stdout) + "\n" + Meaningful(cv.stdout), nil
 }
 
+// engineSources and composeSources say where a box gets the docker CLI and compose v2: Debian
+// 12's own archive has neither docker-compose-plugin nor docker-compose-v2 (its docker.io comes
+// without compose v2), so a Debian box gets them from Docker's apt repository, or compose v2 as
+// the static plugin where every docker CLI looks for its plugins.
+const (
+	engineSources  = "install Docker Engine with compose v2 from Docker's apt repository (download.docker.com: docker-ce docker-ce-cli docker-compose-plugin; Debian 12's docker.io has no compose v2), or set docker_bin to where the CLI is"
+	composeSources = "install compose v2: docker-compose-plugin from Docker's apt repository (download.docker.com; Debian 12's archive has none), docker-compose-v2 on Ubuntu, or the static plugin from github.com/docker/compose/releases placed at /usr/libexec/docker/cli-plugins/docker-compose (mode 0755)"
+)
+
 // composeMajor finds the major version in `docker compose version`'s answer ("Docker Compose
 // version v2.40.3", or "2.40.3" with --short).
 var composeMajor = regexp.MustCompile(`(?:^|\s)v?(\d+)\.\d+`)
@@ -409,7 +418,7 @@ func (c *CLI) Ready(ctx context.Context) error {
 		if errors.As(err, &e) && e.Kind == effects.Permanent && e.Code == vocab.DockerNotFound && e.Hint == "" {
 			e.Msg = c.Bin + " has no compose v2 plugin: " + e.Msg
 			e.Reason = vocab.ReasonComposeMissing
-			e.Hint = "install docker-compose-plugin (Docker's apt repository) or docker-compose-v2 (Ubuntu's); compose v1 (docker-compose) cannot be used"
+			e.Hint = composeSources + "; compose v1 (docker-compose) cannot be used"
 		}
 		return err
 	}
@@ -421,7 +430,7 @@ func (c *CLI) Ready(ctx context.Context) error {
 	if major < 2 {
 		return &effects.Error{Op: "docker compose version", Kind: effects.Permanent, Code: vocab.DockerNotFound, Reason: vocab.ReasonComposeMissing,
 			Msg:  "compose v2 or later is needed, " + c.Bin + " compose says: " + out,
-			Hint: "install docker-compose-plugin (Docker's apt repository) or docker-compose-v2 (Ubuntu's)"}
+			Hint: composeSources}
 	}
 	if err := CheckGroup(Socket()); err != nil {
 		return err

@@ -684,6 +684,12 @@ func TestReady(t *testing.T) {
 			!strings.Contains(e.Msg, c.want) || !strings.Contains(e.Hint, "docker-compose-plugin") {
 			t.Errorf("%q: err = %v", c.knob, err)
 		}
+		// where Debian 12 gets compose v2: not its own archive
+		for _, w := range []string{"download.docker.com", "/usr/libexec/docker/cli-plugins/docker-compose"} {
+			if e != nil && !strings.Contains(e.Hint, w) {
+				t.Errorf("%q: the hint does not say where compose v2 comes from (%s): %s", c.knob, w, e.Hint)
+			}
+		}
 		if r := effects.ReasonOf(err); r != vocab.ReasonComposeMissing {
 			t.Errorf("%q: the CLI is there, compose v2 is not: reason %q, want %q", c.knob, r, vocab.ReasonComposeMissing)
 		}
@@ -706,6 +712,9 @@ func TestReady(t *testing.T) {
 	err := New("monky-no-such-docker", "p", t.TempDir()).Ready(context.Background())
 	if effects.CodeOf(err) != vocab.DockerNotFound || !strings.Contains(err.Error(), "not found on PATH") || effects.ReasonOf(err) != "" {
 		t.Errorf("no CLI: %v (reason %q)", err, effects.ReasonOf(err))
+	}
+	if !errors.As(err, &e) || !strings.Contains(e.Hint, "download.docker.com") || !strings.Contains(e.Hint, "docker-compose-plugin") || !strings.Contains(e.Hint, "docker_bin") {
+		t.Errorf("no CLI: the hint does not say where Docker Engine with compose v2 comes from: %v", err)
 	}
 }
 

@@ -7,8 +7,11 @@ import (
 	"io/fs"
 	"os"
 	"os/user"
+	"path/filepath"
 	"strconv"
 	"syscall"
+
+	"github.com/tikali/monky-deployd/internal/sanitize"
 )
 
 // The files the agent trusts (docs/OPERATIONS.md, "Files and modes"): bao.token, the kept grant,
@@ -22,7 +25,11 @@ import (
 type TrustError struct {
 	Path    string
 	Problem string // what is wrong, in a few words
-	Fix     string // the command that fixes it, as root: the directories are the agent's, 0700
+	// Fix is the command that fixes it, as a person's shell runs it (the directories are the
+	// agent's, 0700): as the agent's user what it may do (remove an entry of a directory it owns,
+	// change the mode of its own file), as root only what it may not (a chown, an entry of a
+	// directory not its own, a tree that may hold another's files); the path shell-quoted.
+	Fix string
 }
 
 func (e *TrustError) Error() string {
@@ -40,6 +47,41 @@ func userName(uid int) string {
 	return strconv.Itoa(uid)
 }
 
+// asUser is the sudo prefix that runs a command as uid: `sudo -u NAME `, `sudo -u '#UID' ` for
+// a uid with no name, `sudo ` for root.
+func asUser(uid int) string {
+	if uid == 0 {
+		return "sudo "
+	}
+	if u, err := user.LookupId(strconv.Itoa(uid)); err == nil {
+		return "sudo -u " + sanitize.ShellWord(u.Username) + " "
+	}
+	return "sudo -u '#" + strconv.Itoa(uid) + "' "
+}
+
+// ownedBy reports whether path (not followed) is a directory uid owns.
+func ownedBy(path string, uid int) bool {
+	fi, err := os.Lstat(path)
+	if err != nil || !fi.IsDir() {
+		return false
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && int(st.Uid) == uid
+}
+
+// rmFix removes path: as uid when uid owns the directory that holds it (the agent's 0700
+// state_dir or deploy_dir; root there is a power the fix does not need), else as root; a tree
+// (-r) as root, for it may hold another user's files.
+func rmFix(path string, tree bool, uid int) string {
+	switch {
+	case tree:
+		return "sudo rm -r -- " + sanitize.ShellWord(path)
+	case ownedBy(filepath.Dir(path), uid):
+		return asUser(uid) + "rm -- " + sanitize.ShellWord(path)
+	}
+	return "sudo rm -- " + sanitize.ShellWord(path)
+}
+
 // checkStat applies the trust rules to an opened descriptor's stat.
 func checkStat(path string, fi fs.FileInfo, dir bool) error {
 	return checkStatAs(path, fi, dir, AgentUID())
@@ -53,20 +95,17 @@ func checkStatAs(path string, fi fs.FileInfo, dir bool, uid int) error {
 	}
 	switch {
 	case dir && !fi.IsDir():
-		return &TrustError{Path: path, Problem: fmt.Sprintf("is not a directory (%s)", fi.Mode().Type()), Fix: "sudo rm " + path + " (the agent creates it)"}
+		return &TrustError{Path: path, Problem: fmt.Sprintf("is not a directory (%s)", typeName(fi.Mode())), Fix: rmFix(path, false, uid) + "   # the agent creates it"}
 	case !dir && !fi.Mode().IsRegular():
-		rm := "sudo rm "
-		if fi.IsDir() {
-			rm = "sudo rm -r "
-		}
-		return &TrustError{Path: path, Problem: fmt.Sprintf("is not a regular file (%s)", typeName(fi.Mode())), Fix: rm + path}
+		return &TrustError{Path: path, Problem: fmt.Sprintf("is not a regular file (%s)", typeName(fi.Mode())), Fix: rmFix(path, fi.IsDir(), uid)}
 	case int(st.Uid) != uid:
 		return &TrustError{Path: path, Problem: fmt.Sprintf("is owned by %s, not by the agent's user %s", userName(int(st.Uid)), userName(uid)),
-			Fix: fmt.Sprintf("sudo chown %s: %s", userName(uid), path)}
+			Fix: fmt.Sprintf("sudo chown %s: %s", sanitize.ShellWord(userName(uid)), sanitize.ShellWord(path))}
+	// the file is uid's (the case above): its user changes its mode
 	case fi.Mode().Perm()&0o022 != 0 && dir:
-		return &TrustError{Path: path, Problem: fmt.Sprintf("is group- or world-writable (%04o)", fi.Mode().Perm()), Fix: "sudo chmod go-w " + path}
+		return &TrustError{Path: path, Problem: fmt.Sprintf("is group- or world-writable (%04o)", fi.Mode().Perm()), Fix: asUser(uid) + "chmod go-w " + sanitize.ShellWord(path)}
 	case fi.Mode().Perm()&0o022 != 0:
-		return &TrustError{Path: path, Problem: fmt.Sprintf("is group- or world-writable (%04o)", fi.Mode().Perm()), Fix: "sudo chmod 0600 " + path}
+		return &TrustError{Path: path, Problem: fmt.Sprintf("is group- or world-writable (%04o)", fi.Mode().Perm()), Fix: asUser(uid) + "chmod 0600 " + sanitize.ShellWord(path)}
 	}
 	return nil
 }
@@ -103,7 +142,7 @@ func openNoFollow(path string, dir bool) (*os.File, error) {
 					return nil, cerr
 				}
 			}
-			return nil, &TrustError{Path: path, Problem: "is a symlink", Fix: "sudo rm " + path}
+			return nil, &TrustError{Path: path, Problem: "is a symlink", Fix: rmFix(path, false, AgentUID())}
 		}
 		return nil, err
 	}
@@ -143,7 +182,7 @@ func ReadOwned(path string, uid int, max int64) ([]byte, error) {
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
 	if err != nil {
 		if errors.Is(err, syscall.ELOOP) {
-			return nil, &TrustError{Path: path, Problem: "is a symlink", Fix: "sudo rm " + path}
+			return nil, &TrustError{Path: path, Problem: "is a symlink", Fix: rmFix(path, false, uid)}
 		}
 		return nil, err
 	}

@@ -3,7 +3,10 @@ package files_test
 import (
 	"errors"
 	"os"
+	"os/exec"
+	"os/user"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -132,5 +135,112 @@ func TestWriteFileNeverThroughASymlink(t *testing.T) {
 	}
 	if fi, err := os.Stat(p); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Errorf("mode %v, %v", fi.Mode(), err)
+	}
+}
+
+// TestTrustFixRunsAsTheAgentsUser: a fix the agent's user may carry out runs as that user (its
+// directories are 0700 and its own; a person needs no root there), with the path shell-quoted;
+// run as printed (less the sudo: this test may do it), it leaves the file trusted or gone. A fix
+// that user may not make (a chown, an entry of another's directory) runs as root.
+func TestTrustFixRunsAsTheAgentsUser(t *testing.T) {
+	defer func(f func() int) { files.AgentUID = f }(files.AgentUID)
+	uid := os.Geteuid()
+	own := func(string) {}
+	if uid == 0 {
+		// as root, the agent's user is another, as on a box
+		uid = 65534
+		files.AgentUID = func() int { return uid }
+		own = func(p string) {
+			if err := os.Lchown(p, uid, -1); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	asAgent := "sudo -u '#" + strconv.Itoa(uid) + "' "
+	if u, err := user.LookupId(strconv.Itoa(uid)); err == nil {
+		asAgent = "sudo -u " + u.Username + " "
+	}
+	dir := filepath.Join(t.TempDir(), "my state")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	own(dir)
+	quoted := "'" + dir + "/"
+	run := func(what string, err error, want string) {
+		t.Helper()
+		var te *files.TrustError
+		if !errors.As(err, &te) {
+			t.Fatalf("%s: error %v, want a TrustError", what, err)
+		}
+		if !strings.HasPrefix(te.Fix, want) || !strings.Contains(te.Fix, quoted) {
+			t.Fatalf("%s: fix %q, want it to begin %q and name the path quoted (%s…)", what, te.Fix, want, quoted)
+		}
+		if out, err := exec.Command("bash", "-c", strings.TrimPrefix(te.Fix, asAgent)).CombinedOutput(); err != nil {
+			t.Fatalf("%s: %q as printed: %v %s", what, te.Fix, err, out)
+		}
+	}
+
+	tok := filepath.Join(dir, "bao.token")
+	if err := os.Symlink("/etc/hostname", tok); err != nil {
+		t.Fatal(err)
+	}
+	_, err := files.ReadTrusted(tok, 100)
+	run("a symlink", err, asAgent+"rm -- ")
+	if _, err := os.Lstat(tok); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the symlink is still there: %v", err)
+	}
+
+	if err := syscall.Mkfifo(tok, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err = files.ReadTrusted(tok, 100)
+	run("a FIFO", err, asAgent+"rm -- ")
+	if _, err := os.Lstat(tok); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the FIFO is still there: %v", err)
+	}
+
+	if err := os.WriteFile(tok, []byte("s.x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	own(tok)
+	if err := os.Chmod(tok, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	_, err = files.ReadTrusted(tok, 100)
+	run("a world-writable file", err, asAgent+"chmod 0600 ")
+	if _, err := files.ReadTrusted(tok, 100); err != nil {
+		t.Errorf("after the fix: %v", err)
+	}
+
+	deploy := filepath.Join(dir, "env a")
+	if err := os.Mkdir(deploy, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	own(deploy)
+	if err := os.Chmod(deploy, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	run("a world-writable directory", files.CheckDir(deploy), asAgent+"chmod go-w ")
+	if err := files.CheckDir(deploy); err != nil {
+		t.Errorf("after the fix: %v", err)
+	}
+
+	// the agent's user is another still: the file and its directory are not its own
+	files.AgentUID = func() int { return uid + 4242 }
+	for what, err := range map[string]error{"another's file": func() error { _, err := files.ReadTrusted(tok, 100); return err }(), "another's directory": files.CheckDir(deploy)} {
+		var te *files.TrustError
+		if !errors.As(err, &te) || !strings.HasPrefix(te.Fix, "sudo chown ") || !strings.Contains(te.Fix, quoted) {
+			t.Errorf("%s: %v, want sudo chown and the path quoted", what, err)
+		}
+	}
+	if err := os.Remove(tok); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/etc/hostname", tok); err != nil {
+		t.Fatal(err)
+	}
+	var te *files.TrustError
+	if _, err := files.ReadTrusted(tok, 100); !errors.As(err, &te) || !strings.HasPrefix(te.Fix, "sudo rm -- "+quoted) {
+		t.Errorf("a symlink in a directory not the agent's user's: %v, want it removed as root", err)
 	}
 }

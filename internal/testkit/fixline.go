@@ -22,7 +22,10 @@ var changesBox = []string{"monky-deployd run", "monky-deployd resume", "monky-de
 
 // commentCommand is a command a person would copy out of a fix line's comment: a follow-up
 // belongs in the code (`&& …`), where bash checks it, not in the `# …` words.
-var commentCommand = regexp.MustCompile(`(^|[^-\w/.])(sudo |systemctl (start|enable|restart)|usermod |apt-get |rm |docker image prune|monky-deployd (--config (?:'[^']*'|\S+) )?(run|resume|status|explain|bootstrap|check|purge|hold)\b)`)
+var commentCommand = regexp.MustCompile(`(^|[^-\w/.])(sudo |systemctl \w+ \S|journalctl |usermod |apt-get |rm |docker image prune|monky-deployd (--config (?:'[^']*'|\S+) )?(run|resume|status|explain|bootstrap|check|purge|hold)\b)`)
+
+// asAgentsUser ends a command's prefix that runs it as the agent's user (sudo -u NAME, or a uid).
+var asAgentsUser = regexp.MustCompile(`sudo -u (?:'#\d+'|[a-z_][-a-z0-9_]*) $`)
 
 // lacking are tools a box may lack: no printed line may need one.
 var lacking = regexp.MustCompile(`(^|[^-\w/.])jq\b`)
@@ -63,7 +66,7 @@ func RunsAsPrinted(t testing.TB, what, line string, whole bool) {
 			t.Errorf("%s: bash -n rejects %q: %v %s", what, c, err, out)
 		}
 		for _, changes := range changesBox {
-			if i := strings.Index(c, changes); i >= 0 && !strings.HasSuffix(c[:i], "sudo -u monky-deployd ") {
+			if i := strings.Index(c, changes); i >= 0 && !asAgentsUser.MatchString(c[:i]) {
 				t.Errorf("%s: %q changes the box but does not run as the agent's user: %s", what, changes, line)
 			}
 		}

@@ -53,9 +53,9 @@ type Cause struct {
 	// first, never only a comment, and a follow-up command joined to it (`&& …`), never inside
 	// its `# …` comment, which holds words only. A cause no command on this box addresses (the
 	// bundle's publisher or tenancy's operators act) says so in words instead: NoCommand, then
-	// what to do. It may hold {project}, {env}, {kv_mount} and the box's paths: {state_dir},
-	// {deploy_dir}, {config}, {bootstrap}, {bao_ca}, which explain fills from the record,
-	// shell-quoted.
+	// what to do. It may hold {project}, {env}, {kv_mount}, the agent's user {user} (sudo -u
+	// {user}) and the box's paths: {state_dir}, {deploy_dir}, {config}, {bootstrap}, {bao_ca},
+	// which explain fills from the record, shell-quoted.
 	Fix string
 	// Clears, for a refusal, is what clears it ("" when the fix says).
 	Clears string

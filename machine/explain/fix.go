@@ -16,11 +16,13 @@ import (
 // that decided the newest tick, store.Box), shell-quoted; a command that changes the box runs
 // as the agent's user; and advice the record contradicts is replaced before it is printed.
 
-// agentUser is the user the agent runs as: a command that changes the box runs as it.
+// agentUser is the user the packaged agent runs as: a command that changes the box runs as it
+// when the record does not name the user its ticks ran as (a copy an older agent wrote).
 const agentUser = "monky-deployd"
 
-// asAgentPrefix runs a command as the agent's user.
-const asAgentPrefix = "sudo -u " + agentUser + " "
+// asAgentPrefix runs a command as the agent's user, {user}: the record's (store.Box.User), else
+// agentUser.
+const asAgentPrefix = "sudo -u {user} "
 
 // changesBox are the commands that change the box (the agent's own state or the project's
 // containers): printed, they carry asAgentPrefix. Read-only ones (status, explain, ps, logs) do not
@@ -59,7 +61,15 @@ func (in Input) words() *strings.Replacer {
 		"{state_dir}", shellQuote(stateDir), "{deploy_dir}", shellQuote(deployDir),
 		"{config}", or(p.Config, config.DefaultPath), "{bootstrap}", or(p.BootstrapPath, config.DefaultBootstrapPath),
 		"{bao_ca}", or(p.BaoCAFile, config.DefaultBaoCAFile), "{kv_mount}", or(in.Rec.KVMount, config.DefaultBaoKVMount),
-		"{project}", shellQuote(project), "{env}", envWord)
+		"{project}", shellQuote(project), "{env}", envWord, "{user}", userWord(orDefault(in.Rec.Box.User, agentUser)))
+}
+
+// userWord is user as sudo -u takes it: its name, or #uid (quoted) for a uid with no name.
+func userWord(user string) string {
+	if strings.HasPrefix(user, "#") {
+		return "'" + user + "'"
+	}
+	return shellQuote(user)
 }
 
 func orDefault(v, def string) string {

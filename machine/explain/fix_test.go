@@ -308,3 +308,31 @@ func TestFixSaysAPrivateTmpDirIsUnseen(t *testing.T) {
 		t.Errorf("a state_dir outside /tmp: %s", fix)
 	}
 }
+
+// TestFixRunsAsTheRecordsUser: a box whose ticks ran as another user than the packaged one (a
+// laptop's, a hand install's) has every fix and next line name that user — sudo -u, the owner,
+// the groups it must be in — never monky-deployd; a record that names no user (an older copy)
+// names the packaged user.
+func TestFixRunsAsTheRecordsUser(t *testing.T) {
+	at := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	asUser := regexp.MustCompile(`(?:^|[\s;&(])(sudo -u|owner|id|chown|usermod -aG docker|usermod -a -G ziti) ('#\d+'|[a-z_][-a-z0-9_]*)`)
+	for user, want := range map[string]string{"ops": "ops", "": "monky-deployd", "#1001": "'#1001'"} {
+		b := boxes()["record"]
+		b.box.User = user
+		named := 0
+		for code, v := range everyFix(b, at) {
+			for _, line := range []string{v.Why.Fix, v.Why.Next, v.Next} {
+				for _, m := range asUser.FindAllStringSubmatch(line, -1) {
+					named++
+					if m[2] != want {
+						t.Errorf("user %q, %s: %q names %s, want %s: %s", user, code, m[0], m[2], want, line)
+					}
+				}
+			}
+			runsAsPrinted(t, "user "+user+" "+code+" fix", v.Why.Fix, true)
+		}
+		if named < 20 {
+			t.Errorf("user %q: only %d lines name a user: the test sees nothing", user, named)
+		}
+	}
+}

@@ -156,7 +156,7 @@ func (in Input) blockedWhy(mk maker, nextTick string) *Why {
 	w := mk(code, fault, evidence, next, b.At, in.tickWhere(func(e store.Entry) bool { return e.To == string(machine.Blocked) && e.From != e.To }))
 	switch {
 	case b.Reason == vocab.ReasonGrantUnreadable:
-		w.Fix = "sudo ls -l {bootstrap}; sudo chown monky-deployd {bootstrap} && sudo chmod 0600 {bootstrap} && sudo -u monky-deployd monky-deployd resume --now"
+		w.Fix = "sudo ls -l {bootstrap}; sudo chown {user} {bootstrap} && sudo chmod 0600 {bootstrap} && sudo -u {user} monky-deployd resume --now"
 	case code != b.Code:
 		w.Fix = causeOf(vocab.BaoPermissionDenied).Fix + "   # then re-run the install kit (a new bootstrap.jwt unblocks)"
 	case b.Reason == vocab.ReasonShape:
@@ -433,11 +433,13 @@ func (in Input) refusedTokenWhy(mk maker, nextTick string) *Why {
 	return nil
 }
 
-// tokenWhy: a token expired, or expiring before the agent can renew it (nil when neither).
+// tokenWhy: a token expired, or expiring before the agent can renew it (nil when neither, and
+// when the newest tick would not read the token file: no tick renews or uses that token, and
+// status shows it not usable).
 func (in Input) tokenWhy(mk maker, nextTick string) *Why {
 	rec := in.Rec
 	tok := rec.Token
-	if tok.Present && !tok.ExpiresAt.IsZero() {
+	if tok.Present && tok.Untrusted == "" && !tok.ExpiresAt.IsZero() {
 		left := tok.ExpiresAt.Sub(in.Now)
 		if left <= 0 {
 			w := mk(vocab.TokenExpired, "", fmt.Sprintf("token (%s) expired at %s, last checked %s", tok.Source, machine.Stamp(tok.ExpiresAt), machine.Stamp(tok.CheckedAt)),

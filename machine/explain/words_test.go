@@ -1,6 +1,7 @@
 package explain_test
 
 import (
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -238,6 +239,25 @@ func TestComposeMissingIsNotAMissingCLI(t *testing.T) {
 		}
 		if w := explain.Decide(in).Why; !strings.Contains(w.Fault, "docker CLI (docker_bin) is not there") {
 			t.Errorf("refused %v, no reason: %s", refused, w.Fault)
+		}
+	}
+}
+
+// TestDocsOfferAllowPrivilegedOnlyWithWhatItOpens: the operator's docs agree with the policy
+// (docs/SECURITY.md): a line that names agent.allow_privileged as a way out of a refusal says
+// that it turns the policy off for the whole bundle; only a quoted log line ("… is not set")
+// names it without.
+func TestDocsOfferAllowPrivilegedOnlyWithWhatItOpens(t *testing.T) {
+	for _, doc := range []string{"../../docs/OPERATIONS.md", "../../README.md"} {
+		raw, err := os.ReadFile(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, line := range strings.Split(string(raw), "\n") {
+			if strings.Contains(line, "allow_privileged") && !strings.Contains(line, "allow_privileged is not set") &&
+				!strings.Contains(line, "turns the policy off for the whole bundle") {
+				t.Errorf("%s:%d offers agent.allow_privileged without what it opens: %s", doc, i+1, line)
+			}
 		}
 	}
 }

@@ -180,6 +180,16 @@ func (f *family) add(v float64, kv ...string) *family {
 
 func label(name, value string) *dto.LabelPair { return &dto.LabelPair{Name: &name, Value: &value} }
 
+// tokenExpiry is when the box's token expires as status reads it: zero (no token) when there is
+// none, or when the newest tick would not read the token file (untrusted), whatever the record
+// knew of the token before.
+func tokenExpiry(t store.TokenMeta) time.Time {
+	if !t.Present || t.Untrusted != "" {
+		return time.Time{}
+	}
+	return t.ExpiresAt
+}
+
 // Families are the metrics of one moment, sorted by name.
 func Families(rec store.Record, c Counters, t Tick, leasesUsed, outbox int) []*dto.MetricFamily {
 	env := rec.EnvID
@@ -196,7 +206,7 @@ func Families(rec store.Record, c Counters, t Tick, leasesUsed, outbox int) []*d
 	gauge("last_checkin_timestamp_seconds", "When tenancy last answered a check-in (unix time; 0: never).", unix(rec.LastCheckinAt))
 	gauge("lease_budget_used", "Leases asked in the rolling hour.", float64(leasesUsed))
 	gauge("lease_budget_limit", "Leases tenancy allows per rolling hour.", float64(machine.LeaseLimit))
-	gauge("token_expiry_timestamp_seconds", "When the OpenBao token expires (unix time; 0: no token).", unix(rec.Token.ExpiresAt))
+	gauge("token_expiry_timestamp_seconds", "When the OpenBao token expires (unix time; 0: no token).", unix(tokenExpiry(rec.Token)))
 	gauge("outbox_reports", "Reports waiting in the outbox for tenancy's acknowledgement.", float64(outbox))
 	gauge("containers_healthy", "Containers running and healthy (or running without a healthcheck) at the last check-in.", float64(healthyCount(rec.Containers)))
 	gauge("containers", "Containers of the project at the last check-in.", float64(len(rec.Containers)))

@@ -306,3 +306,62 @@ func TestNeedsPersonAndEveryCode(t *testing.T) {
 		t.Errorf("stale_after_seconds %v, want the config's", v)
 	}
 }
+
+// TestAnUntrustedTokenIsNoTokenOnEverySurface: the newest tick refused bao.token (a symlink)
+// and the record says so; the token the record knew before, ten minutes from its expiry, is
+// read by no tick. No surface speaks of it as a token the box holds: status says it is not
+// usable, explain finds no TOKEN_EXPIRING ("the agent renews it at every tick"), and the
+// textfile's token expiry is 0 (no token), like status.
+func TestAnUntrustedTokenIsNoTokenOnEverySurface(t *testing.T) {
+	st := store.NewMemory()
+	const untrusted = "/var/lib/monky-deployd/bao.token is a symlink"
+	exit := 1
+	err := st.Update(func(tx store.Tx) error {
+		rec := store.Record{EnvID: "env-qa-02", State: "Failed", Tick: 9, AppliedSha: "5b2e", DesiredSha: "5b2e", LastCheckinAt: t0.Add(-time.Minute),
+			LastTickAt: t0, Token: store.TokenMeta{Present: true, Source: "lease", ExpiresAt: t0.Add(10 * time.Minute), CheckedAt: t0.Add(-time.Hour), Untrusted: untrusted},
+			Failure: &store.Failure{Sha: "5b2e", Code: "LOCAL_FAILURE", Detail: "LOCAL_FAILURE: " + untrusted + ": not trusted", State: "Idle", At: t0}}
+		if _, err := tx.Append(store.Entry{Tick: 9, At: t0, From: "Idle", To: "Idle", Event: machine.NoteTickEnd, Code: "LOCAL_FAILURE", Detail: rec.Failure.Detail}); err != nil {
+			return err
+		}
+		if err := tx.PutTick(store.TickSummary{Tick: 9, StartedAt: t0, EndedAt: t0, Exit: &exit}); err != nil {
+			return err
+		}
+		return tx.PutRecord(rec)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := t0.Add(time.Second)
+	s, err := explain.BuildStatus(st, now, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Token.Present || s.Token.ExpiresAt != nil || s.Token.Untrusted != untrusted {
+		t.Errorf("status token %+v", s.Token)
+	}
+	doc, err := explain.Build(st, explain.Options{Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range doc.Codes {
+		if c == "TOKEN_EXPIRING" || c == "TOKEN_EXPIRED" {
+			t.Errorf("explain finds %s of a token no tick reads (codes %v)", c, doc.Codes)
+		}
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "m.prom")
+	if err := metrics.Write(path, filepath.Join(dir, metrics.CountersFile), st, metrics.Tick{Exit: 1, EndedAt: t0}); err != nil {
+		t.Fatal(err)
+	}
+	fams := parse(t, path)
+	if v := value(t, fams, "monky_deployd_token_expiry_timestamp_seconds", nil); v != 0 {
+		t.Errorf("token_expiry_timestamp_seconds %v of a token no tick reads, want 0 (no token)", v)
+	}
+	for _, m := range fams["monky_deployd_why"].GetMetric() {
+		for _, l := range m.Label {
+			if l.GetName() == "code" && (l.GetValue() == "TOKEN_EXPIRING" || l.GetValue() == "TOKEN_EXPIRED") {
+				t.Errorf("the textfile's why names %s", l.GetValue())
+			}
+		}
+	}
+}
