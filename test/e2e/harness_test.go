@@ -387,7 +387,12 @@ type box struct {
 // only plugin directory the docker CLI searches besides the system ones.
 func (w *world) newBox(t *testing.T, envID string) *box {
 	t.Helper()
-	dir := t.TempDir()
+	return w.newBoxIn(t, envID, t.TempDir())
+}
+
+// newBoxIn is newBox with the box's files (kit, config, state and deploy dirs) under dir.
+func (w *world) newBoxIn(t *testing.T, envID, dir string) *box {
+	t.Helper()
 	short := strings.ReplaceAll(strings.TrimPrefix(envID, "env-"), "-", "")
 	b := &box{t: t, w: w, env: envID, dir: dir, cfg: filepath.Join(dir, "config.yaml"),
 		stateDir: filepath.Join(dir, "state"), deployDir: filepath.Join(dir, "deploy"),

@@ -726,13 +726,6 @@ networks:
 	})
 
 	// No secret, token or grant in anything an agent printed.
-	for _, bx := range []*box{a} {
-		for i, o := range bx.outputs {
-			for name, n := range map[string]string{"db": dbPassword(bx.env), "gemini": geminiPinned(bx.env), "grant": bx.grant} {
-				if strings.Contains(o, n) {
-					t.Errorf("%s output %d holds the %s", bx.env, i, name)
-				}
-			}
-		}
-	}
+	a.t = t
+	a.noSecretPrinted()
 }

@@ -31,6 +31,8 @@
 //	  ps-error            when present, `compose ps` prints its content to stderr, exit 1
 //	                      (e.g. "Cannot connect to the Docker daemon …": the engine is down)
 //	  up-sleep            seconds `compose up` blocks before it records anything
+//	  up-hold             when present, `compose up` blocks until it is removed (at most 5
+//	                      minutes): a suite lands something mid-apply at its own pace
 //	  unhealthy           service names, one per line, that `ps` reports "unhealthy"
 //	  exited              lines "SERVICE CODE": that service's container exits with CODE at
 //	                      every start (a one-shot done: 0; a migration that fails: 3)
@@ -376,6 +378,11 @@ func up(project string, files []string) int {
 	if s, ok := knob("up-sleep"); ok {
 		if n, err := strconv.ParseFloat(strings.TrimSpace(s), 64); err == nil {
 			time.Sleep(time.Duration(n * float64(time.Second)))
+		}
+	}
+	for deadline := time.Now().Add(5 * time.Minute); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if _, held := knob("up-hold"); !held {
+			break
 		}
 	}
 	if msg, ok := knob("up-error"); ok {

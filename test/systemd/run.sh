@@ -766,7 +766,8 @@ tok_before=$(box sha256sum /var/lib/monky-deployd/bao.token | cut -d' ' -f1)
 tick_before=$(as_agent monky-deployd explain --json -n 1 | jq -r '.ticks[-1] | .tick + (.folded // 0)')
 ups() { box grep -cE '"argv":\["compose"(,"[^"]*")*,"up"[],]' "$STUB_STATE/calls.jsonl" || true; }
 ups0=$(ups)
-box sh -c "echo 6 >$STUB_STATE/engine/up-sleep" # compose up takes 6 s: the upgrade lands mid-apply
+# compose up blocks until the upgrade is done: it lands mid-apply however long dpkg takes
+box touch "$STUB_STATE/engine/up-hold"
 sim desire --release v3 | ev
 snap
 inflight_after=$S_START
@@ -787,6 +788,7 @@ box dpkg -i "/root/monky-deployd_${V2}_amd64.deb" 2>&1 | ev
 snap
 say "  after dpkg: the tick ${S_INV:0:12} is $S_ACTIVE"
 [ "$S_INV" = "$INFLIGHT" ] && [ "$S_ACTIVE" = activating ] || fail "the upgrade did not land while the tick ran (it is $S_ACTIVE)"
+box rm -f "$STUB_STATE/engine/up-hold"
 deadline=$((SECONDS + 120))
 while snap && [ "$S_ACTIVE" = activating ]; do
 	[ "$SECONDS" -lt "$deadline" ] || fail "the tick in flight did not end"
@@ -795,7 +797,6 @@ done
 say "  tick ${INFLIGHT:0:12}: exit $S_STATUS, unit result '$S_RESULT'"
 tick_log "$INFLIGHT" | ev
 [ "$S_STATUS" = 0 ] || fail "the tick cut by the upgrade exited $S_STATUS"
-box rm -f "$STUB_STATE/engine/up-sleep"
 last_report | jq -e --arg s "$SHA3" '.result == "applied" and .sha == $s' >/dev/null ||
 	fail "v3 was not applied across the upgrade: $(last_report | jq -c '{result, sha, detail}')"
 next_tick 0

@@ -15,6 +15,8 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -47,6 +49,7 @@ type Vault struct {
 
 	root    *api.Client
 	cluster *hvault.TestCluster
+	reads   *atomic.Int64 // GETs of secrets under the KV mount, whoever asked
 }
 
 // Start starts Vault and configures it to trust pubKeyPEM (tenancy's grant key). It stops
@@ -59,11 +62,12 @@ func Start(t testing.TB, pubKeyPEM []byte, logDir string) *Vault {
 	}
 	t.Cleanup(func() { _ = logf.Close() })
 	logger := hclog.New(&hclog.LoggerOptions{Name: "vault", Output: logf, Level: hclog.Info})
+	reads := &atomic.Int64{}
 	cluster := hvault.NewTestCluster(t, &hvault.CoreConfig{
 		CredentialBackends: map[string]logical.Factory{"jwt": jwtauth.Factory},
 		LogicalBackends:    map[string]logical.Factory{"kv": kv.Factory},
 		Logger:             logger,
-	}, &hvault.TestClusterOptions{HandlerFunc: vaulthttp.Handler, NumCores: 1, Logger: logger})
+	}, &hvault.TestClusterOptions{HandlerFunc: countReads(reads), NumCores: 1, Logger: logger})
 	cluster.Start()
 	t.Cleanup(cluster.Cleanup)
 	core := cluster.Cores[0]
@@ -75,6 +79,7 @@ func Start(t testing.TB, pubKeyPEM []byte, logDir string) *Vault {
 		CAPEM:   cluster.CACertPEM,
 		root:    core.Client,
 		cluster: cluster,
+		reads:   reads,
 	}
 	if err := os.WriteFile(v.CAFile, v.CAPEM, 0o644); err != nil {
 		t.Fatalf("vault ca file: %v", err)
@@ -153,6 +158,37 @@ path "auth/token/renew-self" {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// countReads is Vault's own HTTP handler, counting each read of a secret under the KV mount.
+func countReads(n *atomic.Int64) hvault.HandlerHandler {
+	return vaulthttp.HandlerFunc(func(p *hvault.HandlerProperties) http.Handler {
+		h := vaulthttp.Handler.Handler(p)
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/v1/"+KVMount+"/data/") {
+				n.Add(1)
+			}
+			h.ServeHTTP(w, r)
+		})
+	})
+}
+
+// KVReads is how many reads of a secret Vault has been asked for, sealed or not.
+func (v *Vault) KVReads() int64 { return v.reads.Load() }
+
+// Seal seals Vault as an operator does for maintenance: until Unseal every request is answered
+// 503 "Vault is sealed"; tokens and secrets are kept.
+func (v *Vault) Seal(t testing.TB) {
+	t.Helper()
+	if err := v.root.Sys().Seal(); err != nil {
+		t.Fatalf("seal: %v", err)
+	}
+}
+
+// Unseal unseals Vault with the cluster's keys and waits until it is active again.
+func (v *Vault) Unseal(t testing.TB) {
+	t.Helper()
+	v.cluster.UnsealCores(t)
 }
 
 // Put writes a new version of monky/data/<envID>/see/<name> and returns its version number.
