@@ -53,6 +53,10 @@ const (
 	// found no compose v2 plugin (none, or compose v1 alone): DOCKER_NOT_FOUND of compose, not
 	// of the CLI.
 	ReasonComposeMissing Reason = "compose-missing"
+	// ReasonTenancy5xx: tenancy answered, with a server error of its own (5xx): the box reached
+	// it (its mesh, identity and bearer are not what failed); tenancy, or what it depends on,
+	// could not serve the call now.
+	ReasonTenancy5xx Reason = "tenancy-5xx"
 )
 
 // reasons are the known reasons, with whether a retry can change what they observed.
@@ -61,7 +65,7 @@ var reasons = map[Reason]bool{
 	ReasonShape: false, ReasonGrantUnreadable: false, ReasonGrantAbsent: false,
 	ReasonRegistryDenied: false, ReasonImageMissing: false, ReasonRegistryDNS: true, ReasonNetwork: true,
 	ReasonReuseUnasked: true, ReasonAgentWait: true, ReasonPSFailed: true, ReasonUnlistedField: false,
-	ReasonExited: true, ReasonComposeMissing: false,
+	ReasonExited: true, ReasonComposeMissing: false, ReasonTenancy5xx: true,
 }
 
 // KnownReason reports whether r is a reason this agent writes ("" is not).

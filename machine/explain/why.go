@@ -176,6 +176,11 @@ func (in Input) temporaryWhy(e store.Entry, mk maker, nextTick string) *Why {
 		// OpenBao could not be asked about the token in hand: no new lease is needed yet
 		fault = "OpenBao could not be asked whether the token in hand still reads the secrets, so no lease was asked on a guess"
 	}
+	tenancysOwn := e.Event == machine.NoteCheckinFailed && e.Reason == vocab.ReasonTenancy5xx
+	if tenancysOwn {
+		// an answer, not a silence: the mesh and the bearer got through
+		fault = "tenancy answered the check-in with a server error of its own: it, or what it depends on, cannot serve the box now"
+	}
 	if c, known := vocab.CauseOf(e.Code); known {
 		fault += ": " + c.Fault
 	}
@@ -198,7 +203,10 @@ func (in Input) temporaryWhy(e store.Entry, mk maker, nextTick string) *Why {
 	}
 	w := mk(code, fault, evidence, next, e.At, e.Tick)
 	w.Reason = e.Reason
-	if !vocab.Known(e.Code) && e.Event == machine.NoteCheckinFailed {
+	switch {
+	case tenancysOwn && !vocab.Known(e.Code):
+		w.Fix = vocab.NoCommand + "the fault is tenancy's (its code names it); nothing on this box mends it: tell tenancy's operators if it lasts"
+	case !vocab.Known(e.Code) && e.Event == machine.NoteCheckinFailed:
 		w.Fix = "systemctl status ziti-edge-tunnel   # and tenancy's health"
 	}
 	if _, since := in.repeated75(); !since.IsZero() {
@@ -207,7 +215,7 @@ func (in Input) temporaryWhy(e store.Entry, mk maker, nextTick string) *Why {
 	if lasted := in.Now.Sub(w.Since); lasted > in.Limits.stuckAfter() {
 		// a temporary fault that lasts is no longer one: a person looks
 		w.person = true
-		w.Next = sentence(strings.TrimSuffix(w.Next, ".") + fmt.Sprintf("; it has lasted %s, past stuck_after_s (%d): a person should look now — it still clears by itself at the first tick after the far side answers again", lasted.Round(time.Minute), int(in.Limits.stuckAfter().Seconds())))
+		w.Next = sentence(strings.TrimSuffix(w.Next, ".") + fmt.Sprintf("; it has lasted %s, past stuck_after_s (%d): a person should look now — it still clears by itself at the first tick after the far side answers again", roundAge(lasted), int(in.Limits.stuckAfter().Seconds())))
 	}
 	return w
 }
@@ -814,4 +822,13 @@ func sentence(s string) string {
 func causeOf(code vocab.Code) vocab.Cause {
 	c, _ := vocab.CauseOf(code)
 	return c
+}
+
+// roundAge is how long a fault has lasted, in the unit a person reads it: seconds under a
+// minute, minutes after.
+func roundAge(d time.Duration) time.Duration {
+	if d < time.Minute {
+		return d.Round(time.Second)
+	}
+	return d.Round(time.Minute)
 }
