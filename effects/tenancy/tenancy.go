@@ -255,7 +255,11 @@ func (c *Client) statusErr(op string, resp *http.Response, raw []byte, token str
 		e.RetryAfter = retryAfter(resp.Header.Get("Retry-After"), c.now())
 	case s >= 500:
 		e.Kind = effects.Temporary
-		e.Reason = vocab.ReasonTenancy5xx
+		if code != "" {
+			// tenancy's own answer (its code in its body); a bare 5xx may be a proxy or router
+			// on the way ("upstream connect error"), which is no word of tenancy's
+			e.Reason = vocab.ReasonTenancy5xx
+		}
 	case s >= 300 && s < 400:
 		e.Kind = effects.Permanent
 		e.Msg = fmt.Sprintf("unexpected redirect to %q (not followed)", resp.Header.Get("Location"))

@@ -53,7 +53,8 @@ const (
 	// found no compose v2 plugin (none, or compose v1 alone): DOCKER_NOT_FOUND of compose, not
 	// of the CLI.
 	ReasonComposeMissing Reason = "compose-missing"
-	// ReasonTenancy5xx: tenancy answered, with a server error of its own (5xx): the box reached
+	// ReasonTenancy5xx: tenancy answered, with a server error of its own (5xx, its code in the
+	// body; a bare 5xx may be a proxy's on the way and carries no reason): the box reached
 	// it (its mesh, identity and bearer are not what failed); tenancy, or what it depends on,
 	// could not serve the call now.
 	ReasonTenancy5xx Reason = "tenancy-5xx"
