@@ -89,9 +89,7 @@ func TestFaultsUnderTheBox(t *testing.T) {
 		w.vault.Unseal(t)
 		unsealed = true
 		a.tick(0)
-		if r := a.lastReport(); r.Result != effects.ResultApplied || r.Sha != sha {
-			t.Errorf("after the unseal: report %s %.12s (%s), want applied v2", r.Result, r.Sha, r.Detail)
-		}
+		a.wantApplied(sha, "after the unseal", "v2")
 		a.assertHealthy("2")
 		a.wantStatus(0, "converged")
 		a.wantMetric(metrics, "monky_deployd_needs_person", 0)
@@ -125,9 +123,7 @@ func TestFaultsUnderTheBox(t *testing.T) {
 			t.Errorf("status with the engine stopped: exit %d, want 0 naming DOCKER_ENGINE_DOWN:\n%s", sc, out)
 		}
 		a.tick(0)
-		if r := a.lastReport(); r.Result != effects.ResultApplied || r.Sha != sha {
-			t.Errorf("the engine back: report %s %.12s (%s), want applied v3", r.Result, r.Sha, r.Detail)
-		}
+		a.wantApplied(sha, "the engine back", "v3")
 		a.assertHealthy("3")
 	})
 
@@ -203,9 +199,7 @@ func TestFaultsUnderTheBox(t *testing.T) {
 			t.Fatal(err)
 		}
 		b.tick(0)
-		if r := b.lastReport(); r.Result != effects.ResultApplied || r.Sha != sha {
-			t.Errorf("space freed: report %s %.12s (%s), want applied v2", r.Result, r.Sha, r.Detail)
-		}
+		b.wantApplied(sha, "space freed", "v2")
 		b.assertHealthy("3")
 		b.wantStatus(0, "converged")
 		b.wantMetric(bm, "monky_deployd_needs_person", 0)
@@ -226,6 +220,14 @@ func (b *box) appendConfig(lines string) {
 	}
 	if err != nil {
 		b.t.Fatal(err)
+	}
+}
+
+// wantApplied fails unless tenancy's last report from the box is applied for sha (release name).
+func (b *box) wantApplied(sha, when, name string) {
+	b.t.Helper()
+	if r := b.lastReport(); r.Result != effects.ResultApplied || r.Sha != sha {
+		b.t.Errorf("%s: report %s %.12s (%s), want applied %s", when, r.Result, r.Sha, r.Detail, name)
 	}
 }
 
