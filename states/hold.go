@@ -133,34 +133,13 @@ func (tk *tick) hold() *store.Hold {
 // person whether held or not.
 func heldWhy(h *store.Hold, st machine.State, rec store.Record) *effects.ReportWhy {
 	c, _ := vocab.CauseOf(vocab.Held)
-	desired, applied := rec.DesiredSha, rec.AppliedSha
 	verdict := effects.VerdictWorking
-	next := fmt.Sprintf("the hold ends by itself at %s; then applies and heals go on", machine.Stamp(h.Until))
-	switch f := rec.Failure; {
-	case desired != "" && parkedFailure(st, rec, desired):
+	next, person := machine.HeldNext(h, st, rec)
+	if person {
 		verdict = effects.VerdictNeedsPerson
-		next = fmt.Sprintf("%s stays parked (%s) when the hold ends at %s: it is not applied until tenancy desires another sha or `monky-deployd resume`", machine.ShortSha(desired), f.Code, machine.Stamp(h.Until))
-		if f.Reverted {
-			next += fmt.Sprintf("; %s, brought back by a revert, keeps serving", machine.ShortSha(f.RevertTo))
-		}
-	case desired != "" && desired != applied:
-		next = fmt.Sprintf("the apply of %s waits until the hold ends at %s; %s keeps serving", machine.ShortSha(desired), machine.Stamp(h.Until), shaOrNothing(applied))
 	}
 	return &effects.ReportWhy{Code: string(vocab.Held), Verdict: verdict, Since: h.Since.UTC().Format(time.RFC3339),
 		Fault: c.Fault, Evidence: fmt.Sprintf("held by %s until %s: %s", h.By, machine.Stamp(h.Until), h.Reason), Next: next, Fix: c.Fix}
-}
-
-// parkedFailure: the desired sha failed and is parked (a revert's included) — remembered until
-// tenancy desires another sha or a person resumes, whatever a hold does.
-func parkedFailure(st machine.State, rec store.Record, desired string) bool {
-	return st == machine.Failed && rec.Parked && rec.Failure != nil && rec.Failure.Sha == desired
-}
-
-func shaOrNothing(sha string) string {
-	if sha == "" {
-		return "nothing (no release was applied here yet)"
-	}
-	return machine.ShortSha(sha)
 }
 
 // heldApply is tenancy's apply while the box is held: the apply waits (the journal says so,
@@ -172,7 +151,7 @@ func (tk *tick) heldApply(ctx context.Context, resp effects.CheckinResponse, con
 	h := tk.held
 	rec := tk.eng.Record()
 	detail := fmt.Sprintf("tenancy desires %s; held by %s until %s (%s): the apply waits", machine.ShortSha(resp.DesiredSha), h.By, machine.Stamp(h.Until), h.Reason)
-	if parkedFailure(tk.eng.State(), rec, resp.DesiredSha) {
+	if machine.ParkedFailure(tk.eng.State(), rec, resp.DesiredSha) {
 		detail = fmt.Sprintf("tenancy desires %s, parked after it failed: it waits for a new desired sha or `%s`, not for the hold; held by %s until %s (%s)",
 			machine.ShortSha(resp.DesiredSha), tk.agentCommand("resume"), h.By, machine.Stamp(h.Until), h.Reason)
 	}
@@ -187,18 +166,37 @@ func (tk *tick) heldApply(ctx context.Context, resp effects.CheckinResponse, con
 			return err
 		}
 	}
-	if parkedFailure(tk.eng.State(), rec, resp.DesiredSha) && rec.Failure.Reverted {
+	if machine.ParkedFailure(tk.eng.State(), rec, resp.DesiredSha) && rec.Failure.Reverted {
 		// the release a parked revert brought back is judged as when not held; not healed
 		return tk.stillReverted(ctx)
 	}
-	if rec.AppliedSha == "" || !tk.eng.State().Rest() || remembered(tk.eng.State(), rec, resp.DesiredSha) {
-		// nothing to heartbeat, a flight that waits where it stands for the hold to end, or a
-		// refusal or failure of the desired sha that a heartbeat's flight would forget
+	if remembered(tk.eng.State(), rec, resp.DesiredSha) {
+		// a refusal or failure of the desired sha is the box's verdict, held or not: the tick
+		// ends as an unheld one would (a person's), and a heartbeat's flight would forget it
+		return heldVerdict(tk.eng.State(), rec, h)
+	}
+	if rec.AppliedSha == "" || !tk.eng.State().Rest() {
+		// nothing to heartbeat, or a flight that waits where it stands for the hold to end
 		return nil
 	}
 	applied := resp
 	applied.Action, applied.DesiredSha, applied.BundleURL, applied.PurgeVolumes = vocab.ActionNone, rec.AppliedSha, "", false
 	return tk.heartbeat(ctx, applied, containers, psErr)
+}
+
+// heldVerdict is how a held tick ends whose desired sha is remembered (refused, or failed):
+// as the unheld tick would, a person's fault under the refusal's or the failure's own code; what
+// the hold changes is only that no recheck or retry runs until it ends.
+func heldVerdict(st machine.State, rec store.Record, h *store.Hold) error {
+	until := machine.Stamp(h.Until)
+	if st == machine.Refused {
+		return parked(effects.Permanent, rec.Refusal.Code, "refused: %s: %s — held until %s: checked again once the hold ends", rec.Refusal.Code, rec.Refusal.Detail, until)
+	}
+	f := rec.Failure
+	if rec.Parked {
+		return parked(effects.Permanent, f.Code, "failed: %s: %s — parked until a new desired sha or `resume`, whatever the hold (until %s)", f.Code, f.Detail, until)
+	}
+	return parked(effects.Permanent, f.Code, "failed: %s: %s — held until %s: the retry waits for the hold", f.Code, f.Detail, until)
 }
 
 // remembered: st parks the desired sha — refused, or failed (a revert included) — so that

@@ -1,6 +1,8 @@
 package states_test
 
 import (
+	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -136,5 +138,64 @@ func TestHoldAndReleaseSayWhatTheyDid(t *testing.T) {
 	}
 	if holds := h.notes(machine.NoteHold); len(holds) != 2 || !strings.Contains(holds[1].Detail, "hold released by") {
 		t.Errorf("hold notes %+v: want the hold and its release", holds)
+	}
+}
+
+// TestAHeldBoxKeepsItsRememberedVerdict: a hold does not turn a refused or parked desired sha
+// green. Held, a tick ends as the unheld one does (exit 1 under the refusal's or failure's own
+// code), runs no recheck, retry or fetch, and the check-in's HELD why says needs_person and that
+// the sha stays where it is.
+func TestAHeldBoxKeepsItsRememberedVerdict(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		setup func(h *harness) (sha string)
+		code  vocab.Code
+		next  string
+	}{
+		{"refused", func(h *harness) string {
+			h.apply("v1")
+			v2 := h.release("v2", func(f map[string][]byte) { f["compose.yaml"] = append(f["compose.yaml"], "    privileged: true\n"...) })
+			h.wantExit(h.tick(), 1)
+			return v2
+		}, "PRIVILEGED_REFUSED", "stays refused (PRIVILEGED_REFUSED) through the hold"},
+		{"parked", func(h *harness) string {
+			v1 := h.release("v1", nil)
+			h.dockerKnob("pull-error", "Error response from daemon: manifest for harbor.example/monky/api:v1 not found: manifest unknown")
+			h.failedTicks(5, 16*time.Minute)
+			return v1
+		}, "COMPOSE_PULL_FAILED", "stays parked (COMPOSE_PULL_FAILED) when the hold ends"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			sha := tc.setup(h)
+			if _, err := h.agent().Hold(h.clock.Now().Add(time.Hour), "looking at it"); err != nil {
+				t.Fatal(err)
+			}
+			before := h.sim.Counts(env)
+			for i := 0; i < 2; i++ {
+				res := h.agent().Tick(context.Background())
+				h.clock.Advance(time.Minute)
+				var e *effects.Error
+				if res.Exit != 1 || !errors.As(res.Err, &e) || e.Code != tc.code {
+					t.Fatalf("held tick %d: exit %d (%v); want 1 %s as unheld", i, res.Exit, res.Err, tc.code)
+				}
+			}
+			if c := h.sim.Counts(env); c.BundleFetches != before.BundleFetches || c.Leases != before.Leases {
+				t.Errorf("a held tick fetched or leased: %+v → %+v", before, c)
+			}
+			ci, _ := h.sim.LastCheckin(env)
+			if ci.Why == nil || ci.Why.Code != string(vocab.Held) || ci.Why.Verdict != effects.VerdictNeedsPerson || !strings.Contains(ci.Why.Next, machine.ShortSha(sha)+" "+tc.next) {
+				t.Errorf("the held check-in's why %+v; want HELD, needs_person, %q", ci.Why, tc.next)
+			}
+			st, err := explain.BuildStatusWith(h.st, h.clock.Now(), nil, explain.LimitsOf(h.cfg))
+			if err != nil || st.Verdict != explain.NeedsPerson || st.Hold == nil {
+				t.Fatalf("held status: %s %v hold %+v (%v); want needs_person with the hold", st.Verdict, st.Codes, st.Hold, err)
+			}
+			for _, w := range append(st.Also, *st.Why) {
+				if w.Code == vocab.Held && !strings.Contains(w.Next, machine.ShortSha(sha)+" "+tc.next) {
+					t.Errorf("status's HELD why %+v; want %q", w, tc.next)
+				}
+			}
+		})
 	}
 }
