@@ -230,7 +230,7 @@ func BoxOf(cfg *config.Config, host string) store.Box {
 		BootstrapPath: cfg.BootstrapPath, BaoCAFile: cfg.Bao.CAFile, Project: cfg.ComposeProject,
 		HealthyTimeoutS: cfg.HealthyTimeoutS, DiskFactor: cfg.Disk.Factor, DiskHeadroomBytes: cfg.Disk.HeadroomBytes,
 		VolumesOnAbsent: cfg.VolumesOnAbsent, StuckAfterS: cfg.StuckAfterS, StaleAfterS: cfg.StaleAfterS,
-		GrantOnDisk: err == nil, User: UserName()}
+		GrantOnDisk: err == nil, User: UserName(), Transport: cfg.Transport, Identity: cfg.Identity}
 }
 
 // UserName is the name of the user the agent runs as (its uid when it has none), which a fix

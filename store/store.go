@@ -216,6 +216,10 @@ type Box struct {
 	GrantOnDisk bool `json:"grant_on_disk,omitempty"`
 	// User is the user the tick ran as: a fix line that changes the box runs as it (sudo -u).
 	User string `json:"user,omitempty"`
+	// Transport is how the tick dialled (system, proxy, sdk) and Identity the box's ziti
+	// identity file: a mesh fault's fix names the tunneller only where one carries the dials.
+	Transport string `json:"transport,omitempty"`
+	Identity  string `json:"identity,omitempty"`
 }
 
 // TotalAttempts is the failed attempts of the flight, over every state.

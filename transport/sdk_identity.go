@@ -127,7 +127,7 @@ func loadSDKIdentity(path string) (*sdkIdentity, error) {
 }
 
 // identityHint is what to do about a TRANSPORT_IDENTITY the check finds.
-const identityHint = "the file is the tunneller's enrolment (0640 ziti:ziti); enrol the box again (ziti-edge-tunnel add --jwt <token>) if it was damaged"
+const identityHint = "the file is 0600 (monky-deployd enroll) or the tunneller's 0640 ziti:ziti enrolment; if it was damaged, enrol the box again from a fresh enrolment JWT: monky-deployd enroll --force --jwt FILE"
 
 // jsonFault says where raw stops being the JSON of an identity.
 func jsonFault(raw []byte, err error) string {

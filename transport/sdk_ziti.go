@@ -133,10 +133,10 @@ func dialFault(svc, who string, err error) error {
 	switch {
 	case errors.As(err, &te):
 		return err
-	case errors.As(err, &unauth):
+	case errors.As(err, &unauth), loginRefused(err):
 		return &Error{Op: "transport sdk", Code: vocab.TransportIdentity,
 			Msg:  fmt.Sprintf("the controller refused the box's identity dialling service %s", svc),
-			Hint: "the identity is no longer enrolled or its certificate expired: enrol the box again (ziti-edge-tunnel add --jwt <token>)"}
+			Hint: "the identity was deleted or revoked at the controller, or its certificate expired: enrol the box again from a fresh enrolment JWT (monky-deployd enroll --force --jwt FILE)"}
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		return fmt.Errorf("ziti service %s: %w", svc, err)
 	case strings.Contains(err.Error(), "service '"+svc+"' not found"):
@@ -147,6 +147,16 @@ func dialFault(svc, who string, err error) error {
 			Hint: fmt.Sprintf("at the controller: ziti edge policy-advisor identities %s %s (a Dial policy for the identity, or the service, is missing)", who, svc)}
 	}
 	return &net.OpError{Op: "dial", Net: "ziti", Err: fmt.Errorf("service %s: %s", svc, sdkWords(err))}
+}
+
+// loginRefused: the controller answered the identity's login 401 — the identity deleted or its
+// enrolment revoked at the controller, or its certificate expired. SDK v1.7.0 returns it
+// untyped (edge-apis' OIDC login: fmt.Errorf("credential submission failed with status %d"),
+// wrapped with %v by ensureApiSession), so its fixed words are the only evidence there is; the
+// legacy login's typed AuthenticateUnauthorized is read by type. Asking again does not change it:
+// a person's, not a temporary fault (make mesh-e2e deletes the identity).
+func loginRefused(err error) bool {
+	return strings.Contains(err.Error(), "credential submission failed with status 401")
 }
 
 // recoverSDK turns a panic inside an SDK call into a TRANSPORT_IDENTITY *Error in *err. Only a

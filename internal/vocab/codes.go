@@ -136,7 +136,7 @@ var causes = map[Code]Cause{
 	IdentityUnusable: {KindFailure, "the agent cannot use the box's ziti identity (absent, not readable by its user, or not an identity)",
 		"ls -l /opt/openziti/etc/identities/; id {user} | grep -qw ziti || sudo usermod -a -G ziti {user}   # the identity must be readable by the group ziti, which the agent's user must be in", ""},
 	TransportIdentity: {KindFailure, "the sdk transport refused the box's ziti identity before the OpenZiti SDK saw it (group- or world-writable, not the JSON an identity is, or a certificate, key or CA that does not parse or match), or the SDK failed on it (the controller refused it, or the SDK panicked and the panic was caught)",
-		"grep '^identity:' {config}   # then ls -l that file: 0640 or 0600, not group- or world-writable; a damaged JSON, certificate, key or CA: enrol the box again from a fresh enrolment JWT (ziti-edge-tunnel add)", ""},
+		"grep '^identity:' {config} && sudo -u {user} monky-deployd enroll --force --jwt {state_dir}/monky-host.{env}.jwt   # a group- or world-writable file: chmod 0600 it instead; refused by the controller, or a damaged JSON, certificate, key or CA: a fresh enrolment JWT for monky-host.{env} (ziti edge create identity, at the controller) placed there first", ""},
 	ConnectionRefused: {KindTemporary, "nothing listens at the service's address: no intercept for it, or the proxy is down",
 		"grep -n '^transport' {config}; systemctl status ziti-edge-tunnel monky-deployd-proxy   # the unit of the config's transport must be active: ziti-edge-tunnel for system, monky-deployd-proxy for proxy", ""},
 	ConnectionReset: {KindTemporary, "the far side or the mesh dropped the connection",

@@ -62,6 +62,7 @@ func (l Limits) orBox(b store.Box) Limits {
 	}{
 		{&p.StateDir, b.StateDir}, {&p.DeployDir, b.DeployDir}, {&p.Config, b.Config},
 		{&p.BootstrapPath, b.BootstrapPath}, {&p.BaoCAFile, b.BaoCAFile},
+		{&p.Transport, b.Transport}, {&p.Identity, b.Identity},
 	} {
 		if *f.dst == "" {
 			*f.dst = f.src
@@ -89,6 +90,8 @@ func (l Limits) staleAfter() time.Duration {
 // an older agent wrote).
 type Paths struct {
 	StateDir, DeployDir, Config, BootstrapPath, BaoCAFile string
+	// Transport and Identity are the config's transport and identity file.
+	Transport, Identity string
 }
 
 // Input is everything a verdict is built from, read in one transaction.

@@ -61,7 +61,8 @@ func (in Input) words() *strings.Replacer {
 		"{state_dir}", shellQuote(stateDir), "{deploy_dir}", shellQuote(deployDir),
 		"{config}", or(p.Config, config.DefaultPath), "{bootstrap}", or(p.BootstrapPath, config.DefaultBootstrapPath),
 		"{bao_ca}", or(p.BaoCAFile, config.DefaultBaoCAFile), "{kv_mount}", or(in.Rec.KVMount, config.DefaultBaoKVMount),
-		"{project}", shellQuote(project), "{env}", envWord, "{user}", userWord(orDefault(in.Rec.Box.User, agentUser)))
+		"{project}", shellQuote(project), "{env}", envWord, "{user}", userWord(orDefault(in.Rec.Box.User, agentUser)),
+		"{identity}", or(p.Identity, config.DefaultIdentityDir+"/monky-host."+env+".json"))
 }
 
 // userWord is user as sudo -u takes it: its name, or #uid (quoted) for a uid with no name.
@@ -212,6 +213,7 @@ func (in Input) finish(v *Verdict) {
 	for _, w := range in.whysOf(v) {
 		w.Who = whoActs(w.Code, w.Reason)
 		in.checked(w)
+		w.Fix = in.meshFix(w.Fix)
 		w.Fix = in.privateTmpNote(w.Fix, in.render(w.Fix))
 		w.Next = in.render(w.Next)
 		w.short = in.render(w.short)
@@ -393,4 +395,18 @@ func (in Input) privateTmpNote(raw, fix string) string {
 		return fix + "; " + note
 	}
 	return fix + "   # " + note
+}
+
+// sdkMeshFix is a mesh fault's fix on a box whose transport is sdk: no tunneller carries its
+// dials (the agent dials with the OpenZiti SDK and the box's identity), so the line asks the
+// identity's controller whether it answers, and says what to look at there.
+const sdkMeshFix = `curl -skf -o /dev/null "$(sudo -u {user} grep -o 'https://[^"]*' {identity} | head -n 1)/version" && echo the controller answers   # the sdk transport dials with the box's identity, whose controller must answer; then, at the controller, ziti edge list edge-routers (one online) and ziti edge policy-advisor identities monky-host.{env}`
+
+// meshFix is fix as this box's transport makes it true: a line that sends a person to the
+// tunneller (ziti-edge-tunnel) is the sdk transport's line on a box that dials with the SDK.
+func (in Input) meshFix(fix string) string {
+	if in.Limits.Paths.Transport != config.TransportSDK || !strings.Contains(fix, "ziti-edge-tunnel") {
+		return fix
+	}
+	return sdkMeshFix
 }

@@ -32,6 +32,8 @@ func boxes() map[string]struct {
 		"record": {box: store.Box{Host: "qa-02.example", StateDir: "/srv/my box/state", DeployDir: "/srv/it's/deploy", Config: "/etc/m d/config.yaml",
 			BootstrapPath: "/etc/m d/bootstrap.jwt", BaoCAFile: "/etc/m d/ca.pem", Project: "shop_1", StuckAfterS: 600, StaleAfterS: 120,
 			DiskFactor: 1.5, DiskHeadroomBytes: 2 << 30}},
+		"sdk": {box: store.Box{Host: "qa-03.example", StateDir: "/var/lib/monky-deployd", Config: "/etc/m d/config.yaml",
+			Transport: "sdk", Identity: "/var/lib/monky-deployd/id entity.json", User: "monky-deployd"}},
 		"old copy": {},
 	}
 }
@@ -180,7 +182,7 @@ var agentRun = regexp.MustCompile(`(^|[^-\w/.])monky-deployd ((?:--config (?:'[^
 // prints carries that config; on the default (an old copy) none does.
 func carriesConfig(t *testing.T, what, line, box string) {
 	t.Helper()
-	want := map[string]string{"config": "--config /srv/box/etc/config.yaml ", "record": "--config '/etc/m d/config.yaml' ", "old copy": ""}[box]
+	want := map[string]string{"config": "--config /srv/box/etc/config.yaml ", "record": "--config '/etc/m d/config.yaml' ", "sdk": "--config '/etc/m d/config.yaml' ", "old copy": ""}[box]
 	for _, m := range agentRun.FindAllStringSubmatch(line, -1) {
 		if m[2] != want {
 			t.Errorf("%s: %q carries %q, want %q: %s", what, m[3], m[2], want, line)
@@ -334,5 +336,26 @@ func TestFixRunsAsTheRecordsUser(t *testing.T) {
 		if named < 20 {
 			t.Errorf("user %q: only %d lines name a user: the test sees nothing", user, named)
 		}
+	}
+}
+
+// TestAMeshFaultOnAnSDKBoxNamesNoTunneller: on a box that dials with the OpenZiti SDK no
+// tunneller carries the dials, so no fix of the box sends a person to ziti-edge-tunnel; a mesh
+// fault's fix asks the identity's controller (the identity's path quoted) instead.
+func TestAMeshFaultOnAnSDKBoxNamesNoTunneller(t *testing.T) {
+	at := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	for code, v := range everyFix(boxes()["sdk"], at) {
+		if v.Why != nil && strings.Contains(v.Why.Fix, "ziti-edge-tunnel") {
+			t.Errorf("sdk box, %s: the fix names the tunneller: %s", code, v.Why.Fix)
+		}
+	}
+	for _, code := range []vocab.Code{vocab.Unreachable, vocab.Timeout, vocab.ConnectionReset} {
+		v := everyFix(boxes()["sdk"], at)[string(code)]
+		if v.Why == nil || !strings.Contains(v.Why.Fix, `sudo -u monky-deployd grep -o 'https://[^"]*' '/var/lib/monky-deployd/id entity.json'`) {
+			t.Errorf("sdk box, %s: the fix does not ask the identity's controller: %+v", code, v.Why)
+		}
+	}
+	if v := everyFix(boxes()["record"], at)[string(vocab.Unreachable)]; v.Why == nil || !strings.Contains(v.Why.Fix, "ziti-edge-tunnel") {
+		t.Errorf("a box of the system transport: the tunneller's fix is gone: %+v", v.Why)
 	}
 }

@@ -2,8 +2,10 @@ package e2e
 
 import (
 	"bufio"
+	"crypto/rand"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,8 +21,8 @@ import (
 
 // TestFaultsUnderTheBox: what goes wrong under a converged box rather than in a release, on the
 // real programs — OpenBao sealed past stuck_after_s, the engine stopped, the engine
-// restarted, the state disk full — and a release pruned past keep_releases taking its image
-// with it. Each row asserts the exit code, the words, status's verdict and exit, the metrics,
+// restarted, the state disk full — a release pruned past keep_releases taking its image with
+// it, and a disk check that fails reclaimed before it refuses. Each row asserts the exit code, the words, status's verdict and exit, the metrics,
 // what tenancy was told, and that no lease or secret read happened where none should.
 func TestFaultsUnderTheBox(t *testing.T) {
 	w := startWorld(t)
@@ -166,6 +168,42 @@ func TestFaultsUnderTheBox(t *testing.T) {
 			t.Errorf("the heal read %d secrets", n)
 		}
 		a.wantStatus(0, "converged")
+	})
+
+	// the image storage short of the configured headroom while an image of the release's own
+	// repository that no kept release names holds the difference (a fat image imported by hand):
+	// the disk check reclaims it before refusing DISK_INSUFFICIENT, measures again and applies
+	step("a disk check that fails is reclaimed, then applies", func(t *testing.T) {
+		a.t = t
+		repo := w.images["3"][:strings.LastIndex(w.images["3"], ":")]
+		stale := repo + ":stale-by-hand"
+		importFat(t, stale, 512<<20)
+		defer func() { _, _ = runCmd("", nil, dockerBin, "image", "rm", stale) }()
+		root, err := runCmd("", nil, dockerBin, "info", "-f", "{{.DockerRootDir}}")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var st syscall.Statfs_t
+		if err := syscall.Statfs(strings.TrimSpace(root), &st); err != nil {
+			t.Fatal(err)
+		}
+		// short by 256 MiB now; 512 MiB freed leaves 256 MiB to spare for whatever else writes
+		free := int64(st.Bavail) * st.Bsize
+		a.appendConfig(fmt.Sprintf("disk:\n  headroom_bytes: %d\n", free+256<<20))
+		sha := w.desire(envA, "v4", rel{tag: "2", note: "v4: v2's image again"})
+		e := a.tick(0)
+		if !strings.Contains(e, "before refusing DISK_INSUFFICIENT") || !strings.Contains(e, "stale-by-hand") {
+			t.Errorf("the tick does not say it reclaimed the stale image before refusing:\n%s", e)
+		}
+		if _, err := runCmd("", nil, dockerBin, "image", "inspect", stale); err == nil {
+			t.Errorf("the image no kept release names (%s) is still on the engine", stale)
+		}
+		a.wantApplied(sha, "after the reclaim", "v4")
+		a.assertHealthy("2")
+		out, _, _, _ := a.runAgent("monky-deployd", nil, "explain")
+		if !strings.Contains(out, "stale-by-hand") {
+			t.Errorf("explain's journal does not name the image the reclaim removed:\n%s", out)
+		}
 	})
 
 	// the state disk full (a small file system of its own, filled): STATE_UNWRITABLE, red on
@@ -425,4 +463,30 @@ func dockerd(t *testing.T) (int, []string, string) {
 	}
 	t.Fatal("no dockerd process found: the engine-restart row restarts the engine of this machine")
 	return 0, nil, ""
+}
+
+// importFat imports an image of size bytes of random data as ref (docker import: one layer of its
+// own, shared with no other image), and fails the test if it cannot.
+func importFat(t *testing.T, ref string, size int64) {
+	t.Helper()
+	dir := t.TempDir()
+	data := filepath.Join(dir, "fat")
+	f, err := os.Create(data)
+	if err == nil {
+		_, err = io.CopyN(f, rand.Reader, size)
+		err = errors.Join(err, f.Close())
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	tarball := filepath.Join(dir, "fat.tar")
+	if _, err := runCmd(dir, nil, "tar", "-cf", tarball, "fat"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(data); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runCmd("", nil, dockerBin, "import", tarball, ref); err != nil {
+		t.Fatalf("docker import %s: %v", ref, err)
+	}
 }

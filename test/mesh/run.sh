@@ -49,45 +49,8 @@ AGENT_BIN=$(realpath -m "${SDK_BIN:-bin/monky-deployd-sdk}")
 "$AGENT_BIN" version | grep -q '^transports: sdk' || die "$AGENT_BIN is not the sdk build (its version lists no sdk transport)"
 
 # --- 1. the ziti binary ------------------------------------------------------------------------
-find_tarball() {
-	local d
-	for d in "$ROOT/../shared" "$(git rev-parse --path-format=absolute --git-common-dir 2>/dev/null || echo /nonexistent)/../../shared"; do
-		compgen -G "$d/third_party/openziti/ziti/ziti-*-vendored.tar.gz" | head -1 && return 0
-	done
-	return 1
-}
-# build_ziti TARBALL DIR: the README's offline build (third_party/openziti/README.md), into DIR/bin/ziti
-build_ziti() {
-	local tarball=$1 dir=$2
-	log "building ziti from $(basename "$tarball") into $dir (once per tarball; 10-15 min of CPU cold)"
-	rm -rf "$dir/ziti" "$dir/bin/ziti.tmp"
-	mkdir -p "$dir/bin"
-	tar -xzf "$tarball" -C "$dir" || die "$tarball does not unpack"
-	(cd "$dir/ziti" && GOPROXY=off GOFLAGS="-mod=vendor -buildvcs=false" GOPRIVATE=github.com/openziti \
-		GONOSUMDB=github.com/openziti CGO_ENABLED=0 nice go build -trimpath -ldflags "-s -w" \
-		-modfile=go.local.mod -o "$dir/bin/ziti.tmp" ./ziti) >"$dir/build.log" 2>&1 ||
-		{
-			tail -20 "$dir/build.log" >&2
-			die "the ziti build failed (log: $dir/build.log)"
-		}
-	mv "$dir/bin/ziti.tmp" "$dir/bin/ziti"
-	echo "done" >>"$dir/build.log"
-}
 if [[ -z "${ZITI:-}" ]]; then
-	TARBALL=${ZITI_TARBALL:-$(find_tarball)} || die "no ziti source tarball (third_party/openziti/ziti/ in ../shared); set ZITI_TARBALL or ZITI"
-	[[ -f "$TARBALL" ]] || die "ZITI_TARBALL $TARBALL is not a file"
-	KEY=$(sha256sum "$TARBALL" | cut -c1-16)
-	CACHE=$(realpath -m "${MESH_CACHE:-$(go env GOCACHE)/../monky-ziti}")
-	ZITI=$CACHE/$KEY/bin/ziti
-	if [[ ! -x "$ZITI" ]]; then
-		mkdir -p "$CACHE/$KEY"
-		# one build at a time: a second run waits for the first one's binary
-		exec 9>"$CACHE/$KEY.lock"
-		flock 9
-		[[ -x "$ZITI" ]] || build_ziti "$TARBALL" "$CACHE/$KEY"
-		flock -u 9
-		exec 9>&-
-	fi
+	ZITI=$(bash test/mesh/ziti.sh) || die "no ziti binary (test/mesh/ziti.sh, above)"
 fi
 [[ -x "$ZITI" ]] || die "ZITI=$ZITI is not an executable"
 log "ziti: $ZITI ($("$ZITI" version 2>/dev/null | head -1))"
@@ -95,15 +58,21 @@ log "ziti: $ZITI ($("$ZITI" version 2>/dev/null | head -1))"
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/monky-mesh.XXXXXX")
 # shellcheck source=test/sim.sh
 source test/sim.sh
-QS_PID=""
+CTRL_PID="" ROUTER_PID=""
+# stop_pid PID: stops the process (resumed first if stopped), TERM then KILL after 10 s
+stop_pid() {
+	local p=$1
+	[[ -n "$p" ]] && kill -0 "$p" 2>/dev/null || return 0
+	kill -CONT "$p" 2>/dev/null || true
+	kill -TERM "$p" 2>/dev/null || true
+	for _ in $(seq 1 40); do kill -0 "$p" 2>/dev/null || break; sleep 0.25; done
+	kill -KILL "$p" 2>/dev/null || true
+	wait "$p" 2>/dev/null || true
+}
 cleanup() {
 	local rc=$?
-	if [[ -n "$QS_PID" ]] && kill -0 "$QS_PID" 2>/dev/null; then
-		kill -TERM "$QS_PID" 2>/dev/null || true
-		for _ in $(seq 1 40); do kill -0 "$QS_PID" 2>/dev/null || break; sleep 0.25; done
-		kill -KILL "$QS_PID" 2>/dev/null || true
-		wait "$QS_PID" 2>/dev/null || true
-	fi
+	stop_pid "$ROUTER_PID"
+	stop_pid "$CTRL_PID"
 	stop_sim
 	if [[ -n "${KEEP_WORK:-}" ]]; then echo "mesh-e2e: kept $WORK"; else rm -rf "$WORK"; fi
 	exit "$rc"
@@ -153,26 +122,50 @@ zt edge quickstart "${QS_ARGS[@]}" --configure-and-exit >"$WORK/qs-configure.log
 sed -i 's#tls:0.0.0.0:#tls:127.0.0.1:#g' "$WORK/qs/quickstart/router-quickstart.yaml"
 ! grep -n '0\.0\.0\.0' "$WORK/qs/quickstart/router-quickstart.yaml" || die "the router's config still binds 0.0.0.0"
 log "quickstart configured (controller 127.0.0.1:$CTRL_PORT, router 127.0.0.1:$ROUTER_PORT)"
-# started by exec (env execs ziti): $! is the pid of the process to stop, not of a subshell
-env "${ZT_ENV[@]}" "$ZITI" edge quickstart "${QS_ARGS[@]}" >"$WORK/qs.log" 2>&1 &
-QS_PID=$!
-for _ in $(seq 1 240); do
-	grep -q 'controller and router started' "$WORK/qs.log" && break
-	kill -0 "$QS_PID" 2>/dev/null || {
-		tail -20 "$WORK/qs.log" >&2
-		die "quickstart stopped at start"
-	}
-	sleep 0.5
-done
-grep -q 'controller and router started' "$WORK/qs.log" || {
-	tail -20 "$WORK/qs.log" >&2
-	die "quickstart not ready within 120 s"
+QS=$WORK/qs/quickstart
+# the controller and the router as two processes of their own (quickstart configured them), so a
+# fault can stop one and keep the other. Started by exec (env execs ziti): $! is the pid to stop.
+# wait_up PID NAME LOG PATTERN COUNT: LOG holds PATTERN more than COUNT times within 120 s, PID
+# running
+wait_up() {
+	local pid=$1 name=$2 file=$3 pattern=$4 before=$5
+	for _ in $(seq 1 240); do
+		(($(grep -c -- "$pattern" "$file" || true) > before)) && return 0
+		kill -0 "$pid" 2>/dev/null || {
+			tail -20 "$file" >&2
+			die "the $name stopped at start"
+		}
+		sleep 0.5
+	done
+	tail -20 "$file" >&2
+	die "the $name not ready within 120 s"
 }
-grep -q "instance pid *: $QS_PID\$" "$WORK/qs.log" || die "quickstart says another pid than $QS_PID: $(grep 'instance pid' "$WORK/qs.log")"
-listeners=$(ss -Hltnp | grep "pid=$QS_PID," | awk '{print $4}' | sort -u || true)
-log "quickstart ready (pid $QS_PID); it listens on: $(echo "$listeners" | tr '\n' ' ')"
-[[ -n "$listeners" ]] || die "ss shows no listener of quickstart (pid $QS_PID)"
-if grep -v '^127\.0\.0\.1:' <<<"$listeners"; then die "quickstart listens beyond 127.0.0.1 (above)"; fi
+# the controller is up once its raft elects it (a one-node cluster: it leads); the router, once
+# the controller has synchronized it (its log: the edge router's sync done)
+CTRL_READY='entering leader state'
+ROUTER_READY='final status: SYNC_DONE'
+start_controller() {
+	local n
+	n=$(grep -c -- "$CTRL_READY" "$WORK/ctrl.log" || true)
+	env "${ZT_ENV[@]}" "$ZITI" controller run "$QS/ctrl.yaml" >>"$WORK/ctrl.log" 2>&1 &
+	CTRL_PID=$!
+	wait_up "$CTRL_PID" controller "$WORK/ctrl.log" "$CTRL_READY" "${n:-0}"
+}
+start_router() {
+	local n
+	n=$(grep -c -- "$ROUTER_READY" "$WORK/ctrl.log" || true)
+	env "${ZT_ENV[@]}" "$ZITI" router run "$QS/router-quickstart.yaml" >>"$WORK/router.log" 2>&1 &
+	ROUTER_PID=$!
+	wait_up "$ROUTER_PID" router "$WORK/ctrl.log" "$ROUTER_READY" "${n:-0}"
+}
+: >"$WORK/ctrl.log"
+: >"$WORK/router.log"
+start_controller
+start_router
+listeners=$(ss -Hltnp | grep -E "pid=($CTRL_PID|$ROUTER_PID)," | awk '{print $4}' | sort -u || true)
+log "controller (pid $CTRL_PID) and router (pid $ROUTER_PID) ready; they listen on: $(echo "$listeners" | tr '\n' ' ')"
+[[ -n "$listeners" ]] || die "ss shows no listener of the controller or the router"
+if grep -v '^127\.0\.0\.1:' <<<"$listeners"; then die "the controller or router listens beyond 127.0.0.1 (above)"; fi
 
 # --- 4. services, policies, the box's identity -------------------------------------------------
 zt edge login "127.0.0.1:$CTRL_PORT" -u admin -p admin -y >/dev/null
@@ -200,6 +193,9 @@ CONFIG=$WORK/config.yaml
 sed -e "s|^transport: system$|transport: sdk\nidentity: \"$IDENTITY\"|" \
 	-e "s|^  base_url: .*|  base_url: \"$TENANCY_URL\"\n  service: $SVC_TENANCY|" \
 	-e "s|^  addr: .*|  addr: \"$BAO_URL\"\n  service: $SVC_BAO|" "$KIT" >"$CONFIG"
+# a temporary fault needs a person past 45 s: the router-down case's two ticks wait out their
+# 30 s deadlines, the first within it, the second past it
+echo "stuck_after_s: 45" >>"$CONFIG"
 chmod 0640 "$CONFIG"
 agent() { "$AGENT_BIN" --config "$CONFIG" "$@"; }
 
@@ -310,26 +306,95 @@ zt edge create service-policy box-dial Dial --service-roles "@$SVC_TENANCY,@$SVC
 	die "creating the Dial policy again failed"
 tick "the Dial policy back: the next tick heartbeats by itself" 0
 
-log "fault: the controller and the router stopped (SIGSTOP), then resumed"
-kill -STOP "$QS_PID"
+# until_heartbeat STEP ALLOWED: ticks until one exits 0 (at most 8, 5 s apart), the ones before
+# it exiting only codes matching ALLOWED (75: temporary): the box comes back with nobody acting
+until_heartbeat() {
+	local step=$1 allowed=$2 rc rcs="" ok=""
+	for _ in 1 2 3 4 5 6 7 8; do
+		N=$((N + 1))
+		rc=0
+		agent run --once 2>"$WORK/tick-$N.log" || rc=$?
+		rcs+="$rc "
+		if [[ "$rc" == 0 ]]; then ok=1; break; fi
+		[[ "$rc" =~ ^($allowed)$ ]] || break
+		sleep 5
+	done
+	if [[ -n "$ok" ]]; then pass "$step: a tick heartbeats by itself (exits: ${rcs% })"; else
+		fail "$step: no tick heartbeats (exits: ${rcs% }; allowed before it: $allowed)"
+		sed 's/^/  | /' "$WORK/tick-$N.log"
+	fi
+}
+status_says() { # status_says RC PATTERN: status exits RC and its text holds PATTERN
+	local rc=0
+	agent status >"$WORK/status.txt" 2>&1 || rc=$?
+	if [[ "$rc" == "$1" ]] && grep -q -- "$2" "$WORK/status.txt"; then return 0; fi
+	sed 's/^/  | /' "$WORK/status.txt"
+	return 1
+}
+recreate_policies() { # the policies again, after a service or identity they named was deleted
+	zt edge delete service-policy tenancy-bind || true
+	zt edge delete service-policy box-dial || true
+	zt edge create service-policy tenancy-bind Bind --service-roles "@$SVC_TENANCY" --identity-roles @router-quickstart
+	zt edge create service-policy box-dial Dial --service-roles "@$SVC_TENANCY,@$SVC_BAO" --identity-roles "@$BOX"
+}
+
+log "fault: the service $SVC_TENANCY deleted at the controller"
+zt edge delete service "$SVC_TENANCY" >>"$WORK/setup.log" 2>&1 || die "deleting the service failed"
+tick "the service deleted: a person's fault" 1
+check "the tick names MESH_NO_SERVICE and the service" tick_says "$N" "MESH_NO_SERVICE.*no service $SVC_TENANCY"
+check "status: needs a person, MESH_NO_SERVICE" status_says 1 MESH_NO_SERVICE
+{ zt edge create service "$SVC_TENANCY" --configs tenancy-host && recreate_policies; } >>"$WORK/setup.log" 2>&1 ||
+	die "creating the service again failed"
+# the router hosts the new service once it has seen it: until then a dial finds no terminator
+until_heartbeat "the service back" '1|75'
+
+log "fault: the box's identity deleted at the controller"
+zt edge delete identity "$BOX" >>"$WORK/setup.log" 2>&1 || die "deleting the identity failed"
 t0=$(date +%s)
-tick "the mesh does not answer: temporary" 75
-check "the stopped mesh's tick ended within its deadline ($(($(date +%s) - t0)) s)" test $(($(date +%s) - t0)) -lt 120
+tick "the identity deleted: a person's fault" 1
+took=$(($(date +%s) - t0))
+check "the identity refused: the tick ends at once, no retry until its deadline (${took} s)" test "$took" -lt 20
+check "the tick names TRANSPORT_IDENTITY" tick_says "$N" TRANSPORT_IDENTITY
+check "status: needs a person, TRANSPORT_IDENTITY" status_says 1 TRANSPORT_IDENTITY
+check "status's fix enrols the box again with the agent (enroll --force)" grep -q 'enroll --force' "$WORK/status.txt"
+{ zt edge create identity "$BOX" -o "$WORK/$BOX-again.jwt" && recreate_policies; } >>"$WORK/setup.log" 2>&1 ||
+	die "creating the identity again failed"
+if agent enroll --force --jwt "$WORK/$BOX-again.jwt" >"$WORK/enroll-force.log" 2>&1; then
+	pass "enroll --force replaces the refused identity"
+else
+	sed 's/^/  | /' "$WORK/enroll-force.log"
+	fail "enroll --force over the refused identity"
+fi
+until_heartbeat "the identity enrolled again" 75
+
+log "fault: the router stopped (the controller up)"
+stop_pid "$ROUTER_PID"
+tick "the router down: temporary" 75
+check "the tick names a temporary fault of the mesh (UNREACHABLE or TIMEOUT)" tick_says "$N" '"code":"\(TIMEOUT\|UNREACHABLE\)"'
+check "status: working on it while the fault is young" status_says 0 'working'
+no_tunneller() { ! grep -q 'ziti-edge-tunnel' "$WORK/status.txt"; }
+check "status's fix names no tunneller (the sdk transport has none)" no_tunneller
+# the fix as printed (sudo -u the agent's user: root here) asks the identity's controller, which is up
+fix=$(sed -n 's/^ *fix: *//p' "$WORK/status.txt" | head -n 1)
+if [[ "$fix" == curl* ]] && out=$(bash -c "$fix" 2>&1) && grep -q 'the controller answers' <<<"$out"; then
+	pass "status's fix runs as printed: the controller answers"
+else
+	fail "status's fix does not run as printed, or is not the sdk one: $fix (${out:-})"
+fi
+tick "the router still down: temporary" 75
+check "status: a person past stuck_after_s" status_says 1 'needs a person'
+start_router
+until_heartbeat "the router back" 75
+
+log "fault: the controller hung (SIGSTOP; the router up), then resumed"
+kill -STOP "$CTRL_PID"
+t0=$(date +%s)
+tick "the controller does not answer: temporary" 75
+took=$(($(date +%s) - t0))
+check "the hung controller's tick ended within its deadline (${took} s)" test "$took" -lt 120
 check "the tick names a temporary fault of the mesh (TIMEOUT or UNREACHABLE)" tick_says "$N" '"code":"\(TIMEOUT\|UNREACHABLE\)"'
-kill -CONT "$QS_PID"
-# the router's channel to the controller comes back on its own time: the ticks until then are
-# temporary (75) and the first that goes through heartbeats, with nobody acting
-recovered="" rcs=""
-for i in 1 2 3 4 5 6; do
-	N=$((N + 1))
-	rc=0
-	agent run --once 2>"$WORK/tick-$N.log" || rc=$?
-	rcs+="$rc "
-	if [[ "$rc" == 0 ]]; then recovered=$i; break; fi
-	[[ "$rc" == 75 ]] || break
-	sleep 5
-done
-check "the mesh back: a tick heartbeats by itself (exits: ${rcs% }; the ones before it temporary)" test -n "$recovered"
+kill -CONT "$CTRL_PID"
+until_heartbeat "the controller back" 75
 
 echo
 echo "mesh-e2e: ${#PASSED[@]} passed, ${#FAILED[@]} failed, $(($(date +%s) - T0)) s"
