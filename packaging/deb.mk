@@ -59,6 +59,8 @@ deb: deb-binary deb-stage
 	rm -f $(DEB)
 	VERSION=$(VERSION) SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) $(NFPM) package -f packaging/nfpm.yaml -p deb -t $(DIST)/
 	@test -f $(DEB) || { echo "deb: $(DEB) was not produced" >&2; exit 1; }
+	@# which build it packaged: the binary's own word (the default build lists no sdk transport)
+	@echo "deb: $(DEB) packages $$($(DIST)/monky-deployd version | sed -n 's/^transports: /the build with transports: /p')"
 
 lintian: deb
 	lintian --fail-on error,warning --display-info $(DEB)
