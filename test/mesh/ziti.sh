@@ -4,6 +4,7 @@
 # keyed by the tarball's sha256 (16 hex); prints the binary's path. A second run waits for the
 # first one's build (flock) and finds it done. .ci/run starts it in the background at the start.
 #
+# Usage: test/mesh/ziti.sh [--tarball]   (--tarball: print the source tarball's path, build nothing)
 # Env: ZITI_TARBALL  the vendored ziti source (default: third_party/openziti/ziti/ in ../shared)
 #      MESH_CACHE    where the build is cached (default: $(go env GOCACHE)/../monky-ziti)
 set -euo pipefail
@@ -14,12 +15,16 @@ die() {
 	exit 1
 }
 
+# find_tarball: third_party/openziti/ziti/ in a folder named shared beside the checkout or beside
+# any folder above it (a clone made elsewhere under the same tree finds it too)
 find_tarball() {
-	local d
-	for d in "$ROOT/../shared" "$(git rev-parse --path-format=absolute --git-common-dir 2>/dev/null || echo /nonexistent)/../../shared"; do
-		compgen -G "$d/third_party/openziti/ziti/ziti-*-vendored.tar.gz" | head -1 && return 0
+	local d=$ROOT f
+	while :; do
+		f=$(compgen -G "$d/shared/third_party/openziti/ziti/ziti-*-vendored.tar.gz" | head -n 1 || true)
+		[[ -n "$f" ]] && { echo "$f"; return 0; }
+		[[ "$d" == / ]] && return 1
+		d=$(dirname "$d")
 	done
-	return 1
 }
 # build TARBALL DIR: the README's offline build (third_party/openziti/README.md), into DIR/bin/ziti
 build() {
@@ -42,8 +47,12 @@ build() {
 	echo "mesh-e2e: ziti built in $(($(date +%s) - t0)) s" >&2
 }
 
-TARBALL=${ZITI_TARBALL:-$(find_tarball)} || die "no ziti source tarball (third_party/openziti/ziti/ in ../shared); set ZITI_TARBALL or ZITI"
+TARBALL=${ZITI_TARBALL:-$(find_tarball)} || die "no ziti source tarball (third_party/openziti/ziti/ in a folder named shared beside the checkout or above it); set ZITI_TARBALL or ZITI"
 [[ -f "$TARBALL" ]] || die "ZITI_TARBALL $TARBALL is not a file"
+if [[ "${1:-}" == --tarball ]]; then
+	echo "$TARBALL" # only where the source is
+	exit 0
+fi
 KEY=$(sha256sum "$TARBALL" | cut -c1-16)
 CACHE=$(realpath -m "${MESH_CACHE:-$(go env GOCACHE)/../monky-ziti}")
 ZITI=$CACHE/$KEY/bin/ziti
