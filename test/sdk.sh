@@ -105,7 +105,7 @@ grep -q 'id.key' "$WORK/tick.log" || fail "the refused tick does not name id.key
 agent "$WORK/sdk.yaml" explain -n 1 >"$WORK/explain.txt" 2>&1 || true
 sed 's/^/  /' "$WORK/explain.txt"
 grep -q 'TRANSPORT_IDENTITY' "$WORK/explain.txt" || fail "explain does not name TRANSPORT_IDENTITY"
-grep -q 'ziti-edge-tunnel add --jwt' "$WORK/explain.txt" || fail "explain gives no fix line"
+grep -q 'monky-deployd enroll --force --jwt' "$WORK/explain.txt" || fail "explain gives no fix line"
 
 echo "== transport sdk, a group-writable identity"
 identity_json "$WORK/key.pem"

@@ -277,7 +277,7 @@ func TestEarlyFailureLeavesATrace(t *testing.T) {
 	testkit.WriteFile(t, identity, `{"ztAPI": "https://ctrl.ziti.example:1280", "id": {"cert": "pem:x", "key": "pem:x", "ca": "pem:x"}}`, 0o600)
 	code, fix := "SDK_UNAVAILABLE", "transport: proxy"
 	if config.SDKBuiltIn {
-		code, fix = "TRANSPORT_IDENTITY", "ziti-edge-tunnel add --jwt"
+		code, fix = "TRANSPORT_IDENTITY", "monky-deployd enroll --force --jwt"
 	}
 	if err := os.WriteFile(cfg, []byte("env_id: env-qa-02\nsite: cbs\ntransport: sdk\nidentity: "+identity+
 		"\nstate_dir: "+stateDir+"\n"), 0o600); err != nil {
