@@ -173,7 +173,7 @@ func (tk *tick) heldApply(ctx context.Context, resp effects.CheckinResponse, con
 	if remembered(tk.eng.State(), rec, resp.DesiredSha) {
 		// a refusal or failure of the desired sha is the box's verdict, held or not: the tick
 		// ends as an unheld one would (a person's), and a heartbeat's flight would forget it
-		return heldVerdict(tk.eng.State(), rec, h)
+		return heldVerdict(tk.eng.State(), rec, h, tk.agentCommand("resume"))
 	}
 	if rec.AppliedSha == "" || !tk.eng.State().Rest() {
 		// nothing to heartbeat, or a flight that waits where it stands for the hold to end
@@ -186,15 +186,16 @@ func (tk *tick) heldApply(ctx context.Context, resp effects.CheckinResponse, con
 
 // heldVerdict is how a held tick ends whose desired sha is remembered (refused, or failed):
 // as the unheld tick would, a person's fault under the refusal's or the failure's own code; what
-// the hold changes is only that no recheck or retry runs until it ends.
-func heldVerdict(st machine.State, rec store.Record, h *store.Hold) error {
+// the hold changes is only that no recheck or retry runs until it ends. resume is the box's own
+// resume command, as the unheld tick prints it.
+func heldVerdict(st machine.State, rec store.Record, h *store.Hold, resume string) error {
 	until := machine.Stamp(h.Until)
 	if st == machine.Refused {
 		return parked(effects.Permanent, rec.Refusal.Code, "refused: %s: %s — held until %s: checked again once the hold ends", rec.Refusal.Code, rec.Refusal.Detail, until)
 	}
 	f := rec.Failure
 	if rec.Parked {
-		return parked(effects.Permanent, f.Code, "failed: %s: %s — parked until a new desired sha or `resume`, whatever the hold (until %s)", f.Code, f.Detail, until)
+		return parked(effects.Permanent, f.Code, "failed: %s: %s — parked until a new desired sha or `%s`, whatever the hold (until %s)", f.Code, f.Detail, resume, until)
 	}
 	return parked(effects.Permanent, f.Code, "failed: %s: %s — held until %s: the retry waits for the hold", f.Code, f.Detail, until)
 }

@@ -125,38 +125,41 @@ log "quickstart configured (controller 127.0.0.1:$CTRL_PORT, router 127.0.0.1:$R
 QS=$WORK/qs/quickstart
 # the controller and the router as two processes of their own (quickstart configured them), so a
 # fault can stop one and keep the other. Started by exec (env execs ziti): $! is the pid to stop.
-# wait_up PID NAME LOG PATTERN COUNT: LOG holds PATTERN more than COUNT times within 120 s, PID
-# running
+# wait_up PID NAME OWN WATCH PATTERN COUNT: WATCH holds PATTERN more than COUNT times within
+# 120 s, PID running; else the tail of PID's own log OWN, and the run ends
 wait_up() {
-	local pid=$1 name=$2 file=$3 pattern=$4 before=$5
+	local pid=$1 name=$2 own=$3 watch=$4 pattern=$5 before=$6
 	for _ in $(seq 1 240); do
-		(($(grep -c -- "$pattern" "$file" || true) > before)) && return 0
+		(($(grep -c -- "$pattern" "$watch" || true) > before)) && return 0
 		kill -0 "$pid" 2>/dev/null || {
-			tail -20 "$file" >&2
+			tail -20 "$own" >&2
 			die "the $name stopped at start"
 		}
 		sleep 0.5
 	done
-	tail -20 "$file" >&2
+	tail -20 "$own" >&2
 	die "the $name not ready within 120 s"
 }
 # the controller is up once its raft elects it (a one-node cluster: it leads); the router, once
 # the controller has synchronized it (its log: the edge router's sync done)
 CTRL_READY='entering leader state'
 ROUTER_READY='final status: SYNC_DONE'
+# start_ziti NAME CONFIG OWN READY: `ziti NAME run CONFIG`, its output appended to OWN, until the
+# controller's log says READY once more; its pid in ZITI_PID
+start_ziti() {
+	local name=$1 conf=$2 own=$3 ready=$4 n
+	n=$(grep -c -- "$ready" "$WORK/ctrl.log" || true)
+	env "${ZT_ENV[@]}" "$ZITI" "$name" run "$conf" >>"$own" 2>&1 &
+	ZITI_PID=$!
+	wait_up "$ZITI_PID" "$name" "$own" "$WORK/ctrl.log" "$ready" "${n:-0}"
+}
 start_controller() {
-	local n
-	n=$(grep -c -- "$CTRL_READY" "$WORK/ctrl.log" || true)
-	env "${ZT_ENV[@]}" "$ZITI" controller run "$QS/ctrl.yaml" >>"$WORK/ctrl.log" 2>&1 &
-	CTRL_PID=$!
-	wait_up "$CTRL_PID" controller "$WORK/ctrl.log" "$CTRL_READY" "${n:-0}"
+	start_ziti controller "$QS/ctrl.yaml" "$WORK/ctrl.log" "$CTRL_READY"
+	CTRL_PID=$ZITI_PID
 }
 start_router() {
-	local n
-	n=$(grep -c -- "$ROUTER_READY" "$WORK/ctrl.log" || true)
-	env "${ZT_ENV[@]}" "$ZITI" router run "$QS/router-quickstart.yaml" >>"$WORK/router.log" 2>&1 &
-	ROUTER_PID=$!
-	wait_up "$ROUTER_PID" router "$WORK/ctrl.log" "$ROUTER_READY" "${n:-0}"
+	start_ziti router "$QS/router-quickstart.yaml" "$WORK/router.log" "$ROUTER_READY"
+	ROUTER_PID=$ZITI_PID
 }
 : >"$WORK/ctrl.log"
 : >"$WORK/router.log"
