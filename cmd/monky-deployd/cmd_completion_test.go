@@ -77,15 +77,15 @@ func diffFiles(before, after map[string]string) []string {
 // box's files, and the grant stays.
 func TestCompletionNeverActs(t *testing.T) {
 	b := startBox(t)
-	b.Sim("desire", "--release", "v1")
+	b.Desire("v1")
 	b.tick(0)
-	b.Sim("desire", "--release", "v2")
+	b.Desire("v2")
 	b.tick(0)
-	b.Sim("desire", "--release", "v1")
+	b.Desire("v1")
 	b.tick(1) // ROLLBACK_REFUSED: `resume` would clear it
 	grant := filepath.Join(b.Kit, "bootstrap.jwt")
 	testkit.WriteFile(t, grant, b.Grant+"\n", 0o600) // `bootstrap` would spend it
-	b.Sim("desire", "--release", "v2")               // `run` would check in and converge
+	b.Desire("v2")                                   // `run` would check in and converge
 
 	bin := testkit.Bin("monky-deployd")
 	scripts := map[string]string{}

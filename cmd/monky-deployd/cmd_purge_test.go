@@ -17,7 +17,7 @@ import (
 // and says it was not revoked.
 func TestPurgeRevokesTheTokenAndSaysWhatStays(t *testing.T) {
 	b := startBox(t)
-	b.Sim("desire", "--release", "v1")
+	b.Desire("v1")
 	b.tick(0)
 	token := filepath.Join(b.StateDir, "bao.token")
 	if _, err := os.Stat(token); err != nil {
@@ -68,7 +68,7 @@ func TestPurgeRevokesTheTokenAndSaysWhatStays(t *testing.T) {
 // and neither is sent; each is named.
 func TestPurgeTrustsNoTokenLink(t *testing.T) {
 	b := startBox(t)
-	b.Sim("desire", "--release", "v1")
+	b.Desire("v1")
 	b.tick(0)
 	token := filepath.Join(b.StateDir, "bao.token")
 	secret := filepath.Join(t.TempDir(), "root-only")

@@ -188,7 +188,7 @@ func TestVersionAndConfigErrors(t *testing.T) {
 // remembered: the next tick exits 1 again without fetching the bundle), retire 0.
 func TestExitCodes(t *testing.T) {
 	b := startBox(t)
-	b.Sim("desire", "--release", "v1")
+	b.Desire("v1")
 	b.tick(0)
 	if d := b.explainJSON(); d.State != "Reported" || d.Next != "converged" || d.Ticks[0].Action != "apply" {
 		t.Errorf("after apply: %+v", d)
@@ -197,9 +197,9 @@ func TestExitCodes(t *testing.T) {
 	if d := b.explainJSON(); d.Next != "converged" || d.Ticks[0].Action != "none" {
 		t.Errorf("after heartbeat: %+v", d)
 	}
-	b.Sim("desire", "--release", "v2")
+	b.Desire("v2")
 	b.tick(0)
-	b.Sim("desire", "--release", "v1")
+	b.Desire("v1")
 	e := b.tick(1)
 	if !strings.Contains(e, "ROLLBACK_REFUSED") {
 		t.Errorf("refused tick's stderr does not name the refusal:\n%s", e)
@@ -243,7 +243,7 @@ func TestKillBetweenTransitions(t *testing.T) {
 	} {
 		t.Run(tc.point, func(t *testing.T) {
 			b := startBox(t)
-			b.Sim("desire", "--release", "v1")
+			b.Desire("v1")
 			r := b.Run("monky-deployd", []string{"MONKY_DEPLOYD_FAILPOINT=" + tc.point},
 				"--config", b.Config(), "run", "--once")
 			if r.Sig != syscall.SIGKILL {
@@ -277,7 +277,7 @@ func TestKillBetweenTransitions(t *testing.T) {
 // once without checking in, and status/explain answer within a second.
 func TestTwoTicksAtOnce(t *testing.T) {
 	b := startBox(t)
-	b.Sim("desire", "--release", "v1")
+	b.Desire("v1")
 	b.tick(0)
 	before := b.Counts().Checkins
 
@@ -323,7 +323,7 @@ func TestTwoTicksAtOnce(t *testing.T) {
 // TestCorruptStateFile: garbage in state.db is moved aside and the tick goes on.
 func TestCorruptStateFile(t *testing.T) {
 	b := startBox(t)
-	b.Sim("desire", "--release", "v1")
+	b.Desire("v1")
 	b.tick(0)
 	garbage := bytes.Repeat([]byte("not a bbolt file \x00\xff"), 512)
 	testkit.WriteFile(t, filepath.Join(b.StateDir, "state.db"), string(garbage), 0o600)
@@ -345,7 +345,7 @@ func TestCorruptStateFile(t *testing.T) {
 // afresh; status and explain then name the copy.
 func TestTruncatedStateFile(t *testing.T) {
 	b := startBox(t)
-	b.Sim("desire", "--release", "v1")
+	b.Desire("v1")
 	b.tick(0)
 	for i := 0; i < 5; i++ {
 		b.tick(0)
@@ -388,7 +388,7 @@ func TestSecretCanary(t *testing.T) {
 	// gemini is pinned to version 2 by the demo manifest: its value is the one the agent reads.
 	const geminiPinned = "demo-gemini-key-2"
 	b.Sim("secret", "--name", "db", "--key", "password", "--value", dbCanary)
-	b.Sim("desire", "--release", "v1")
+	b.Desire("v1")
 	b.tick(0)
 	tokenRaw, err := os.ReadFile(filepath.Join(b.StateDir, "bao.token"))
 	if err != nil {
@@ -396,7 +396,7 @@ func TestSecretCanary(t *testing.T) {
 	}
 	token := strings.TrimSpace(string(tokenRaw))
 	b.tick(0) // heartbeat
-	b.Sim("desire", "--release", "v2")
+	b.Desire("v2")
 	b.tick(0)
 	for _, args := range [][]string{{"status"}, {"status", "--json"}, {"explain"}, {"explain", "--json"}} {
 		if _, e, c := b.agent(args...); c != 0 {
@@ -467,7 +467,7 @@ func TestExplainReadsInPlainWords(t *testing.T) {
 			}
 		}
 	}
-	b.Sim("desire", "--release", "v1")
+	b.Desire("v1")
 	b.tick(0)
 	b.tick(0)
 	explainHas("after a heartbeat", "action none", "CheckedIn", "services healthy", "next:  converged")
@@ -477,7 +477,7 @@ func TestExplainReadsInPlainWords(t *testing.T) {
 	explainHas("after a retire", "action down", "compose down", "retired")
 
 	b2 := startBox(t)
-	b2.Sim("desire", "--release", "v1")
+	b2.Desire("v1")
 	b2.tick(0)
 	b2.Sim("reveal", "--kit", filepath.Join(b2.Dir, "other-kit"))
 	e := b2.tick(1)

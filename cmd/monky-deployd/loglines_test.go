@@ -78,15 +78,15 @@ func TestDocumentedLogLines(t *testing.T) {
 		all = append(all, lines...)
 		return lines
 	}
-	b.Sim("desire", "--release", "v1")
+	b.Desire("v1")
 	step("apply", 0, "run", "--once")
 	if hb := step("heartbeat", 0, "run", "--once"); len(hb) != 1 {
 		t.Errorf("a heartbeat wrote %d lines, want 1:\n%s", len(hb), strings.Join(hb, "\n"))
 	}
-	b.Sim("desire", "--release", "v3")
+	b.Desire("v3")
 	step("privileged", 1, "run", "--once")
 	step("still refused", 1, "run", "--once")
-	b.Sim("desire", "--release", "v2")
+	b.Desire("v2")
 	step("apply v2", 0, "run", "--once")
 	b.DockerKnob("unhealthy", "api\n")
 	step("unhealthy", 1, "run", "--once")

@@ -14,7 +14,7 @@ import (
 // step in flight is committed.
 func TestLoopFollowsTheIntervalAndStopsOnSIGTERM(t *testing.T) {
 	b := startBox(t, "--interval", "1", "--kit-interval", "1")
-	b.Sim("desire", "--release", "v1")
+	b.Desire("v1")
 	cmd := b.Command("monky-deployd", "--config", b.Config(), "run")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr

@@ -19,7 +19,7 @@ import (
 // The tick logs in with the fresh grant, checks in again and ends converged — never Blocked.
 func TestFreshGrantAfterA401LogsInWithinTheTick(t *testing.T) {
 	b := startBox(t)
-	b.Sim("desire", "--release", "v1")
+	b.Desire("v1")
 	b.tick(0)
 	before := b.Counts()
 
@@ -85,7 +85,7 @@ func TestPruneKeepsTheNewestReleasesInApplyOrder(t *testing.T) {
 	releases := filepath.Join(b.StateDir, demoEnv, "releases")
 
 	for _, n := range []string{"v1", "v2"} {
-		b.Sim("desire", "--release", n)
+		b.Desire(n)
 		b.tick(0)
 	}
 	// v1's directory looks the newest on disk, v2's the oldest: the order of the applies stands
@@ -96,7 +96,7 @@ func TestPruneKeepsTheNewestReleasesInApplyOrder(t *testing.T) {
 	if err := os.Chtimes(filepath.Join(releases, shas["v2"]), past, past); err != nil {
 		t.Fatal(err)
 	}
-	b.Sim("desire", "--release", "v3")
+	b.Desire("v3")
 	b.tick(0)
 
 	ents, err := os.ReadDir(releases)
@@ -123,11 +123,11 @@ func TestARememberedRefusalShowsTheDesiredShaAndFreshCheckins(t *testing.T) {
 	b := startBox(t)
 	prom := b.metricsFile()
 	shas := b.ReleaseShas()
-	b.Sim("desire", "--release", "v1")
+	b.Desire("v1")
 	b.tick(0)
-	b.Sim("desire", "--release", "v2")
+	b.Desire("v2")
 	b.tick(0)
-	b.Sim("desire", "--release", "v1") // a rollback v1's bundle does not allow
+	b.Desire("v1") // a rollback v1's bundle does not allow
 	b.tick(1)
 
 	type statusDoc struct {

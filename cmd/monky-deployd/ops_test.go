@@ -59,7 +59,7 @@ func TestHelpHasExamples(t *testing.T) {
 func TestRunWritesMetricsAndExplainExports(t *testing.T) {
 	b := startBox(t)
 	prom := b.metricsFile()
-	b.Sim("desire", "--release", "v1")
+	b.Desire("v1")
 	b.tick(0)
 	b.tick(0)
 

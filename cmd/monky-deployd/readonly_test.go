@@ -12,7 +12,7 @@ import (
 // left a root-owned lock on which every later tick failed.
 func TestReadOnlyCommandsCreateNoFile(t *testing.T) {
 	b := startBox(t)
-	b.Sim("desire", "--release", "v1")
+	b.Desire("v1")
 	b.tick(0)
 	if err := os.Remove(filepath.Join(b.StateDir, "lock")); err != nil {
 		t.Fatal(err)

@@ -21,10 +21,10 @@ import (
 // ends with exit 0 (or 75 past its own wait), never 1, and a later explain shows the tick.
 func TestAReaderHoldingTheStateFileNeverFailsTheTick(t *testing.T) {
 	b := startBox(t)
-	b.Sim("desire", "--release", "v1")
+	b.Desire("v1")
 	b.tick(0)
 	before := len(b.explainJSON().Ticks)
-	b.Sim("desire", "--release", "v2")
+	b.Desire("v2")
 
 	f, err := os.Open(filepath.Join(b.StateDir, "state.db"))
 	if err != nil {
@@ -105,7 +105,7 @@ func TestAFIFOInStateDirHangsNoCommand(t *testing.T) {
 	for _, name := range names {
 		t.Run(strings.ReplaceAll(name, "/", "_"), func(t *testing.T) {
 			b := startBox(t)
-			b.Sim("desire", "--release", "v1")
+			b.Desire("v1")
 			b.tick(0)
 			b.metricsFile()
 			if name == "state.json" {

@@ -2,8 +2,12 @@ package testkit
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
+	"io"
+	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -32,6 +36,7 @@ type Box struct {
 	Grant       string // bootstrap.jwt as the kit wrote it, read before any run
 	Outputs     []string
 	stop        func()
+	adminURL    string // the simulator's admin API, read from AddrFile at the first call
 }
 
 // BoxOptions say what a box's simulator serves.
@@ -208,7 +213,8 @@ func Exec(cmd *exec.Cmd, delay time.Duration) (Result, error) {
 }
 
 // Sim runs a monky-sim client command against the box's simulator and returns its output;
-// a failure fails the test.
+// a failure fails the test. Desire, Counts, Reports and ReleaseShas ask the admin API from
+// this process instead: a crash matrix of a thousand boxes calls them thousands of times.
 func (b *Box) Sim(cmd string, args ...string) string {
 	b.T.Helper()
 	r := b.Run("monky-sim", nil, append([]string{cmd, "--addr-file", b.AddrFile, "--env", b.Env}, args...)...)
@@ -216,6 +222,65 @@ func (b *Box) Sim(cmd string, args ...string) string {
 		b.T.Fatalf("monky-sim %s %v: exit %d: %s", cmd, args, r.Code, r.Stderr)
 	}
 	return r.Stdout
+}
+
+// Admin calls the simulator's admin API at path (its query included) with body as JSON (when
+// not nil) and decodes the answer into out (when not nil), as `monky-sim <command>` does; the
+// answer is kept in Outputs with the runs' output. A failure fails the test.
+func (b *Box) Admin(method, path string, body, out any) {
+	b.T.Helper()
+	if b.adminURL == "" {
+		raw, err := os.ReadFile(b.AddrFile)
+		var a struct {
+			Admin string `json:"admin"`
+		}
+		if err == nil {
+			err = json.Unmarshal(raw, &a)
+		}
+		if err != nil || a.Admin == "" {
+			b.T.Fatalf("admin api: the addr file %s names none: %v", b.AddrFile, err)
+		}
+		b.adminURL = strings.TrimRight(a.Admin, "/")
+	}
+	var rd io.Reader
+	if body != nil {
+		raw, err := json.Marshal(body)
+		if err != nil {
+			b.T.Fatalf("admin %s: %v", path, err)
+		}
+		rd = bytes.NewReader(raw)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, method, b.adminURL+path, rd)
+	if err != nil {
+		b.T.Fatalf("admin %s: %v", path, err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		b.T.Fatalf("admin %s: %v", path, err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if err != nil || resp.StatusCode/100 != 2 {
+		b.T.Fatalf("admin %s %s: %s %v: %s", method, path, resp.Status, err, raw)
+	}
+	b.Outputs = append(b.Outputs, string(raw))
+	if out != nil {
+		if err := json.Unmarshal(raw, out); err != nil {
+			b.T.Fatalf("admin %s: the answer: %v: %s", path, err, raw)
+		}
+	}
+}
+
+// query is the box's env as the admin API's query string.
+func (b *Box) query() string { return "?env=" + url.QueryEscape(b.Env) }
+
+// Desire makes release the one tenancy desires for the box (`monky-sim desire --release`).
+func (b *Box) Desire(release string) {
+	b.T.Helper()
+	b.Admin(http.MethodPost, "/admin/desire", map[string]string{"env": b.Env, "release": release}, nil)
 }
 
 // SimCounts are the simulator's request counters for the box's env (`monky-sim counts`).
@@ -233,9 +298,7 @@ type SimCounts struct {
 func (b *Box) Counts() SimCounts {
 	b.T.Helper()
 	var c SimCounts
-	if err := json.Unmarshal([]byte(b.Sim("counts")), &c); err != nil {
-		b.T.Fatalf("counts: %v", err)
-	}
+	b.Admin(http.MethodGet, "/admin/counts"+b.query(), nil, &c)
 	return c
 }
 
@@ -251,16 +314,7 @@ type SimReport struct {
 func (b *Box) Reports() []SimReport {
 	b.T.Helper()
 	var out []SimReport
-	for _, l := range strings.Split(strings.TrimSpace(b.Sim("reports")), "\n") {
-		if l == "" {
-			continue
-		}
-		var r SimReport
-		if err := json.Unmarshal([]byte(l), &r); err != nil {
-			b.T.Fatalf("report %q: %v", l, err)
-		}
-		out = append(out, r)
-	}
+	b.Admin(http.MethodGet, "/admin/reports"+b.query(), nil, &out)
 	return out
 }
 
@@ -271,9 +325,7 @@ func (b *Box) ReleaseShas() map[string]string {
 		Name string `json:"name"`
 		Sha  string `json:"sha"`
 	}
-	if err := json.Unmarshal([]byte(b.Sim("releases")), &rows); err != nil {
-		b.T.Fatalf("releases: %v", err)
-	}
+	b.Admin(http.MethodGet, "/admin/releases"+b.query(), nil, &rows)
 	m := map[string]string{}
 	for _, r := range rows {
 		m[r.Name] = r.Sha

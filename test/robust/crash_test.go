@@ -127,18 +127,18 @@ func kept(points []string) bool {
 func prepare(t testing.TB, sc string) (*box, testkit.SimCounts) {
 	b := startBox(t)
 	if sc == "upgrade" || sc == "revert" {
-		b.Sim("desire", "--release", "v1")
+		b.Desire("v1")
 		if r := b.tick(); r.Code != 0 {
 			t.Fatalf("setup tick: exit %d: %s", r.Code, r.Stderr)
 		}
 		if sc == "revert" {
 			b.DockerKnob("exited", "canary 3\n")
-			b.Sim("desire", "--release", "v3")
+			b.Desire("v3")
 		} else {
-			b.Sim("desire", "--release", "v2")
+			b.Desire("v2")
 		}
 	} else {
-		b.Sim("desire", "--release", "v1")
+		b.Desire("v1")
 	}
 	return b, b.Counts()
 }
@@ -435,15 +435,15 @@ func crashRun(t *testing.T, stats *matrixStats, sc string, ref reference, points
 		}
 	}
 	converged := false
+	var st statusDoc // as the last recovery tick left the box
 	for i := 0; i < 5 && !converged; i++ {
 		r := b.tick()
 		if r.Code != wantExit(sc) {
 			stats.violate(run, "recovery tick %d: exit %d: %s", i+1, r.Code, r.Stderr)
 		}
-		st := b.status()
+		st = b.status()
 		converged = st.State == ref.state && st.Next == ref.next && st.AppliedSha == ref.applied
 	}
-	st := b.status()
 	if !converged {
 		stats.violate(run, "not converged after 5 ticks: state %q next %q applied %.12s; want %q %q %.12s", st.State, st.Next, st.AppliedSha, ref.state, ref.next, ref.applied)
 	}
@@ -558,7 +558,8 @@ func checkEnd(b *box, ref reference, sc string, before testkit.SimCounts, stats 
 	// (a kill between tenancy's acknowledgement and the commit of Reported resends the queued
 	// report), but they all say `applied`.
 	outcomes := map[string]int{}
-	for _, r := range b.Reports() {
+	reports := b.Reports()
+	for _, r := range reports {
 		if r.Sha == ref.applied {
 			outcomes[r.Result]++
 		}
@@ -570,7 +571,7 @@ func checkEnd(b *box, ref reference, sc string, before testkit.SimCounts, stats 
 		// the failed sha: failed, and every report of it says what was brought back (a kill
 		// before the revert's end never sent one without reverted_to)
 		n := 0
-		for _, r := range b.Reports() {
+		for _, r := range reports {
 			if r.Sha != ref.shas["v3"] {
 				continue
 			}

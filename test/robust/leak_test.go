@@ -66,7 +66,7 @@ func TestSecretLeaks(t *testing.T) {
 	}
 	needles["bootstrap grant"] = b.Grant
 
-	b.Sim("desire", "--release", "v1")
+	b.Desire("v1")
 	// stop the tick with the leased grant on disk, to learn its value
 	if r := b.tick("MONKY_DEPLOYD_FAILPOINT=after:Leased"); r.Sig != syscall.SIGKILL {
 		t.Fatalf("after:Leased: exit %d signal %v", r.Code, r.Sig)
@@ -79,7 +79,7 @@ func TestSecretLeaks(t *testing.T) {
 	for _, step := range []func(){
 		func() {},
 		func() {}, // heartbeat
-		func() { b.Sim("desire", "--release", "v2") },
+		func() { b.Desire("v2") },
 	} {
 		step()
 		if r := b.tick(); r.Code != 0 {

@@ -271,12 +271,12 @@ func TestNetworkFaults(t *testing.T) {
 			t.Run(strings.ReplaceAll(string(fault)+" on "+tc.match, "/", "_"), func(t *testing.T) {
 				b := startBox(t)
 				p := proxied(t, b)
-				b.Sim("desire", "--release", "v1")
+				b.Desire("v1")
 				if !tc.first {
 					if r := b.tick(); r.Code != 0 {
 						t.Fatalf("setup tick: exit %d: %s", r.Code, r.Stderr)
 					}
-					b.Sim("desire", "--release", "v2")
+					b.Desire("v2")
 				}
 				before := b.snap()
 				leasesBefore := b.Counts().Leases
@@ -317,7 +317,7 @@ func TestNetworkFaults(t *testing.T) {
 						t.Errorf("lease retry-after %v from now, want within %v", wait.Round(time.Second), want)
 					}
 					// honoured: the next apply, inside Retry-After, asks tenancy for no lease
-					b.Sim("desire", "--release", "v2")
+					b.Desire("v2")
 					r := b.tick()
 					if got := b.Counts().Leases; got != leasesBefore {
 						t.Errorf("leases %d → %d: a lease was asked inside Retry-After", leasesBefore, got)

@@ -228,7 +228,7 @@ func TestSoak(t *testing.T) {
 	desired, rel := "", ""
 	prevNext, prevState, prevApplied := "", "", ""
 	desire := func(name string) {
-		b.Sim("desire", "--release", name)
+		b.Desire(name)
 		desired, rel = shas[name], name
 		prevNext = "" // a new desired sha: the last `next` no longer holds
 	}
