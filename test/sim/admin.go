@@ -41,6 +41,10 @@ type (
 	EnvRequest struct {
 		Env string `json:"env"`
 	}
+	// IntervalRequest sets the checkin_interval_s every check-in answers from now on.
+	IntervalRequest struct {
+		IntervalS int `json:"interval_s"`
+	}
 )
 
 // ReleaseInfo is one row of GET /admin/releases.
@@ -58,6 +62,7 @@ type ReleaseInfo struct {
 //	POST /admin/secret      SecretRequest → {"env","name","version"} (never the value)
 //	POST /admin/revoke      EnvRequest: revoke every token of the env
 //	POST /admin/fail        FailRule;  POST /admin/clear-fails
+//	POST /admin/interval    IntervalRequest: the checkin_interval_s of every answer from now on
 //	GET  /admin/reports?env=E   []effects.Report
 //	GET  /admin/counts?env=E    Counts
 //	GET  /admin/releases?env=E  []ReleaseInfo
@@ -149,6 +154,15 @@ func (s *Sim) AdminHandler() http.Handler {
 	mux.HandleFunc("POST /admin/clear-fails", func(w http.ResponseWriter, _ *http.Request) {
 		s.ClearFails()
 		writeJSON(w, http.StatusOK, map[string]bool{"cleared": true})
+	})
+	mux.HandleFunc("POST /admin/interval", func(w http.ResponseWriter, r *http.Request) {
+		var req IntervalRequest
+		if err := json.Unmarshal(readBody(r), &req); err != nil || req.IntervalS < 1 {
+			adminError(w, http.StatusBadRequest, fmt.Errorf("interval_s must be a whole number of seconds, at least 1"))
+			return
+		}
+		s.SetCheckinInterval(req.IntervalS)
+		writeJSON(w, http.StatusOK, req)
 	})
 	mux.HandleFunc("GET /admin/reports", func(w http.ResponseWriter, r *http.Request) {
 		env, ok := adminEnv(w, r)

@@ -515,6 +515,21 @@ func TestBundleServedHasItsSha(t *testing.T) {
 	if _, err := h.sim.AddRelease(envA, "bad", map[string][]byte{"../x": nil}); err == nil {
 		t.Error("a path leaving the bundle was accepted")
 	}
+
+	// the admin API sets the interval every answer carries from now on (mesh-e2e's loop ticks
+	// every second); less than a second is refused
+	admin := httptest.NewServer(h.sim.AdminHandler())
+	defer admin.Close()
+	if a := do(t, "POST", admin.URL+"/admin/interval", nil, IntervalRequest{IntervalS: 0}); a.status != 400 {
+		t.Errorf("interval 0: %d %s, want 400", a.status, a.body)
+	}
+	if a := do(t, "POST", admin.URL+"/admin/interval", nil, IntervalRequest{IntervalS: 1}); a.status != 200 {
+		t.Fatalf("interval 1: %d %s", a.status, a.body)
+	}
+	cr = effects.CheckinResponse{}
+	if err := json.Unmarshal(h.checkin(tok, envA, "").body, &cr); err != nil || cr.CheckinIntervalS != 1 {
+		t.Errorf("after POST /admin/interval 1 the check-in answers interval %d (%v)", cr.CheckinIntervalS, err)
+	}
 }
 
 func TestKVVersions(t *testing.T) {
