@@ -218,11 +218,15 @@ tick_says() {
 	done
 	return 1
 }
+# journal_cursor: the journal's cursor now, for tick_says' fallback (TICK_CURSOR)
+journal_cursor() { box journalctl -q -n 1 -o cat --show-cursor 2>/dev/null | sed -n 's/^-- cursor: //p' | tail -n 1; }
 TICKS_SEEN=0
 # next_tick [WANT_STATUS]: waits for a tick that starts after this call and ends; prints it.
-# Sets TICK_STATUS, TICK_RESULT, TICK_INV. With WANT_STATUS, a different exit fails the step.
+# Sets TICK_STATUS, TICK_RESULT, TICK_INV, and TICK_CURSOR (the journal before it started).
+# With WANT_STATUS, a different exit fails the step.
 next_tick() {
 	local want=${1:-} after deadline=$((SECONDS + 6 * TICK_S + 90))
+	TICK_CURSOR=$(journal_cursor)
 	snap
 	after=${NEXT_AFTER:-$S_START} # a tick in flight now started at $after: it is not the fresh one
 	NEXT_AFTER=""
@@ -410,7 +414,7 @@ box systemctl daemon-reload
 
 # start_tick: one tick started by hand (the timer is not enabled yet); prints it, sets TICK_*
 start_tick() {
-	TICK_CURSOR=$(box journalctl -q -n 1 -o cat --show-cursor 2>/dev/null | sed -n 's/^-- cursor: //p' | tail -n 1)
+	TICK_CURSOR=$(journal_cursor)
 	box systemctl start monky-deployd.service || true
 	snap
 	TICK_STATUS=$S_STATUS TICK_RESULT=$S_RESULT TICK_INV=$S_INV
@@ -431,7 +435,7 @@ start_tick
 [ "$TICK_STATUS" = 1 ] || fail "the tick exited $TICK_STATUS, want 1"
 tick_says "$TICK_INV" "DOCKER_GROUP_MISSING: monky-deployd may not use docker's socket /var/run/docker.sock" ||
 	fail "the tick did not name DOCKER_GROUP_MISSING and the socket"
-tick_log "$TICK_INV" | grep -q "sudo usermod -aG docker monky-deployd" || fail "the tick did not name the fix"
+tick_says "$TICK_INV" "sudo usermod -aG docker monky-deployd" || fail "the tick did not name the fix"
 as_agent monky-deployd explain -n 1 >"$WORK/explain0.txt" || true
 ev <"$WORK/explain0.txt"
 grep -q "DOCKER_GROUP_MISSING" "$WORK/explain0.txt" || fail "explain does not name DOCKER_GROUP_MISSING"
@@ -843,7 +847,7 @@ say "  sim after:  $c1"
 for k in lease_asks leases kv_reads; do
 	[ "$(jq -r ".$k" <<<"$c0")" = "$(jq -r ".$k" <<<"$c1")" ] || fail "the tick without compose v2 changed $k ($(jq -r ".$k" <<<"$c0") → $(jq -r ".$k" <<<"$c1"))"
 done
-tick_log "$TICK_INV" | grep -q 'DOCKER_NOT_FOUND' || fail "the tick does not name DOCKER_NOT_FOUND"
+tick_says "$TICK_INV" DOCKER_NOT_FOUND || fail "the tick does not name DOCKER_NOT_FOUND"
 last_report | jq -e --arg s "$SHA4" '.result == "failed" and .sha == $s and (.detail | test("^DOCKER_NOT_FOUND: .*no compose v2 plugin.*no lease was asked"))' >/dev/null ||
 	fail "tenancy did not get DOCKER_NOT_FOUND: $(last_report | jq -c '{result, sha, detail}')"
 as_agent monky-deployd status --json >"$WORK/status-n.json" || true
@@ -873,7 +877,7 @@ say "  dpkg -i monky-deployd_${V2}_amd64.deb: the upgrade back"
 box dpkg -i "/root/monky-deployd_${V2}_amd64.deb" >"$WORK/dpkg-up.log" 2>&1 || { ev <"$WORK/dpkg-up.log"; fail "dpkg -i $V2 over the previous release"; }
 [ "$(box dpkg-query -W -f '${Version} ${db:Status-Abbrev}' monky-deployd)" = "$V2 ii " ] || fail "dpkg did not install $V2"
 next_tick 0
-tick_log "$TICK_INV" | grep -q "heartbeat: ${SHA4:0:12}" || fail "$V2 did not heartbeat v4 after the upgrade back"
+tick_says "$TICK_INV" "heartbeat: ${SHA4:0:12}" || fail "$V2 did not heartbeat v4 after the upgrade back"
 timer_firing
 ok "the previous release ($PREV_V) read the config and the state file and ticked; $V2 again ticked"
 
@@ -1075,7 +1079,7 @@ say "  status: $(jq -c '{verdict, applied: .applied_sha[0:12], containers}' "$WO
 ids1=$(project_of | awk '{print $2}' | tr '\n' ' ')
 say "  E2. a heartbeat: the next tick finds e1 running and healthy, and changes nothing"
 next_tick 0
-tick_log "$TICK_INV" | grep -q "heartbeat: ${ESHA1:0:12} runs, 2/2 services healthy" || fail "the tick sent no heartbeat for e1"
+tick_says "$TICK_INV" "heartbeat: ${ESHA1:0:12} runs, 2/2 services healthy" || fail "the tick sent no heartbeat for e1"
 [ "$(project_of | awk '{print $2}' | tr '\n' ' ')" = "$ids1" ] || fail "the heartbeat changed the containers"
 say "  E3. e2 desired: applied, the containers replaced"
 sim desire --release e2 | ev
