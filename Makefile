@@ -18,7 +18,7 @@ BIN := bin
 # bin/monky-deployd is the package's /usr/bin/monky-deployd, byte for byte (packaging/deb.mk)
 AGENT_TAGS := urfave_cli_no_docs
 
-.PHONY: all build agent test test-heavy vet lint unit demo sdk sdk-mod sdk-test clean
+.PHONY: all build agent test test-heavy vet lint unit demo sdk sdk-mod sdk-race sdk-test clean
 
 all: build
 
@@ -104,6 +104,12 @@ sdk-mod:
 		echo "$(GO) mod edit -modfile=$(SDK_MOD)/go.mod -replace=$${m#*=}=$(ZITI_SRC)/$${m%%=*}"; \
 		$(GO) mod edit -modfile=$(SDK_MOD)/go.mod -replace=$${m#*=}=$(ZITI_SRC)/$${m%%=*} || exit 1; \
 	done; else echo "sdk: ZITI_SRC is empty: the OpenZiti modules come from the module proxy"; fi
+
+# the sdk build with the race detector (cgo), as `sdk` builds it otherwise: an instrument of
+# mesh-e2e's loop through the mesh, never packaged
+SDK_RACE_BIN ?= $(BIN)/monky-deployd-sdk-race
+sdk-race: sdk-mod
+	CGO_ENABLED=1 $(GO) build -race $(SDK_GOFLAGS) -trimpath -ldflags "$(LDFLAGS)" -o $(SDK_RACE_BIN) ./cmd/monky-deployd
 
 sdk-test: sdk
 	$(GO) vet $(SDK_GOFLAGS) $(SDK_TEST_PKGS)

@@ -16,9 +16,12 @@
 #      service and the identity; the policy back, the next tick heartbeats); the controller and
 #      router stopped (SIGSTOP: a temporary fault, exit 75, within the tick's deadline; resumed,
 #      a tick heartbeats by itself once the router is back, the ones before it exit 75)
+#   7. the sdk build with the race detector ($SDK_RACE_BIN) in the `run` loop, tenancy's interval
+#      at 1 s: no data race; after many ticks as many goroutines and open files as after a few
 #
 # Usage: test/mesh/run.sh      (make mesh-e2e builds the agent first)
 # Env:   SDK_BIN       the sdk build of the agent (default bin/monky-deployd-sdk)
+#        SDK_RACE_BIN  the same build with the race detector (make sdk-race)
 #        SIM_BIN       the simulator (default bin/monky-sim, built into the temp dir when missing)
 #        ZITI          a ziti binary to use instead of the cached build
 #        ZITI_TARBALL  the vendored ziti source (default: third_party/openziti/ziti/ in ../shared)
@@ -398,6 +401,64 @@ check "the hung controller's tick ended within its deadline (${took} s)" test "$
 check "the tick names a temporary fault of the mesh (TIMEOUT or UNREACHABLE)" tick_says "$N" '"code":"\(TIMEOUT\|UNREACHABLE\)"'
 kill -CONT "$CTRL_PID"
 until_heartbeat "the controller back" 75
+
+# --- 7. the loop through the mesh: the race detector and a goroutine count ---------------------
+# The sdk build with the race detector (make sdk-race) runs `run` as the unit's loop would, with
+# tenancy's interval at 1 s: no data race (GORACE halt_on_error: the first one ends it, exit 66).
+# One ziti context serves every tick of a process; what a tick opens through the mesh (a dial, a
+# circuit, a connection) ends with it, so the loop's goroutines and open files after many ticks
+# are those after a few. A loop ends with SIGQUIT, whose dump lists every goroutine.
+if [[ -z "${SDK_RACE_BIN:-}" || ! -x "${SDK_RACE_BIN:-}" ]]; then
+	fail "no race build at '${SDK_RACE_BIN:-}' (make mesh-e2e builds it: make sdk-race)"
+else
+	log "the loop: the race build, tenancy's interval 1 s"
+	admin=$(sed -n 's/.*"admin":"\([^"]*\)".*/\1/p' "$WORK/addr.json")
+	set_interval() { curl -fsS -X POST -H 'Content-Type: application/json' -d "{\"interval_s\":$1}" "$admin/admin/interval" >/dev/null; }
+	set_interval 1 || die "the simulator's check-in interval could not be set"
+	LOOP_CONFIG=$WORK/config-loop.yaml
+	{
+		grep -v '^interval_s:' "$CONFIG"
+		echo "interval_s: 1"
+	} >"$LOOP_CONFIG"
+	# loop NAME SECONDS...: the race build's `run` for the sum of SECONDS, its open files counted
+	# after each span (LOOP_FDS), then SIGQUIT. LOOP_RC its exit, LOOP_TICKS and LOOP_OK the
+	# ticks it ended (with exit 0), LOOP_GOROUTINES the goroutines of its dump.
+	loop() {
+		local name=$1 pid s
+		shift
+		LOOP_FDS=()
+		GORACE="halt_on_error=1 exitcode=66" GOTRACEBACK=all "$SDK_RACE_BIN" --config "$LOOP_CONFIG" run 2>"$WORK/loop-$name.log" &
+		pid=$!
+		for s in "$@"; do
+			sleep "$s"
+			LOOP_FDS+=("$(find "/proc/$pid/fd" -mindepth 1 -maxdepth 1 2>/dev/null | wc -l)")
+		done
+		kill -QUIT "$pid" 2>/dev/null || true
+		LOOP_RC=0
+		wait "$pid" || LOOP_RC=$?
+		# each tick's closing line carries its exit; the dump heads each goroutine "goroutine N gp=… ["
+		LOOP_TICKS=$(grep -c '"exit":[0-9]' "$WORK/loop-$name.log" || true)
+		LOOP_OK=$(grep -c '"exit":0,' "$WORK/loop-$name.log" || true)
+		LOOP_GOROUTINES=$(grep -cE '^goroutine [0-9]+ .*\[' "$WORK/loop-$name.log" || true)
+		echo "  loop $name: $LOOP_TICKS ticks ($LOOP_OK exit 0), exit $LOOP_RC at SIGQUIT, $LOOP_GOROUTINES goroutines, open files ${LOOP_FDS[*]}"
+	}
+	no_race() { ! grep -q 'WARNING: DATA RACE' "$WORK/loop-$1.log"; }
+	loop few 10
+	few_ticks=$LOOP_TICKS few_goroutines=$LOOP_GOROUTINES
+	check "the race build's loop: no data race (exit $LOOP_RC: 2 is SIGQUIT's, 66 a race)" test "$LOOP_RC" -eq 2
+	check "the race detector reports nothing in the first loop" no_race few
+	check "every tick of the first loop heartbeats ($LOOP_OK of $LOOP_TICKS, at least 2)" test "$LOOP_OK" -eq "$LOOP_TICKS" -a "$LOOP_TICKS" -ge 2
+	loop many 10 25
+	check "the race build's second loop: no data race (exit $LOOP_RC)" test "$LOOP_RC" -eq 2
+	check "the race detector reports nothing in the second loop" no_race many
+	check "every tick of the second loop heartbeats ($LOOP_OK of $LOOP_TICKS)" test "$LOOP_OK" -eq "$LOOP_TICKS"
+	check "the second loop ran at least 8 ticks more than the first ($few_ticks → $LOOP_TICKS)" test "$LOOP_TICKS" -ge $((few_ticks + 8))
+	check "no goroutine outlives its tick: $few_goroutines after $few_ticks ticks, $LOOP_GOROUTINES after $LOOP_TICKS (at most 4 more)" \
+		test "$LOOP_GOROUTINES" -le $((few_goroutines + 4))
+	check "no file or connection outlives its tick: open files ${LOOP_FDS[0]} at 10 s, ${LOOP_FDS[1]} at 35 s (at most 3 more)" \
+		test "${LOOP_FDS[1]}" -le $((LOOP_FDS[0] + 3))
+	set_interval 60 || true
+fi
 
 echo
 echo "mesh-e2e: ${#PASSED[@]} passed, ${#FAILED[@]} failed, $(($(date +%s) - T0)) s"
