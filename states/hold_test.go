@@ -199,3 +199,20 @@ func TestAHeldBoxKeepsItsRememberedVerdict(t *testing.T) {
 		})
 	}
 }
+
+// A held tick whose desired sha is parked names the box's own resume command, as the unheld
+// tick does: its user and its --config.
+func TestAHeldParkedTickNamesTheBoxsResume(t *testing.T) {
+	h := newHarness(t)
+	h.release("v1", nil)
+	h.dockerKnob("pull-error", "Error response from daemon: manifest for harbor.example/monky/api:v1 not found: manifest unknown")
+	h.failedTicks(5, 16*time.Minute)
+	if _, err := h.agent().Hold(h.clock.Now().Add(time.Hour), "looking at it"); err != nil {
+		t.Fatal(err)
+	}
+	res := h.agent().Tick(context.Background())
+	want := "parked until a new desired sha or `sudo -u monky-deployd monky-deployd --config " + h.cfg.Path + " resume`"
+	if res.Err == nil || !strings.Contains(res.Err.Error(), want) {
+		t.Errorf("held parked tick: %v; want %q", res.Err, want)
+	}
+}
