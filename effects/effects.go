@@ -7,6 +7,7 @@ package effects
 import (
 	"context"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/compose-spec/compose-go/v2/types"
@@ -66,9 +67,10 @@ type CheckinResponse struct {
 	Vault            *VaultHint `json:"vault,omitempty"`
 }
 
-// Bundle is a downloaded bundle archive, not yet verified.
+// Bundle is what a download of a bundle archive said of it; the archive itself went to the
+// writer FetchBundle was given, not yet verified.
 type Bundle struct {
-	Body      []byte // the archive as served (tar or gzip)
+	Size      int64  // the archive's bytes as served (tar or gzip)
 	HeaderSha string // X-Bundle-Sha or X-Bundle-Sha256, "" when absent
 }
 
@@ -132,9 +134,10 @@ const MaxReportBytes = 8 << 10
 // Every method returns an *Error for a protocol or transport failure.
 type Tenancy interface {
 	Checkin(ctx context.Context, token string, req CheckinRequest) (CheckinResponse, error)
-	// FetchBundle GETs url (a path such as /v1/agent/bundle/<env>/<sha>, or absolute);
-	// the body is read up to limit bytes (more is an error of kind Permanent with code BUNDLE_INVALID).
-	FetchBundle(ctx context.Context, token, url string, limit int64) (Bundle, error)
+	// FetchBundle GETs url (a path such as /v1/agent/bundle/<env>/<sha>, or absolute) and
+	// copies the body into dst up to limit bytes (more is an error of kind Permanent with code
+	// BUNDLE_INVALID); on any error dst holds a partial answer the caller discards.
+	FetchBundle(ctx context.Context, token, url string, limit int64, dst io.Writer) (Bundle, error)
 	Lease(ctx context.Context, token, envID, reason string) (Lease, error)
 	Report(ctx context.Context, token string, r Report) error
 }

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -88,6 +89,7 @@ type tick struct {
 	// state file says about the token may be about the one it replaced
 	tokenRecovered bool
 	bundle         *bundle.Bundle
+	archives       []*os.File // the archive files the bundle is read from, closed at the tick's end
 	action         string
 	// gated are the containers the health gate passed on, and gatedWords its words for them.
 	gated      []effects.Container

@@ -2,6 +2,7 @@ package states
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/tikali/monky-deployd/effects"
 	"github.com/tikali/monky-deployd/effects/files"
+	"github.com/tikali/monky-deployd/internal/bundle"
 	"github.com/tikali/monky-deployd/internal/vocab"
 )
 
@@ -28,44 +30,92 @@ func (tk *tick) keptBundlePath(sha string) string {
 	return filepath.Join(tk.bundlesDir(), sha+".bundle")
 }
 
-// keptBundle is sha's kept bundle, or nil when none is kept or it cannot be trusted (it is then
-// removed: the caller fetches).
-func (tk *tick) keptBundle(sha string) []byte {
+// keptBundle is sha's kept bundle opened for reading, with its size, or nil when none is kept or
+// it cannot be trusted (it is then removed: the caller fetches). The tick closes it at its end.
+func (tk *tick) keptBundle(sha string) (*os.File, int64) {
 	if sha == "" {
-		return nil
+		return nil, 0
 	}
 	dir := tk.bundlesDir()
 	if err := files.CheckDir(dir); err != nil {
 		tk.Log.Warn().Msg("kept bundles: " + err.Error() + "; fetching")
-		return nil
+		return nil, 0
 	}
-	b, err := files.ReadTrusted(tk.keptBundlePath(sha), tk.Cfg.MaxBundleBytes)
+	f, size, err := files.OpenTrusted(tk.keptBundlePath(sha))
+	if err == nil && size > tk.maxArchiveBytes() {
+		f.Close()
+		err = fmt.Errorf("%s: larger than %d bytes", tk.keptBundlePath(sha), tk.maxArchiveBytes())
+	}
 	if err != nil {
 		if !errors.Is(err, fs.ErrNotExist) {
 			tk.Log.Warn().Msg("kept bundle: " + err.Error() + "; fetching")
 			tk.dropKeptBundle(sha)
 		}
-		return nil
+		return nil, 0
 	}
-	return b
+	tk.archives = append(tk.archives, f)
+	return f, size
 }
 
-// keepBundle keeps sha's verified bundle for the retries of its apply, and drops any other.
-// A bundle that cannot be kept is only fetched again next time: a warning, never a failure.
-func (tk *tick) keepBundle(sha string, body []byte) {
-	tk.keepOnlyBundle(sha)
+// maxArchiveBytes bounds an archive file: max_bundle_bytes, as the download is bounded.
+func (tk *tick) maxArchiveBytes() int64 {
+	if tk.Cfg.MaxBundleBytes > 0 {
+		return tk.Cfg.MaxBundleBytes
+	}
+	return bundle.DefaultMaxBytes
+}
+
+// fetchFile is a new private file in the bundles directory that a download is written into,
+// read from while it is verified, and kept under its sha when it verifies (keepBundle). A name
+// starting with a dot: a download a kill cut short is removed at the next check-in
+// (keepOnlyBundle). The tick closes it at its end.
+func (tk *tick) fetchFile() (*os.File, error) {
 	dir := tk.bundlesDir()
 	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
-		tk.Log.Warn().Msg("keep the bundle: " + err.Error())
-		return
+		return nil, err
 	}
 	if err := files.CheckDir(dir); err != nil {
-		tk.Log.Warn().Msg("keep the bundle: " + err.Error())
-		return
+		return nil, err
 	}
-	if err := files.WriteAtomic(tk.keptBundlePath(sha), body, 0o600); err != nil {
-		tk.Log.Warn().Msg("keep the bundle: " + err.Error())
+	f, err := os.CreateTemp(dir, ".fetch-*")
+	if err != nil {
+		return nil, err
 	}
+	tk.archives = append(tk.archives, f)
+	return f, nil
+}
+
+// discardFetched removes a download that did not verify (or was not whole).
+func (tk *tick) discardFetched(f *os.File) {
+	if err := os.Remove(f.Name()); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		tk.Log.Warn().Msg("remove a fetched bundle: " + err.Error())
+	}
+}
+
+// keepBundle keeps the verified download f as sha's bundle for the retries of its apply, and
+// drops any other. A bundle that cannot be kept is only fetched again next time: a warning,
+// never a failure.
+func (tk *tick) keepBundle(sha string, f *os.File) {
+	tk.keepOnlyBundle(sha)
+	err := f.Sync()
+	if err == nil {
+		err = os.Rename(f.Name(), tk.keptBundlePath(sha))
+	}
+	if err == nil {
+		err = files.SyncDirFS(files.OS, tk.bundlesDir())
+	}
+	if err != nil {
+		tk.Log.Warn().Msg("keep the bundle: " + err.Error())
+		tk.discardFetched(f)
+	}
+}
+
+// closeArchives closes the archive files the tick read its bundle from.
+func (tk *tick) closeArchives() {
+	for _, f := range tk.archives {
+		f.Close()
+	}
+	tk.archives = nil
 }
 
 // dropKeptBundle removes sha's kept bundle (applied, refused, or no longer trusted).
@@ -87,7 +137,7 @@ func (tk *tick) keepOnlyBundle(sha string) {
 		return // none kept (or the directory is not readable: keepBundle says so)
 	}
 	for _, e := range es {
-		if sha != "" && e.Name() == sha+".bundle" {
+		if sha != "" && e.Name() == sha+".bundle" || tk.fetching(e.Name()) {
 			continue
 		}
 		if strings.HasSuffix(e.Name(), ".bundle") || strings.HasPrefix(e.Name(), ".") {
@@ -96,6 +146,16 @@ func (tk *tick) keepOnlyBundle(sha string) {
 			}
 		}
 	}
+}
+
+// fetching reports whether name is a download this tick has open.
+func (tk *tick) fetching(name string) bool {
+	for _, f := range tk.archives {
+		if filepath.Base(f.Name()) == name {
+			return true
+		}
+	}
+	return false
 }
 
 // keepOnlyDesiredBundle drops, at each check-in, every kept bundle but the desired sha's when

@@ -1,6 +1,9 @@
 package states_test
 
 import (
+	"bytes"
+	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"testing"
@@ -80,4 +83,33 @@ func TestAKeptBundleGoesWhenNoLongerDesired(t *testing.T) {
 	}
 	h.tick()
 	h.wantGone(h.bundleFile(sha), "a kept bundle no longer desired")
+}
+
+// A release whose assets fill most of a bundle (issue 47) applies through an OpenBao outage
+// from its kept archive: the agent holds its small files and streams the rest from the archive
+// on disk, the release directory gets every byte, and no download is left under state_dir.
+func TestALargeBundleAppliesFromItsArchive(t *testing.T) {
+	h := newHarness(t)
+	h.apply("v1")
+	assets := map[string][]byte{"assets/video.bin": bytes.Repeat([]byte("\x00\x01binary"), 20<<20/8)}
+	for i := 0; i < 12; i++ {
+		assets[fmt.Sprintf("assets/style-%02d.css", i)] = bytes.Repeat([]byte(fmt.Sprintf("p%d{}\n", i)), (1<<20)/6)
+	}
+	sha := h.release("v2", func(f map[string][]byte) { maps.Copy(f, assets) })
+	h.sim.Fail(simFail("/v1/monky/data/", 503, "", ""))
+	h.wantExit(h.tick(), 75)
+	h.wantExit(h.tick(), 75) // read from the kept archive this time
+	h.sim.ClearFails()
+	h.wantConverged("OpenBao back")
+	rel := filepath.Join(h.cfg.DeployDir, "releases", sha)
+	for n, want := range assets {
+		got, err := os.ReadFile(filepath.Join(rel, n))
+		if err != nil || !bytes.Equal(got, want) {
+			t.Errorf("%s in the release: %d bytes (%v), want the bundle's %d", n, len(got), err, len(want))
+		}
+	}
+	left, _ := os.ReadDir(filepath.Dir(h.bundleFile(sha)))
+	for _, e := range left {
+		t.Errorf("left under state_dir/bundles: %s", e.Name())
+	}
 }

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/tikali/monky-deployd/effects"
-	"github.com/tikali/monky-deployd/effects/docker"
 	"github.com/tikali/monky-deployd/effects/files"
+	"github.com/tikali/monky-deployd/internal/model"
 	"github.com/tikali/monky-deployd/internal/sanitize"
 	"github.com/tikali/monky-deployd/internal/vocab"
 	"github.com/tikali/monky-deployd/machine"
@@ -55,13 +55,13 @@ func (j judgement) words() string {
 //
 // again are the containers that restarted since the last look (restarts, by ID): running, each
 // is bad all the same, named with what was seen.
-func judge(cs []effects.Container, services []docker.Service, minUp time.Duration, again map[string]string) judgement {
+func judge(cs []effects.Container, services []model.Service, minUp time.Duration, again map[string]string) judgement {
 	if services == nil {
 		seen := map[string]bool{}
 		for _, c := range cs {
 			if name := serviceOf(c); !seen[name] {
 				seen[name] = true
-				services = append(services, docker.Service{Name: name, Replicas: 1})
+				services = append(services, model.Service{Name: name, Replicas: 1})
 			}
 		}
 	}
@@ -217,16 +217,16 @@ func restarts(cs []effects.Container, before []store.Container, beforeAt, now ti
 
 // services are the applied release's services as its checked model names them (nil: the
 // release was staged before they were kept, or its list does not read).
-func (tk *tick) services() []docker.Service {
+func (tk *tick) services() []model.Service {
 	rel, err := filepath.EvalSymlinks(tk.currentDir())
 	if err != nil {
 		return nil
 	}
-	b, err := files.ReadTrusted(docker.ServicesPath(rel), 1<<20)
+	b, err := files.ReadTrusted(model.ServicesPath(rel), 1<<20)
 	if err != nil {
 		return nil
 	}
-	var out []docker.Service
+	var out []model.Service
 	if json.Unmarshal(b, &out) != nil {
 		return nil
 	}

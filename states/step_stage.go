@@ -6,16 +6,17 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 
 	"github.com/tikali/monky-deployd/effects"
-	"github.com/tikali/monky-deployd/effects/docker"
 	"github.com/tikali/monky-deployd/effects/files"
 	"github.com/tikali/monky-deployd/internal/bundle"
 	"github.com/tikali/monky-deployd/internal/failpoint"
+	"github.com/tikali/monky-deployd/internal/model"
 	"github.com/tikali/monky-deployd/internal/redact"
 	"github.com/tikali/monky-deployd/internal/vocab"
 	"github.com/tikali/monky-deployd/machine"
@@ -99,7 +100,7 @@ func (tk *tick) readSecrets(ctx context.Context, man bundle.Manifest) (values ma
 		}
 		redact.Add(v)
 		if e.Use == bundle.UseRegistryAuth {
-			auth, err := docker.ParseRegistryAuth(v, tk.Cfg.RegistryHost)
+			auth, err := effects.ParseRegistryAuth(v, tk.Cfg.RegistryHost)
 			if err != nil {
 				return nil, nil, false, true, tk.fail(ctx, machine.LoggedIn, vocab.RegistryAuthInvalid, fmt.Sprintf("registry credential at %s: %s", e.Path, err.Error()), false)
 			}
@@ -136,13 +137,13 @@ func (tk *tick) writeModel(ctx context.Context, b *bundle.Bundle, env []byte, re
 	if err := tk.Fx.Compose.VerifyRelease("stage", rel); err != nil {
 		return err
 	}
-	model, services, err := resolveModel(ctx, b, env, rel, tk.Cfg.ComposeProject)
+	resolved, services, err := resolveModel(ctx, b, env, rel, tk.Cfg.ComposeProject)
 	if err != nil {
 		return err
 	}
-	defer clear(model)
+	defer clear(resolved)
 	fsys := tk.fs()
-	dir := filepath.Dir(docker.ModelPath(rel))
+	dir := filepath.Dir(model.ModelPath(rel))
 	if err := files.MkdirAllFS(fsys, dir, 0o700); err != nil {
 		return fmt.Errorf("stage: %w", err)
 	}
@@ -152,7 +153,7 @@ func (tk *tick) writeModel(ctx context.Context, b *bundle.Bundle, env []byte, re
 	if err := fsys.Chmod(dir, 0o700); err != nil {
 		return fmt.Errorf("stage: %w", err)
 	}
-	if err := files.WriteAtomicFS(fsys, docker.EmptyEnvPath(rel), nil, 0o600); err != nil {
+	if err := files.WriteAtomicFS(fsys, model.EmptyEnvPath(rel), nil, 0o600); err != nil {
 		return err
 	}
 	if services != nil {
@@ -160,11 +161,11 @@ func (tk *tick) writeModel(ctx context.Context, b *bundle.Bundle, env []byte, re
 		if err != nil {
 			return err
 		}
-		if err := files.WriteAtomicFS(fsys, docker.ServicesPath(rel), js, 0o600); err != nil {
+		if err := files.WriteAtomicFS(fsys, model.ServicesPath(rel), js, 0o600); err != nil {
 			return err
 		}
 	}
-	if err := files.WriteAtomicFS(fsys, docker.ModelPath(rel), model, 0o600); err != nil {
+	if err := files.WriteAtomicFS(fsys, model.ModelPath(rel), resolved, 0o600); err != nil {
 		return err
 	}
 	failpoint.Hit("file:model-written")
@@ -286,15 +287,16 @@ func writeStaging(fsys files.FS, staging string, b *bundle.Bundle, env []byte) e
 		}
 		dirs[p] = true
 	}
-	for name, data := range b.Files {
+	err := b.Each(func(name string, _ int64, r io.Reader) error {
 		p := filepath.Join(staging, name)
 		if err := files.MkdirAllFS(fsys, filepath.Dir(p), 0o755); err != nil {
 			return fmt.Errorf("stage: %w", err)
 		}
 		dirs[filepath.Dir(p)] = true
-		if err := writeSynced(fsys, p, data, 0o644); err != nil {
-			return err
-		}
+		return writeSyncedFrom(fsys, p, r, 0o644)
+	})
+	if err != nil {
+		return err
 	}
 	if err := writeSynced(fsys, filepath.Join(staging, ".env"), env, 0o600); err != nil {
 		return err
@@ -432,7 +434,12 @@ func sameFile(fsys files.FS, src, dst string) bool {
 }
 
 func writeSynced(fsys files.FS, path string, data []byte, perm os.FileMode) error {
-	if err := fsys.WriteFile(path, data, perm); err != nil {
+	return writeSyncedFrom(fsys, path, bytes.NewReader(data), perm)
+}
+
+// writeSyncedFrom is writeSynced of what r yields.
+func writeSyncedFrom(fsys files.FS, path string, r io.Reader, perm os.FileMode) error {
+	if err := fsys.WriteFileFrom(path, r, perm); err != nil {
 		return fmt.Errorf("stage %s: %w", filepath.Base(path), err)
 	}
 	if err := fsys.SyncFile(path); err != nil {
@@ -483,7 +490,7 @@ func (tk *tick) cleanLeftovers() error {
 		return strings.HasPrefix(n, ".") && strings.Contains(n, ".tmp-") && n != ".state.db"
 	})
 	sweep(tk.Cfg.DockerConfigDir(), func(n string) bool { return strings.HasPrefix(n, ".config.json.") })
-	sweep(filepath.Join(tk.Cfg.DeployDir, docker.ResolvedDirName), func(n string) bool {
+	sweep(filepath.Join(tk.Cfg.DeployDir, model.ResolvedDirName), func(n string) bool {
 		return strings.HasPrefix(n, ".") && strings.Contains(n, ".tmp-") // a model's temp copy holds secrets
 	})
 	return nil

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"os"
 
 	"github.com/tikali/monky-deployd/effects"
 	"github.com/tikali/monky-deployd/internal/budget"
@@ -26,8 +28,8 @@ const (
 // than trust memory.
 func (tk *tick) fetchBundle(ctx context.Context) (*bundle.Bundle, error) {
 	rec := tk.eng.Record()
-	if body := tk.keptBundle(rec.Sha); body != nil {
-		b, err := bundle.Read(body, tk.Cfg.MaxBundleBytes)
+	if f, size := tk.keptBundle(rec.Sha); f != nil {
+		b, err := bundle.ReadFrom(f, size, tk.Cfg.MaxBundleBytes)
 		if err == nil && b.Sha == rec.Sha {
 			return tk.checkBundle(ctx, b, rec.Sha)
 		}
@@ -38,20 +40,29 @@ func (tk *tick) fetchBundle(ctx context.Context) (*bundle.Bundle, error) {
 	if url == "" {
 		url = "/v1/agent/bundle/" + tk.Cfg.EnvID + "/" + rec.Sha
 	}
+	f, err := tk.fetchFile()
+	if err != nil {
+		return nil, fmt.Errorf("a file to fetch the bundle into: %w", err)
+	}
 	var blob effects.Bundle
-	err := tk.withBearer(ctx, func() error {
+	err = tk.withBearer(ctx, func() error {
+		if err := rewind(f); err != nil {
+			return err
+		}
 		var err error
-		blob, err = tk.Fx.Tenancy.FetchBundle(ctx, tk.token, url, tk.Cfg.MaxBundleBytes)
+		blob, err = tk.Fx.Tenancy.FetchBundle(ctx, tk.token, url, tk.Cfg.MaxBundleBytes, f)
 		return err
 	})
 	if err != nil {
+		tk.discardFetched(f)
 		if effects.CodeOf(err) == vocab.BundleInvalid {
 			return nil, &bundle.Refusal{Code: vocab.BundleInvalid, Detail: err.Error()}
 		}
 		return nil, err
 	}
-	b, err := bundle.Read(blob.Body, tk.Cfg.MaxBundleBytes)
+	b, err := bundle.ReadFrom(f, blob.Size, tk.Cfg.MaxBundleBytes)
 	if err != nil {
+		tk.discardFetched(f)
 		return nil, err
 	}
 	if blob.HeaderSha != "" && blob.HeaderSha != b.Sha {
@@ -59,9 +70,20 @@ func (tk *tick) fetchBundle(ctx context.Context) (*bundle.Bundle, error) {
 	}
 	b, err = tk.checkBundle(ctx, b, rec.Sha)
 	if err == nil {
-		tk.keepBundle(rec.Sha, blob.Body)
+		tk.keepBundle(rec.Sha, f)
+	} else {
+		tk.discardFetched(f) // still open: this tick reads it to its end
 	}
 	return b, err
+}
+
+// rewind empties f for a download (again: a retry after a new login starts over).
+func rewind(f *os.File) error {
+	if err := f.Truncate(0); err != nil {
+		return err
+	}
+	_, err := f.Seek(0, io.SeekStart)
+	return err
 }
 
 // checkBundle runs every refusal of PROTOCOL.md §2 against b for the desired sha. The compose
@@ -103,7 +125,7 @@ func (tk *tick) stepVerify(ctx context.Context) error {
 		return tk.fail(ctx, machine.CheckedIn, codeOr(err, vocab.BundleFetchFailed), err.Error(), false)
 	}
 	tk.bundle = b
-	detail := fmt.Sprintf("bundle %s verified: %d files, sha matches", machine.ShortSha(b.Sha), len(b.Files))
+	detail := fmt.Sprintf("bundle %s verified: %d files, sha matches", machine.ShortSha(b.Sha), b.Count())
 	return tk.eng.Fire(machine.Outcome{Event: machine.EvVerify, Detail: detail}, started)
 }
 

@@ -12,10 +12,10 @@ import (
 	"time"
 
 	"github.com/tikali/monky-deployd/effects"
-	"github.com/tikali/monky-deployd/effects/docker"
 	"github.com/tikali/monky-deployd/effects/files"
 	"github.com/tikali/monky-deployd/internal/config"
 	"github.com/tikali/monky-deployd/internal/logging"
+	"github.com/tikali/monky-deployd/internal/model"
 	"github.com/tikali/monky-deployd/internal/phase"
 	"github.com/tikali/monky-deployd/internal/vocab"
 	"github.com/tikali/monky-deployd/machine"
@@ -54,6 +54,7 @@ func (a *Agent) tickHolding(ctx context.Context, lk *tickLock) Result {
 		}
 		return EndEarly(a.Log, "", err)
 	}
+	defer tk.closeArchives()
 	began := tk.Now()
 	res := tk.end(tk.decide(tk.work(ctx, tk.settle(fresh, future))))
 	phase.Mark("commit")
@@ -501,7 +502,7 @@ func (tk *tick) errTickTimeout() error {
 // (the resolved models hold the secrets' values), state.db and docker/config.json. The first
 // that fails is returned as a *files.TrustError naming the fix.
 func CheckTrust(cfg *config.Config) error {
-	for _, d := range []string{cfg.StateDir, cfg.DeployDir, filepath.Join(cfg.DeployDir, "releases"), filepath.Join(cfg.DeployDir, docker.ResolvedDirName)} {
+	for _, d := range []string{cfg.StateDir, cfg.DeployDir, filepath.Join(cfg.DeployDir, "releases"), filepath.Join(cfg.DeployDir, model.ResolvedDirName)} {
 		if err := files.CheckDir(d); err != nil {
 			return err
 		}

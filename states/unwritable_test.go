@@ -2,6 +2,7 @@ package states_test
 
 import (
 	"context"
+	"io"
 	"io/fs"
 	"strings"
 	"sync/atomic"
@@ -27,6 +28,13 @@ func (f fullFS) WriteFile(path string, data []byte, perm fs.FileMode) error {
 		return &fs.PathError{Op: "write", Path: path, Err: syscall.ENOSPC}
 	}
 	return f.FS.WriteFile(path, data, perm)
+}
+
+func (f fullFS) WriteFileFrom(path string, r io.Reader, perm fs.FileMode) error {
+	if f.full.Load() {
+		return &fs.PathError{Op: "write", Path: path, Err: syscall.ENOSPC}
+	}
+	return f.FS.WriteFileFrom(path, r, perm)
 }
 
 // TestAFullDiskIsRedAndClearsByItself: an apply whose own files cannot be written (no space) is

@@ -48,21 +48,33 @@ func cmdCheckBundle(c *cli.Context, stdout io.Writer) error {
 	if err != nil {
 		return fail(1, "check bundle: %v", err)
 	}
-	var archive []byte
+	var archive *os.File
+	var size int64
 	if fi.IsDir() {
-		if archive, err = bundlecheck.Pack(path); err != nil {
+		// packed into a private temporary file, file by file: a large tree is never held
+		if archive, err = os.CreateTemp("", "monky-deployd-check-*.tar"); err != nil {
+			return fail(1, "check bundle: %v", err)
+		}
+		defer os.Remove(archive.Name())
+		if err = bundlecheck.PackTo(path, archive); err != nil {
+			archive.Close()
+			return fail(1, "check bundle: %v", err)
+		}
+		if size, err = archive.Seek(0, io.SeekCurrent); err != nil {
+			archive.Close()
 			return fail(1, "check bundle: %v", err)
 		}
 	} else {
 		var big *bundlecheck.Finding
-		if archive, big, err = bundlecheck.ReadArchive(path, c.Int64("max-bytes")); err != nil {
+		if archive, size, big, err = bundlecheck.OpenArchive(path, c.Int64("max-bytes")); err != nil {
 			return fail(1, "check bundle: %v", err)
 		}
 		if big != nil {
 			return printFindings(stdout, path, bundlecheck.Result{Findings: []bundlecheck.Finding{*big}})
 		}
 	}
-	res := bundlecheck.Run(archive, bundlecheck.Options{EnvID: c.String("env"), KVMount: c.String("kv-mount"),
+	defer archive.Close()
+	res := bundlecheck.RunFrom(archive, size, bundlecheck.Options{EnvID: c.String("env"), KVMount: c.String("kv-mount"),
 		Rollback: c.Bool("allow-rollback"), MaxBytes: c.Int64("max-bytes")})
 	return printFindings(stdout, path, res)
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/tikali/monky-deployd/effects/docker"
 	"github.com/tikali/monky-deployd/effects/files"
 	"github.com/tikali/monky-deployd/internal/config"
+	"github.com/tikali/monky-deployd/internal/model"
 	"github.com/tikali/monky-deployd/internal/sanitize"
 	"github.com/tikali/monky-deployd/states/credential"
 	"github.com/tikali/monky-deployd/transport"
@@ -130,7 +131,7 @@ func leftBehind(ctx context.Context, cfg *config.Config) []string {
 	lines := []string{"left: " + dir + " (the deploy directory: releases/, current — the compose project of the services)"}
 	var secret []string
 	envs, _ := filepath.Glob(filepath.Join(dir, "releases", "*", ".env"))
-	models, _ := filepath.Glob(filepath.Join(dir, docker.ResolvedDirName, "*.yaml"))
+	models, _ := filepath.Glob(filepath.Join(dir, model.ResolvedDirName, "*.yaml"))
 	secret = append(append(secret, envs...), models...)
 	if len(secret) > 0 {
 		lines = append(lines, fmt.Sprintf("left: %d file(s) holding secret values: %s", len(secret), strings.Join(secret, " ")))

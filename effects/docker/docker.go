@@ -39,6 +39,7 @@ import (
 	"time"
 
 	"github.com/tikali/monky-deployd/effects"
+	"github.com/tikali/monky-deployd/internal/model"
 	"github.com/tikali/monky-deployd/internal/redact"
 	"github.com/tikali/monky-deployd/internal/sanitize"
 	"github.com/tikali/monky-deployd/internal/vocab"
@@ -175,7 +176,7 @@ func (c *CLI) pin(op, dir string, looksOnly bool) (release, error) {
 	if err := VerifyRelease(op, real); err != nil {
 		return name, err
 	}
-	if _, err := os.Lstat(ModelPath(real)); errors.Is(err, os.ErrNotExist) && looksOnly {
+	if _, err := os.Lstat(model.ModelPath(real)); errors.Is(err, os.ErrNotExist) && looksOnly {
 		// a release staged before the agent wrote models: what runs is looked at (or
 		// removed) by project name, loading no file; it is never pulled or started again
 		return name, nil
@@ -183,7 +184,7 @@ func (c *CLI) pin(op, dir string, looksOnly bool) (release, error) {
 	if err := VerifyModel(op, real); err != nil {
 		return name, err
 	}
-	return release{dir: real, args: []string{"compose", "-f", ModelPath(real), "--env-file", EmptyEnvPath(real),
+	return release{dir: real, args: []string{"compose", "-f", model.ModelPath(real), "--env-file", model.EmptyEnvPath(real),
 		"--project-directory", real, "-p", c.Project}}, nil
 }
 

@@ -1,7 +1,6 @@
 package docker
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,10 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/compose-spec/compose-go/v2/types"
-
 	"github.com/tikali/monky-deployd/effects"
 	"github.com/tikali/monky-deployd/internal/bundle"
+	"github.com/tikali/monky-deployd/internal/model"
 	"github.com/tikali/monky-deployd/internal/redact"
 	"github.com/tikali/monky-deployd/internal/testkit"
 	"github.com/tikali/monky-deployd/internal/vocab"
@@ -96,21 +94,21 @@ func stageRelease(t *testing.T, deploy string, fs map[string]string, env string)
 	if err := os.WriteFile(filepath.Join(rel, ".env"), []byte(env), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	p, err := Load(context.Background(), rel, m.ComposeFile, all[m.ComposeFile], []byte(env), "monky-env-qa-02")
+	p, err := model.Load(context.Background(), rel, m.ComposeFile, all[m.ComposeFile], []byte(env), "monky-env-qa-02")
 	if err != nil {
 		t.Fatal(err)
 	}
-	model, err := Resolve(p)
+	resolved, err := model.Resolve(p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.MkdirAll(filepath.Dir(ModelPath(rel)), 0o700); err != nil {
+	if err := os.MkdirAll(filepath.Dir(model.ModelPath(rel)), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(ModelPath(rel), model, 0o600); err != nil {
+	if err := os.WriteFile(model.ModelPath(rel), resolved, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(EmptyEnvPath(rel), nil, 0o600); err != nil {
+	if err := os.WriteFile(model.EmptyEnvPath(rel), nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return rel
@@ -160,7 +158,7 @@ func TestCommandsArgvDirEnv(t *testing.T) {
 	if err := f.cli.ImagePrune(ctx); err != nil {
 		t.Fatalf("prune: %v", err)
 	}
-	p := []string{"compose", "-f", ModelPath(f.release), "--env-file", EmptyEnvPath(f.release),
+	p := []string{"compose", "-f", model.ModelPath(f.release), "--env-file", model.EmptyEnvPath(f.release),
 		"--project-directory", f.release, "-p", "monky-env-qa-02"}
 	want := [][]string{
 		append(p, "pull"),
@@ -379,7 +377,7 @@ func TestComposePinned(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := f.calls(t)[0]
-	want := []string{"compose", "-f", ModelPath(rel), "--env-file", EmptyEnvPath(rel),
+	want := []string{"compose", "-f", model.ModelPath(rel), "--env-file", model.EmptyEnvPath(rel),
 		"--project-directory", rel, "-p", "monky-env-qa-02", "up", "-d", "--remove-orphans"}
 	if !reflect.DeepEqual(c.Argv, want) {
 		t.Errorf("argv = %q\nwant   %q", c.Argv, want)
@@ -392,7 +390,7 @@ func TestComposePinned(t *testing.T) {
 		t.Errorf("docker's environment holds %s: the agent sets it whole", env)
 	}
 	// the file compose was handed: the model, resolved without the agent's environment
-	model := c.Files[ModelPath(rel)]
+	model := c.Files[model.ModelPath(rel)]
 	for _, w := range []string{"source: " + rel + "\n", "source: " + filepath.Join(rel, "data") + "\n",
 		"source: " + filepath.Join(rel, "home") + "\n", "API_KEY: s3cr3t"} {
 		if !strings.Contains(model, w) {
@@ -458,13 +456,13 @@ func TestReleaseChangedRunsNoCompose(t *testing.T) {
 		{"model a symlink", "is not a regular file", func(t *testing.T, rel string) {
 			other := filepath.Join(t.TempDir(), "m.yaml")
 			os.WriteFile(other, []byte("services: {}\n"), 0o600)
-			os.Remove(ModelPath(rel))
-			if err := os.Symlink(other, ModelPath(rel)); err != nil {
+			os.Remove(model.ModelPath(rel))
+			if err := os.Symlink(other, model.ModelPath(rel)); err != nil {
 				t.Fatal(err)
 			}
 		}},
 		{"env file not empty", "is not empty", func(t *testing.T, rel string) {
-			if err := os.WriteFile(EmptyEnvPath(rel), []byte("COMPOSE_PROFILES=x\n"), 0o600); err != nil {
+			if err := os.WriteFile(model.EmptyEnvPath(rel), []byte("COMPOSE_PROFILES=x\n"), 0o600); err != nil {
 				t.Fatal(err)
 			}
 		}},
@@ -507,7 +505,7 @@ func TestReleaseChangedRunsNoCompose(t *testing.T) {
 func TestReleaseWithoutModel(t *testing.T) {
 	f := newFixture(t)
 	ctx := context.Background()
-	if err := os.Remove(ModelPath(f.release)); err != nil {
+	if err := os.Remove(model.ModelPath(f.release)); err != nil {
 		t.Fatal(err)
 	}
 	for _, err := range []error{f.cli.Pull(ctx, f.release), f.cli.Up(ctx, f.release)} {
@@ -541,124 +539,6 @@ func TestMeaningfulMasksBeforeTheCut(t *testing.T) {
 				t.Fatalf("shift %d: the secret's last %d bytes in clear: %q…", shift, k, got[:40])
 			}
 		}
-	}
-}
-
-// TestResolvedModelIsAFixedPoint: the model written for compose, loaded again as compose loads
-// it under another environment (variables docker and its plugins add, ones the bundle names),
-// is the same model byte for byte: nothing in it is left to interpolate, every path is
-// absolute, every literal `$` survives.
-func TestResolvedModelIsAFixedPoint(t *testing.T) {
-	rel := stageRelease(t, t.TempDir(), map[string]string{
-		"compose.yaml": `include: [more.yaml]
-x-common: &common
-  image: harbor.tikali.net/monky/api:${TAG:-1}
-services:
-  api:
-    <<: *common
-    env_file: .env
-    command: ["sh", "-c", "echo $$HOME ${NOT_SET:-dflt} $${LITERAL}"]
-    volumes:
-      - ./${COMPOSE_INTERACTIVE_NO_CLI:+../../..}:/host:ro
-      - ${DOCKER_CONFIG:-./data}:/d
-      - data:/var/lib/data
-  worker:
-    extends: {file: base.yaml, service: base}
-volumes:
-  data: {}
-`,
-		"more.yaml": "services:\n  more:\n    image: more:${TAG:-1}\n",
-		"base.yaml": "services:\n  base:\n    image: base:1\n    environment: {A: \"${A:-x}$$y\"}\n",
-	}, "TAG=7\nSECRET=\"s3cr$$et\"\n")
-	ctx := context.Background()
-	raw, _ := os.ReadFile(filepath.Join(rel, "compose.yaml"))
-	p, err := Load(ctx, rel, "compose.yaml", raw, []byte("TAG=7\nSECRET=\"s3cr$$et\"\n"), "monky-env-qa-02")
-	if err != nil {
-		t.Fatal(err)
-	}
-	first, err := Resolve(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	hostile := []byte("COMPOSE_INTERACTIVE_NO_CLI=1\nDOCKER_CONFIG=/root/.docker\nPWD=/\nTAG=evil\nA=evil\nNOT_SET=evil\nHOME=/root\n")
-	again, err := Load(ctx, rel, "resolved.yaml", first, hostile, "monky-env-qa-02")
-	if err != nil {
-		t.Fatal(err)
-	}
-	second, err := Resolve(again)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(first, second) {
-		t.Errorf("the resolved model loaded again is another model\n--- first\n%s\n--- again\n%s", first, second)
-	}
-	for _, want := range []string{"api:7", "more:7", "base:1", "$$HOME", "dflt", "$${LITERAL}", "A: x$$y", "SECRET: s3cr$$et", "source: " + rel + "\n"} {
-		if !bytes.Contains(first, []byte(want)) {
-			t.Errorf("the model lacks %q:\n%s", want, first)
-		}
-	}
-}
-
-// TestResolveKeepsMeaning: values are escaped and keys are not, a service that joins no network
-// (`network_mode: ""`) joins none when the model is loaded again, and a model that would not
-// load again as itself — an environment entry compose fills from its own environment, a key
-// holding `$` — is refused naming the service. (An env_file line without a value is dropped
-// when the env_file is folded in: the model takes nothing from any environment.)
-func TestResolveKeepsMeaning(t *testing.T) {
-	ctx := context.Background()
-	load := func(t *testing.T, files map[string]string) *types.Project {
-		t.Helper()
-		rel := stageRelease(t, t.TempDir(), map[string]string{"compose.yaml": "services:\n  x:\n    image: x\n"}, "")
-		for n, body := range files {
-			if err := os.WriteFile(filepath.Join(rel, n), []byte(body), 0o600); err != nil {
-				t.Fatal(err)
-			}
-		}
-		p, err := Load(ctx, rel, "compose.yaml", []byte(files["compose.yaml"]), nil, "monky-env-qa-02")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	p := load(t, map[string]string{"compose.yaml": `services:
-  api:
-    image: x
-    labels: {cost: "$$1"}
-  solo:
-    image: x
-    network_mode: ""
-`})
-	model, err := Resolve(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, want := range []string{"cost: $$1", `network_mode: ""`} {
-		if !bytes.Contains(model, []byte(want)) {
-			t.Errorf("the model lacks %q:\n%s", want, model)
-		}
-	}
-	again := load(t, map[string]string{"compose.yaml": string(model)})
-	if n := again.Services["solo"].Networks; len(n) != 0 {
-		t.Errorf("loaded again, the service that joins no network joins %v:\n%s", n, model)
-	}
-	if l := again.Services["api"].Labels["cost"]; l != "$1" {
-		t.Errorf("loaded again, the label is %q, want $1", l)
-	}
-
-	for name, c := range map[string]struct{ files map[string]string }{
-		"environment without a value": {map[string]string{"compose.yaml": "services:\n  api:\n    image: x\n    environment: [HOME]\n"}},
-		"label key holding $":         {map[string]string{"compose.yaml": "services:\n  api:\n    image: x\n    labels: {\"k$$x\": v}\n"}},
-	} {
-		t.Run(name, func(t *testing.T) {
-			p := load(t, c.files)
-			model, err := Resolve(p)
-			if err == nil {
-				t.Fatalf("resolved:\n%s", model)
-			}
-			if !strings.Contains(err.Error(), "service api: ") {
-				t.Errorf("%v does not name the service", err)
-			}
-		})
 	}
 }
 

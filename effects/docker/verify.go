@@ -1,6 +1,7 @@
 package docker
 
 import (
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"github.com/tikali/monky-deployd/effects"
 	"github.com/tikali/monky-deployd/effects/files"
 	"github.com/tikali/monky-deployd/internal/bundle"
+	"github.com/tikali/monky-deployd/internal/model"
 	"github.com/tikali/monky-deployd/internal/sanitize"
 	"github.com/tikali/monky-deployd/internal/vocab"
 )
@@ -44,7 +46,9 @@ func VerifyRelease(op, rel string) error {
 	if fi, err := os.Lstat(rel); err != nil || !fi.IsDir() {
 		return changed("%s is not a directory", sanitize.Line(rel))
 	}
-	meta, err := readRegular(filepath.Join(rel, bundle.MetaFile))
+	meta, err := readRegular(filepath.Join(rel, bundle.MetaFile), func(r io.Reader) ([]byte, error) {
+		return io.ReadAll(io.LimitReader(r, maxMetaBytes)) // a longer one no longer hashes to the sha
+	})
 	if err != nil {
 		return changed("%s: %s", bundle.MetaFile, sanitize.Line(err.Error()))
 	}
@@ -52,7 +56,7 @@ func VerifyRelease(op, rel string) error {
 	if err := json.Unmarshal(meta, &m); err != nil {
 		return changed("%s does not parse", bundle.MetaFile)
 	}
-	want := map[string][]byte{bundle.MetaFile: meta}
+	want := map[string][sha256.Size]byte{bundle.MetaFile: sha256.Sum256(meta)}
 	dirs := map[string]bool{}
 	for _, n := range m.Files {
 		if n == bundle.MetaFile {
@@ -61,16 +65,16 @@ func VerifyRelease(op, rel string) error {
 		if !filepath.IsLocal(n) || filepath.Clean(n) != n {
 			return changed("%s lists %s, not a path inside the release", bundle.MetaFile, sanitize.Line(n))
 		}
-		raw, err := readRegular(filepath.Join(rel, n))
+		sum, err := readRegular(filepath.Join(rel, n), hashOf)
 		if err != nil {
 			return changed("%s: %s", sanitize.Line(n), sanitize.Line(err.Error()))
 		}
-		want[n] = raw
+		want[n] = [sha256.Size]byte(sum)
 		for d := filepath.Dir(n); d != "."; d = filepath.Dir(d) {
 			dirs[d] = true
 		}
 	}
-	if got := bundle.Sha(want); got != sha {
+	if got := bundle.ShaOfSums(want); got != sha {
 		return changed("its files hash to %s, not to the verified sha", shortSha(got))
 	}
 	n := 0
@@ -99,7 +103,7 @@ func VerifyRelease(op, rel string) error {
 // is empty.
 func VerifyModel(op, rel string) error {
 	sha := filepath.Base(rel)
-	model, envFile := ModelPath(rel), EmptyEnvPath(rel)
+	model, envFile := model.ModelPath(rel), model.EmptyEnvPath(rel)
 	fail := func(what string) error {
 		return &effects.Error{Op: op, Kind: effects.Permanent, Code: vocab.ReleaseChanged,
 			Msg:  fmt.Sprintf("release %s: %s; compose not run", shortSha(sha), what),
@@ -125,8 +129,22 @@ func VerifyModel(op, rel string) error {
 	return nil
 }
 
-// readRegular reads path, which must be a regular file (a symlink is not followed).
-func readRegular(path string) ([]byte, error) {
+// maxMetaBytes bounds what is read of a release's bundle.json: more than a bundle may hold of it
+// (internal/bundle reads at most 8 MiB of it).
+const maxMetaBytes = 8<<20 + 1
+
+// hashOf is the sha256 of what r yields, read through a small buffer: a release's large files
+// are hashed, never held.
+func hashOf(r io.Reader) ([]byte, error) {
+	h := sha256.New()
+	if _, err := io.Copy(h, r); err != nil {
+		return nil, err
+	}
+	return h.Sum(nil), nil
+}
+
+// readRegular reads path, which must be a regular file (a symlink is not followed), with read.
+func readRegular(path string, read func(io.Reader) ([]byte, error)) ([]byte, error) {
 	fi, err := os.Lstat(path)
 	if err != nil {
 		return nil, errors.Unwrap(err)
@@ -144,7 +162,7 @@ func readRegular(path string) ([]byte, error) {
 		return nil, errors.Unwrap(err)
 	}
 	defer f.Close()
-	return io.ReadAll(f)
+	return read(f)
 }
 
 func shortSha(s string) string {

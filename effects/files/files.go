@@ -6,10 +6,12 @@
 package files
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -25,6 +27,9 @@ import (
 type FS interface {
 	// WriteFile creates path, which must not exist, with data at mode perm. Not synced.
 	WriteFile(path string, data []byte, perm fs.FileMode) error
+	// WriteFileFrom is WriteFile of what r yields, copied through a small buffer: a release's
+	// large files are written without being held.
+	WriteFileFrom(path string, r io.Reader, perm fs.FileMode) error
 	// SyncFile fsyncs a file's content and mode.
 	SyncFile(path string) error
 	// SyncDir fsyncs a directory: its entries (creates, renames, removes) become durable.
@@ -50,7 +55,11 @@ type osFS struct{}
 // WriteFile creates the file openat-style: relative to a descriptor of its directory opened
 // without following a symlink, and itself with O_EXCL|O_NOFOLLOW, so a path component swapped
 // after the directory was checked cannot redirect the write.
-func (osFS) WriteFile(path string, data []byte, perm fs.FileMode) error {
+func (o osFS) WriteFile(path string, data []byte, perm fs.FileMode) error {
+	return o.WriteFileFrom(path, bytes.NewReader(data), perm)
+}
+
+func (osFS) WriteFileFrom(path string, r io.Reader, perm fs.FileMode) error {
 	d, err := os.OpenFile(filepath.Dir(path), os.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
 	if err != nil {
 		return err
@@ -65,7 +74,7 @@ func (osFS) WriteFile(path string, data []byte, perm fs.FileMode) error {
 		f.Close()
 		return err
 	}
-	if _, err := f.Write(data); err != nil {
+	if _, err := io.Copy(f, r); err != nil {
 		f.Close()
 		return err
 	}

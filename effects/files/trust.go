@@ -149,21 +149,32 @@ func openNoFollow(path string, dir bool) (*os.File, error) {
 	return f, nil
 }
 
+// OpenTrusted opens one of the files the agent trusts for reading, by the rules of ReadTrusted,
+// and says its size; the caller closes it.
+func OpenTrusted(path string) (*os.File, int64, error) {
+	f, err := openNoFollow(path, false)
+	if err != nil {
+		return nil, 0, err
+	}
+	fi, err := f.Stat()
+	if err == nil {
+		err = checkStat(path, fi, false)
+	}
+	if err != nil {
+		f.Close()
+		return nil, 0, err
+	}
+	return f, fi.Size(), nil
+}
+
 // ReadTrusted reads one of the files the agent trusts, at most max bytes. A missing file is an
 // error wrapping fs.ErrNotExist; a file that breaks a trust rule is a *TrustError and is not read.
 func ReadTrusted(path string, max int64) ([]byte, error) {
-	f, err := openNoFollow(path, false)
+	f, _, err := OpenTrusted(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if err := checkStat(path, fi, false); err != nil {
-		return nil, err
-	}
 	b, err := io.ReadAll(io.LimitReader(f, max+1))
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", path, err)

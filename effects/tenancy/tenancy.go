@@ -92,12 +92,21 @@ func (c *Client) Checkin(ctx context.Context, token string, req effects.CheckinR
 	return decodeCheckin(body)
 }
 
-// FetchBundle downloads a bundle; more than limit bytes is BUNDLE_INVALID.
-func (c *Client) FetchBundle(ctx context.Context, token, u string, limit int64) (effects.Bundle, error) {
+// FetchBundle downloads a bundle into dst, never holding it; more than limit bytes is
+// BUNDLE_INVALID. On an error dst holds part of an answer: the caller discards it.
+func (c *Client) FetchBundle(ctx context.Context, token, u string, limit int64, dst io.Writer) (effects.Bundle, error) {
 	if limit <= 0 {
 		limit = DefaultMaxBundleBytes
 	}
-	body, hdr, err := c.call(ctx, "bundle", http.MethodGet, u, token, nil, limit)
+	var n int64
+	w := &keptWriter{w: dst}
+	hdr, err := c.exchange(ctx, "bundle", http.MethodGet, u, token, nil, limit, func(body io.Reader) (err error) {
+		n, err = io.Copy(w, body)
+		return err
+	})
+	if w.err != nil {
+		return effects.Bundle{}, w.err // the box's own write (a full disk), not the network's
+	}
 	if err != nil {
 		return effects.Bundle{}, err
 	}
@@ -105,7 +114,21 @@ func (c *Client) FetchBundle(ctx context.Context, token, u string, limit int64) 
 	if sha == "" {
 		sha = hdr.Get("X-Bundle-Sha256")
 	}
-	return effects.Bundle{Body: body, HeaderSha: strings.ToLower(strings.TrimSpace(sha))}, nil
+	return effects.Bundle{Size: n, HeaderSha: strings.ToLower(strings.TrimSpace(sha))}, nil
+}
+
+// keptWriter remembers the error of a write to the box's own file.
+type keptWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (k *keptWriter) Write(p []byte) (int, error) {
+	n, err := k.w.Write(p)
+	if err != nil && k.err == nil {
+		k.err = err
+	}
+	return n, err
 }
 
 // Lease asks for a deploy grant (AgentLeaseOut).
@@ -162,21 +185,32 @@ func (c *Client) resolve(op, ref string) (*url.URL, error) {
 
 // call does one request and returns the 2xx body (at most limit bytes) or a classified error.
 func (c *Client) call(ctx context.Context, op, method, ref, token string, in any, limit int64) ([]byte, http.Header, error) {
+	var body []byte
+	hdr, err := c.exchange(ctx, op, method, ref, token, in, limit, func(r io.Reader) (err error) {
+		body, err = io.ReadAll(r)
+		return err
+	})
+	return body, hdr, err
+}
+
+// exchange sends the request and hands a 2xx answer's body to read, cut at limit bytes: an
+// answer longer than that is an error (BUNDLE_INVALID for a bundle) once read has had limit.
+func (c *Client) exchange(ctx context.Context, op, method, ref, token string, in any, limit int64, read func(io.Reader) error) (http.Header, error) {
 	u, err := c.resolve(op, ref)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	var rd io.Reader
 	if in != nil {
 		b, err := json.Marshal(in)
 		if err != nil {
-			return nil, nil, &effects.Error{Op: op, Kind: effects.Permanent, Err: fmt.Errorf("encode request: %w", err)}
+			return nil, &effects.Error{Op: op, Kind: effects.Permanent, Err: fmt.Errorf("encode request: %w", err)}
 		}
 		rd = bytes.NewReader(b)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, u.String(), rd)
 	if err != nil {
-		return nil, nil, &effects.Error{Op: op, Kind: effects.Permanent, Err: err}
+		return nil, &effects.Error{Op: op, Kind: effects.Permanent, Err: err}
 	}
 	req.Header.Set("Authorization", "Bearer "+token)
 	req.Header.Set("User-Agent", "monky-deployd/"+c.Version)
@@ -191,26 +225,26 @@ func (c *Client) call(ctx context.Context, op, method, ref, token string, in any
 	hostport := transport.HostPort(u)
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		return nil, nil, c.transportErr(op, hostport, err, token)
+		return nil, c.transportErr(op, hostport, err, token)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		raw, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBytes))
-		return nil, nil, c.statusErr(op, resp, raw, token)
+		return nil, c.statusErr(op, resp, raw, token)
 	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
-	if err != nil {
-		return nil, nil, c.transportErr(op, hostport, err, token)
+	lr := &io.LimitedReader{R: resp.Body, N: limit + 1}
+	if err := read(lr); err != nil {
+		return nil, c.transportErr(op, hostport, err, token)
 	}
-	if int64(len(body)) > limit {
+	if lr.N == 0 {
 		if op == "bundle" {
-			return nil, nil, &effects.Error{Op: op, Kind: effects.Permanent, Status: resp.StatusCode, Code: vocab.BundleInvalid,
+			return nil, &effects.Error{Op: op, Kind: effects.Permanent, Status: resp.StatusCode, Code: vocab.BundleInvalid,
 				Msg: fmt.Sprintf("bundle larger than max_bundle_bytes (%d bytes)", limit)}
 		}
-		return nil, nil, &effects.Error{Op: op, Kind: effects.Permanent, Status: resp.StatusCode,
+		return nil, &effects.Error{Op: op, Kind: effects.Permanent, Status: resp.StatusCode,
 			Msg: fmt.Sprintf("answer larger than %d bytes", limit)}
 	}
-	return body, resp.Header, nil
+	return resp.Header, nil
 }
 
 func (c *Client) transportErr(op, hostport string, err error, token string) error {

@@ -1,14 +1,17 @@
 package tenancy
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -349,39 +352,54 @@ func TestFetchBundle(t *testing.T) {
 	c := client(t, f.URL+"/api/") // a base with a path: relative bundle_urls join under it
 	ctx := context.Background()
 
-	b, err := c.FetchBundle(ctx, token, "/v1/agent/bundle/env-qa-02/abc", 1000)
-	if err != nil || string(b.Body) != payload || b.HeaderSha != "abc" {
-		t.Fatalf("exact limit: sha %q len %d %v", b.HeaderSha, len(b.Body), err)
+	var body bytes.Buffer
+	b, err := c.FetchBundle(ctx, token, "/v1/agent/bundle/env-qa-02/abc", 1000, &body)
+	if err != nil || body.String() != payload || b.Size != 1000 || b.HeaderSha != "abc" {
+		t.Fatalf("exact limit: sha %q len %d size %d %v", b.HeaderSha, body.Len(), b.Size, err)
 	}
 	if r := f.last(t); r.Method != "GET" || r.Auth != "Bearer "+token || r.Path != "/api/v1/agent/bundle/env-qa-02/abc" {
 		t.Fatalf("request %+v", r)
 	}
-	if b, err = c.FetchBundle(ctx, token, "v1/agent/bundle/env-qa-02/def", 0); err != nil || b.HeaderSha != "def" {
+	if b, err = c.FetchBundle(ctx, token, "v1/agent/bundle/env-qa-02/def", 0, io.Discard); err != nil || b.HeaderSha != "def" {
 		t.Fatalf("X-Bundle-Sha256: %q %v", b.HeaderSha, err)
 	}
-	if b, err = c.FetchBundle(ctx, token, f.URL+"/api/v1/agent/bundle/env-qa-02/none", 0); err != nil || b.HeaderSha != "" {
+	if b, err = c.FetchBundle(ctx, token, f.URL+"/api/v1/agent/bundle/env-qa-02/none", 0, io.Discard); err != nil || b.HeaderSha != "" {
 		t.Fatalf("absolute URL on tenancy, no header: %q %v", b.HeaderSha, err)
 	}
 
-	_, err = c.FetchBundle(ctx, token, "/v1/agent/bundle/env-qa-02/abc", 999)
+	_, err = c.FetchBundle(ctx, token, "/v1/agent/bundle/env-qa-02/abc", 999, io.Discard)
 	e := asErr(t, err)
 	if e.Kind != effects.Permanent || e.Code != "BUNDLE_INVALID" || !strings.Contains(e.Msg, "bundle larger than max_bundle_bytes") {
 		t.Fatalf("over the limit: %v", err)
 	}
 
-	_, err = c.FetchBundle(ctx, token, "/v1/agent/bundle/env-qa-02/gone", 0)
+	_, err = c.FetchBundle(ctx, token, "/v1/agent/bundle/env-qa-02/gone", 0, io.Discard)
 	if e = asErr(t, err); e.Kind != effects.NotFound || e.Code != "BUNDLE_NOT_FOUND" {
 		t.Fatalf("404: %v", err)
 	}
 
 	before := len(f.reqs)
-	_, err = c.FetchBundle(ctx, token, "http://evil.example/v1/agent/bundle/x", 0)
+	_, err = c.FetchBundle(ctx, token, "http://evil.example/v1/agent/bundle/x", 0, io.Discard)
 	if e = asErr(t, err); e.Kind != effects.Permanent || !strings.Contains(e.Msg, "refusing to send the bearer to http://evil.example") {
 		t.Fatalf("foreign host: %v", err)
 	}
 	if len(f.reqs) != before {
 		t.Fatal("a request was made for a foreign bundle_url")
 	}
+
+	// the box's own write failing (a full disk) is the box's fault, named by the file, never the
+	// network's
+	_, err = c.FetchBundle(ctx, token, "/v1/agent/bundle/env-qa-02/abc", 0, fullWriter{})
+	if _, unwritable := effects.Unwritable(err); !unwritable || effects.KindOf(err) == effects.Temporary {
+		t.Fatalf("a full disk under the download: %v", err)
+	}
+}
+
+// fullWriter is a file on a full disk.
+type fullWriter struct{}
+
+func (fullWriter) Write([]byte) (int, error) {
+	return 0, &fs.PathError{Op: "write", Path: "/var/lib/monky-deployd/bundles/.fetch-1", Err: syscall.ENOSPC}
 }
 
 func TestReport(t *testing.T) {

@@ -39,6 +39,14 @@ const (
 // topEntries are the top-level keys whose entries MaxDefinitions counts.
 var topEntries = []string{"services", "networks", "volumes", "secrets", "configs"}
 
+// sizeBound is why a file of size bytes is over the bound of a compose file, "" when it is not.
+func sizeBound(size int64) string {
+	if size <= MaxComposeBytes {
+		return ""
+	}
+	return fmt.Sprintf("is %d bytes, over the bound of %d bytes (1 MiB) for a compose file", size, MaxComposeBytes)
+}
+
 // composeBound says why raw is over the bounds for a compose file, "" when it is within
 // them. A file that does not parse as YAML is within them when it holds no alias (the
 // loader says why it does not load); with an alias it is refused, since its expansion
@@ -46,7 +54,7 @@ var topEntries = []string{"services", "networks", "volumes", "secrets", "configs
 // not parsed: a 20 kB script full of `*` costs a scan, not a parse.
 func composeBound(raw []byte) string {
 	if len(raw) > MaxComposeBytes {
-		return fmt.Sprintf("is %d bytes, over the bound of %d bytes (1 MiB) for a compose file", len(raw), MaxComposeBytes)
+		return sizeBound(int64(len(raw)))
 	}
 	alias := mayAlias(raw)
 	if !alias && !mayDefine(raw) {

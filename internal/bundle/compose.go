@@ -241,22 +241,36 @@ func writeScratch(b *Bundle, dir string) (sc scratchCopy, withheld map[string]st
 		}
 	}
 	withheld = map[string]string{}
-	for _, n := range slices.Sorted(maps.Keys(b.Files)) {
-		data := b.Files[n]
-		if len(data) > MaxComposeBytes {
-			withheld[n] = composeBound(data) // its size: composeBound parses nothing over the bound
-			continue
+	err = b.Each(func(n string, size int64, r io.Reader) error {
+		if size > MaxComposeBytes {
+			withheld[n] = sizeBound(size) // its size alone: nothing over the bound is read
+			return nil
 		}
 		p := filepath.Join(sc.root, n)
 		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
-			return sc, nil, err
+			return err
 		}
-		if err := os.WriteFile(p, data, 0o600); err != nil {
-			return sc, nil, err
+		if err := writeFile(p, r); err != nil {
+			return err
 		}
 		sc.names = append(sc.names, n)
+		return nil
+	})
+	slices.Sort(sc.names)
+	return sc, withheld, err
+}
+
+// writeFile writes r to a new private file at p.
+func writeFile(p string, r io.Reader) error {
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
 	}
-	return sc, withheld, nil
+	_, err = io.Copy(f, r)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // findings lists what PRIVILEGED_REFUSED refuses: what was refused before the loader read it
@@ -392,7 +406,7 @@ func PrivilegedFindings(b *Bundle, env ComposeEnv) ([]string, error) {
 }
 
 // resolveFiles reads the env_file and label_file contents of m's services as compose will when
-// it runs the release (the stage folds them into the model, docker.Resolve), from the scratch
+// it runs the release (the stage folds them into the model, model.Resolve), from the scratch
 // copy, with the `.env` the stage would write from tpl (each secret a placeholder): one that
 // does not read, or whose entries would not load again as themselves (Unstable), is a
 // *Refusal (BUNDLE_INVALID) before any lease rather than after it. A file withheld from the

@@ -90,8 +90,8 @@ func serveLoad(raw []byte) ([]byte, error) {
 // budget.ErrCancelled: nothing is decided.
 func loadBounded(ctx context.Context, b *Bundle, env ComposeEnv, envID string) (findings []string, unlisted bool, err error) {
 	name := b.Meta.ComposeFile
-	if n := len(b.Files[name]); n > MaxComposeBytes {
-		return nil, false, invalid("%s %s", quoteName(name), composeBound(b.Files[name])) // the size alone: no parse here
+	if why := sizeBound(b.Size(name)); why != "" {
+		return nil, false, invalid("%s %s", quoteName(name), why) // the size alone: no parse here
 	}
 	sc, withheld, err := writeScratch(b, env.ScratchDir)
 	if sc.private != "" {

@@ -2,9 +2,9 @@ package bundle
 
 import (
 	"archive/tar"
-	"bufio"
 	"bytes"
 	"compress/gzip"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -53,13 +53,21 @@ type Meta struct {
 
 // Bundle is a read, structurally valid bundle. Nothing of it has been written anywhere.
 type Bundle struct {
-	// Files holds every regular file by its clean relative path, bundle.json included.
+	// Files holds the regular files held in memory by their clean relative paths: every file
+	// of a small bundle, and always bundle.json, .env.template, secrets.manifest.json and the
+	// compose file when the bundle has them. A large bundle leaves the rest in its archive
+	// (archive.go): Names, Has, Size and Each see every file.
 	Files map[string][]byte
 	// Dirs lists the directory entries of the archive (clean, no trailing slash), sorted.
 	Dirs []string
 	Meta Meta
-	// Sha is tenancy's bundle sha of Files (see Sha).
+	// Sha is tenancy's bundle sha of every file (see Sha).
 	Sha string
+
+	streamed    map[string]streamed // the files left in the archive
+	src         io.ReaderAt         // the archive, read again for them
+	srcSize     int64
+	streamBytes int64 // the uncompressed stream's length, the bound of a pass over it
 }
 
 // countingReader counts what it passes and refuses to pass more than limit bytes.
@@ -89,20 +97,21 @@ func (c *countingReader) Read(p []byte) (int, error) {
 // BUNDLE_INVALID: an entry other than a regular file or a directory, a name that is absolute,
 // holds a `..` segment or is not clean, a name twice, more than MaxEntries entries, more than
 // maxBytes of file content, setuid/setgid/sticky bits, a truncated stream. Read never holds
-// more than maxBytes of file content in memory. maxBytes ≤ 0 means DefaultMaxBytes.
+// more than heldBudget of file content in memory (archive.go). maxBytes ≤ 0 means
+// DefaultMaxBytes.
 func Read(archive []byte, maxBytes int64) (*Bundle, error) {
+	return ReadFrom(bytes.NewReader(archive), int64(len(archive)), maxBytes)
+}
+
+// ReadFrom is Read of the size bytes of src, an archive the bundle reads again for the files it
+// leaves there: src must stay open and unchanged while the bundle is used.
+func ReadFrom(src io.ReaderAt, size, maxBytes int64) (*Bundle, error) {
 	if maxBytes <= 0 {
 		maxBytes = DefaultMaxBytes
 	}
-	var src io.Reader = bytes.NewReader(archive)
-	gz := len(archive) >= 2 && archive[0] == 0x1f && archive[1] == 0x8b
-	if gz {
-		zr, err := gzip.NewReader(src)
-		if err != nil {
-			return nil, invalid("gzip stream unreadable")
-		}
-		zr.Multistream(false)
-		src = zr
+	stream, gz, err := openStream(io.NewSectionReader(src, 0, size))
+	if err != nil {
+		return nil, invalid("gzip stream unreadable")
 	}
 	// The whole uncompressed stream is capped too: the file content read so far plus a
 	// header and padding per entry seen, plus room for PAX records and the end blocks. A gzip
@@ -110,12 +119,14 @@ func Read(archive []byte, maxBytes int64) (*Bundle, error) {
 	streamCap := func(entries int, content int64) int64 {
 		return content + int64(entries+1)*2048 + 1<<20
 	}
-	cr := &countingReader{r: bufio.NewReaderSize(src, 32<<10), limit: streamCap(0, 0)}
+	cr := &countingReader{r: stream, limit: streamCap(0, 0)}
 	tr := tar.NewReader(cr)
 
-	b := &Bundle{Files: map[string][]byte{}}
+	b := &Bundle{Files: map[string][]byte{}, streamed: map[string]streamed{}, src: src, srcSize: size}
+	sums := map[string][sha256.Size]byte{}
 	seen := map[string]bool{}
-	var total int64
+	var total, held int64
+	copyBuf := make([]byte, 32<<10)
 	entries := 0
 	for {
 		hdr, err := tr.Next()
@@ -168,15 +179,31 @@ func Read(archive []byte, maxBytes int64) (*Bundle, error) {
 		}
 		total += hdr.Size
 		cr.limit = streamCap(entries, total)
-		buf := make([]byte, hdr.Size)
-		if _, err := io.ReadFull(tr, buf); err != nil {
-			return nil, streamErr(err)
+		if hdr.Size <= MaxComposeBytes && held+hdr.Size <= heldBudget {
+			buf := make([]byte, hdr.Size)
+			if _, err := io.ReadFull(tr, buf); err != nil {
+				return nil, streamErr(err)
+			}
+			held += hdr.Size
+			b.Files[name] = buf
+			sums[name] = sha256.Sum256(buf)
+		} else {
+			h := sha256.New()
+			n, err := io.CopyBuffer(h, tr, copyBuf)
+			if err == nil && n != hdr.Size {
+				err = io.ErrUnexpectedEOF
+			}
+			if err != nil {
+				return nil, streamErr(err)
+			}
+			s := streamed{size: hdr.Size, sum: [sha256.Size]byte(h.Sum(nil))}
+			b.streamed[name] = s
+			sums[name] = s.sum
 		}
 		// The header's size bounds what tar hands out; a byte beyond it would be a reader bug.
-		if n, _ := tr.Read(make([]byte, 1)); n != 0 {
+		if n, _ := tr.Read(copyBuf[:1]); n != 0 {
 			return nil, invalid("%s is longer than its header says", name)
 		}
-		b.Files[name] = buf
 	}
 	if gz {
 		// Read the gzip stream to its end so that its checksum and length are verified.
@@ -184,15 +211,36 @@ func Read(archive []byte, maxBytes int64) (*Bundle, error) {
 			return nil, streamErr(err)
 		}
 	}
-	if err := checkParents(seen, b.Files); err != nil {
+	b.streamBytes = cr.n
+	if err := checkParents(seen, b.Has); err != nil {
 		return nil, err
 	}
 	sort.Strings(b.Dirs)
+	if err := b.hold(heldFileMax, MetaFile, TemplateFile, ManifestFile); err != nil {
+		return nil, heldErr(err)
+	}
 	if err := b.readMeta(); err != nil {
 		return nil, err
 	}
-	b.Sha = Sha(b.Files)
+	if err := b.hold(MaxComposeBytes, b.Meta.ComposeFile); err != nil && !isRefusal(err) {
+		return nil, heldErr(err) // a compose file over its bound stays where it is: Check refuses it by its size
+	}
+	b.Sha = ShaOfSums(sums)
 	return b, nil
+}
+
+// heldErr is a failed hold's error: a refusal as it is; an archive that changed under the read
+// is not a verdict on the bundle.
+func heldErr(err error) error {
+	if isRefusal(err) {
+		return err
+	}
+	return fmt.Errorf("read the bundle: %w", err)
+}
+
+func isRefusal(err error) bool {
+	var r *Refusal
+	return errors.As(err, &r)
 }
 
 func streamErr(err error) *Refusal {
@@ -234,7 +282,7 @@ func badName(name string) string {
 
 // checkParents refuses a file that another entry treats as a directory (a/b under file a):
 // such an archive cannot be unpacked as it reads.
-func checkParents(seen map[string]bool, files map[string][]byte) error {
+func checkParents(seen map[string]bool, isFile func(string) bool) error {
 	names := make([]string, 0, len(seen))
 	for n := range seen {
 		names = append(names, n)
@@ -242,7 +290,7 @@ func checkParents(seen map[string]bool, files map[string][]byte) error {
 	sort.Strings(names)
 	for _, n := range names {
 		for d := path.Dir(n); d != "."; d = path.Dir(d) {
-			if _, isFile := files[d]; isFile {
+			if isFile(d) {
 				return invalid("%s lies under %s, which is a file", n, d)
 			}
 		}
@@ -274,11 +322,11 @@ func (b *Bundle) readMeta() error {
 		if f == MetaFile {
 			continue
 		}
-		if _, ok := b.Files[f]; !ok {
+		if !b.Has(f) {
 			missing = append(missing, f)
 		}
 	}
-	for f := range b.Files {
+	for _, f := range b.Names() {
 		if f != MetaFile && !listed[f] {
 			extra = append(extra, f)
 		}
@@ -289,7 +337,7 @@ func (b *Bundle) readMeta() error {
 	if len(extra) > 0 {
 		return invalid("archive holds %s, not in %s files[]", firstFew(extra), MetaFile)
 	}
-	if _, ok := b.Files[EnvFile]; ok {
+	if b.Has(EnvFile) {
 		return invalid("the bundle carries %s: the agent writes it from %s", EnvFile, TemplateFile)
 	}
 	// A directory named .env (an entry, or the parent of a file) would stand where the agent
@@ -299,12 +347,12 @@ func (b *Bundle) readMeta() error {
 			return invalid("the bundle carries a directory %s: the agent writes the file %s from %s", EnvFile, EnvFile, TemplateFile)
 		}
 	}
-	for f := range b.Files {
+	for _, f := range b.Names() {
 		if strings.HasPrefix(f, EnvFile+"/") {
 			return invalid("the bundle carries a directory %s: the agent writes the file %s from %s", EnvFile, EnvFile, TemplateFile)
 		}
 	}
-	if _, ok := b.Files[m.ComposeFile]; !ok {
+	if !b.Has(m.ComposeFile) {
 		return invalid("compose file %s is not in the archive", quoteName(m.ComposeFile))
 	}
 	b.Meta = m

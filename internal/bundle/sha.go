@@ -12,14 +12,24 @@ import (
 // "<hex sha256 of its bytes>  <path>\n", sorted by path in byte order, and the hex sha256
 // of their concatenation — what `sha256sum` over the sorted file list prints, hashed again.
 func Sha(files map[string][]byte) string {
-	paths := make([]string, 0, len(files))
-	for p := range files {
+	sums := make(map[string][sha256.Size]byte, len(files))
+	for p, data := range files {
+		sums[p] = sha256.Sum256(data)
+	}
+	return ShaOfSums(sums)
+}
+
+// ShaOfSums is Sha of the files whose sha256 sums are sums: a reader that streams large files
+// hashes each as it goes.
+func ShaOfSums(sums map[string][sha256.Size]byte) string {
+	paths := make([]string, 0, len(sums))
+	for p := range sums {
 		paths = append(paths, p)
 	}
 	sort.Strings(paths)
 	var b strings.Builder
 	for _, p := range paths {
-		sum := sha256.Sum256(files[p])
+		sum := sums[p]
 		b.WriteString(hex.EncodeToString(sum[:]))
 		b.WriteString("  ")
 		b.WriteString(p)

@@ -19,6 +19,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/tikali/monky-deployd/internal/bundle"
@@ -69,11 +70,17 @@ const privilegedHint = " (bundle.json agent.allow_privileged is not set)"
 
 // Run checks archive (a tar, gzip-compressed or not) as a box would before any lease.
 func Run(archive []byte, o Options) Result {
+	return RunFrom(bytes.NewReader(archive), int64(len(archive)), o)
+}
+
+// RunFrom is Run of the size bytes of src, read as a box reads a fetched bundle: its large
+// files streamed, never held.
+func RunFrom(src io.ReaderAt, size int64, o Options) Result {
 	max := o.MaxBytes
 	if max <= 0 {
 		max = bundle.DefaultMaxBytes
 	}
-	b, err := bundle.Read(archive, max)
+	b, err := bundle.ReadFrom(src, size, max)
 	if err != nil {
 		return Result{Findings: findings(err)}
 	}
@@ -116,28 +123,32 @@ func findings(err error) []Finding {
 	return out
 }
 
-// ReadArchive reads a bundle archive file: at most max bytes (≤ 0: the default) plus one, so
-// that a bigger file is refused as the tick's download would be.
-func ReadArchive(path string, max int64) ([]byte, *Finding, error) {
+// OpenArchive opens a bundle archive file for RunFrom (the caller closes it) and says its size: a
+// file bigger than max bytes (≤ 0: the default) and its headers' room is refused as the tick's
+// download would be; anything but a regular file is an error, never read (a FIFO would block).
+func OpenArchive(path string, max int64) (*os.File, int64, *Finding, error) {
 	if max <= 0 {
 		max = bundle.DefaultMaxBytes
 	}
-	f, err := os.Open(path)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
 	if err != nil {
-		return nil, nil, err
+		return nil, 0, nil, err
 	}
-	defer f.Close()
+	fi, err := f.Stat()
+	if err == nil && !fi.Mode().IsRegular() {
+		err = fmt.Errorf("%s is not a regular file", path)
+	}
+	if err != nil {
+		f.Close()
+		return nil, 0, nil, err
+	}
 	// a gzip archive of max bytes of content is smaller than max; a plain tar is a little
-	// bigger (headers): the bound is Read's, this one only keeps memory in check
-	limit := max + max/8 + 1<<20
-	data, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, nil, err
+	// bigger (headers): the bound is Read's, this one only refuses early
+	if limit := max + max/8 + 1<<20; fi.Size() > limit {
+		f.Close()
+		return nil, 0, &Finding{Code: vocab.BundleInvalid, Detail: fmt.Sprintf("the archive is larger than %d bytes", limit)}, nil
 	}
-	if int64(len(data)) > limit {
-		return nil, &Finding{Code: vocab.BundleInvalid, Detail: fmt.Sprintf("the archive is larger than %d bytes", limit)}, nil
-	}
-	return data, nil, nil
+	return f, fi.Size(), nil, nil
 }
 
 // packTime is every packed entry's mtime: the sha does not depend on it, the bytes need one.
@@ -148,7 +159,15 @@ var packTime = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 // what the tick would refuse in the archive tenancy serves. It follows no symlink.
 func Pack(dir string) ([]byte, error) {
 	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
+	if err := PackTo(dir, &buf); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// PackTo is Pack written to w, file by file: nothing of the tree is held.
+func PackTo(dir string, w io.Writer) error {
+	tw := tar.NewWriter(w)
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -193,10 +212,7 @@ func Pack(dir string) ([]byte, error) {
 		return err
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
-	if err := tw.Close(); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
+	return tw.Close()
 }

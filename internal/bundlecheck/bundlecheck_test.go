@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/tikali/monky-deployd/internal/bundle"
@@ -174,15 +175,26 @@ func TestRunOrderEnvRollbackAndArchives(t *testing.T) {
 	}
 }
 
-func TestReadArchiveBound(t *testing.T) {
+func TestOpenArchiveBound(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "big.tar")
 	if err := os.WriteFile(p, make([]byte, 3<<20), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, f, err := ReadArchive(p, 1<<20); err != nil || f == nil || f.Code != vocab.BundleInvalid {
+	if _, _, f, err := OpenArchive(p, 1<<20); err != nil || f == nil || f.Code != vocab.BundleInvalid {
 		t.Errorf("a 3 MiB file with max 1 MiB: finding %v, err %v; want BUNDLE_INVALID", f, err)
 	}
-	if data, f, err := ReadArchive(p, 0); err != nil || f != nil || len(data) != 3<<20 {
-		t.Errorf("within the default bound: %d bytes, %v, %v", len(data), f, err)
+	file, size, f, err := OpenArchive(p, 0)
+	if err != nil || f != nil || size != 3<<20 {
+		t.Errorf("within the default bound: %d bytes, %v, %v", size, f, err)
+	}
+	if file != nil {
+		file.Close()
+	}
+	fifo := filepath.Join(t.TempDir(), "fifo.tar")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, _, err := OpenArchive(fifo, 0); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+		t.Errorf("a FIFO: %v, want not a regular file (and no wait for a writer)", err)
 	}
 }

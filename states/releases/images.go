@@ -8,67 +8,20 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
 
-	"github.com/compose-spec/compose-go/v2/types"
 	"github.com/distribution/reference"
 
-	"github.com/tikali/monky-deployd/effects/docker"
 	"github.com/tikali/monky-deployd/internal/budget"
 	"github.com/tikali/monky-deployd/internal/bundle"
+	"github.com/tikali/monky-deployd/internal/model"
 	"github.com/tikali/monky-deployd/machine"
 )
 
 // The images a kept release names are read from its compose model, loaded like every model of a
-// release in a loader child the operating system bounds (internal/budget): a release applied
-// before the bounds existed, or one whose cost grew with a compose upgrade, can cost a prune no
-// more than it may cost a check. The child answers each service's image; the parent parses them.
-
-// imagesOp is the child's op name (budget.Serve); imagesVersion the version of its request and
-// answer.
-const (
-	imagesOp      = "release-images"
-	imagesVersion = 1
-)
-
-type imagesRequest struct {
-	V           int    `json:"v"`
-	Rel         string `json:"rel"`
-	ComposeFile string `json:"compose_file"`
-	Content     []byte `json:"content"`
-	Env         []byte `json:"env"`
-	Project     string `json:"project"`
-}
-
-type imagesAnswer struct {
-	V     int    `json:"v"`
-	Error string `json:"error,omitempty"` // the model does not load
-	// Images is each service's image, of every profile, in the services' name order.
-	Images []serviceImage `json:"images,omitempty"`
-}
-
-type serviceImage struct {
-	Service string `json:"service"`
-	Image   string `json:"image"`
-}
-
-func init() { budget.Serve(imagesOp, serveImages) }
-
-// serveImages is the child: load the model as compose runs it and list its images.
-func serveImages(raw []byte) ([]byte, error) {
-	var req imagesRequest
-	if err := budget.Decode(raw, &req, imagesVersion); err != nil {
-		return nil, err
-	}
-	ans := imagesAnswer{V: imagesVersion}
-	p, err := docker.Load(context.Background(), req.Rel, req.ComposeFile, req.Content, req.Env, req.Project)
-	if err != nil {
-		ans.Error = err.Error()
-	} else {
-		ans.Images = modelImages(p)
-	}
-	return json.Marshal(ans)
-}
+// release in a loader child the operating system bounds (internal/model's one op): a release
+// applied before the bounds existed, or one whose cost grew with a compose upgrade, can cost a
+// prune no more than it may cost a check. The child answers each service's image; the parent
+// parses them.
 
 // ReleaseImages is every image the release written at dir names: its compose file
 // (bundle.json's compose_file, default compose.yaml) loaded with the release's `.env`, as
@@ -100,46 +53,21 @@ func ReleaseImages(ctx context.Context, dir, project string) ([]reference.Named,
 	if err != nil {
 		return nil, fmt.Errorf("release %s: %w", short, err)
 	}
-	req, err := json.Marshal(imagesRequest{V: imagesVersion, Rel: rel, ComposeFile: composeFile, Content: content, Env: env, Project: project})
-	if err != nil {
-		return nil, fmt.Errorf("release %s: %w", short, err)
-	}
-	defer clear(req)
-	out, err := budget.Run(ctx, imagesOp, req)
+	ans, err := model.Run(ctx, model.Request{Want: model.WantImages, Rel: rel, ComposeFile: composeFile, Content: content, Env: env, Project: project})
 	var over *budget.Exceeded
 	switch {
 	case errors.As(err, &over):
 		return nil, fmt.Errorf("release %s: %s: %s, a bound for loading a release's model (docs/SECURITY.md)", short, composeFile, over.Words)
 	case err != nil:
 		return nil, fmt.Errorf("release %s: %s does not load: %w", short, composeFile, err)
-	}
-	var ans imagesAnswer
-	if err := json.Unmarshal(out, &ans); err != nil || ans.V != imagesVersion {
-		return nil, fmt.Errorf("release %s: %s does not load: the loader's answer does not read", short, composeFile)
-	}
-	if ans.Error != "" {
-		return nil, fmt.Errorf("release %s: %s", short, ans.Error)
+	case ans.Code != "":
+		return nil, fmt.Errorf("release %s: %s", short, ans.Detail)
 	}
 	return parseImages(ans.Images, short)
 }
 
-// modelImages is the image of every service of p that names one, of every profile, in the
-// services' name order.
-func modelImages(p *types.Project) []serviceImage {
-	var out []serviceImage
-	for _, ss := range []types.Services{p.Services, p.DisabledServices} {
-		for name, s := range ss {
-			if s.Image != "" {
-				out = append(out, serviceImage{Service: name, Image: s.Image})
-			}
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Service < out[j].Service })
-	return out
-}
-
 // parseImages parses each service's image as docker does.
-func parseImages(images []serviceImage, short string) ([]reference.Named, error) {
+func parseImages(images []model.ServiceImage, short string) ([]reference.Named, error) {
 	out := make([]reference.Named, 0, len(images))
 	for _, si := range images {
 		n, err := reference.ParseNormalizedNamed(si.Image)

@@ -12,9 +12,9 @@ import (
 	"github.com/distribution/reference"
 
 	"github.com/tikali/monky-deployd/effects"
-	"github.com/tikali/monky-deployd/effects/docker"
 	"github.com/tikali/monky-deployd/effects/files"
 	"github.com/tikali/monky-deployd/internal/bundle"
+	"github.com/tikali/monky-deployd/internal/model"
 	"github.com/tikali/monky-deployd/machine"
 )
 
@@ -199,7 +199,7 @@ func (p Pruner) removeCounting(ctx context.Context, refs []string, why string) (
 // kill between the two removals, goes now). It returns what it could not remove.
 func (p Pruner) removeOrphanModels(releases string) []string {
 	var failed []string
-	models := filepath.Join(p.DeployDir, docker.ResolvedDirName)
+	models := filepath.Join(p.DeployDir, model.ResolvedDirName)
 	ms, _ := p.FS.ReadDir(models)
 	for _, m := range ms {
 		sha, ok := strings.CutSuffix(m.Name(), ".yaml")

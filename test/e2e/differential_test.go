@@ -16,6 +16,7 @@ import (
 	"github.com/tikali/monky-deployd/effects/docker"
 	"github.com/tikali/monky-deployd/internal/bundle"
 	"github.com/tikali/monky-deployd/internal/bundlecheck"
+	"github.com/tikali/monky-deployd/internal/model"
 	"github.com/tikali/monky-deployd/internal/testkit"
 )
 
@@ -28,7 +29,7 @@ import (
 // they use, are checked too; neither is handed to compose.)
 //
 // The resolved model is a fixed point (AGENT.md's amendments of 2026-12-02): `docker compose
-// config` of the resolved file prints the checked model as the agent prints it (docker.Printed;
+// config` of the resolved file prints the checked model as the agent prints it (model.Printed;
 // compared as YAML, since the plugin prints with its own compose-go release, whose field order
 // may differ), and prints the same bytes in the environment the agent sets and in a hostile one:
 // a random HOME and PATH, DOCKER_* and COMPOSE_* variables, every variable the bundle names set
@@ -133,23 +134,23 @@ func fixedPoint(t *testing.T, archive []byte) {
 		t.Fatal(err)
 	}
 	cf := b.Meta.ComposeFile
-	pr, err := docker.Load(context.Background(), rel, cf, b.Files[cf], dotenv, project)
+	pr, err := model.Load(context.Background(), rel, cf, b.Files[cf], dotenv, project)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if f := bundle.CheckModel(pr, rel, b.Meta.Agent.AllowPrivileged); len(f) > 0 {
 		t.Fatalf("accepted before the lease, refused on the model compose runs: %v", f)
 	}
-	model, err := docker.Resolve(pr)
+	resolved, err := model.Resolve(pr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, err := docker.Printed(pr)
+	want, err := model.Printed(pr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	modelPath, emptyEnv := docker.ModelPath(rel), docker.EmptyEnvPath(rel)
-	writeFiles(t, filepath.Dir(modelPath), map[string]string{filepath.Base(modelPath): string(model), filepath.Base(emptyEnv): ""})
+	modelPath, emptyEnv := model.ModelPath(rel), model.EmptyEnvPath(rel)
+	writeFiles(t, filepath.Dir(modelPath), map[string]string{filepath.Base(modelPath): string(resolved), filepath.Base(emptyEnv): ""})
 	args := []string{"compose", "-f", modelPath, "--env-file", emptyEnv, "--project-directory", rel, "-p", project, "config"}
 
 	// the agent's environment, plus what docker and its plugins add at run time

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"maps"
 	"os"
@@ -266,6 +267,15 @@ func (c *CrashFS) WriteFile(path string, data []byte, perm fs.FileMode) error {
 	return c.inParent("write", path, func() error { return realFS.WriteFile(path, data, perm) }, func(d *node, name string) {
 		d.kids[name] = &node{kind: 'f', mode: perm.Perm(), data: bytes.Clone(data), smode: perm.Perm()}
 	})
+}
+
+// WriteFileFrom is WriteFile of r read whole: the double keeps every byte in memory anyway.
+func (c *CrashFS) WriteFileFrom(path string, r io.Reader, perm fs.FileMode) error {
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return err
+	}
+	return c.WriteFile(path, data, perm)
 }
 
 func (c *CrashFS) SyncFile(path string) error {

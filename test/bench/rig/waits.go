@@ -2,6 +2,7 @@ package rig
 
 import (
 	"context"
+	"io"
 	"sync/atomic"
 	"time"
 
@@ -46,9 +47,9 @@ func (x wTenancy) Checkin(ctx context.Context, token string, req effects.Checkin
 	return resp, err
 }
 
-func (x wTenancy) FetchBundle(ctx context.Context, token, url string, limit int64) (effects.Bundle, error) {
+func (x wTenancy) FetchBundle(ctx context.Context, token, url string, limit int64, dst io.Writer) (effects.Bundle, error) {
 	defer x.w.since(time.Now())
-	return x.t.FetchBundle(ctx, token, url, limit)
+	return x.t.FetchBundle(ctx, token, url, limit, dst)
 }
 
 func (x wTenancy) Lease(ctx context.Context, token, envID, reason string) (effects.Lease, error) {
