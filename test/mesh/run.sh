@@ -27,6 +27,8 @@
 #        ZITI_TARBALL  the vendored ziti source (default: third_party/openziti/ziti/ in ../shared)
 #        MESH_CACHE    where the ziti build is cached (default: $(go env GOCACHE)/../monky-ziti)
 #        KEEP_WORK=1   keep the temp dir (its logs) at the end
+#        MESH_BENCH=N  after the first heartbeat, N rounds of a heartbeat over sdk and one over
+#                      proxy (`ziti tunnel proxy`), their table, and no faults (make bench-mesh)
 # Everything it starts is stopped, and the temp dir removed, however it ends.
 set -euo pipefail
 
@@ -294,6 +296,76 @@ echo "  what tenancy saw: $counts"
 check "tenancy counted check-ins" grep -q checkin <<<"$counts"
 status_ok() { agent status >"$WORK/status.txt" 2>&1 || { sed 's/^/  | /' "$WORK/status.txt"; return 1; }; }
 check "status exits 0 after the ticks" status_ok
+# --- bench (make bench-mesh: MESH_BENCH=<rounds>): the heartbeat over the mesh, sdk against proxy -
+# The same agent binary, the same box (state dir, identity) and the same simulator, two configs:
+# `transport: sdk` (the SDK in the agent's process: each `run --once` loads the identity, logs in
+# to the controller and dials through the router) and `transport: proxy` (the agent dials the
+# local ports of `ziti tunnel proxy -i <the identity>`, what monky-deployd-proxy.service runs,
+# which keeps its own session and circuits). Rounds alternate the two, a tick each; the table has
+# each one's median wall, median CPU and peak RSS of the agent, and the proxy's own CPU per tick.
+bench_mesh() {
+	local rounds=$1 p_t p_b proxy_pid i
+	p_t=$(free_port)
+	p_b=$(free_port)
+	env "${ZT_ENV[@]}" "$ZITI" tunnel proxy -i "$IDENTITY" "$SVC_TENANCY:$p_t" "$SVC_BAO:$p_b" >"$WORK/proxy.log" 2>&1 &
+	proxy_pid=$!
+	for _ in $(seq 1 120); do
+		ss -Hltn "sport = :$p_t" | grep -q . && ss -Hltn "sport = :$p_b" | grep -q . && break
+		kill -0 "$proxy_pid" 2>/dev/null || { tail -20 "$WORK/proxy.log" >&2; die "ziti tunnel proxy stopped at start"; }
+		sleep 0.5
+	done
+	ss -Hltn "sport = :$p_t" | grep -q . || die "ziti tunnel proxy does not listen on $p_t"
+	PROXY_CONFIG=$WORK/config-proxy.yaml
+	sed -e "s|^transport: sdk$|transport: proxy|" \
+		-e "s|^  service: $SVC_TENANCY$|  service: $SVC_TENANCY\n  proxy_addr: \"127.0.0.1:$p_t\"|" \
+		-e "s|^  service: $SVC_BAO$|  service: $SVC_BAO\n  proxy_addr: \"127.0.0.1:$p_b\"|" "$CONFIG" >"$PROXY_CONFIG"
+	chmod 0640 "$PROXY_CONFIG"
+	"$AGENT_BIN" check config "$PROXY_CONFIG" >"$WORK/check-proxy.log" 2>&1 || { cat "$WORK/check-proxy.log" >&2; die "the proxy config does not check"; }
+	log "bench: $rounds rounds, a heartbeat over each transport a round (proxy pid $proxy_pid)"
+	: >"$WORK/bench.rows"
+	proxy_cpu() { awk '{print $14 + $15}' "/proc/$proxy_pid/stat"; }
+	local hz c0 c1
+	hz=$(getconf CLK_TCK)
+	for i in $(seq 0 "$rounds"); do
+		for t in sdk proxy; do
+			local conf=$CONFIG rc=0
+			[[ $t == proxy ]] && conf=$PROXY_CONFIG
+			[[ $t == proxy ]] && c0=$(proxy_cpu)
+			/usr/bin/time -f "time %e %U %S %M" "$AGENT_BIN" --config "$conf" run --once 2>"$WORK/bench-$t.log" || rc=$?
+			[[ $t == proxy ]] && c1=$(proxy_cpu)
+			[[ $rc == 0 ]] || { sed 's/^/  | /' "$WORK/bench-$t.log"; die "bench: a heartbeat over $t exited $rc"; }
+			# round 0 warms both (the proxy's first circuits, the page cache): not counted
+			if ((i > 0)); then
+				awk -v t="$t" -v pc="$([[ $t == proxy ]] && echo $(((c1 - c0) * 1000 / hz)) || echo 0)" \
+					'/^time / {printf "%s %s %s %s %s\n", t, $2 * 1000, ($3 + $4) * 1000, $5 / 1024, pc}' "$WORK/bench-$t.log" >>"$WORK/bench.rows"
+			fi
+		done
+	done
+	stop_pid "$proxy_pid"
+	python3 - "$WORK/bench.rows" "$rounds" "$(cut -d' ' -f1-3 /proc/loadavg)" <<'PY'
+import statistics, sys
+rows = [l.split() for l in open(sys.argv[1]) if l.strip()]
+print(f"heartbeat through the mesh, {sys.argv[2]} ticks each, alternating (load average after: {sys.argv[3]})")
+print(f"{'transport':<10} {'wall ms (median)':>17} {'agent CPU ms (median)':>22} {'agent peak RSS MiB (median, max)':>33} {'proxy CPU ms a tick (mean)':>27}")
+med = {}
+for t in ("sdk", "proxy"):
+    r = [x for x in rows if x[0] == t]
+    w = statistics.median(float(x[1]) for x in r)
+    c = statistics.median(float(x[2]) for x in r)
+    m = [float(x[3]) for x in r]
+    pc = statistics.mean(float(x[4]) for x in r) if t == "proxy" else 0
+    med[t] = (w, c, statistics.median(m), pc)
+    print(f"{t:<10} {w:17.0f} {c:22.0f} {statistics.median(m):24.1f} {max(m):7.1f} {('%.1f' % pc) if t == 'proxy' else '-':>27}")
+s, p = med["sdk"], med["proxy"]
+print(f"what the SDK adds to a tick: {s[0] - p[0]:+.0f} ms of wall, {s[1] - (p[1] + p[3]):+.0f} ms of CPU (against the agent and the proxy together), {s[2] - p[2]:+.1f} MiB of the agent's RSS")
+PY
+}
+if [[ -n "${MESH_BENCH:-}" ]]; then
+	[[ "$MESH_BENCH" =~ ^[0-9]+$ ]] || die "MESH_BENCH=$MESH_BENCH is not a number of rounds"
+	bench_mesh "$MESH_BENCH"
+	exit 0
+fi
+
 # --- 6. mesh faults, each named -----------------------------------------------------------------
 # tick_says N PATTERN: tick N's log holds PATTERN
 tick_says() { grep -q -- "$2" "$WORK/tick-$1.log"; }
