@@ -76,6 +76,7 @@ stop_pid() {
 }
 cleanup() {
 	local rc=$?
+	stop_pid "${PROXY_PID:-}"
 	stop_pid "$ROUTER_PID"
 	stop_pid "$CTRL_PID"
 	stop_sim
@@ -303,15 +304,20 @@ check "status exits 0 after the ticks" status_ok
 # local ports of `ziti tunnel proxy -i <the identity>`, what monky-deployd-proxy.service runs,
 # which keeps its own session and circuits). Rounds alternate the two, a tick each; the table has
 # each one's median wall, median CPU and peak RSS of the agent, and the proxy's own CPU per tick.
-bench_mesh() {
-	local rounds=$1 p_t p_b proxy_pid i
+# start_proxy: `ziti tunnel proxy -i <the box's identity>` on two free local ports, as
+# monky-deployd-proxy.service runs it; PROXY_PID, and PROXY_CONFIG the box's config with
+# `transport: proxy` towards those ports (the same state dir, identity and intercept names)
+PROXY_PID=""
+start_proxy() {
+	local p_t p_b
 	p_t=$(free_port)
 	p_b=$(free_port)
+	while [[ "$p_b" == "$p_t" ]]; do p_b=$(free_port); done
 	env "${ZT_ENV[@]}" "$ZITI" tunnel proxy -i "$IDENTITY" "$SVC_TENANCY:$p_t" "$SVC_BAO:$p_b" >"$WORK/proxy.log" 2>&1 &
-	proxy_pid=$!
+	PROXY_PID=$!
 	for _ in $(seq 1 120); do
 		ss -Hltn "sport = :$p_t" | grep -q . && ss -Hltn "sport = :$p_b" | grep -q . && break
-		kill -0 "$proxy_pid" 2>/dev/null || { tail -20 "$WORK/proxy.log" >&2; die "ziti tunnel proxy stopped at start"; }
+		kill -0 "$PROXY_PID" 2>/dev/null || { tail -20 "$WORK/proxy.log" >&2; die "ziti tunnel proxy stopped at start"; }
 		sleep 0.5
 	done
 	ss -Hltn "sport = :$p_t" | grep -q . || die "ziti tunnel proxy does not listen on $p_t"
@@ -321,50 +327,89 @@ bench_mesh() {
 		-e "s|^  service: $SVC_BAO$|  service: $SVC_BAO\n  proxy_addr: \"127.0.0.1:$p_b\"|" "$CONFIG" >"$PROXY_CONFIG"
 	chmod 0640 "$PROXY_CONFIG"
 	"$AGENT_BIN" check config "$PROXY_CONFIG" >"$WORK/check-proxy.log" 2>&1 || { cat "$WORK/check-proxy.log" >&2; die "the proxy config does not check"; }
+	log "ziti tunnel proxy (pid $PROXY_PID) on 127.0.0.1:$p_t and :$p_b"
+}
+bench_mesh() {
+	local rounds=$1 proxy_pid
+	start_proxy
+	proxy_pid=$PROXY_PID
 	log "bench: $rounds rounds, a heartbeat over each transport a round (proxy pid $proxy_pid)"
-	: >"$WORK/bench.rows"
-	proxy_cpu() { awk '{print $14 + $15}' "/proc/$proxy_pid/stat"; }
-	local hz c0 c1
-	hz=$(getconf CLK_TCK)
-	for i in $(seq 0 "$rounds"); do
-		for t in sdk proxy; do
-			local conf=$CONFIG rc=0
-			[[ $t == proxy ]] && conf=$PROXY_CONFIG
-			[[ $t == proxy ]] && c0=$(proxy_cpu)
-			/usr/bin/time -f "time %e %U %S %M" "$AGENT_BIN" --config "$conf" run --once 2>"$WORK/bench-$t.log" || rc=$?
-			[[ $t == proxy ]] && c1=$(proxy_cpu)
-			[[ $rc == 0 ]] || { sed 's/^/  | /' "$WORK/bench-$t.log"; die "bench: a heartbeat over $t exited $rc"; }
-			# round 0 warms both (the proxy's first circuits, the page cache): not counted
-			if ((i > 0)); then
-				awk -v t="$t" -v pc="$([[ $t == proxy ]] && echo $(((c1 - c0) * 1000 / hz)) || echo 0)" \
-					'/^time / {printf "%s %s %s %s %s\n", t, $2 * 1000, ($3 + $4) * 1000, $5 / 1024, pc}' "$WORK/bench-$t.log" >>"$WORK/bench.rows"
-			fi
-		done
-	done
-	stop_pid "$proxy_pid"
-	python3 - "$WORK/bench.rows" "$rounds" "$(cut -d' ' -f1-3 /proc/loadavg)" <<'PY'
-import statistics, sys
-rows = [l.split() for l in open(sys.argv[1]) if l.strip()]
-print(f"heartbeat through the mesh, {sys.argv[2]} ticks each, alternating (load average after: {sys.argv[3]})")
-print(f"{'transport':<10} {'wall ms (median)':>17} {'agent CPU ms (median)':>22} {'agent peak RSS MiB (median, max)':>33} {'proxy CPU ms a tick (mean)':>27}")
-med = {}
-for t in ("sdk", "proxy"):
-    r = [x for x in rows if x[0] == t]
-    w = statistics.median(float(x[1]) for x in r)
-    c = statistics.median(float(x[2]) for x in r)
-    m = [float(x[3]) for x in r]
-    pc = statistics.mean(float(x[4]) for x in r) if t == "proxy" else 0
-    med[t] = (w, c, statistics.median(m), pc)
-    print(f"{t:<10} {w:17.0f} {c:22.0f} {statistics.median(m):24.1f} {max(m):7.1f} {('%.1f' % pc) if t == 'proxy' else '-':>27}")
-s, p = med["sdk"], med["proxy"]
-print(f"what the SDK adds to a tick: {s[0] - p[0]:+.0f} ms of wall, {s[1] - (p[1] + p[3]):+.0f} ms of CPU (against the agent and the proxy together), {s[2] - p[2]:+.1f} MiB of the agent's RSS")
+	# each tick a child of python: its wall by the clock, its CPU and peak RSS by getrusage; the
+	# proxy's CPU from /proc over the proxy's ticks (it is idle in between)
+	python3 - "$AGENT_BIN" "$CONFIG" "$PROXY_CONFIG" "$proxy_pid" "$rounds" "$WORK" <<'PY' || die "bench: a heartbeat failed (above)"
+import os, resource, statistics, subprocess, sys, time
+agent, sdk_conf, proxy_conf, proxy_pid, rounds, work = sys.argv[1:7]
+hz = os.sysconf("SC_CLK_TCK")
+def proxy_cpu():
+    f = open(f"/proc/{proxy_pid}/stat").read().rsplit(")", 1)[1].split()
+    return (int(f[11]) + int(f[12])) / hz
+rows = {"sdk": [], "proxy": []}
+proxy_total = 0.0
+for i in range(int(rounds) + 1):
+    for t, conf in (("sdk", sdk_conf), ("proxy", proxy_conf)):
+        c0, r0, w0 = proxy_cpu(), resource.getrusage(resource.RUSAGE_CHILDREN), time.monotonic()
+        with open(f"{work}/bench-{t}.log", "w") as err:
+            # a fresh process each: RUSAGE_CHILDREN's peak is the largest child's, so the peak
+            # RSS is read from the child's own VmHWM line (MONKY_DEPLOYD_TRACE)
+            rc = subprocess.run([agent, "--config", conf, "run", "--once"], stderr=err,
+                                env=dict(os.environ, MONKY_DEPLOYD_TRACE="1")).returncode
+        w1, r1, c1 = time.monotonic(), resource.getrusage(resource.RUSAGE_CHILDREN), proxy_cpu()
+        if rc != 0:
+            sys.stdout.write(open(f"{work}/bench-{t}.log").read())
+            sys.exit(f"bench: a heartbeat over {t} exited {rc}")
+        if i == 0:
+            continue  # round 0 warms both (the proxy's first circuits, the page cache)
+        hwm = [l.split()[2] for l in open(f"{work}/bench-{t}.log") if l.startswith("memory VmHWM")]
+        cpu = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
+        rows[t].append((1000 * (w1 - w0), 1000 * cpu, int(hwm[-1]) / 1024 if hwm else float("nan")))
+        if t == "proxy":
+            proxy_total += c1 - c0
+print(f"heartbeat through the mesh, {rounds} ticks each, alternating (load average after: {open('/proc/loadavg').read().split()[0]})")
+print(f"{'transport':<10} {'wall ms median / mean':>22} {'agent CPU ms median / mean':>27} {'agent peak RSS MiB (median)':>28} {'proxy CPU ms a tick':>20}")
+sm = {}
+for t, r in rows.items():
+    w, c, m = ([x[k] for x in r] for k in range(3))
+    pc = 1000 * proxy_total / len(r) if t == "proxy" else 0.0
+    sm[t] = (statistics.median(w), statistics.mean(c), statistics.median(m), pc)
+    print(f"{t:<10} {statistics.median(w):12.1f} / {statistics.mean(w):6.1f} {statistics.median(c):16.1f} / {statistics.mean(c):6.1f} {statistics.median(m):28.1f} {(f'{pc:.1f}' if t == 'proxy' else '-'):>20}")
+s, p = sm["sdk"], sm["proxy"]
+print(f"what the SDK adds to a heartbeat: {s[0] - p[0]:+.1f} ms of wall (medians), {s[1] - (p[1] + p[3]):+.1f} ms of CPU "
+      f"(means; the agent against the agent and the proxy together), {s[2] - p[2]:+.1f} MiB of the agent's peak RSS")
 PY
+	stop_pid "$proxy_pid"
 }
 if [[ -n "${MESH_BENCH:-}" ]]; then
 	[[ "$MESH_BENCH" =~ ^[0-9]+$ ]] || die "MESH_BENCH=$MESH_BENCH is not a number of rounds"
 	bench_mesh "$MESH_BENCH"
 	exit 0
 fi
+
+# --- 5b. the same box over `transport: proxy` (ziti tunnel proxy) -------------------------------
+# One heartbeat over each transport, proxy first: each exits 0, journals the same transitions and
+# verdict (explain's newest tick, its times and durations aside), and tenancy holds the same
+# report of each.
+start_proxy
+# same_tick: explain's newest tick without the tick number, the times and the step durations,
+# and without explain's fold of the ticks like it (the sdk's heartbeat is folded into the proxy's:
+# explain finds them alike too)
+same_tick() {
+	agent explain -n 1 2>&1 | sed -E '/^ *\(and [0-9]+ more ticks? like it/d; s/^ *tick [0-9]+ +//; s/[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9:]{8}Z//g; s/ [0-9]+ms / /g; s/  +/ /g'
+}
+rp=0
+"$AGENT_BIN" --config "$PROXY_CONFIG" run --once 2>"$WORK/tick-proxy.log" || rp=$?
+check "a heartbeat over transport: proxy exits 0 (exit $rp)" test "$rp" -eq 0
+same_tick >"$WORK/explain-proxy.txt"
+report_proxy=$(sim reports | tail -1)
+tick "a heartbeat over transport: sdk after it" 0
+same_tick >"$WORK/explain-sdk.txt"
+report_sdk=$(sim reports | tail -1)
+same_journal() { diff "$WORK/explain-proxy.txt" "$WORK/explain-sdk.txt" | sed 's/^/  | /'; cmp -s "$WORK/explain-proxy.txt" "$WORK/explain-sdk.txt"; }
+check "sdk and proxy journal the same transitions and verdict" same_journal
+check "tenancy holds the same report of each" test "$report_proxy" == "$report_sdk"
+check "the report says the box runs v2 (${v2_sha:0:12}), healthy" grep -q "\"sha\":\"$v2_sha\"" <<<"$report_sdk"
+sed 's/^/  /' "$WORK/explain-sdk.txt"
+stop_pid "$PROXY_PID"
+PROXY_PID=""
 
 # --- 6. mesh faults, each named -----------------------------------------------------------------
 # tick_says N PATTERN: tick N's log holds PATTERN
