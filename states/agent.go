@@ -89,8 +89,11 @@ type tick struct {
 	// state file says about the token may be about the one it replaced
 	tokenRecovered bool
 	bundle         *bundle.Bundle
-	archives       []*os.File // the archive files the bundle is read from, closed at the tick's end
-	action         string
+	// failSubject is what the failure the step is about to commit is about (store.Failure.Subject):
+	// set just before fail, taken by it
+	failSubject string
+	archives    []*os.File // the archive files the bundle is read from, closed at the tick's end
+	action      string
 	// gated are the containers the health gate passed on, and gatedWords its words for them.
 	gated      []effects.Container
 	gatedWords string

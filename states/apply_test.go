@@ -256,7 +256,8 @@ func TestRegistryCredentialGoesToTheAgentsDockerConfig(t *testing.T) {
 }
 
 // A secret the manifest names that OpenBao does not hold fails the apply with OpenBao's own
-// code, and explain names the path and what to check, not an empty fault.
+// code, and explain names the path and what to check, not an empty fault: its fix line looks at
+// that very secret (the record's subject).
 func TestAMissingSecretIsExplained(t *testing.T) {
 	h := newHarness(t)
 	h.release("v1", func(f map[string][]byte) {
@@ -275,8 +276,11 @@ func TestAMissingSecretIsExplained(t *testing.T) {
 		t.Fatal(err)
 	}
 	if w := doc.Why; w == nil || w.Code != "KV_NOT_FOUND" || !strings.Contains(w.Fault, "has no data in OpenBao") ||
-		!strings.Contains(w.Evidence, "see/never-set") || !strings.Contains(w.Fix, "bao kv list -mount=monky env-qa-02/see") {
+		!strings.Contains(w.Evidence, "see/never-set") || !strings.HasPrefix(w.Fix, "bao kv metadata get -mount=monky env-qa-02/see/never-set ") {
 		t.Errorf("why = %+v", w)
+	}
+	if rec.Failure.Subject != "monky/data/env-qa-02/see/never-set" {
+		t.Errorf("the failure's subject is %q, want the entry's path", rec.Failure.Subject)
 	}
 }
 

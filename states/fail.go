@@ -17,6 +17,8 @@ func (tk *tick) fail(ctx context.Context, from machine.State, code vocab.Code, d
 
 // failBecause is fail with the typed cause behind code, kept in the entry and the failure.
 func (tk *tick) failBecause(ctx context.Context, from machine.State, code vocab.Code, reason vocab.Reason, detail string, withLogs bool) error {
+	subject := tk.failSubject
+	tk.failSubject = ""
 	if pastDeadline(ctx) {
 		// whatever failed may have failed for want of time: not this apply's failure; the
 		// next tick does the step again
@@ -39,7 +41,7 @@ func (tk *tick) failBecause(ctx context.Context, from machine.State, code vocab.
 		if r.Attempts == nil {
 			r.Attempts = map[string]int{}
 		}
-		r.Failure = &store.Failure{Sha: r.Sha, Code: code, Reason: reason, Detail: rep.Detail[len(code)+2:], State: string(from), At: now, Limit: tk.MaxAttempts}
+		r.Failure = &store.Failure{Sha: r.Sha, Code: code, Reason: reason, Subject: subject, Detail: rep.Detail[len(code)+2:], State: string(from), At: now, Limit: tk.MaxAttempts}
 		if code == vocab.StateUnwritable {
 			// the agent's own disk, not the release: no attempt is spent, the next tick does the
 			// step again and goes on by itself once the file can be written

@@ -96,6 +96,7 @@ func (tk *tick) readSecrets(ctx context.Context, man bundle.Manifest) (values ma
 			if effects.IsTemporary(err) || tk.isBlocked() || untrusted(err) {
 				return nil, nil, false, true, err
 			}
+			tk.failSubject = e.Path // the fix line names the secret
 			return nil, nil, false, true, tk.fail(ctx, machine.LoggedIn, codeOr(err, vocab.SecretReadFailed), fmt.Sprintf("read %s from %s: %s", e.Label(), e.Path, err.Error()), false)
 		}
 		redact.Add(v)

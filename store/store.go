@@ -63,7 +63,11 @@ type Failure struct {
 	State  string     `json:"state"` // the state whose step failed
 	// Reason is the typed cause behind Code ("" in a record written before reasons were kept).
 	Reason vocab.Reason `json:"reason,omitempty"`
-	At     time.Time    `json:"at"`
+	// Subject is what the failure is about that a fix line names: the secret's path as the
+	// manifest entry gives it (<kv_mount>/data/…) for a secret OpenBao has no data, version or key
+	// for; "" for other codes and in a record written before subjects were kept.
+	Subject string    `json:"subject,omitempty"`
+	At      time.Time `json:"at"`
 	// Limit is the attempts the agent allowed when it committed this failure (it parks at Limit).
 	Limit int `json:"limit,omitempty"`
 	// RevertTo is the release last healthy on this box that a revert brings back for this failure

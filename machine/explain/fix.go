@@ -260,6 +260,10 @@ func (in Input) checked(w *Why) {
 			// the value that decided it, as the box had it
 			w.Fault = strings.Replace(w.Fault, "within healthy_timeout_s", fmt.Sprintf("within healthy_timeout_s (%d s)", t), 1)
 		}
+	case vocab.KVNotFound, vocab.KVVersionDeleted, vocab.KVKeyMissing:
+		if fix := in.secretFix(w.Code); fix != "" {
+			w.Fix = fix
+		}
 	case vocab.DiskInsufficient:
 		if fix := in.diskFix(); fix != "" {
 			w.Fix = fix
@@ -273,6 +277,31 @@ func (in Input) checked(w *Why) {
 		w.Fix = noForce(w.Fix)
 		w.Next = noForce(w.Next)
 		w.short = noForce(w.short)
+	}
+}
+
+// secretFix is a secret fault's fix naming the secret the failure read (store.Failure.Subject,
+// the manifest entry's path, in the KV mount's terms), "" when the record does not name it (a
+// record an older agent wrote, or a path outside the mount): the registry's line then lists the
+// env's secrets and leaves the name to the evidence. Nothing it runs prints a secret's value.
+func (in Input) secretFix(code vocab.Code) string {
+	f := in.Rec.Failure
+	if f == nil || f.Code != code || f.Subject == "" {
+		return ""
+	}
+	mount := orDefault(in.Rec.KVMount, config.DefaultBaoKVMount)
+	p, ok := strings.CutPrefix(f.Subject, mount+"/data/")
+	if !ok || p == "" {
+		return ""
+	}
+	look := "bao kv metadata get -mount={kv_mount} " + shellQuote(p)
+	switch code {
+	case vocab.KVNotFound:
+		return look + "   # no such secret (or not at the pinned version): set it in OpenBao, or fix the entry's path in the manifest"
+	case vocab.KVVersionDeleted:
+		return look + "   # its versions: undelete the pinned one (bao kv undelete -versions=N), or publish the bundle with a live version"
+	default:
+		return look + "   # the secret exists without the key the entry reads (the evidence lists the keys it has): add the key (bao kv patch), or fix the entry's key in the manifest"
 	}
 }
 

@@ -53,8 +53,42 @@ func recordOf(code vocab.Code, box store.Box, at time.Time) store.Record {
 	default:
 		rec.State = string(machine.Failed)
 		rec.Failure = &store.Failure{Sha: rec.Sha, Code: code, Detail: string(code) + ": the step's words", State: string(machine.Staged), At: at}
+		if box != (store.Box{}) {
+			rec.Failure.Subject = secretPath // a copy an older agent wrote names none
+		}
 	}
 	return rec
+}
+
+// secretPath is the secret a failure names, as a manifest entry gives it: a quote and a space
+// in it, so that its fix line must quote it.
+const secretPath = "monky/data/env-a/see/it's db"
+
+// A secret OpenBao has no data, version or key for is named in its fix line (the record's
+// subject, in the KV mount's terms, shell-quoted), by a command that prints no secret's value; a
+// record that names none (an older agent's) keeps the registry's line, which lists the env's
+// secrets.
+func TestASecretFaultsFixNamesTheSecret(t *testing.T) {
+	at := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	box := store.Box{StateDir: "/var/lib/monky-deployd", User: "monky-deployd"}
+	for _, code := range []vocab.Code{vocab.KVNotFound, vocab.KVVersionDeleted, vocab.KVKeyMissing} {
+		rec := recordOf(code, box, at)
+		exit := vocab.ExitFail
+		in := explain.Input{Rec: rec, Recent: []store.TickSummary{{Tick: 2, StartedAt: at, EndedAt: at, Exit: &exit}}, Now: at.Add(time.Minute)}
+		fix := explain.Decide(in).Why.Fix
+		want := `bao kv metadata get -mount=monky 'env-a/see/it'\''s db'`
+		if !strings.HasPrefix(fix, want) {
+			t.Errorf("%s: fix %q, want it to start %q", code, fix, want)
+		}
+		if strings.Contains(fix, "kv get") {
+			t.Errorf("%s: the fix prints the secret's value: %s", code, fix)
+		}
+		runsAsPrinted(t, string(code)+" fix", fix, true)
+		in.Rec.Failure.Subject = ""
+		if old := explain.Decide(in).Why.Fix; !strings.HasPrefix(old, "bao kv list -mount=monky env-a/see") {
+			t.Errorf("%s without a subject: %q, want the registry's list of the env's secrets", code, old)
+		}
+	}
 }
 
 // withReasons are the typed causes whose words and fix differ from their code's own.
