@@ -10,6 +10,7 @@ import (
 	"github.com/tikali/monky-deployd/effects"
 	"github.com/tikali/monky-deployd/internal/budget"
 	"github.com/tikali/monky-deployd/internal/bundle"
+	"github.com/tikali/monky-deployd/internal/model"
 	"github.com/tikali/monky-deployd/internal/sanitize"
 	"github.com/tikali/monky-deployd/internal/vocab"
 	"github.com/tikali/monky-deployd/machine"
@@ -93,9 +94,9 @@ func rewind(f *os.File) error {
 func (tk *tick) checkBundle(ctx context.Context, b *bundle.Bundle, sha string) (*bundle.Bundle, error) {
 	// compose is handed the resolved model alone, in an environment the agent sets whole
 	// (effects/docker): nothing of the agent's own environment is interpolated
-	in := bundle.CheckInput{DesiredSha: sha, EnvID: tk.Cfg.EnvID, KVMount: tk.kvMount(),
-		Compose: bundle.ComposeEnv{Project: tk.Cfg.ComposeProject}}
-	err := bundle.CheckContext(ctx, b, in)
+	in := model.CheckInput{DesiredSha: sha, EnvID: tk.Cfg.EnvID, KVMount: tk.kvMount(),
+		Compose: model.ComposeEnv{Project: tk.Cfg.ComposeProject}}
+	err := model.CheckContext(ctx, b, in)
 	if errors.Is(err, budget.ErrCancelled) {
 		return b, &effects.Error{Op: "verify", Kind: effects.Temporary, Msg: err.Error(), Err: err}
 	}

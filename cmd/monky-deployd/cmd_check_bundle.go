@@ -9,6 +9,7 @@ import (
 
 	"github.com/tikali/monky-deployd/internal/bundle"
 	"github.com/tikali/monky-deployd/internal/bundlecheck"
+	"github.com/tikali/monky-deployd/internal/model"
 	"github.com/tikali/monky-deployd/internal/sanitize"
 	"github.com/tikali/monky-deployd/machine"
 )
@@ -29,7 +30,7 @@ func checkBundleCommand(stdout io.Writer) *cli.Command {
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "env", Usage: "the box's env_id (default: the bundle's own, bundle.json env_id)"},
 			&cli.BoolFlag{Name: "allow-rollback", Usage: "check it as a rollback target (a sha boxes applied before): ROLLBACK_REFUSED unless bundle.json sets agent.allow_rollback"},
-			&cli.StringFlag{Name: "kv-mount", Value: bundle.DefaultKVMount, Usage: "the KV mount the manifest's paths must lie in (the box's bao.kv_mount)"},
+			&cli.StringFlag{Name: "kv-mount", Value: model.DefaultKVMount, Usage: "the KV mount the manifest's paths must lie in (the box's bao.kv_mount)"},
 			&cli.Int64Flag{Name: "max-bytes", Value: bundle.DefaultMaxBytes, Usage: "the box's max_bundle_bytes"},
 		},
 		Action: func(c *cli.Context) error { return cmdCheckBundle(c, stdout) },

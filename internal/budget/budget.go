@@ -17,9 +17,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -93,6 +95,13 @@ var (
 
 // Started is how many children this process has started: tests tell a load from none by it.
 func Started() int64 { return started.Load() }
+
+// Ops are the ops registered in this process, sorted.
+func Ops() []string {
+	mu.Lock()
+	defer mu.Unlock()
+	return slices.Sorted(maps.Keys(handlers))
+}
 
 // Serve registers h for op and, in a child started for op, runs it and exits: call it from an
 // init of the package that holds h, so that the child never reaches main. In any other process

@@ -7,7 +7,6 @@ import (
 	"compress/gzip"
 	"crypto/sha256"
 	"errors"
-	"fmt"
 	"io"
 	"maps"
 	"slices"
@@ -120,7 +119,7 @@ func (b *Bundle) hold(max int64, names ...string) error {
 			continue
 		}
 		if s.size > max {
-			return invalid("%s is %d bytes: the agent reads at most %d bytes of it", quoteName(n), s.size, max)
+			return Invalid("%s is %d bytes: the agent reads at most %d bytes of it", QuoteName(n), s.size, max)
 		}
 		want[n] = s
 	}
@@ -154,7 +153,7 @@ func (b *Bundle) hold(max int64, names ...string) error {
 // errArchiveChanged.
 func (b *Bundle) pass(fn func(name string, size int64, r io.Reader) (done bool, err error)) error {
 	if b.src == nil {
-		return fmt.Errorf("bundle %s: files left in an archive that is not kept", short(b.Sha))
+		return errors.New("the bundle's files left in an archive that is not kept")
 	}
 	src, _, err := openStream(io.NewSectionReader(b.src, 0, b.srcSize))
 	if err != nil {

@@ -31,8 +31,8 @@ import (
 // (compose hands the environment to the engine as JSON) — is refused, naming the variable.
 // A template that sets COMPOSE_* or DOCKER_* is refused: those settings are the agent's.
 
-// envTemplate is `.env.template` read as compose reads a `.env`, references as markers.
-type envTemplate struct {
+// EnvTemplate is `.env.template` read as compose reads a `.env`, references as markers.
+type EnvTemplate struct {
 	values map[string]string // key → value, each reference as its marker
 	nonce  string
 	re     *regexp.Regexp // markerRE's, compiled once per template
@@ -40,11 +40,11 @@ type envTemplate struct {
 
 var markerShape = `-MONKYREF%s-([A-Za-z0-9_]+)-`
 
-func (t *envTemplate) marker(name string) string { return "-MONKYREF" + t.nonce + "-" + name + "-" }
+func (t *EnvTemplate) marker(name string) string { return "-MONKYREF" + t.nonce + "-" + name + "-" }
 
 // markerRE matches a marker and captures its name. It is compiled once per template: a tick
 // reads the template to mask the box's secrets, and each compile is about 50,000 instructions.
-func (t *envTemplate) markerRE() *regexp.Regexp {
+func (t *EnvTemplate) markerRE() *regexp.Regexp {
 	if t.re == nil {
 		t.re = regexp.MustCompile(fmt.Sprintf(markerShape, t.nonce))
 	}
@@ -73,10 +73,10 @@ func replaceRefs(tpl string, with func(name string) string) string {
 	return src.String()
 }
 
-// parseEnvTemplate reads the template. Its errors are *Refusal (BUNDLE_INVALID) and quote no
+// ParseEnvTemplate reads the template. Its errors are *Refusal (BUNDLE_INVALID) and quote no
 // value.
-func parseEnvTemplate(tpl []byte) (*envTemplate, error) {
-	t := &envTemplate{}
+func ParseEnvTemplate(tpl []byte) (*EnvTemplate, error) {
+	t := &EnvTemplate{}
 	for {
 		var b [8]byte
 		_, _ = rand.Read(b[:])
@@ -88,24 +88,24 @@ func parseEnvTemplate(tpl []byte) (*envTemplate, error) {
 	src := replaceRefs(string(tpl), t.marker)
 	values, err := dotenv.UnmarshalWithLookup(src, func(string) (string, bool) { return "", false })
 	if err != nil {
-		return nil, invalid("%s: %s", TemplateFile, dotenvProblem(err))
+		return nil, Invalid("%s: %s", TemplateFile, dotenvProblem(err))
 	}
 	re := t.markerRE()
 	var keys []string
 	for k, v := range values {
 		if strings.Contains(k, t.nonce) {
-			return nil, invalid("%s: a reference stands where a key is expected", TemplateFile)
+			return nil, Invalid("%s: a reference stands where a key is expected", TemplateFile)
 		}
 		if k == "" {
-			return nil, invalid("%s: a line has an empty key", TemplateFile)
+			return nil, Invalid("%s: a line has an empty key", TemplateFile)
 		}
 		if strings.Contains(re.ReplaceAllString(v, ""), t.nonce) {
 			// a reference inside another expansion (`${A${B}}`, `${A:-x${B}}`): compose would
 			// read part of the secret's slot as a default or a name — no value can stand there
-			return nil, invalid("%s: the value of %s has a reference inside another ${…}", TemplateFile, quoteName(k))
+			return nil, Invalid("%s: the value of %s has a reference inside another ${…}", TemplateFile, QuoteName(k))
 		}
 		if why := uncarried(re.ReplaceAllString(v, "")); why != "" {
-			return nil, invalid("%s: the value of %s %s", TemplateFile, quoteName(k), why)
+			return nil, Invalid("%s: the value of %s %s", TemplateFile, QuoteName(k), why)
 		}
 		keys = append(keys, k)
 	}
@@ -114,11 +114,11 @@ func parseEnvTemplate(tpl []byte) (*envTemplate, error) {
 	for _, k := range keys {
 		u := strings.ToUpper(k)
 		if strings.HasPrefix(u, "COMPOSE_") || strings.HasPrefix(u, "DOCKER_") {
-			reserved = append(reserved, quoteName(k))
+			reserved = append(reserved, QuoteName(k))
 		}
 	}
 	if len(reserved) > 0 {
-		return nil, invalid("%s sets %s: compose's and docker's own settings are the agent's, never the bundle's", TemplateFile, strings.Join(reserved, ", "))
+		return nil, Invalid("%s sets %s: compose's and docker's own settings are the agent's, never the bundle's", TemplateFile, strings.Join(reserved, ", "))
 	}
 	t.values = values
 	return t, nil
@@ -158,7 +158,7 @@ func uncarried(v string) string {
 }
 
 // Keys returns the keys `.env.template` sets, read as compose reads a `.env`, sorted.
-func (t *envTemplate) Keys() []string {
+func (t *EnvTemplate) Keys() []string {
 	keys := make([]string, 0, len(t.values))
 	for k := range t.values {
 		keys = append(keys, k)
@@ -167,9 +167,9 @@ func (t *envTemplate) Keys() []string {
 	return keys
 }
 
-// placeholders is the template's keys with every reference replaced by a placeholder of its
+// Placeholders is the template's keys with every reference replaced by a placeholder of its
 // own, for loading the compose file before any secret is read.
-func (t *envTemplate) placeholders(ph func(name string) string) map[string]string {
+func (t *EnvTemplate) Placeholders(ph func(name string) string) map[string]string {
 	re := t.markerRE()
 	out := make(map[string]string, len(t.values))
 	for k, v := range t.values {
@@ -182,7 +182,7 @@ func (t *envTemplate) placeholders(ph func(name string) string) map[string]strin
 // References without a value are an error naming them ("unresolved: A, B"); a value compose
 // cannot carry unchanged is an error naming its variable. Errors never carry a value.
 func Render(tpl []byte, values map[string]string) ([]byte, error) {
-	t, err := parseEnvTemplate(tpl)
+	t, err := ParseEnvTemplate(tpl)
 	if err != nil {
 		return nil, fmt.Errorf("render %w", err)
 	}

@@ -89,7 +89,7 @@ func FuzzEnvTemplate(f *testing.F) {
 		want, perr := dotenv.UnmarshalWithLookup(src, func(string) (string, bool) { return "", false })
 		if err != nil {
 			if perr == nil && strings.IndexByte(a+b, 0) < 0 && utf8.ValidString(a) && utf8.ValidString(b) && !strings.Contains(tpl, "QZXTOKEN") {
-				if _, terr := parseEnvTemplate([]byte(tpl)); terr == nil {
+				if _, terr := ParseEnvTemplate([]byte(tpl)); terr == nil {
 					t.Fatalf("refused a template compose reads, with carriable values: %v", err)
 				}
 			}

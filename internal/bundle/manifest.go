@@ -69,7 +69,7 @@ func (b *Bundle) Manifest() (Manifest, error) {
 func parseManifest(raw []byte) (Manifest, error) {
 	var m Manifest
 	if err := json.Unmarshal(raw, &m); err != nil {
-		return Manifest{}, invalid("%s is not valid JSON of the manifest's shape", ManifestFile)
+		return Manifest{}, Invalid("%s is not valid JSON of the manifest's shape", ManifestFile)
 	}
 	vars := map[string]bool{}
 	registry := 0
@@ -78,25 +78,25 @@ func parseManifest(raw []byte) (Manifest, error) {
 		switch {
 		case e.Var != "" && e.Use == "":
 			if !ValidName(e.Var) {
-				return Manifest{}, invalid("%s entry %d: var %s is not a variable name", ManifestFile, i+1, quoteName(e.Var))
+				return Manifest{}, Invalid("%s entry %d: var %s is not a variable name", ManifestFile, i+1, QuoteName(e.Var))
 			}
 			if vars[e.Var] {
-				return Manifest{}, invalid("%s: var %s appears twice", ManifestFile, e.Var)
+				return Manifest{}, Invalid("%s: var %s appears twice", ManifestFile, e.Var)
 			}
 			vars[e.Var] = true
 		case e.Var == "" && e.Use == UseRegistryAuth:
 			registry++
 			if registry > 1 {
-				return Manifest{}, invalid("%s: more than one %s entry", ManifestFile, UseRegistryAuth)
+				return Manifest{}, Invalid("%s: more than one %s entry", ManifestFile, UseRegistryAuth)
 			}
 		default:
-			return Manifest{}, invalid("%s entry %d: needs either var or use: %s", ManifestFile, i+1, UseRegistryAuth)
+			return Manifest{}, Invalid("%s entry %d: needs either var or use: %s", ManifestFile, i+1, UseRegistryAuth)
 		}
 		if e.Key == "" {
 			e.Key = DefaultKey
 		}
 		if e.Version != nil && *e.Version <= 0 {
-			return Manifest{}, invalid("%s entry %s: version must be ≥ 1", ManifestFile, e.Label())
+			return Manifest{}, Invalid("%s entry %s: version must be ≥ 1", ManifestFile, e.Label())
 		}
 	}
 	return m, nil
@@ -104,22 +104,22 @@ func parseManifest(raw []byte) (Manifest, error) {
 
 // pathUnder reports why a manifest path is refused for the env, "" when it is fine: it
 // must lie under `<kvmount>/data/<env>/see/`, hold no `..` and name something there.
-func pathRefused(p, kvMount, env string) string {
+func PathRefused(p, kvMount, env string) string {
 	prefix := kvMount + "/data/" + env + "/see/"
 	if p == "" {
 		return "has no path"
 	}
 	for _, seg := range strings.Split(p, "/") {
 		if seg == ".." || seg == "." {
-			return "path " + quoteName(p) + " has a " + seg + " segment"
+			return "path " + QuoteName(p) + " has a " + seg + " segment"
 		}
 	}
 	if !strings.HasPrefix(p, prefix) {
-		return "path " + quoteName(p) + " is not under " + prefix
+		return "path " + QuoteName(p) + " is not under " + prefix
 	}
 	rest := p[len(prefix):]
 	if rest == "" || strings.HasPrefix(rest, "/") || strings.HasSuffix(rest, "/") || strings.Contains(rest, "//") {
-		return "path " + quoteName(p) + " does not name an entry under " + prefix
+		return "path " + QuoteName(p) + " does not name an entry under " + prefix
 	}
 	return ""
 }

@@ -31,6 +31,10 @@ const (
 	EnvFile = ".env"
 	// ManifestFile is the optional secrets manifest.
 	ManifestFile = "secrets.manifest.json"
+	// MaxComposeBytes is the largest file compose is handed (internal/model's bound for a
+	// compose, included or extended file): the reader holds every file within it in memory
+	// while its budget lasts (archive.go).
+	MaxComposeBytes = 1 << 20
 )
 
 // Agent is bundle.json's agent profile; every flag defaults to false.
@@ -111,7 +115,7 @@ func ReadFrom(src io.ReaderAt, size, maxBytes int64) (*Bundle, error) {
 	}
 	stream, gz, err := openStream(io.NewSectionReader(src, 0, size))
 	if err != nil {
-		return nil, invalid("gzip stream unreadable")
+		return nil, Invalid("gzip stream unreadable")
 	}
 	// The whole uncompressed stream is capped too: the file content read so far plus a
 	// header and padding per entry seen, plus room for PAX records and the end blocks. A gzip
@@ -141,7 +145,7 @@ func ReadFrom(src io.ReaderAt, size, maxBytes int64) (*Bundle, error) {
 		}
 		entries++
 		if entries > MaxEntries {
-			return nil, invalid("more than %d entries", MaxEntries)
+			return nil, Invalid("more than %d entries", MaxEntries)
 		}
 		name := hdr.Name
 		switch hdr.Typeflag {
@@ -149,25 +153,25 @@ func ReadFrom(src io.ReaderAt, size, maxBytes int64) (*Bundle, error) {
 		case tar.TypeDir:
 			name = strings.TrimSuffix(name, "/")
 		case tar.TypeSymlink:
-			return nil, invalid("%s is a symlink", quoteName(hdr.Name))
+			return nil, Invalid("%s is a symlink", QuoteName(hdr.Name))
 		case tar.TypeLink:
-			return nil, invalid("%s is a hard link", quoteName(hdr.Name))
+			return nil, Invalid("%s is a hard link", QuoteName(hdr.Name))
 		case tar.TypeChar, tar.TypeBlock:
-			return nil, invalid("%s is a device", quoteName(hdr.Name))
+			return nil, Invalid("%s is a device", QuoteName(hdr.Name))
 		case tar.TypeFifo:
-			return nil, invalid("%s is a FIFO", quoteName(hdr.Name))
+			return nil, Invalid("%s is a FIFO", QuoteName(hdr.Name))
 		default:
-			return nil, invalid("%s has entry type %q: only regular files and directories", quoteName(hdr.Name), hdr.Typeflag)
+			return nil, Invalid("%s has entry type %q: only regular files and directories", QuoteName(hdr.Name), hdr.Typeflag)
 		}
 		if why := badName(name); why != "" {
-			return nil, invalid("entry name %s %s", quoteName(hdr.Name), why)
+			return nil, Invalid("entry name %s %s", QuoteName(hdr.Name), why)
 		}
 		if hdr.Mode&0o7000 != 0 {
-			return nil, invalid("%s has setuid, setgid or sticky bits", name)
+			return nil, Invalid("%s has setuid, setgid or sticky bits", name)
 		}
 		cr.limit = streamCap(entries, total)
 		if seen[name] {
-			return nil, invalid("%s appears twice", name)
+			return nil, Invalid("%s appears twice", name)
 		}
 		seen[name] = true
 		if hdr.Typeflag == tar.TypeDir {
@@ -175,7 +179,7 @@ func ReadFrom(src io.ReaderAt, size, maxBytes int64) (*Bundle, error) {
 			continue
 		}
 		if hdr.Size < 0 || hdr.Size > maxBytes-total {
-			return nil, invalid("more than %d bytes uncompressed (at %s)", maxBytes, name)
+			return nil, Invalid("more than %d bytes uncompressed (at %s)", maxBytes, name)
 		}
 		total += hdr.Size
 		cr.limit = streamCap(entries, total)
@@ -202,7 +206,7 @@ func ReadFrom(src io.ReaderAt, size, maxBytes int64) (*Bundle, error) {
 		}
 		// The header's size bounds what tar hands out; a byte beyond it would be a reader bug.
 		if n, _ := tr.Read(copyBuf[:1]); n != 0 {
-			return nil, invalid("%s is longer than its header says", name)
+			return nil, Invalid("%s is longer than its header says", name)
 		}
 	}
 	if gz {
@@ -246,15 +250,15 @@ func isRefusal(err error) bool {
 func streamErr(err error) *Refusal {
 	switch {
 	case errors.Is(err, errStreamCap):
-		return invalid("uncompressed stream larger than the size limit allows")
+		return Invalid("uncompressed stream larger than the size limit allows")
 	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
-		return invalid("archive is truncated")
+		return Invalid("archive is truncated")
 	case errors.Is(err, gzip.ErrChecksum), errors.Is(err, gzip.ErrHeader):
-		return invalid("gzip stream is corrupt")
+		return Invalid("gzip stream is corrupt")
 	case errors.Is(err, tar.ErrHeader):
-		return invalid("tar header is corrupt")
+		return Invalid("tar header is corrupt")
 	}
-	return invalid("archive unreadable: %v", err)
+	return Invalid("archive unreadable: %v", err)
 }
 
 // badName says why a (trailing-slash-stripped) entry name is refused, "" when it is fine.
@@ -291,7 +295,7 @@ func checkParents(seen map[string]bool, isFile func(string) bool) error {
 	for _, n := range names {
 		for d := path.Dir(n); d != "."; d = path.Dir(d) {
 			if isFile(d) {
-				return invalid("%s lies under %s, which is a file", n, d)
+				return Invalid("%s lies under %s, which is a file", n, d)
 			}
 		}
 	}
@@ -301,17 +305,17 @@ func checkParents(seen map[string]bool, isFile func(string) bool) error {
 func (b *Bundle) readMeta() error {
 	raw, ok := b.Files[MetaFile]
 	if !ok {
-		return invalid("no %s", MetaFile)
+		return Invalid("no %s", MetaFile)
 	}
 	var m Meta
 	if err := json.Unmarshal(raw, &m); err != nil {
-		return invalid("%s is not valid JSON", MetaFile)
+		return Invalid("%s is not valid JSON", MetaFile)
 	}
 	if m.ComposeFile == "" {
 		m.ComposeFile = DefaultComposeFile
 	}
 	if m.DiskNeedBytes < 0 {
-		return invalid("%s: disk_need_bytes is negative", MetaFile)
+		return Invalid("%s: disk_need_bytes is negative", MetaFile)
 	}
 	listed := map[string]bool{}
 	for _, f := range m.Files {
@@ -332,28 +336,28 @@ func (b *Bundle) readMeta() error {
 		}
 	}
 	if len(missing) > 0 {
-		return invalid("%s files[] lists %s, not in the archive", MetaFile, firstFew(missing))
+		return Invalid("%s files[] lists %s, not in the archive", MetaFile, firstFew(missing))
 	}
 	if len(extra) > 0 {
-		return invalid("archive holds %s, not in %s files[]", firstFew(extra), MetaFile)
+		return Invalid("archive holds %s, not in %s files[]", firstFew(extra), MetaFile)
 	}
 	if b.Has(EnvFile) {
-		return invalid("the bundle carries %s: the agent writes it from %s", EnvFile, TemplateFile)
+		return Invalid("the bundle carries %s: the agent writes it from %s", EnvFile, TemplateFile)
 	}
 	// A directory named .env (an entry, or the parent of a file) would stand where the agent
 	// writes .env: refused here, before any lease, not when staging fails after it.
 	for _, d := range b.Dirs {
 		if d == EnvFile {
-			return invalid("the bundle carries a directory %s: the agent writes the file %s from %s", EnvFile, EnvFile, TemplateFile)
+			return Invalid("the bundle carries a directory %s: the agent writes the file %s from %s", EnvFile, EnvFile, TemplateFile)
 		}
 	}
 	for _, f := range b.Names() {
 		if strings.HasPrefix(f, EnvFile+"/") {
-			return invalid("the bundle carries a directory %s: the agent writes the file %s from %s", EnvFile, EnvFile, TemplateFile)
+			return Invalid("the bundle carries a directory %s: the agent writes the file %s from %s", EnvFile, EnvFile, TemplateFile)
 		}
 	}
 	if !b.Has(m.ComposeFile) {
-		return invalid("compose file %s is not in the archive", quoteName(m.ComposeFile))
+		return Invalid("compose file %s is not in the archive", QuoteName(m.ComposeFile))
 	}
 	b.Meta = m
 	return nil
@@ -368,14 +372,14 @@ func firstFew(names []string) string {
 			s = append(s, fmt.Sprintf("and %d more", len(names)-few))
 			break
 		}
-		s = append(s, quoteName(n))
+		s = append(s, QuoteName(n))
 	}
 	return strings.Join(s, ", ")
 }
 
-// quoteName prints a name from the archive safely: quoted when it holds anything unusual,
+// QuoteName prints a name from the archive safely: quoted when it holds anything unusual,
 // cut when long.
-func quoteName(n string) string {
+func QuoteName(n string) string {
 	if len(n) > 120 {
 		n = n[:120] + "…"
 	}

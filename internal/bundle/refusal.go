@@ -24,6 +24,6 @@ func (r *Refusal) Error() string {
 	return string(r.Code) + ": " + r.Detail
 }
 
-func invalid(format string, args ...any) *Refusal {
+func Invalid(format string, args ...any) *Refusal {
 	return &Refusal{Code: vocab.BundleInvalid, Detail: sprintf(format, args...)}
 }

@@ -13,7 +13,7 @@ import (
 // template's literal text around the references; where that text cannot be found, the whole
 // value is returned. Nothing is returned for a template or a `.env` that does not read.
 func RenderedValues(tpl, env []byte) []string {
-	t, err := parseEnvTemplate(tpl)
+	t, err := ParseEnvTemplate(tpl)
 	if err != nil {
 		return nil
 	}

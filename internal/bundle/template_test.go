@@ -96,7 +96,7 @@ func TestTemplateErrorsReadByType(t *testing.T) {
 		"A=${B:?unset}\n": "a `${VAR:?…}` that compose would refuse",
 		"A=\"open\n":      "unterminated quoted value",
 	} {
-		_, err := parseEnvTemplate([]byte(tpl))
+		_, err := ParseEnvTemplate([]byte(tpl))
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: %v, want words saying %q", tpl, err, want)
 		}

@@ -1,11 +1,11 @@
 // Package bundlecheck answers "would a box apply this bundle?" without a box: it reads a bundle
 // archive (or packs an unpacked bundle directory) and runs on it the very functions a tick
-// runs before any lease — bundle.Read, then bundle.Check, then the rollback rule — and lists
+// runs before any lease — bundle.Read, then model.Check, then the rollback rule — and lists
 // what a box would refuse, one finding a line. `monky-deployd check bundle` and the
 // simulator's release publishing use it.
 //
 // It reads the archive or the directory and nothing else: no config, no state file, no
-// network, no docker. bundle.Check's private scratch copy (under the system's temporary
+// network, no docker. model.Check's private scratch copy (under the system's temporary
 // directory) is removed before Run returns.
 package bundlecheck
 
@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/tikali/monky-deployd/internal/bundle"
+	"github.com/tikali/monky-deployd/internal/model"
 	"github.com/tikali/monky-deployd/internal/vocab"
 )
 
@@ -64,7 +65,7 @@ type Result struct {
 	Findings []Finding
 }
 
-// privilegedHint closes bundle.Check's PRIVILEGED_REFUSED detail; each finding's line goes
+// privilegedHint closes model.Check's PRIVILEGED_REFUSED detail; each finding's line goes
 // without it and the hint follows once.
 const privilegedHint = " (bundle.json agent.allow_privileged is not set)"
 
@@ -89,9 +90,9 @@ func RunFrom(src io.ReaderAt, size int64, o Options) Result {
 	if env == "" {
 		env = b.Meta.EnvID
 	}
-	in := bundle.CheckInput{DesiredSha: b.Sha, EnvID: env, KVMount: o.KVMount,
-		Compose: bundle.ComposeEnv{Project: o.Project}} // as the tick: compose sees none of the agent's environment
-	if r := bundle.Check(b, in); r != nil {
+	in := model.CheckInput{DesiredSha: b.Sha, EnvID: env, KVMount: o.KVMount,
+		Compose: model.ComposeEnv{Project: o.Project}} // as the tick: compose sees none of the agent's environment
+	if r := model.Check(b, in); r != nil {
 		res.Findings = findings(r)
 		return res
 	}

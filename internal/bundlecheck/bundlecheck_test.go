@@ -155,7 +155,7 @@ func TestRunOrderEnvRollbackAndArchives(t *testing.T) {
 	if res := Run(testkit.Tar(t, testkit.TarFiles(allowed)...), Options{Rollback: true}); len(res.Findings) != 0 {
 		t.Errorf("a rollback the bundle allows: %+v", res.Findings)
 	}
-	// ROLLBACK_REFUSED comes after the checks bundle.Check makes, as in the tick
+	// ROLLBACK_REFUSED comes after the checks model.Check makes, as in the tick
 	if res := Run(plain, Options{EnvID: "env-qa-03", Rollback: true}); len(res.Findings) != 1 || res.Findings[0].Code != vocab.BundleEnvMismatch {
 		t.Errorf("env mismatch and rollback: %+v, want the earlier BUNDLE_ENV_MISMATCH only", res.Findings)
 	}

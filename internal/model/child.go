@@ -11,42 +11,53 @@ import (
 	"github.com/compose-spec/compose-go/v2/types"
 
 	"github.com/tikali/monky-deployd/internal/budget"
-	"github.com/tikali/monky-deployd/internal/bundle"
 	"github.com/tikali/monky-deployd/internal/vocab"
 )
 
-// A written release's model — its compose file with the rendered `.env`, as compose runs it — is
-// loaded only in the agent's binary re-executed as a loader child the operating system bounds
-// (internal/budget), by one versioned op: the stage asks for the policy's verdict, the resolved
-// model and its services (WantStage); the release GC asks for the images its services name
-// (WantImages). The secrets reach the child on its stdin, never its environment or a file. (The
-// check before the lease loads a scratch copy of the bundle with its placeholders:
-// internal/bundle, isolate.go.)
+// A release's model is loaded only in the agent's binary re-executed as a loader child the
+// operating system bounds (internal/budget), by one versioned op whatever is wanted of it: the
+// check before the lease asks for the policy's findings on a scratch copy of the bundle with
+// placeholders for the secrets (WantCheck, isolate.go); the stage for the policy's verdict, the
+// resolved model and its services on the release written with its rendered `.env` (WantStage);
+// the release GC for the images its services name (WantImages). The secrets reach the child on
+// its stdin, never its environment or a file.
 
 // op is the child's op name (budget.Serve); version the version of its request and answer: a
 // child of another version is budget.ErrUnavailable, never a verdict.
 const (
-	op      = "release-model"
-	version = 1
+	op      = "compose-model"
+	version = 4
 )
 
 // What a Request wants of the loaded model.
 const (
+	WantCheck  = "check"
 	WantStage  = "stage"
 	WantImages = "images"
 )
 
-// Request is a load of the release written at Rel (symlinks resolved): its compose file
-// ComposeFile, whose verified bytes are Content, with the rendered `.env` Env, as project Project.
+// Request is a load of a release's compose file ComposeFile. WantStage and WantImages load the
+// release written at Rel (symlinks resolved), whose compose file's verified bytes are Content,
+// with the rendered `.env` Env, as project Project. WantCheck loads the scratch copy at Root.
 type Request struct {
 	V               int    `json:"v"`
 	Want            string `json:"want"`
-	Rel             string `json:"rel"`
 	ComposeFile     string `json:"compose_file"`
-	Content         []byte `json:"content"`
-	Env             []byte `json:"env"`
-	Project         string `json:"project"`
-	AllowPrivileged bool   `json:"allow_privileged"`
+	Rel             string `json:"rel,omitempty"`
+	Content         []byte `json:"content,omitempty"`
+	Env             []byte `json:"env,omitempty"`
+	Project         string `json:"project,omitempty"`
+	AllowPrivileged bool   `json:"allow_privileged,omitempty"`
+	// WantCheck: Root is the scratch copy's release directory, Private its private parent,
+	// Names the files written below Root (the bundle's files never cross), Withheld the files
+	// not written and why; Template the bundle's `.env.template`; EnvID the box's env.
+	Root     string            `json:"root,omitempty"`
+	Private  string            `json:"private,omitempty"`
+	Names    []string          `json:"names,omitempty"`
+	Withheld map[string]string `json:"withheld,omitempty"`
+	Template []byte            `json:"template,omitempty"`
+	EnvID    string            `json:"env_id,omitempty"`
+	Compose  ComposeEnv        `json:"compose"`
 }
 
 // Answer is the child's: a verdict (Code, with the typed Reason behind it and the Detail), or
@@ -61,6 +72,10 @@ type Answer struct {
 	Services []Service `json:"services,omitempty"`
 	// WantImages: each service's image, of every profile, in the services' name order.
 	Images []ServiceImage `json:"images,omitempty"`
+	// WantCheck: the policy's findings, and whether every one is a field the allowlist does not
+	// name.
+	Findings []string `json:"findings,omitempty"`
+	Unlisted bool     `json:"unlisted,omitempty"`
 }
 
 // ServiceImage is the image a service names, as written.
@@ -77,6 +92,13 @@ func serve(raw []byte) ([]byte, error) {
 	if err := budget.Decode(raw, &req, version); err != nil {
 		return nil, err
 	}
+	if req.Want == WantCheck {
+		ans, err := serveCheck(req)
+		if err != nil {
+			return nil, err
+		}
+		return json.Marshal(ans)
+	}
 	ans := Answer{V: version}
 	p, err := Load(context.Background(), req.Rel, req.ComposeFile, req.Content, req.Env, req.Project)
 	switch {
@@ -87,14 +109,14 @@ func serve(raw []byte) ([]byte, error) {
 	case req.Want != WantStage:
 		return nil, errors.New("the loader is asked for " + req.Want)
 	default:
-		found := bundle.CheckModel(p, req.Rel, req.AllowPrivileged)
+		found := CheckModel(p, req.Rel, req.AllowPrivileged)
 		if len(found) > 0 {
 			words := make([]string, 0, len(found))
 			for _, f := range found {
 				words = append(words, f.String())
 			}
 			ans.Code, ans.Detail = vocab.PrivilegedRefused, strings.Join(words, "; ")+" (in the model compose would run; bundle.json agent.allow_privileged is not set)"
-			if bundle.OnlyUnlisted(found) {
+			if OnlyUnlisted(found) {
 				ans.Reason = vocab.ReasonUnlistedField
 			}
 		} else if ans.Model, err = Resolve(p); err != nil {

@@ -6,14 +6,12 @@ import (
 	"io"
 	"path/filepath"
 	"strings"
-	"sync"
 
 	"github.com/compose-spec/compose-go/v2/dotenv"
 	"github.com/compose-spec/compose-go/v2/loader"
 	"github.com/compose-spec/compose-go/v2/types"
 	"github.com/sirupsen/logrus"
 
-	"github.com/tikali/monky-deployd/internal/bundle"
 	"github.com/tikali/monky-deployd/internal/composeguard"
 	"github.com/tikali/monky-deployd/internal/sanitize"
 )
@@ -51,8 +49,6 @@ func EmptyEnvPath(rel string) string {
 	return filepath.Join(filepath.Dir(filepath.Dir(filepath.Clean(rel))), ResolvedDirName, EmptyEnvFile)
 }
 
-var quietLoader sync.Once
-
 // Load loads the compose file of the release written at rel (an absolute directory, symlinks
 // resolved) as compose would when handed `-f <rel>/<composeFile> --env-file <rel>/.env
 // --project-directory <rel> -p <project>` in an empty environment: content is the compose
@@ -89,10 +85,10 @@ func Load(ctx context.Context, rel, composeFile string, content, env []byte, pro
 
 // Resolve is the model compose runs: p (as Load returned it and the policy passed it) with
 // every env_file folded into its service's environment and label_file into its labels (both
-// dropped), written as bundle.ResolvedYAML writes it — compose's own printing, every `$` of a
+// dropped), written as ResolvedYAML writes it — compose's own printing, every `$` of a
 // value written `$$` and keys as they are, so that compose, reading it again, interpolates
 // nothing and takes nothing from its environment. A model that would not load again as itself
-// (an environment entry without a value, a key holding `$`, see bundle.Unstable) is an error.
+// (an environment entry without a value, a key holding `$`, see Unstable) is an error.
 //
 // As for compose, a service of a profile compose is not asked for is not part of it, nor a
 // network, volume, secret or config that no service it runs uses (the policy has decided on
@@ -102,7 +98,7 @@ func Resolve(p *types.Project) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return bundle.ResolvedYAML(r)
+	return ResolvedYAML(r)
 }
 
 // Printed is the resolved model of p as `docker compose config` prints it when it loads the
@@ -112,7 +108,7 @@ func Printed(p *types.Project) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return bundle.PrintedYAML(r)
+	return PrintedYAML(r)
 }
 
 // resolved is p with env_file and label_file folded in and what compose does not run left out.

@@ -101,7 +101,7 @@ var wordReaders = map[string]string{
 	"states/log.go:withCode":                       "writes a journal line: the same rule as explain's writeTick",
 	"states/log.go:saidAlready":                    "writes a log line once: compares words with those already written this tick, and decides no cause",
 	"states/heartbeat.go:firstLine":                "writes words cut at their first line break",
-	"internal/bundle/compose.go:loadCompose":       "compose-go's loader fails untyped when it reaches a file the agent withheld from it (the .env of secrets): its words name the path, and no typed error does",
+	"internal/model/compose.go:loadCompose":        "compose-go's loader fails untyped when it reaches a file the agent withheld from it (the .env of secrets): its words name the path, and no typed error does",
 	"internal/bundle/envfile.go:dotenvProblem":     "compose-go's dotenv returns its line errors untyped (fmt.Errorf): their fixed words are kept without the template text they quote; its template errors are read by type",
 	"cmd/monky-deployd/usage.go:flagErrorWords":    "rewrites the flag package's untyped usage errors into the usage line: it words a mistyped command, and decides no cause",
 	"internal/bundlecheck/bundlecheck.go:findings": "prints a refusal's findings one a line as the policy wrote them: it formats words and decides nothing",

@@ -138,7 +138,7 @@ func fixedPoint(t *testing.T, archive []byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f := bundle.CheckModel(pr, rel, b.Meta.Agent.AllowPrivileged); len(f) > 0 {
+	if f := model.CheckModel(pr, rel, b.Meta.Agent.AllowPrivileged); len(f) > 0 {
 		t.Fatalf("accepted before the lease, refused on the model compose runs: %v", f)
 	}
 	resolved, err := model.Resolve(pr)

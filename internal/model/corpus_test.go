@@ -1,4 +1,4 @@
-package bundle
+package model
 
 import (
 	"os"
@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tikali/monky-deployd/internal/bundle"
 	"github.com/tikali/monky-deployd/internal/testkit"
 	"github.com/tikali/monky-deployd/internal/vocab"
 )
@@ -46,21 +47,21 @@ func TestHostileCompose(t *testing.T) {
 			var entries []testkit.TarEntry
 			var names []string
 			for n := range secs {
-				if n != MetaFile {
+				if n != bundle.MetaFile {
 					names = append(names, n)
 				}
 			}
 			sort.Strings(names)
-			if _, ok := secs[MetaFile]; !ok {
-				secs[MetaFile] = testkit.BundleMeta(env, nil, names...)
+			if _, ok := secs[bundle.MetaFile]; !ok {
+				secs[bundle.MetaFile] = testkit.BundleMeta(env, nil, names...)
 			}
 			for n, body := range secs {
 				entries = append(entries, testkit.TarFile(n, body))
 			}
-			b, err := Read(testkit.Tar(t, entries...), 0)
-			var r *Refusal
+			b, err := bundle.Read(testkit.Tar(t, entries...), 0)
+			var r *bundle.Refusal
 			if err != nil {
-				r = err.(*Refusal)
+				r = err.(*bundle.Refusal)
 			} else {
 				r = Check(b, CheckInput{DesiredSha: b.Sha, EnvID: env, Compose: ComposeEnv{AgentEnv: agentEnv}})
 			}

@@ -1,4 +1,4 @@
-package bundle
+package model
 
 import (
 	"bytes"
@@ -21,6 +21,7 @@ import (
 	"github.com/sirupsen/logrus"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/tikali/monky-deployd/internal/bundle"
 	"github.com/tikali/monky-deployd/internal/composeguard"
 	"github.com/tikali/monky-deployd/internal/sanitize"
 )
@@ -72,35 +73,35 @@ var quietLoader sync.Once
 // names the files the parent did not write (over the bounds by their size alone, and why);
 // loadCompose adds those it finds over the bounds and removes them from sc, so that the loader
 // cannot read them. The files are read one at a time: the child never holds the bundle.
-func loadCompose(sc scratchCopy, withheld map[string]string, name string, tpl *envTemplate, env ComposeEnv, envID string) (*model, *Refusal) {
+func loadCompose(sc scratchCopy, withheld map[string]string, name string, tpl *bundle.EnvTemplate, env ComposeEnv, envID string) (*model, *bundle.Refusal) {
 	quietLoader.Do(func() { logrus.SetOutput(io.Discard) }) // the loader's warnings are not ours to print
 	content, err := sc.read(name)
 	if err != nil {
-		return nil, invalid("cannot read the scratch copy of %s: %v", quoteName(name), err)
+		return nil, bundle.Invalid("cannot read the scratch copy of %s: %v", bundle.QuoteName(name), err)
 	}
 	if why := composeBound(content); why != "" {
-		return nil, invalid("%s %s", quoteName(name), why)
+		return nil, bundle.Invalid("%s %s", bundle.QuoteName(name), why)
 	}
 	if n := yamlDocuments(content); n > 1 {
-		return nil, invalid("%s holds %d YAML documents: a compose file is one document", quoteName(name), n)
+		return nil, bundle.Invalid("%s holds %d YAML documents: a compose file is one document", bundle.QuoteName(name), n)
 	}
 	// Any other file an include or extends could name is bounded the same way; one over the
 	// bounds is taken out of the scratch copy, so that the loader cannot read it. Each is read,
 	// judged and let go before the next.
 	var outside []string
 	for _, n := range sc.names {
-		if n == MetaFile {
+		if n == bundle.MetaFile {
 			continue
 		}
 		data := content
 		if n != name {
 			if data, err = sc.read(n); err != nil {
-				return nil, invalid("cannot read the scratch copy of %s: %v", quoteName(n), err)
+				return nil, bundle.Invalid("cannot read the scratch copy of %s: %v", bundle.QuoteName(n), err)
 			}
 			if why := composeBound(data); why != "" {
 				withheld[n] = why
 				if err := os.Remove(filepath.Join(sc.root, n)); err != nil {
-					return nil, invalid("cannot withhold %s from the loader: %v", quoteName(n), err)
+					return nil, bundle.Invalid("cannot withhold %s from the loader: %v", bundle.QuoteName(n), err)
 				}
 				continue
 			}
@@ -122,7 +123,7 @@ func loadCompose(sc scratchCopy, withheld map[string]string, name string, tpl *e
 			environment[n] = phFor("e", n)
 		}
 	}
-	for k, v := range tpl.placeholders(func(n string) string { return phFor("s", n) }) {
+	for k, v := range tpl.Placeholders(func(n string) string { return phFor("s", n) }) {
 		environment[k] = v // compose reads .env, and the agent strips these names from docker's environment
 	}
 
@@ -152,19 +153,19 @@ func loadCompose(sc scratchCopy, withheld map[string]string, name string, tpl *e
 	if err != nil {
 		for _, n := range slices.Sorted(maps.Keys(withheld)) {
 			if strings.Contains(err.Error(), filepath.Join(root, n)) {
-				return nil, invalid("%s, which %s includes or extends, %s", quoteName(n), quoteName(name), withheld[n])
+				return nil, bundle.Invalid("%s, which %s includes or extends, %s", bundle.QuoteName(n), bundle.QuoteName(name), withheld[n])
 			}
 		}
-		return nil, invalid("%s does not load: %s", quoteName(name), m.words(err))
+		return nil, bundle.Invalid("%s does not load: %s", bundle.QuoteName(name), m.words(err))
 	}
 	if len(p.ComposeFiles) == 0 {
 		p.ComposeFiles = []string{filepath.Join(root, name)} // the loader leaves it to its callers
 	}
 	if words, err := Unstable(p); err != nil || len(words) > 0 {
 		if err != nil {
-			return nil, invalid("%s does not print: %s", quoteName(name), m.words(err))
+			return nil, bundle.Invalid("%s does not print: %s", bundle.QuoteName(name), m.words(err))
 		}
-		return nil, invalid("%s would not run as checked: %s", quoteName(name), m.ph.ReplaceAllString(strings.Join(words, "; "), "$${$2}"))
+		return nil, bundle.Invalid("%s would not run as checked: %s", bundle.QuoteName(name), m.ph.ReplaceAllString(strings.Join(words, "; "), "$${$2}"))
 	}
 	m.project = p
 	m.pol = &policy{root: m.root, private: m.private, ph: m.ph}
@@ -217,7 +218,7 @@ func (sc scratchCopy) read(n string) ([]byte, error) { return os.ReadFile(filepa
 // bounds of a compose file by their size alone: those are withheld, with why (no parse here).
 // The caller removes sc.private when the child has answered or died: a killed child leaves
 // nothing behind.
-func writeScratch(b *Bundle, dir string) (sc scratchCopy, withheld map[string]string, err error) {
+func writeScratch(b *bundle.Bundle, dir string) (sc scratchCopy, withheld map[string]string, err error) {
 	private, err := os.MkdirTemp(dir, "monky-deployd-verify-")
 	if err != nil {
 		return sc, nil, err
@@ -292,7 +293,7 @@ func (m *model) findings() (words []string, unlisted bool) {
 func includeSettings(files map[string][]byte, withheld map[string]string) []string {
 	var out []string
 	for _, n := range slices.Sorted(maps.Keys(files)) {
-		if _, skip := withheld[n]; skip || n == MetaFile {
+		if _, skip := withheld[n]; skip || n == bundle.MetaFile {
 			continue
 		}
 		out = append(out, includeSettingsOf(n, files[n])...)
@@ -328,7 +329,7 @@ func includeSettingsOf(n string, raw []byte) []string {
 			entry := stringKeys(e)
 			for _, k := range []string{"project_directory", "env_file"} {
 				if _, ok := entry[k]; ok {
-					out = append(out, fmt.Sprintf("%s: include sets %s (an include reads only its own files, below the release directory)", quoteName(n), k))
+					out = append(out, fmt.Sprintf("%s: include sets %s (an include reads only its own files, below the release directory)", bundle.QuoteName(n), k))
 				}
 			}
 		}
@@ -397,8 +398,8 @@ func union[M ~map[string]V, V any](a, b M) map[string]V {
 // PrivilegedFindings loads b's compose file as Check does (in a bounded child) and lists what
 // PRIVILEGED_REFUSED would refuse (nil when nothing). A bundle whose `.env.template` or compose
 // file does not load is a *Refusal (BUNDLE_INVALID).
-func PrivilegedFindings(b *Bundle, env ComposeEnv) ([]string, error) {
-	if _, err := parseEnvTemplate(b.Files[TemplateFile]); err != nil {
+func PrivilegedFindings(b *bundle.Bundle, env ComposeEnv) ([]string, error) {
+	if _, err := bundle.ParseEnvTemplate(b.Files[bundle.TemplateFile]); err != nil {
 		return nil, err
 	}
 	f, _, err := loadBounded(context.Background(), b, env, b.Meta.EnvID)
@@ -412,17 +413,17 @@ func PrivilegedFindings(b *Bundle, env ComposeEnv) ([]string, error) {
 // *Refusal (BUNDLE_INVALID) before any lease rather than after it. A file withheld from the
 // scratch copy by its size is not read here (the stage reads it). resolveFiles runs only on a
 // model the policy found nothing in, so every path it reads lies below the release directory.
-func (m *model) resolveFiles(name string, tpl []byte, withheld map[string]string) *Refusal {
+func (m *model) resolveFiles(name string, tpl []byte, withheld map[string]string) *bundle.Refusal {
 	values := map[string]string{}
-	for _, n := range References(tpl) {
+	for _, n := range bundle.References(tpl) {
 		values[n] = m.phFor("s", n)
 	}
-	env, err := Render(tpl, values)
+	env, err := bundle.Render(tpl, values)
 	if err == nil {
-		err = os.WriteFile(filepath.Join(m.root, EnvFile), env, 0o600)
+		err = os.WriteFile(filepath.Join(m.root, bundle.EnvFile), env, 0o600)
 	}
 	if err != nil {
-		return invalid("cannot write the scratch copy's %s: %v", EnvFile, err)
+		return bundle.Invalid("cannot write the scratch copy's %s: %v", bundle.EnvFile, err)
 	}
 	p := m.project.WithoutUnnecessaryResources()
 	for _, s := range p.Services {
@@ -435,13 +436,13 @@ func (m *model) resolveFiles(name string, tpl []byte, withheld map[string]string
 		p, err = p.WithServicesLabelsResolved(true)
 	}
 	if err != nil {
-		return invalid("%s does not load with its env_file and label_file contents: %s", quoteName(name), m.words(err))
+		return bundle.Invalid("%s does not load with its env_file and label_file contents: %s", bundle.QuoteName(name), m.words(err))
 	}
 	if words, err := Unstable(p); err != nil || len(words) > 0 {
 		if err != nil {
-			return invalid("%s does not print: %s", quoteName(name), m.words(err))
+			return bundle.Invalid("%s does not print: %s", bundle.QuoteName(name), m.words(err))
 		}
-		return invalid("%s would not run as checked: %s", quoteName(name), m.ph.ReplaceAllString(strings.Join(words, "; "), "$${$2}"))
+		return bundle.Invalid("%s would not run as checked: %s", bundle.QuoteName(name), m.ph.ReplaceAllString(strings.Join(words, "; "), "$${$2}"))
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package bundle
+package model
 
 // Fields decided: the fields a compose file most often sets beyond the allowlist, each with
 // what it would do — kept off the list for it, or found harmless and refused only until the

@@ -1,9 +1,10 @@
-package bundle
+package model
 
 import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/tikali/monky-deployd/internal/bundle"
 	"io"
 	"slices"
 
@@ -20,8 +21,9 @@ import (
 // and give the clear words; the hard line is the loader's child process (isolate.go), bounded
 // by the operating system whatever the input.
 const (
-	// MaxComposeBytes is the largest compose file (or included or extended file) loaded.
-	MaxComposeBytes = 1 << 20
+	// MaxComposeBytes is the largest compose file (or included or extended file) loaded
+	// (bundle.MaxComposeBytes: the bundle's reader holds such files in memory).
+	MaxComposeBytes = bundle.MaxComposeBytes
 	// MaxAliasNodes is the most nodes alias expansion may add to one compose file: each
 	// alias counts the nodes of what it stands for, expanded in turn.
 	MaxAliasNodes = 100_000

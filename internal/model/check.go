@@ -1,4 +1,4 @@
-package bundle
+package model
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/tikali/monky-deployd/internal/bundle"
 	"github.com/tikali/monky-deployd/internal/vocab"
 )
 
@@ -41,23 +42,23 @@ const DefaultKVMount = "monky"
 // DISK_INSUFFICIENT come after it and are the caller's. The compose file is loaded in a bounded
 // child (isolate.go), which writes a private scratch copy of the bundle for the loader and
 // removes it before it answers.
-func Check(b *Bundle, in CheckInput) *Refusal {
+func Check(b *bundle.Bundle, in CheckInput) *bundle.Refusal {
 	err := CheckContext(context.Background(), b, in)
-	var r *Refusal
+	var r *bundle.Refusal
 	if err != nil && !errors.As(err, &r) {
-		r = invalid("%v", err)
+		r = bundle.Invalid("%v", err)
 	}
 	return r
 }
 
 // CheckContext is Check cancelled with ctx: a *Refusal, nil, or — when ctx ends before the
 // compose file is loaded — an error wrapping budget.ErrCancelled, which decides nothing.
-func CheckContext(ctx context.Context, b *Bundle, in CheckInput) error {
+func CheckContext(ctx context.Context, b *bundle.Bundle, in CheckInput) error {
 	man, err := b.Manifest()
 	if err != nil {
 		return err
 	}
-	if _, err := parseEnvTemplate(b.Files[TemplateFile]); err != nil {
+	if _, err := bundle.ParseEnvTemplate(b.Files[bundle.TemplateFile]); err != nil {
 		return err
 	}
 	findings, unlisted, err := loadBounded(ctx, b, in.Compose, in.EnvID)
@@ -65,25 +66,25 @@ func CheckContext(ctx context.Context, b *Bundle, in CheckInput) error {
 		return err
 	}
 	if b.Sha != in.DesiredSha {
-		return &Refusal{Code: vocab.BundleShaMismatch, Detail: fmt.Sprintf("content sha %s ≠ desired %s", short(b.Sha), short(in.DesiredSha))}
+		return &bundle.Refusal{Code: vocab.BundleShaMismatch, Detail: fmt.Sprintf("content sha %s ≠ desired %s", short(b.Sha), short(in.DesiredSha))}
 	}
 	if b.Meta.EnvID != in.EnvID {
-		return &Refusal{Code: vocab.BundleEnvMismatch, Detail: fmt.Sprintf("bundle is for %s, this agent is %s", quoteName(b.Meta.EnvID), in.EnvID)}
+		return &bundle.Refusal{Code: vocab.BundleEnvMismatch, Detail: fmt.Sprintf("bundle is for %s, this agent is %s", bundle.QuoteName(b.Meta.EnvID), in.EnvID)}
 	}
 	if missing := Unresolved(b, man); len(missing) > 0 {
-		return &Refusal{Code: vocab.EnvIncomplete, Detail: "unresolved: " + strings.Join(missing, ", ")}
+		return &bundle.Refusal{Code: vocab.EnvIncomplete, Detail: "unresolved: " + strings.Join(missing, ", ")}
 	}
 	mount := in.KVMount
 	if mount == "" {
 		mount = DefaultKVMount
 	}
 	for _, e := range man.Entries {
-		if why := pathRefused(e.Path, mount, in.EnvID); why != "" {
-			return &Refusal{Code: vocab.ManifestPathRefused, Detail: "entry " + e.Label() + ": " + why}
+		if why := bundle.PathRefused(e.Path, mount, in.EnvID); why != "" {
+			return &bundle.Refusal{Code: vocab.ManifestPathRefused, Detail: "entry " + e.Label() + ": " + why}
 		}
 	}
 	if !b.Meta.Agent.AllowPrivileged && len(findings) > 0 {
-		r := &Refusal{Code: vocab.PrivilegedRefused, Detail: strings.Join(findings, "; ") + " (bundle.json agent.allow_privileged is not set)"}
+		r := &bundle.Refusal{Code: vocab.PrivilegedRefused, Detail: strings.Join(findings, "; ") + " (bundle.json agent.allow_privileged is not set)"}
 		if unlisted {
 			r.Reason = vocab.ReasonUnlistedField
 		}
@@ -94,10 +95,10 @@ func CheckContext(ctx context.Context, b *Bundle, in CheckInput) error {
 
 // Unresolved returns the names `.env.template` references that no manifest entry supplies,
 // sorted.
-func Unresolved(b *Bundle, man Manifest) []string {
+func Unresolved(b *bundle.Bundle, man bundle.Manifest) []string {
 	have := man.Vars()
 	var out []string
-	for _, n := range References(b.Files[TemplateFile]) {
+	for _, n := range bundle.References(b.Files[bundle.TemplateFile]) {
 		if !have[n] {
 			out = append(out, n)
 		}

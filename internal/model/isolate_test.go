@@ -1,4 +1,4 @@
-package bundle
+package model
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tikali/monky-deployd/internal/budget"
+	"github.com/tikali/monky-deployd/internal/bundle"
 	"github.com/tikali/monky-deployd/internal/vocab"
 )
 
@@ -101,8 +102,8 @@ func TestEnvFileContentsCheckedBeforeLease(t *testing.T) {
 		{"unterminated quote", map[string]string{"compose.yaml": svc("app.env"), "app.env": "A=\"open\n"}, "does not load with its env_file"},
 		{"missing", map[string]string{"compose.yaml": svc("gone.env")}, "gone.env"},
 		{"benign", map[string]string{"compose.yaml": svc("app.env"), "app.env": "A=1\nB=${B_DEFAULT:-x}\n"}, ""},
-		{"the rendered .env", map[string]string{"compose.yaml": svc(".env"), TemplateFile: "TOKEN=${TOKEN}\nMODE=prod\n",
-			ManifestFile: `{"entries":[{"var":"TOKEN","path":"monky/data/` + env + `/see/api","key":"token"}]}`}, ""},
+		{"the rendered .env", map[string]string{"compose.yaml": svc(".env"), bundle.TemplateFile: "TOKEN=${TOKEN}\nMODE=prod\n",
+			bundle.ManifestFile: `{"entries":[{"var":"TOKEN","path":"monky/data/` + env + `/see/api","key":"token"}]}`}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := bundleWith(t, tc.files)

@@ -1,18 +1,19 @@
-package bundle
+package model
 
 import (
 	"strings"
 	"testing"
 
+	"github.com/tikali/monky-deployd/internal/bundle"
 	"github.com/tikali/monky-deployd/internal/testkit"
 	"github.com/tikali/monky-deployd/internal/vocab"
 )
 
 const env = "env-qa-02"
 
-func readBundle(t *testing.T, es ...testkit.TarEntry) *Bundle {
+func readBundle(t *testing.T, es ...testkit.TarEntry) *bundle.Bundle {
 	t.Helper()
-	b, err := Read(testkit.Tar(t, es...), 1<<20)
+	b, err := bundle.Read(testkit.Tar(t, es...), 1<<20)
 	if err != nil {
 		t.Fatalf("Read: %v", err)
 	}
@@ -20,17 +21,17 @@ func readBundle(t *testing.T, es ...testkit.TarEntry) *Bundle {
 }
 
 // build makes a bundle from compose, template and manifest (empty: absent), with meta extras.
-func build(t *testing.T, envID, compose, tpl, manifest string, extra map[string]any) *Bundle {
+func build(t *testing.T, envID, compose, tpl, manifest string, extra map[string]any) *bundle.Bundle {
 	t.Helper()
 	names := []string{"compose.yaml"}
 	es := []testkit.TarEntry{testkit.TarFile("compose.yaml", compose)}
 	if tpl != "" {
-		names = append(names, TemplateFile)
-		es = append(es, testkit.TarFile(TemplateFile, tpl))
+		names = append(names, bundle.TemplateFile)
+		es = append(es, testkit.TarFile(bundle.TemplateFile, tpl))
 	}
 	if manifest != "" {
-		names = append(names, ManifestFile)
-		es = append(es, testkit.TarFile(ManifestFile, manifest))
+		names = append(names, bundle.ManifestFile)
+		es = append(es, testkit.TarFile(bundle.ManifestFile, manifest))
 	}
 	es = append([]testkit.TarEntry{testkit.TarFile("bundle.json", testkit.BundleMeta(envID, extra, names...))}, es...)
 	return readBundle(t, es...)
@@ -159,40 +160,5 @@ func TestCheckAllowPrivileged(t *testing.T) {
 	b := build(t, env, priv, "", "", map[string]any{"agent": map[string]any{"allow_privileged": true}})
 	if r := Check(b, CheckInput{DesiredSha: b.Sha, EnvID: env}); r != nil {
 		t.Fatalf("allow_privileged bundle refused: %v", r)
-	}
-}
-
-func TestManifestParse(t *testing.T) {
-	b := build(t, env, okCompose, "", goodManifest, nil)
-	m, err := b.Manifest()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(m.Entries) != 2 {
-		t.Fatalf("entries = %d", len(m.Entries))
-	}
-	e := m.Entries[0]
-	if e.Var != "GEMINI_API_KEY" || e.Key != "value" || e.Version == nil || *e.Version != 3 {
-		t.Errorf("entry 0 = %+v", e)
-	}
-	reg, ok := m.RegistryAuth()
-	if !ok || reg.Key != DefaultKey || reg.Path != "monky/data/env-qa-02/see/registry" {
-		t.Errorf("registry entry = %+v, %v", reg, ok)
-	}
-	if v := m.Vars(); len(v) != 1 || !v["GEMINI_API_KEY"] {
-		t.Errorf("vars = %v: registry-auth must not be a var", v)
-	}
-	empty := build(t, env, okCompose, "", "", nil)
-	if m, err := empty.Manifest(); err != nil || len(m.Entries) != 0 {
-		t.Errorf("absent manifest: %v %v", m, err)
-	}
-	for _, bad := range []string{`{"entries":[{"var":"1A","path":"p"}]}`, `{"entries":[{"var":"A","path":"p"},{"var":"A","path":"q"}]}`,
-		`{"entries":[{"use":"registry-auth","path":"p"},{"use":"registry-auth","path":"q"}]}`, `{"entries":[{"use":"other","path":"p"}]}`,
-		`{"entries":[{"var":"A","path":"p","version":1.5}]}`, `[]`} {
-		if _, err := parseManifest([]byte(bad)); err == nil {
-			t.Errorf("accepted %s", bad)
-		} else {
-			wantRefusal(t, err, vocab.BundleInvalid)
-		}
 	}
 }

@@ -1,4 +1,4 @@
-package bundle
+package model
 
 import (
 	"fmt"
@@ -9,6 +9,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/tikali/monky-deployd/internal/bundle"
 	"github.com/tikali/monky-deployd/internal/testkit"
 	"github.com/tikali/monky-deployd/internal/vocab"
 )
@@ -114,17 +115,17 @@ func aliasBomb(t testing.TB) string {
 }
 
 // bundleWith reads a bundle of env holding files (bundle.json written for them unless given).
-func bundleWith(t testing.TB, files map[string]string) *Bundle {
+func bundleWith(t testing.TB, files map[string]string) *bundle.Bundle {
 	var names []string
 	var entries []testkit.TarEntry
 	for n, body := range files {
 		names = append(names, n)
 		entries = append(entries, testkit.TarFile(n, body))
 	}
-	if _, ok := files[MetaFile]; !ok {
-		entries = append(entries, testkit.TarFile(MetaFile, testkit.BundleMeta(env, nil, names...)))
+	if _, ok := files[bundle.MetaFile]; !ok {
+		entries = append(entries, testkit.TarFile(bundle.MetaFile, testkit.BundleMeta(env, nil, names...)))
 	}
-	b, err := Read(testkit.Tar(t, entries...), 0)
+	b, err := bundle.Read(testkit.Tar(t, entries...), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,9 +156,9 @@ func TestIncludeEnvFileNeverRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := bundleWith(t, map[string]string{
-		"compose.json": `{"\u0069nclude": [{"path": "more.yaml", "env_file": "` + dotenv + `"}], "services": {"api": {"image": "x"}}}`,
-		"more.yaml":    "services:\n  side:\n    image: y\n    ports: [\"${PORT}\"]\n",
-		MetaFile:       `{"env_id": "` + env + `", "compose_file": "compose.json", "files": ["compose.json", "more.yaml"]}`,
+		"compose.json":  `{"\u0069nclude": [{"path": "more.yaml", "env_file": "` + dotenv + `"}], "services": {"api": {"image": "x"}}}`,
+		"more.yaml":     "services:\n  side:\n    image: y\n    ports: [\"${PORT}\"]\n",
+		bundle.MetaFile: `{"env_id": "` + env + `", "compose_file": "compose.json", "files": ["compose.json", "more.yaml"]}`,
 	})
 	r := Check(b, CheckInput{DesiredSha: b.Sha, EnvID: env})
 	if r == nil || strings.Contains(r.Error(), "canary") {
@@ -189,13 +190,13 @@ func TestIncludeSettingsSpellings(t *testing.T) {
 		"second in list": "include: [a.yaml, {path: b.yaml, env_file: c.env}]\n",
 	} {
 		t.Run(name, func(t *testing.T) {
-			b := &Bundle{Files: map[string][]byte{"compose.yaml": []byte(raw)}}
+			b := &bundle.Bundle{Files: map[string][]byte{"compose.yaml": []byte(raw)}}
 			if got := includeSettings(b.Files, nil); len(got) != 1 || !strings.Contains(got[0], "include sets env_file") {
 				t.Errorf("includeSettings = %q", got)
 			}
 		})
 	}
-	b := &Bundle{Files: map[string][]byte{"app.js": []byte("/* x */ const a = b * c; // include?\n"), "compose.yaml": []byte(okCompose)}}
+	b := &bundle.Bundle{Files: map[string][]byte{"app.js": []byte("/* x */ const a = b * c; // include?\n"), "compose.yaml": []byte(okCompose)}}
 	if got := includeSettings(b.Files, nil); len(got) != 0 {
 		t.Errorf("includeSettings = %q", got)
 	}

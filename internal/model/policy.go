@@ -1,4 +1,4 @@
-package bundle
+package model
 
 import (
 	"fmt"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/compose-spec/compose-go/v2/types"
 
+	"github.com/tikali/monky-deployd/internal/bundle"
 	"github.com/tikali/monky-deployd/internal/sanitize"
 )
 
@@ -160,30 +161,30 @@ func (pol *policy) check(p *types.Project) []Finding {
 	services := union(p.Services, p.DisabledServices)
 	for _, n := range slices.Sorted(maps.Keys(services)) {
 		s := services[n]
-		who := "service " + quoteName(n)
+		who := "service " + bundle.QuoteName(n)
 		pol.service(p, &s, func(field, what string) { add(who, field, what) }, func(field, what string) { unlisted(who, field, what) })
 	}
 	pol.writable(p, services, add)
 	jobs := union(p.Jobs, p.DisabledJobs)
 	for _, n := range slices.Sorted(maps.Keys(jobs)) {
-		unlisted("job "+quoteName(n), "jobs", "jobs are not allowed")
+		unlisted("job "+bundle.QuoteName(n), "jobs", "jobs are not allowed")
 	}
 	for _, n := range slices.Sorted(maps.Keys(p.Networks)) {
-		pol.network(p.Name, n, p.Networks[n], func(field, what string) { add("network "+quoteName(n), field, what) },
-			func(field, what string) { unlisted("network "+quoteName(n), field, what) })
+		pol.network(p.Name, n, p.Networks[n], func(field, what string) { add("network "+bundle.QuoteName(n), field, what) },
+			func(field, what string) { unlisted("network "+bundle.QuoteName(n), field, what) })
 	}
 	for _, n := range slices.Sorted(maps.Keys(p.Volumes)) {
-		pol.volume(p.Name, n, p.Volumes[n], func(field, what string) { add("volume "+quoteName(n), field, what) },
-			func(field, what string) { unlisted("volume "+quoteName(n), field, what) })
+		pol.volume(p.Name, n, p.Volumes[n], func(field, what string) { add("volume "+bundle.QuoteName(n), field, what) },
+			func(field, what string) { unlisted("volume "+bundle.QuoteName(n), field, what) })
 	}
 	for _, n := range slices.Sorted(maps.Keys(p.Secrets)) {
 		if f := pol.fileObject(types.FileObjectConfig(p.Secrets[n])); f != "" {
-			add("secret "+quoteName(n), "secrets", f)
+			add("secret "+bundle.QuoteName(n), "secrets", f)
 		}
 	}
 	for _, n := range slices.Sorted(maps.Keys(p.Configs)) {
 		if f := pol.fileObject(types.FileObjectConfig(p.Configs[n])); f != "" {
-			add("config "+quoteName(n), "configs", f)
+			add("config "+bundle.QuoteName(n), "configs", f)
 		}
 	}
 	return out
@@ -318,10 +319,10 @@ func (pol *policy) mount(p *types.Project, v types.ServiceVolumeConfig, add func
 			return
 		}
 		if why := pol.localBind(vol); why != "" {
-			add("volumes", "volume "+quoteName(v.Source)+" binds "+why+" (driver_opts) → "+pol.show(v.Target))
+			add("volumes", "volume "+bundle.QuoteName(v.Source)+" binds "+why+" (driver_opts) → "+pol.show(v.Target))
 		}
 		if v.Volume != nil && climbs(v.Volume.Subpath) {
-			add("volumes", "volume "+quoteName(v.Source)+" subpath "+pol.show(v.Volume.Subpath)+" is not allowed (a path inside the volume, never absolute, never `..`) → "+pol.show(v.Target))
+			add("volumes", "volume "+bundle.QuoteName(v.Source)+" subpath "+pol.show(v.Volume.Subpath)+" is not allowed (a path inside the volume, never absolute, never `..`) → "+pol.show(v.Target))
 		}
 	case types.VolumeTypeTmpfs:
 	case types.VolumeTypeNamedPipe:
@@ -343,12 +344,12 @@ func (pol *policy) writable(p *types.Project, services map[string]types.ServiceC
 		path  string
 		read  bool // compose reads the file's content
 	}
-	uses := []use{{"compose reads as .env", filepath.Join(pol.root, EnvFile), true}}
+	uses := []use{{"compose reads as .env", filepath.Join(pol.root, bundle.EnvFile), true}}
 	for _, f := range p.ComposeFiles {
 		uses = append(uses, use{"compose reads as the compose file", f, true})
 	}
 	for _, n := range slices.Sorted(maps.Keys(services)) {
-		who := "service " + quoteName(n)
+		who := "service " + bundle.QuoteName(n)
 		s := services[n]
 		for _, v := range s.Volumes {
 			if v.Type == types.VolumeTypeBind {
@@ -360,13 +361,13 @@ func (pol *policy) writable(p *types.Project, services map[string]types.ServiceC
 		}
 	}
 	for _, n := range slices.Sorted(maps.Keys(p.Secrets)) {
-		uses = append(uses, use{"is the file of secret " + quoteName(n), p.Secrets[n].File, false})
+		uses = append(uses, use{"is the file of secret " + bundle.QuoteName(n), p.Secrets[n].File, false})
 	}
 	for _, n := range slices.Sorted(maps.Keys(p.Configs)) {
-		uses = append(uses, use{"is the file of config " + quoteName(n), p.Configs[n].File, false})
+		uses = append(uses, use{"is the file of config " + bundle.QuoteName(n), p.Configs[n].File, false})
 	}
 	for _, n := range slices.Sorted(maps.Keys(services)) {
-		who := "service " + quoteName(n)
+		who := "service " + bundle.QuoteName(n)
 		for _, v := range services[n].Volumes {
 			if v.Type != types.VolumeTypeBind || v.ReadOnly || pol.placeholder(v.Source) {
 				continue

@@ -1,4 +1,4 @@
-package bundle
+package model
 
 import (
 	"bytes"
@@ -8,6 +8,7 @@ import (
 	"github.com/compose-spec/compose-go/v2/types"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/tikali/monky-deployd/internal/bundle"
 	"github.com/tikali/monky-deployd/internal/sanitize"
 )
 
@@ -38,10 +39,10 @@ func Unstable(p *types.Project) ([]string, error) {
 	walkKeys(doc, nil, func(path []string, key, val *yaml.Node) {
 		where, field := section(path)
 		if strings.Contains(key.Value, "$") {
-			out = append(out, fmt.Sprintf("%s: %skey %s holds $ (compose never interpolates a key, so it cannot be escaped)", where, field, quoteName(key.Value)))
+			out = append(out, fmt.Sprintf("%s: %skey %s holds $ (compose never interpolates a key, so it cannot be escaped)", where, field, bundle.QuoteName(key.Value)))
 		}
 		if len(path) == 3 && path[0] == "services" && path[2] == "environment" && val.Tag == "!!null" {
-			out = append(out, fmt.Sprintf("%s: environment %s has no value (compose would fill it from its own environment when it runs)", where, quoteName(key.Value)))
+			out = append(out, fmt.Sprintf("%s: environment %s has no value (compose would fill it from its own environment when it runs)", where, bundle.QuoteName(key.Value)))
 		}
 	})
 	return out, nil
@@ -168,7 +169,7 @@ func section(path []string) (where, field string) {
 	}
 	kinds := map[string]string{"services": "service", "networks": "network", "volumes": "volume", "secrets": "secret", "configs": "config"}
 	if k, ok := kinds[path[0]]; ok && len(path) >= 2 {
-		where = k + " " + quoteName(path[1])
+		where = k + " " + bundle.QuoteName(path[1])
 		if len(path) > 2 {
 			field = sanitize.Line(strings.Join(path[2:], ".")) + " "
 		}

@@ -1,0 +1,3 @@
+package model
+
+const okCompose = "services:\n  api:\n    image: harbor.tikali.net/monky/api:1\n"
