@@ -31,23 +31,6 @@ func writeTree(t *testing.T, files map[string]string) string {
 	return dir
 }
 
-// sections splits a corpus case into its `-- name --` sections (as internal/bundle's test).
-func sections(raw string) map[string]string {
-	out := map[string]string{}
-	cur := ""
-	for _, line := range strings.SplitAfter(raw, "\n") {
-		if l := strings.TrimSpace(line); strings.HasPrefix(l, "-- ") && strings.HasSuffix(l, " --") {
-			cur = strings.TrimSuffix(strings.TrimPrefix(l, "-- "), " --")
-			out[cur] = ""
-			continue
-		}
-		if cur != "" {
-			out[cur] += line
-		}
-	}
-	return out
-}
-
 // TestCorpusAsUnpackedDirectories runs every case of the hostile-compose corpus
 // (testdata/compose, the cases the tick's checks are held to) through Pack and Run from an
 // unpacked directory: the verdict is the case's code, and a PRIVILEGED_REFUSED case gives
@@ -64,7 +47,7 @@ func TestCorpusAsUnpackedDirectories(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			secs := sections(string(raw))
+			secs := testkit.Sections(string(raw))
 			want := strings.Split(strings.TrimSpace(secs["want"]), "\n")
 			code, lines := strings.TrimSpace(want[0]), want[1:]
 			if secs["agent-env"] != "" {

@@ -94,20 +94,9 @@ func TestHostileCompose(t *testing.T) {
 	}
 }
 
-// sections splits a case into its `-- name --` sections.
+// sections splits a case into its `-- name --` sections; it must have a want section.
 func sections(t *testing.T, raw string) map[string]string {
-	out := map[string]string{}
-	cur := ""
-	for _, line := range strings.SplitAfter(raw, "\n") {
-		if l := strings.TrimSpace(line); strings.HasPrefix(l, "-- ") && strings.HasSuffix(l, " --") {
-			cur = strings.TrimSuffix(strings.TrimPrefix(l, "-- "), " --")
-			out[cur] = ""
-			continue
-		}
-		if cur != "" {
-			out[cur] += line
-		}
-	}
+	out := testkit.Sections(raw)
 	if _, ok := out["want"]; !ok {
 		t.Fatal("no want section")
 	}

@@ -6,6 +6,7 @@ import (
 	"compress/gzip"
 	"encoding/json"
 	"sort"
+	"strings"
 	"testing"
 )
 
@@ -99,6 +100,24 @@ func TarFiles(files map[string]string) []TarEntry {
 	out := make([]TarEntry, 0, len(names))
 	for _, n := range names {
 		out = append(out, TarFile(n, files[n]))
+	}
+	return out
+}
+
+// Sections splits a case of testdata/compose (and any text of `-- name --` headers) into its
+// sections by name, each the lines after its header; text before the first header is dropped.
+func Sections(raw string) map[string]string {
+	out := map[string]string{}
+	cur := ""
+	for _, line := range strings.SplitAfter(raw, "\n") {
+		if l := strings.TrimSpace(line); strings.HasPrefix(l, "-- ") && strings.HasSuffix(l, " --") {
+			cur = strings.TrimSuffix(strings.TrimPrefix(l, "-- "), " --")
+			out[cur] = ""
+			continue
+		}
+		if cur != "" {
+			out[cur] += line
+		}
 	}
 	return out
 }

@@ -51,7 +51,7 @@ func TestDifferentialCheckedModelIsWhatComposeRuns(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		secs := corpusSections(string(raw))
+		secs := testkit.Sections(string(raw))
 		delete(secs, "want")
 		delete(secs, "agent-env")
 		var names []string
@@ -221,22 +221,6 @@ func composeIn(t *testing.T, dir string, env, args []string) string {
 		t.Fatalf("docker %s: %v: %s", strings.Join(args, " "), err, e.String())
 	}
 	return o.String()
-}
-
-func corpusSections(raw string) map[string]string {
-	out := map[string]string{}
-	cur := ""
-	for _, line := range strings.SplitAfter(raw, "\n") {
-		if l := strings.TrimSpace(line); strings.HasPrefix(l, "-- ") && strings.HasSuffix(l, " --") {
-			cur = strings.TrimSuffix(strings.TrimPrefix(l, "-- "), " --")
-			out[cur] = ""
-			continue
-		}
-		if cur != "" {
-			out[cur] += line
-		}
-	}
-	return out
 }
 
 func writeFiles(t *testing.T, dir string, files map[string]string) {
