@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -102,17 +103,54 @@ func TestPurgeTrustsNoTokenLink(t *testing.T) {
 }
 
 // The command purge prints to remove what stays is one a person can paste: a deploy directory
-// with a space is one word, not two directories for rm -rf.
+// with a space is one word, not two directories for rm -rf. Run as printed (sudo and docker
+// stand-ins that record their calls), it removes that directory and nothing beside it.
 func TestPurgeRemovalLineIsQuoted(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "srv", "monky deploy")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
+	root := t.TempDir()
+	dir := filepath.Join(root, "srv", "monky deploy")
+	decoy := filepath.Join(root, "srv", "monky") // what `rm -rf /srv/monky deploy` would take
+	for _, d := range []string{filepath.Join(dir, "current"), decoy} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
 	cfg := &config.Config{DeployDir: dir, ComposeProject: "monky-env-qa-02", DockerBin: "monky-no-such-docker"}
 	lines := leftBehind(context.Background(), cfg)
 	last := lines[len(lines)-1]
 	want := "cd '" + dir + "/current' && sudo docker compose -p monky-env-qa-02 down && cd / && sudo rm -rf '" + dir + "'"
 	if !strings.Contains(last, want) {
-		t.Errorf("removal line %q, want it to hold %q", last, want)
+		t.Fatalf("removal line %q, want it to hold %q", last, want)
+	}
+	line, ok := strings.CutPrefix(last, "to remove it all: ")
+	if !ok {
+		t.Fatalf("removal line %q does not start with its words", last)
+	}
+	bin := filepath.Join(root, "bin")
+	calls := filepath.Join(root, "calls")
+	stubs := map[string]string{
+		"sudo":   "#!/bin/sh\nexec \"$@\"\n",
+		"docker": "#!/bin/sh\necho \"docker $* in $PWD\" >>'" + calls + "'\n",
+	}
+	if err := os.MkdirAll(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, body := range stubs {
+		if err := os.WriteFile(filepath.Join(bin, name), []byte(body), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd := exec.Command("bash", "-c", line)
+	cmd.Env = append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"))
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("the line as printed: %v: %s", err, out)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("the deploy directory is still there (%v)", err)
+	}
+	if _, err := os.Stat(decoy); err != nil {
+		t.Errorf("the directory beside it was removed: %v", err)
+	}
+	if got, _ := os.ReadFile(calls); !strings.Contains(string(got), "docker compose -p monky-env-qa-02 down in "+dir+"/current") {
+		t.Errorf("compose down ran as %q, want in %s/current", got, dir)
 	}
 }
