@@ -192,7 +192,7 @@ var causes = map[Code]Cause{
 	CheckinShape: {KindFailure, "tenancy's check-in answer has a shape the agent cannot trust (a sha that is not 64 lowercase hex, an unknown action, a vault.mount holding a control character or a byte outside ASCII)",
 		"monky-deployd explain -n 3   # the answer's fault; upgrade tenancy, or report it to its maintainers", ""},
 	BundleNotFound: {KindFailure, "tenancy answered 404 for the bundle of the desired sha: its publisher has not published one for it",
-		NoCommand + "in monky-deploy, publish the bundle of the desired sha (the evidence names it), or desire another sha; the box applies it at its next retry", ""},
+		NoCommand + "in monky-deploy, publish the bundle of {sha}, or desire another sha; the box applies it at its next retry", ""},
 	StageFailed: {KindFailure, "the agent could not write the release directory or the registry credential",
 		"sudo ls -la {deploy_dir} {state_dir}/docker; df -h {deploy_dir}   # owner {user}", ""},
 	BundleFetchFailed: {KindFailure, "tenancy refused to serve the desired sha's bundle (an answer that waiting does not change)",

@@ -55,7 +55,7 @@ type Cause struct {
 	// bundle's publisher or tenancy's operators act) says so in words instead: NoCommand, then
 	// what to do. It may hold {project}, {env}, {kv_mount}, the agent's user {user} (sudo -u
 	// {user}) and the box's paths: {state_dir}, {deploy_dir}, {config}, {bootstrap}, {bao_ca},
-	// which explain fills from the record, shell-quoted.
+	// which explain fills from the record, shell-quoted; and {sha}, the desired sha whole.
 	Fix string
 	// Clears, for a refusal, is what clears it ("" when the fix says).
 	Clears string

@@ -62,7 +62,17 @@ func (in Input) words() *strings.Replacer {
 		"{config}", or(p.Config, config.DefaultPath), "{bootstrap}", or(p.BootstrapPath, config.DefaultBootstrapPath),
 		"{bao_ca}", or(p.BaoCAFile, config.DefaultBaoCAFile), "{kv_mount}", or(in.Rec.KVMount, config.DefaultBaoKVMount),
 		"{project}", shellQuote(project), "{env}", envWord, "{user}", userWord(orDefault(in.Rec.Box.User, agentUser)),
-		"{identity}", or(p.Identity, config.DefaultIdentityDir+"/monky-host."+env+".json"))
+		"{identity}", or(p.Identity, config.DefaultIdentityDir+"/monky-host."+env+".json"),
+		"{sha}", shaWords(in.Rec.Sha))
+}
+
+// shaWords is the record's desired sha as a fix line names it, whole (a publisher looks it up),
+// or "the desired sha" when the record holds none a person could use.
+func shaWords(sha string) string {
+	if len(sha) != 64 || strings.Trim(sha, "0123456789abcdef") != "" {
+		return "the desired sha"
+	}
+	return sha
 }
 
 // userWord is user as sudo -u takes it: its name, or #uid (quoted) for a uid with no name.

@@ -393,3 +393,19 @@ func TestAMeshFaultOnAnSDKBoxNamesNoTunneller(t *testing.T) {
 		t.Errorf("a box of the system transport: the tunneller's fix is gone: %+v", v.Why)
 	}
 }
+
+// A bundle tenancy does not have is the publisher's to publish: the words name the sha whole, as
+// the publisher looks it up, and never a placeholder when the record holds none.
+func TestABundleNotFoundNamesItsSha(t *testing.T) {
+	at := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	rec := recordOf(vocab.BundleNotFound, store.Box{User: "monky-deployd"}, at)
+	exit := vocab.ExitFail
+	in := explain.Input{Rec: rec, Recent: []store.TickSummary{{Tick: 2, StartedAt: at, EndedAt: at, Exit: &exit}}, Now: at.Add(time.Minute)}
+	if fix := explain.Decide(in).Why.Fix; !strings.Contains(fix, "publish the bundle of "+rec.Sha+",") {
+		t.Errorf("fix %q does not name the sha %s", fix, rec.Sha)
+	}
+	in.Rec.Sha = ""
+	if fix := explain.Decide(in).Why.Fix; !strings.Contains(fix, "publish the bundle of the desired sha,") || strings.Contains(fix, "{") {
+		t.Errorf("fix %q on a record with no sha", fix)
+	}
+}
