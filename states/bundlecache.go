@@ -69,24 +69,41 @@ func (tk *tick) maxArchiveBytes() int64 {
 // read from while it is verified, and kept under its sha when it verifies (keepBundle). A name
 // starting with a dot: a download a kill cut short is removed at the next check-in
 // (keepOnlyBundle). The tick closes it at its end.
+//
+// A bundles directory the agent cannot use (not its own, a link) costs only the keeping, as it
+// did before downloads went to disk: the download goes to an anonymous temporary file instead,
+// with a warning. A full or read-only disk is the tick's fault (STATE_UNWRITABLE).
 func (tk *tick) fetchFile() (*os.File, error) {
-	dir := tk.bundlesDir()
+	f, err := tk.fetchFileIn(tk.bundlesDir())
+	if err != nil {
+		if _, full := effects.Unwritable(err); full {
+			return nil, err
+		}
+		tk.Log.Warn().Msg("kept bundles: " + err.Error() + "; the download goes to a temporary file and is not kept")
+		if f, err = os.CreateTemp("", "monky-deployd-fetch-*"); err != nil {
+			return nil, err
+		}
+		_ = os.Remove(f.Name()) // anonymous: gone with the tick, however it ends
+	}
+	tk.archives = append(tk.archives, f)
+	return f, nil
+}
+
+func (tk *tick) fetchFileIn(dir string) (*os.File, error) {
 	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 		return nil, err
 	}
 	if err := files.CheckDir(dir); err != nil {
 		return nil, err
 	}
-	f, err := os.CreateTemp(dir, ".fetch-*")
-	if err != nil {
-		return nil, err
-	}
-	tk.archives = append(tk.archives, f)
-	return f, nil
+	return os.CreateTemp(dir, ".fetch-*")
 }
 
 // discardFetched removes a download that did not verify (or was not whole).
 func (tk *tick) discardFetched(f *os.File) {
+	if filepath.Dir(f.Name()) != tk.bundlesDir() {
+		return // anonymous: removed already
+	}
 	if err := os.Remove(f.Name()); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		tk.Log.Warn().Msg("remove a fetched bundle: " + err.Error())
 	}
@@ -97,6 +114,9 @@ func (tk *tick) discardFetched(f *os.File) {
 // never a failure.
 func (tk *tick) keepBundle(sha string, f *os.File) {
 	tk.keepOnlyBundle(sha)
+	if filepath.Dir(f.Name()) != tk.bundlesDir() {
+		return // an anonymous download (fetchFile): nowhere to keep it
+	}
 	err := f.Sync()
 	if err == nil {
 		err = os.Rename(f.Name(), tk.keptBundlePath(sha))
@@ -132,6 +152,9 @@ func (tk *tick) dropKeptBundle(sha string) {
 // cut short left behind: a sha no longer desired has nothing to keep.
 func (tk *tick) keepOnlyBundle(sha string) {
 	dir := tk.bundlesDir()
+	if files.CheckDir(dir) != nil {
+		return // none kept there, or not the agent's own directory: nothing in it is removed
+	}
 	es, err := os.ReadDir(dir)
 	if err != nil {
 		return // none kept (or the directory is not readable: keepBundle says so)

@@ -113,3 +113,32 @@ func TestALargeBundleAppliesFromItsArchive(t *testing.T) {
 		t.Errorf("left under state_dir/bundles: %s", e.Name())
 	}
 }
+
+// A bundles directory the agent does not trust (here a link to another directory) costs only
+// the keeping: the download goes to an anonymous temporary file, the apply goes on, and nothing
+// is written or removed where the link points.
+func TestAnUntrustedBundlesDirCostsOnlyTheKeeping(t *testing.T) {
+	h := newHarness(t)
+	h.apply("v1")
+	elsewhere := t.TempDir()
+	bundles := filepath.Dir(h.bundleFile("x"))
+	if err := os.RemoveAll(bundles); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(elsewhere, bundles); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{".keep", "old.bundle"} { // what the cleanup of kept bundles removes
+		if err := os.WriteFile(filepath.Join(elsewhere, n), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.release("v2", nil)
+	h.wantExit(h.tick(), 0)
+	if left, _ := os.ReadDir(elsewhere); len(left) != 2 {
+		t.Errorf("%d entries where the link points, want the 2 that were there: one written or removed through it", len(left))
+	}
+	if rec := h.record(); rec.AppliedSha == "" || rec.State == "Failed" {
+		t.Errorf("state %s, applied %q: the apply did not go on", rec.State, rec.AppliedSha)
+	}
+}
