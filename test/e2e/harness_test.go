@@ -516,6 +516,7 @@ type container struct {
 	}
 	State struct {
 		Status    string
+		ExitCode  int
 		OOMKilled bool
 		Health    *struct{ Status string }
 	}

@@ -267,8 +267,11 @@ func TestAgainstRealPrograms(t *testing.T) {
 		if r := a.lastReport(); r.Result != effects.ResultFailed || !strings.Contains(r.Detail, "hog (exited 137)") {
 			t.Errorf("a service OOM-killed: report %s (%s), want failed naming hog (exited 137)\n%s", r.Result, r.Detail, e)
 		}
-		if c := a.containers()["hog"]; c.State.Status != "exited" || !c.State.OOMKilled {
-			t.Errorf("the engine's word on hog: %q, OOM-killed %t; want exited by the OOM killer", c.State.Status, c.State.OOMKilled)
+		// the premise: the kernel killed hog for its limit. The engine says so by OOMKilled; on
+		// cgroup v1 it can miss the kernel's event (its flag then stays false, seen here once in
+		// two runs), and the kill's SIGKILL (exit 137) is the word left: nothing else signals hog
+		if c := a.containers()["hog"]; c.State.Status != "exited" || !c.State.OOMKilled && c.State.ExitCode != 137 {
+			t.Errorf("the engine's word on hog: %q, exit %d, OOM-killed %t; want exited by the OOM killer", c.State.Status, c.State.ExitCode, c.State.OOMKilled)
 		}
 	})
 
