@@ -12,7 +12,8 @@ import (
 	"slices"
 )
 
-// What a read bundle holds in memory (docs/SECURITY.md, "What an input may cost"): a file of
+// What a read bundle holds in memory (docs/SECURITY.md, "What the agent itself holds of a
+// bundle"): a file of
 // at most MaxComposeBytes while the files held stay within heldBudget; every other file stays
 // in the archive, its size and sha256 kept, and is streamed from there when it is written (Each).
 // The files the agent reads whole (MetaFile, TemplateFile, ManifestFile and the compose file)
@@ -131,10 +132,10 @@ func (b *Bundle) hold(max int64, names ...string) error {
 		if !ok {
 			return false, nil
 		}
-		buf := make([]byte, size)
 		if size != s.size {
 			return false, errArchiveChanged
 		}
+		buf := make([]byte, size)
 		if _, err := io.ReadFull(r, buf); err != nil {
 			return false, err
 		}

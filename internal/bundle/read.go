@@ -100,9 +100,9 @@ func (c *countingReader) Read(p []byte) (int, error) {
 // before any file's content counts and before the sha is computed, as a *Refusal with code
 // BUNDLE_INVALID: an entry other than a regular file or a directory, a name that is absolute,
 // holds a `..` segment or is not clean, a name twice, more than MaxEntries entries, more than
-// maxBytes of file content, setuid/setgid/sticky bits, a truncated stream. Read never holds
-// more than heldBudget of file content in memory (archive.go). maxBytes ≤ 0 means
-// DefaultMaxBytes.
+// maxBytes of file content, setuid/setgid/sticky bits, a truncated stream. Read holds no more
+// file content in memory than heldBudget and the four files it reads whole, each within its
+// bound (archive.go). maxBytes ≤ 0 means DefaultMaxBytes.
 func Read(archive []byte, maxBytes int64) (*Bundle, error) {
 	return ReadFrom(bytes.NewReader(archive), int64(len(archive)), maxBytes)
 }
