@@ -3,12 +3,10 @@ package bundlecheck
 import (
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"syscall"
 	"testing"
 
-	"github.com/tikali/monky-deployd/internal/bundle"
 	"github.com/tikali/monky-deployd/internal/testkit"
 	"github.com/tikali/monky-deployd/internal/vocab"
 )
@@ -55,18 +53,7 @@ func TestCorpusAsUnpackedDirectories(t *testing.T) {
 				// runs the resolved model alone): a case decided by it is bundle's alone
 				t.Skip("decided by the agent's environment, which no compose call sees")
 			}
-			delete(secs, "want")
-			delete(secs, "agent-env")
-			var names []string
-			for n := range secs {
-				if n != bundle.MetaFile {
-					names = append(names, n)
-				}
-			}
-			sort.Strings(names)
-			if _, ok := secs[bundle.MetaFile]; !ok {
-				secs[bundle.MetaFile] = testkit.BundleMeta(env, nil, names...)
-			}
+			secs = testkit.CaseRelease(secs, env)
 			archive, err := Pack(writeTree(t, secs))
 			if err != nil {
 				t.Fatal(err)

@@ -3,7 +3,6 @@ package model
 import (
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 
@@ -42,19 +41,8 @@ func TestHostileCompose(t *testing.T) {
 			if e, ok := secs["agent-env"]; ok {
 				agentEnv = strings.Fields(e)
 			}
-			delete(secs, "want")
-			delete(secs, "agent-env")
+			secs = testkit.CaseRelease(secs, env)
 			var entries []testkit.TarEntry
-			var names []string
-			for n := range secs {
-				if n != bundle.MetaFile {
-					names = append(names, n)
-				}
-			}
-			sort.Strings(names)
-			if _, ok := secs[bundle.MetaFile]; !ok {
-				secs[bundle.MetaFile] = testkit.BundleMeta(env, nil, names...)
-			}
 			for n, body := range secs {
 				entries = append(entries, testkit.TarFile(n, body))
 			}

@@ -121,3 +121,24 @@ func Sections(raw string) map[string]string {
 	}
 	return out
 }
+
+// CaseRelease is the release a corpus case's sections describe (Sections): every section but
+// `want` and `agent-env`, with a bundle.json listing them (BundleMeta, for envID) unless the case
+// writes its own.
+func CaseRelease(secs map[string]string, envID string) map[string]string {
+	out := map[string]string{}
+	var names []string
+	for n, body := range secs {
+		if n == "want" || n == "agent-env" {
+			continue
+		}
+		out[n] = body
+		if n != "bundle.json" {
+			names = append(names, n)
+		}
+	}
+	if _, ok := out["bundle.json"]; !ok {
+		out["bundle.json"] = BundleMeta(envID, nil, names...)
+	}
+	return out
+}

@@ -7,7 +7,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
-	"sort"
 	"strings"
 	"testing"
 
@@ -52,18 +51,7 @@ func TestDifferentialCheckedModelIsWhatComposeRuns(t *testing.T) {
 			t.Fatal(err)
 		}
 		secs := testkit.Sections(string(raw))
-		delete(secs, "want")
-		delete(secs, "agent-env")
-		var names []string
-		for n := range secs {
-			if n != bundle.MetaFile {
-				names = append(names, n)
-			}
-		}
-		sort.Strings(names)
-		if _, ok := secs[bundle.MetaFile]; !ok {
-			secs[bundle.MetaFile] = testkit.BundleMeta(env, nil, names...)
-		}
+		secs = testkit.CaseRelease(secs, env)
 		src := filepath.Join(t.TempDir(), "bundle")
 		writeFiles(t, src, secs)
 		archive, err := bundlecheck.Pack(src)
