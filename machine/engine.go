@@ -235,6 +235,12 @@ func (e *Engine) Fire(o Outcome, started time.Time) error {
 // failure's, the error's — effects.ReasonOf) passes it, so that nothing downstream has to
 // read the detail to tell causes apart; "" when the code says all.
 func (e *Engine) Note(event string, code vocab.Code, reason vocab.Reason, detail string, started time.Time, update func(rec *store.Record, tx store.Tx) error) error {
+	return e.NoteAbout(event, code, reason, "", detail, started, update)
+}
+
+// NoteAbout is Note of an entry about subject, the file or directory a fix line names
+// (store.Entry.Subject).
+func (e *Engine) NoteAbout(event string, code vocab.Code, reason vocab.Reason, subject, detail string, started time.Time, update func(rec *store.Record, tx store.Tx) error) error {
 	now := e.now()
 	ms := now.Sub(started).Milliseconds()
 	if ms < 0 {
@@ -242,7 +248,7 @@ func (e *Engine) Note(event string, code vocab.Code, reason vocab.Reason, detail
 	}
 	rec := cloneRecord(e.rec)
 	s := string(e.State())
-	entry := store.Entry{Tick: rec.Tick, At: now, From: s, To: s, Event: event, Ms: ms, Code: code, Reason: reason, Detail: detail}
+	entry := store.Entry{Tick: rec.Tick, At: now, From: s, To: s, Event: event, Ms: ms, Code: code, Reason: reason, Subject: subject, Detail: detail}
 	err := e.update(func(tx store.Tx) error {
 		if update != nil {
 			if err := update(&rec, tx); err != nil {

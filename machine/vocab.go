@@ -96,7 +96,7 @@ func AttemptLimit(rec store.Record) int {
 // RecordFailedTick journals a tick that failed before the machine could move (the transport,
 // the identity, the SDK, the lock file): a tick of its own with one tick-end entry holding the
 // code and the words, and its exit code. It goes through the Engine like every write.
-func RecordFailedTick(st store.Store, now Clock, envID string, exit int, code vocab.Code, reason vocab.Reason, detail string) error {
+func RecordFailedTick(st store.Store, now Clock, envID string, exit int, code vocab.Code, reason vocab.Reason, subject, detail string) error {
 	eng, err := Load(st, now)
 	if err != nil {
 		return err
@@ -105,7 +105,7 @@ func RecordFailedTick(st store.Store, now Clock, envID string, exit int, code vo
 	if _, err := eng.BeginTick(envID); err != nil {
 		return err
 	}
-	if err := eng.Note(NoteTickEnd, code, reason, detail, started, nil); err != nil {
+	if err := eng.NoteAbout(NoteTickEnd, code, reason, subject, detail, started, nil); err != nil {
 		return err
 	}
 	return eng.EndTick(TickEnd{Exit: exit}, store.DefaultRetention)

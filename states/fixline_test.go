@@ -36,6 +36,11 @@ func (h *harness) follow(line string) (looked string) {
 		case f[0] == "ls" || f[0] == "grep" || f[0] == "df":
 			b, _ := exec.Command("bash", "-c", c).CombinedOutput() // a look: its exit says nothing
 			out.Write(b)
+		case f[0] == "rm" || f[0] == "chmod":
+			// a mend: it must do what it says, as printed
+			if b, err := exec.Command("bash", "-c", c).CombinedOutput(); err != nil {
+				h.t.Fatalf("the line's %q fails: %v %s\nline: %s", c, err, b, line)
+			}
 		case f[0] == "monky-deployd" && len(f) > 1 && (f[1] == "status" || f[1] == "explain"):
 		case f[0] == "monky-deployd" && len(f) > 1 && (f[1] == "resume" || f[1] == "run"):
 			// the agent's own: run below, in the order the line names them
@@ -106,11 +111,11 @@ type fixCase struct {
 	resume bool
 }
 
-// TestFixLinesClearTheBox: for ten of the commonest troubles, a desk follows the fix line (and
+// TestFixLinesClearTheBox: for twelve of the commonest troubles, a desk follows the fix line (and
 // the next line's command) explain prints on the box's copy, literally, and the next tick
 // clears it: exit 0 and converged.
 func TestFixLinesClearTheBox(t *testing.T) {
-	testkit.Heavy(t, "make test-heavy", "ten boxes")
+	testkit.Heavy(t, "make test-heavy", "twelve boxes")
 	cases := []fixCase{
 		{name: "blocked-unauthenticated", wants: []string{"re-run the install kit"}, hand: func(h *harness, looked string) {
 			if !strings.Contains(looked, "No such file") {
@@ -134,17 +139,24 @@ func TestFixLinesClearTheBox(t *testing.T) {
 		{name: "refused-disk-full", wants: []string{"grow the disk or free space"}, hand: func(h *harness, _ string) {
 			h.disk.free = 500 << 30
 		}},
-		{name: "lock-file-unusable", wants: []string{"no symlink for bao.token, lock or state.db", "run --once"}, hand: func(h *harness, looked string) {
-			if !regexp.MustCompile(`(?m)^d.* lock$`).MatchString(looked) {
-				h.t.Errorf("the look did not show the lock: %s", looked)
+		// the fix line removes what the trust check refused itself: the person does nothing more
+		{name: "lock-file-unusable", wants: []string{"sudo rm -r -- " + "{lock}", "removes the directory", "run --once"}, hand: func(h *harness, _ string) {
+			if fi, err := os.Lstat(h.cfg.LockPath()); err == nil && fi.IsDir() {
+				h.t.Errorf("the fix line left the lock directory")
 			}
-			os.Remove(h.cfg.LockPath())
 		}},
-		{name: "token-symlink", wants: []string{"no symlink for bao.token", "re-run the install kit first"}, hand: func(h *harness, looked string) {
-			if !strings.Contains(looked, "bao.token -> ") {
-				h.t.Errorf("the look did not show the symlink: %s", looked)
+		{name: "token-symlink", wants: []string{"sudo -u monky-deployd rm -- {token}", "removes the link", "re-run the install kit first"}, hand: func(h *harness, _ string) {
+			if _, err := os.Lstat(h.cfg.TokenPath()); err == nil {
+				h.t.Errorf("the fix line left the symlink")
 			}
-			os.Remove(h.cfg.TokenPath())
+			h.freshGrant() // the install kit, run again, as the line says
+		}},
+		{name: "token-file-writable", wants: []string{"sudo -u monky-deployd chmod go-rwx {token}", "makes it the agent's user's alone"}, hand: func(h *harness, _ string) {
+			if fi, err := os.Stat(h.cfg.TokenPath()); err != nil || fi.Mode().Perm() != 0o600 {
+				h.t.Errorf("the fix line left the token's mode: %v %v", fi.Mode(), err)
+			}
+		}},
+		{name: "token-file-unusable", wants: []string{"sudo rm -r -- {token}", "re-run the install kit first"}, hand: func(h *harness, _ string) {
 			h.freshGrant()
 		}},
 		{name: "failed-parked", wants: []string{"logs --tail 50", "`sudo -u monky-deployd monky-deployd resume`"}, resume: true, hand: func(h *harness, _ string) {
@@ -180,6 +192,7 @@ func TestFixLinesClearTheBox(t *testing.T) {
 			}
 			fix, next := doc.Why.Fix, doc.Why.Next
 			for _, w := range fc.wants {
+				w = strings.NewReplacer("{lock}", h.cfg.LockPath(), "{token}", h.cfg.TokenPath()).Replace(w)
 				if !strings.Contains(h.ownConfig(fix+" "+next), w) {
 					t.Fatalf("the fix line does not say %q: %s\nnext: %s", w, fix, next)
 				}

@@ -15,13 +15,24 @@ import (
 func lockFile(path string) (lk *tickLock, held bool, err error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0o600)
 	if err != nil {
-		return nil, false, fmt.Errorf("tick lock: %w", err)
+		return nil, false, fmt.Errorf("tick lock: %w", lockTrust(path, err))
 	}
 	if err := files.IsRegular(f); err != nil {
 		f.Close()
-		return nil, false, fmt.Errorf("tick lock: %w", err)
+		return nil, false, fmt.Errorf("tick lock: %w", lockTrust(path, err))
 	}
 	return flockFile(f)
+}
+
+// lockTrust is why the lock file at path could not be used: what the trust rules find there
+// (a symlink, a directory, another user's file: a *files.TrustError, whose fix mends it), else
+// err.
+func lockTrust(path string, err error) error {
+	var te *files.TrustError
+	if errors.As(files.CheckFile(path), &te) {
+		return te
+	}
+	return err
 }
 
 // flockFile takes the lock on f without waiting; f is closed unless the lock is held.

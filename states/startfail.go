@@ -40,7 +40,8 @@ func (a *Agent) RecordStartFailure(cause error) Result {
 	}
 	log = a.Log.With().Uint64(logging.FieldTick, n).Logger()
 	res.Tick = n
-	if err := eng.Note(machine.NoteTickEnd, code, effects.ReasonOf(cause), cause.Error(), started, nil); err != nil {
+	reason, subject := endCause(cause)
+	if err := eng.NoteAbout(machine.NoteTickEnd, code, reason, subject, cause.Error(), started, nil); err != nil {
 		log.Warn().Msg(fmt.Sprintf("journal the failed start: %v", err))
 	}
 	_ = eng.EndTick(machine.TickEnd{Exit: res.Exit}, a.Retention)

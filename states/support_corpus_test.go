@@ -505,6 +505,13 @@ func supportCases(t *testing.T) []supportCase {
 				h.t.Errorf("a blocked box sent its outbox (%d → %d)", before, got)
 			}
 		}},
+		{name: "token-file-writable", code: "LOCAL_FAILURE", run: func(h *harness) {
+			h.apply("v1")
+			if err := os.Chmod(h.cfg.TokenPath(), 0o666); err != nil {
+				h.t.Fatal(err)
+			}
+			h.wantExit(h.tick(), 1)
+		}, next: func(h *harness) { h.noCheckin(1) }},
 		{name: "lock-file-unusable", code: "LOCAL_FAILURE", run: func(h *harness) {
 			h.apply("v1")
 			if err := os.Remove(h.cfg.LockPath()); err != nil {
@@ -551,14 +558,15 @@ var supportWants = map[string]supportWant{
 	"repeated-75":                  {explain.Working, "", "systemctl status ziti-edge-tunnel"},
 	"kv-read-503":                  {explain.Working, "", `curl -s "$BAO_ADDR/v1/sys/health"`},
 	"rollback-allowed-pull-failed": {explain.NeedsPerson, "publisher", "sudo -u monky-deployd grep -h 'image:' {deploy_dir}/current/compose.yaml"},
-	"token-file-unusable":          {explain.NeedsPerson, "box", "sudo ls -la {state_dir} {deploy_dir}"},
+	"token-file-unusable":          {explain.NeedsPerson, "box", "sudo rm -r -- {state_dir}/bao.token && sudo -u monky-deployd monky-deployd --config {config} run --once"},
 	"moved-aside":                  {explain.Converged, "", ""},
 	"lease-refused-by-tenancy":     {explain.Working, "", "monky-deployd --config {config} status"},
 	"dying-token-budget-spent":     {explain.NeedsPerson, "openbao", "bao read auth/jwt-tenancy/role/see-env"},
-	"token-symlink":                {explain.NeedsPerson, "box", "sudo ls -la {state_dir} {deploy_dir}"},
+	"token-symlink":                {explain.NeedsPerson, "box", "sudo -u monky-deployd rm -- {state_dir}/bao.token && sudo -u monky-deployd monky-deployd --config {config} run --once"},
 	"openbao-down-40m":             {explain.NeedsPerson, "openbao", `curl -s "$BAO_ADDR/v1/sys/health"`},
 	"stale-box":                    {explain.NeedsPerson, "box", "sudo systemctl enable --now monky-deployd.timer"},
-	"lock-file-unusable":           {explain.NeedsPerson, "box", "sudo ls -la {state_dir} {deploy_dir}"},
+	"token-file-writable":          {explain.NeedsPerson, "box", "sudo -u monky-deployd chmod go-rwx {state_dir}/bao.token && sudo -u monky-deployd monky-deployd --config {config} run --once"},
+	"lock-file-unusable":           {explain.NeedsPerson, "box", "sudo rm -r -- {state_dir}/lock && sudo -u monky-deployd monky-deployd --config {config} run --once"},
 }
 
 // checkDeskReads checks what a desk reads on doc, a copy of case name read without its config:

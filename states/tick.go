@@ -399,7 +399,8 @@ func (tk *tick) journalEnd(err error) {
 			return // a step of this tick committed the code that ended it
 		}
 	}
-	if err := tk.eng.Note(machine.NoteTickEnd, code, effects.ReasonOf(err), detail, tk.Now(), nil); err != nil {
+	reason, subject := endCause(err)
+	if err := tk.eng.NoteAbout(machine.NoteTickEnd, code, reason, subject, detail, tk.Now(), nil); err != nil {
 		tk.Log.Warn().Msg("journal the tick's end: " + err.Error())
 	}
 }
@@ -463,13 +464,25 @@ func endWords(err error) (vocab.Code, string) {
 	return "", msg
 }
 
+// endCause is the typed cause and the subject a tick-end entry keeps for err: what the trust
+// check found and where (a *files.TrustError: the fix line is mended from the two), else the
+// effect's reason.
+func endCause(err error) (vocab.Reason, string) {
+	var te *files.TrustError
+	if errors.As(err, &te) {
+		return te.Reason, te.Path
+	}
+	return effects.ReasonOf(err), ""
+}
+
 // traceEarly journals a tick that failed before the machine moved, as a tick of its own.
 func (a *Agent) traceEarly(err error) {
 	code, detail := endWords(err)
 	if code == "" {
 		code = vocab.LocalFailure
 	}
-	if terr := machine.RecordFailedTick(a.Store, a.Now, a.Cfg.EnvID, ExitCode(err), code, effects.ReasonOf(err), detail); terr != nil {
+	reason, subject := endCause(err)
+	if terr := machine.RecordFailedTick(a.Store, a.Now, a.Cfg.EnvID, ExitCode(err), code, reason, subject, detail); terr != nil {
 		a.Log.Warn().Msg("journal the failed tick: " + terr.Error())
 	}
 }

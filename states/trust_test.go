@@ -79,8 +79,8 @@ func TestLooseTokenModeIsRefusedWithTheFix(t *testing.T) {
 	}
 	code, msg := h.tickErr()
 	h.wantExit(code, 1)
-	if !strings.Contains(msg, "chmod 0600 "+tok) {
-		t.Errorf("error %q: want `chmod 0600 %s`", msg, tok)
+	if !strings.Contains(msg, "chmod go-rwx "+tok) {
+		t.Errorf("error %q: want `chmod go-rwx %s`", msg, tok)
 	}
 	if u := h.record().Token.Untrusted; !strings.Contains(u, "group- or world-writable") {
 		t.Errorf("the record's token.untrusted %q", u)

@@ -248,7 +248,11 @@ type Entry struct {
 	// Reason is the typed cause behind Code: who observed what ("" when the code says all, or
 	// in an entry written before reasons were kept).
 	Reason vocab.Reason `json:"reason,omitempty"`
-	Detail string       `json:"detail,omitempty"` // redacted words; names only, never a value
+	// Subject is what the entry is about that a fix line names: the file or directory whose
+	// trust check ended the tick (a LOCAL_FAILURE); "" for any other, and in entries written
+	// before it was kept.
+	Subject string `json:"subject,omitempty"`
+	Detail  string `json:"detail,omitempty"` // redacted words; names only, never a value
 }
 
 // TickSummary is one tick's header in the journal.

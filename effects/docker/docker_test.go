@@ -453,7 +453,7 @@ func TestReleaseChangedRunsNoCompose(t *testing.T) {
 				t.Fatal(err)
 			}
 		}},
-		{"model a symlink", "is not a regular file", func(t *testing.T, rel string) {
+		{"model a symlink", "is a symlink", func(t *testing.T, rel string) {
 			other := filepath.Join(t.TempDir(), "m.yaml")
 			os.WriteFile(other, []byte("services: {}\n"), 0o600)
 			os.Remove(model.ModelPath(rel))

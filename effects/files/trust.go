@@ -12,6 +12,7 @@ import (
 	"syscall"
 
 	"github.com/tikali/monky-deployd/internal/sanitize"
+	"github.com/tikali/monky-deployd/internal/vocab"
 )
 
 // The files the agent trusts (docs/OPERATIONS.md, "Files and modes"): bao.token, the kept grant,
@@ -25,6 +26,9 @@ import (
 type TrustError struct {
 	Path    string
 	Problem string // what is wrong, in a few words
+	// Reason is what the check found, typed (vocab.ReasonTrustLink …): the journal keeps it
+	// with Path, and a fix line read from a copy is TrustFix of the two.
+	Reason vocab.Reason
 	// Fix is the command that fixes it, as a person's shell runs it (the directories are the
 	// agent's, 0700): as the agent's user what it may do (remove an entry of a directory it owns,
 	// change the mode of its own file), as root only what it may not (a chown, an entry of a
@@ -47,18 +51,6 @@ func userName(uid int) string {
 	return strconv.Itoa(uid)
 }
 
-// asUser is the sudo prefix that runs a command as uid: `sudo -u NAME `, `sudo -u '#UID' ` for
-// a uid with no name, `sudo ` for root.
-func asUser(uid int) string {
-	if uid == 0 {
-		return "sudo "
-	}
-	if u, err := user.LookupId(strconv.Itoa(uid)); err == nil {
-		return "sudo -u " + sanitize.ShellWord(u.Username) + " "
-	}
-	return "sudo -u '#" + strconv.Itoa(uid) + "' "
-}
-
 // ownedBy reports whether path (not followed) is a directory uid owns.
 func ownedBy(path string, uid int) bool {
 	fi, err := os.Lstat(path)
@@ -69,17 +61,43 @@ func ownedBy(path string, uid int) bool {
 	return ok && int(st.Uid) == uid
 }
 
-// rmFix removes path: as uid when uid owns the directory that holds it (the agent's 0700
-// state_dir or deploy_dir; root there is a power the fix does not need), else as root; a tree
-// (-r) as root, for it may hold another user's files.
-func rmFix(path string, tree bool, uid int) string {
-	switch {
-	case tree:
-		return "sudo rm -r -- " + sanitize.ShellWord(path)
-	case ownedBy(filepath.Dir(path), uid):
-		return asUser(uid) + "rm -- " + sanitize.ShellWord(path)
+// TrustFix is the command that mends what a trust check found (reason, one of
+// vocab.ReasonTrust*) at path, for the agent's user (a name, or a uid with no name), as a
+// person's shell runs it: as that user what it may do (remove an entry of a directory it owns,
+// ownDir; change its own file's mode), as root only what it may not (a chown, an entry of a
+// directory not its own, a tree that may hold another user's files); path shell-quoted. "" for
+// any other reason. The agent's error and a fix line read from a copy print it alike.
+func TrustFix(reason vocab.Reason, path, user string, ownDir bool) string {
+	p := sanitize.ShellWord(path)
+	as := "sudo "
+	if user != "root" && user != "0" {
+		if _, err := strconv.Atoi(user); err == nil {
+			as = "sudo -u '#" + user + "' "
+		} else {
+			as = "sudo -u " + sanitize.ShellWord(user) + " "
+		}
 	}
-	return "sudo rm -- " + sanitize.ShellWord(path)
+	rm := "sudo rm -- " + p
+	if ownDir {
+		rm = as + "rm -- " + p
+	}
+	switch reason {
+	case vocab.ReasonTrustLink, vocab.ReasonTrustType:
+		return rm
+	case vocab.ReasonTrustTree:
+		return "sudo rm -r -- " + p
+	case vocab.ReasonTrustOwner:
+		return "sudo chown " + sanitize.ShellWord(user) + ": " + p
+	case vocab.ReasonTrustMode:
+		return as + "chmod go-rwx " + p
+	}
+	return ""
+}
+
+// trustError is what a trust check found at path, for the agent's user uid.
+func trustError(path, problem string, reason vocab.Reason, uid int) *TrustError {
+	return &TrustError{Path: path, Problem: problem, Reason: reason,
+		Fix: TrustFix(reason, path, userName(uid), ownedBy(filepath.Dir(path), uid))}
 }
 
 // checkStat applies the trust rules to an opened descriptor's stat.
@@ -94,18 +112,19 @@ func checkStatAs(path string, fi fs.FileInfo, dir bool, uid int) error {
 		return nil
 	}
 	switch {
+	case fi.Mode()&fs.ModeSymlink != 0:
+		return trustError(path, "is a symlink", vocab.ReasonTrustLink, uid)
 	case dir && !fi.IsDir():
-		return &TrustError{Path: path, Problem: fmt.Sprintf("is not a directory (%s)", typeName(fi.Mode())), Fix: rmFix(path, false, uid) + "   # the agent creates it"}
+		return trustError(path, fmt.Sprintf("is not a directory (%s)", typeName(fi.Mode())), vocab.ReasonTrustType, uid)
+	case !dir && fi.IsDir():
+		return trustError(path, "is not a regular file (a directory)", vocab.ReasonTrustTree, uid)
 	case !dir && !fi.Mode().IsRegular():
-		return &TrustError{Path: path, Problem: fmt.Sprintf("is not a regular file (%s)", typeName(fi.Mode())), Fix: rmFix(path, fi.IsDir(), uid)}
+		return trustError(path, fmt.Sprintf("is not a regular file (%s)", typeName(fi.Mode())), vocab.ReasonTrustType, uid)
 	case int(st.Uid) != uid:
-		return &TrustError{Path: path, Problem: fmt.Sprintf("is owned by %s, not by the agent's user %s", userName(int(st.Uid)), userName(uid)),
-			Fix: fmt.Sprintf("sudo chown %s: %s", sanitize.ShellWord(userName(uid)), sanitize.ShellWord(path))}
+		return trustError(path, fmt.Sprintf("is owned by %s, not by the agent's user %s", userName(int(st.Uid)), userName(uid)), vocab.ReasonTrustOwner, uid)
 	// the file is uid's (the case above): its user changes its mode
-	case fi.Mode().Perm()&0o022 != 0 && dir:
-		return &TrustError{Path: path, Problem: fmt.Sprintf("is group- or world-writable (%04o)", fi.Mode().Perm()), Fix: asUser(uid) + "chmod go-w " + sanitize.ShellWord(path)}
 	case fi.Mode().Perm()&0o022 != 0:
-		return &TrustError{Path: path, Problem: fmt.Sprintf("is group- or world-writable (%04o)", fi.Mode().Perm()), Fix: asUser(uid) + "chmod 0600 " + sanitize.ShellWord(path)}
+		return trustError(path, fmt.Sprintf("is group- or world-writable (%04o)", fi.Mode().Perm()), vocab.ReasonTrustMode, uid)
 	}
 	return nil
 }
@@ -142,7 +161,7 @@ func openNoFollow(path string, dir bool) (*os.File, error) {
 					return nil, cerr
 				}
 			}
-			return nil, &TrustError{Path: path, Problem: "is a symlink", Fix: rmFix(path, false, AgentUID())}
+			return nil, trustError(path, "is a symlink", vocab.ReasonTrustLink, AgentUID())
 		}
 		return nil, err
 	}
@@ -193,7 +212,7 @@ func ReadOwned(path string, uid int, max int64) ([]byte, error) {
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
 	if err != nil {
 		if errors.Is(err, syscall.ELOOP) {
-			return nil, &TrustError{Path: path, Problem: "is a symlink", Fix: rmFix(path, false, uid)}
+			return nil, trustError(path, "is a symlink", vocab.ReasonTrustLink, uid)
 		}
 		return nil, err
 	}

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -12,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/tikali/monky-deployd/effects/files"
+	"github.com/tikali/monky-deployd/internal/testkit"
 )
 
 func wantTrustError(t *testing.T, err error, fix string) {
@@ -65,7 +65,7 @@ func TestReadTrustedRefusesWhatItMustNotTrust(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err := files.ReadTrusted(loose, 100)
-		wantTrustError(t, err, "chmod 0600 "+loose)
+		wantTrustError(t, err, "chmod go-rwx "+loose)
 	}
 
 	fifo := filepath.Join(dir, "fifo.token")
@@ -100,7 +100,7 @@ func TestCheckDir(t *testing.T) {
 	if err := os.Chmod(open, 0o777); err != nil {
 		t.Fatal(err)
 	}
-	wantTrustError(t, files.CheckDir(open), "chmod go-w "+open)
+	wantTrustError(t, files.CheckDir(open), "chmod go-rwx "+open)
 	other := t.TempDir()
 	link := filepath.Join(dir, "releases")
 	if err := os.Symlink(other, link); err != nil {
@@ -143,22 +143,10 @@ func TestWriteFileNeverThroughASymlink(t *testing.T) {
 // run as printed (less the sudo: this test may do it), it leaves the file trusted or gone. A fix
 // that user may not make (a chown, an entry of another's directory) runs as root.
 func TestTrustFixRunsAsTheAgentsUser(t *testing.T) {
-	defer func(f func() int) { files.AgentUID = f }(files.AgentUID)
-	uid := os.Geteuid()
-	own := func(string) {}
-	if uid == 0 {
-		// as root, the agent's user is another, as on a box
-		uid = 65534
-		files.AgentUID = func() int { return uid }
-		own = func(p string) {
-			if err := os.Lchown(p, uid, -1); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	asAgent := "sudo -u '#" + strconv.Itoa(uid) + "' "
-	if u, err := user.LookupId(strconv.Itoa(uid)); err == nil {
-		asAgent = "sudo -u " + u.Username + " "
+	uid, name, own := testkit.AgentUser(t, &files.AgentUID)
+	asAgent := "sudo -u " + name + " "
+	if strconv.Itoa(uid) == name {
+		asAgent = "sudo -u '#" + name + "' "
 	}
 	dir := filepath.Join(t.TempDir(), "my state")
 	if err := os.Mkdir(dir, 0o700); err != nil {
@@ -207,7 +195,7 @@ func TestTrustFixRunsAsTheAgentsUser(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = files.ReadTrusted(tok, 100)
-	run("a world-writable file", err, asAgent+"chmod 0600 ")
+	run("a world-writable file", err, asAgent+"chmod go-rwx ")
 	if _, err := files.ReadTrusted(tok, 100); err != nil {
 		t.Errorf("after the fix: %v", err)
 	}
@@ -220,7 +208,7 @@ func TestTrustFixRunsAsTheAgentsUser(t *testing.T) {
 	if err := os.Chmod(deploy, 0o777); err != nil {
 		t.Fatal(err)
 	}
-	run("a world-writable directory", files.CheckDir(deploy), asAgent+"chmod go-w ")
+	run("a world-writable directory", files.CheckDir(deploy), asAgent+"chmod go-rwx ")
 	if err := files.CheckDir(deploy); err != nil {
 		t.Errorf("after the fix: %v", err)
 	}

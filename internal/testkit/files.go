@@ -3,9 +3,38 @@ package testkit
 import (
 	"io/fs"
 	"os"
+	"os/user"
 	"path/filepath"
+	"strconv"
 	"testing"
 )
+
+// AgentUser makes the agent's user (agentUID, files.AgentUID's address) one a test can act for:
+// the test's own, or, run as root, nobody (65534), as on a box where root is not the agent. It
+// returns that uid, the name a fix line gives it (its number when it has no name), and own,
+// which gives a path to it (nothing to do when the test runs as it). *agentUID is restored when
+// the test ends.
+func AgentUser(tb testing.TB, agentUID *func() int) (uid int, name string, own func(path string)) {
+	tb.Helper()
+	prev := *agentUID
+	tb.Cleanup(func() { *agentUID = prev })
+	uid = os.Geteuid()
+	own = func(string) {}
+	if uid == 0 {
+		uid = 65534
+		*agentUID = func() int { return uid }
+		own = func(p string) {
+			if err := os.Lchown(p, uid, -1); err != nil {
+				tb.Fatal(err)
+			}
+		}
+	}
+	name = strconv.Itoa(uid)
+	if u, err := user.LookupId(name); err == nil {
+		name = u.Username
+	}
+	return uid, name, own
+}
 
 // WriteFile writes content to path with mode (whatever the umask), making its directory.
 func WriteFile(tb testing.TB, path, content string, mode os.FileMode) {

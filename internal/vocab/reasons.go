@@ -58,6 +58,28 @@ const (
 	// it (its mesh, identity and bearer are not what failed); tenancy, or what it depends on,
 	// could not serve the call now.
 	ReasonTenancy5xx Reason = "tenancy-5xx"
+	// ReasonBaoAnswerShape: OpenBao's login answered a token that is not a credential (empty,
+	// too long, a byte that is not printable ASCII); it was not stored.
+	ReasonBaoAnswerShape Reason = "bao-answer-shape"
+	// ReasonLeaseShape: tenancy's lease held a login_jwt that is not a credential; it was not
+	// sent to OpenBao.
+	ReasonLeaseShape Reason = "lease-shape"
+
+	// What the agent's trust check found at one of its own files or directories (a
+	// LOCAL_FAILURE; the entry's subject names the path). Each is one way of mending it, which
+	// files.TrustFix prints.
+
+	// ReasonTrustLink: a symlink where the agent's file or directory must be.
+	ReasonTrustLink Reason = "trust-link"
+	// ReasonTrustType: something other than a directory where one must be, or a FIFO, device
+	// or socket where a regular file must be; removed, the agent creates it again.
+	ReasonTrustType Reason = "trust-type"
+	// ReasonTrustTree: a directory where a regular file must be.
+	ReasonTrustTree Reason = "trust-tree"
+	// ReasonTrustOwner: owned by another user than the one the agent runs as.
+	ReasonTrustOwner Reason = "trust-owner"
+	// ReasonTrustMode: group- or world-writable.
+	ReasonTrustMode Reason = "trust-mode"
 )
 
 // reasons are the known reasons, with whether a retry can change what they observed.
@@ -67,6 +89,8 @@ var reasons = map[Reason]bool{
 	ReasonRegistryDenied: false, ReasonImageMissing: false, ReasonRegistryDNS: true, ReasonNetwork: true,
 	ReasonReuseUnasked: true, ReasonAgentWait: true, ReasonPSFailed: true, ReasonUnlistedField: false,
 	ReasonExited: true, ReasonComposeMissing: false, ReasonTenancy5xx: true,
+	ReasonBaoAnswerShape: false, ReasonLeaseShape: false,
+	ReasonTrustLink: false, ReasonTrustType: false, ReasonTrustTree: false, ReasonTrustOwner: false, ReasonTrustMode: false,
 }
 
 // KnownReason reports whether r is a reason this agent writes ("" is not).

@@ -2,9 +2,11 @@ package explain
 
 import (
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 
+	"github.com/tikali/monky-deployd/effects/files"
 	"github.com/tikali/monky-deployd/internal/config"
 	"github.com/tikali/monky-deployd/internal/shline"
 	"github.com/tikali/monky-deployd/internal/vocab"
@@ -274,6 +276,15 @@ func (in Input) checked(w *Why) {
 		if fix := in.secretFix(w.Code); fix != "" {
 			w.Fix = fix
 		}
+	case vocab.LocalFailure:
+		if fix := in.trustFix(w); fix != "" {
+			w.Fix = fix
+		}
+	case vocab.CredentialShape:
+		if s, ok := answerShapes[w.Reason]; ok {
+			w.Fault = strings.Replace(w.Fault, causeOf(vocab.CredentialShape).Fault, s.fault, 1)
+			w.Fix = s.fix
+		}
 	case vocab.DiskInsufficient:
 		if fix := in.diskFix(); fix != "" {
 			w.Fix = fix
@@ -313,6 +324,56 @@ func (in Input) secretFix(code vocab.Code) string {
 	default:
 		return look + "   # the secret exists without the key the entry reads (the evidence lists the keys it has): add the key (bao kv patch), or fix the entry's key in the manifest"
 	}
+}
+
+// trustFix is a LOCAL_FAILURE's fix when its entry names the file or directory the trust check
+// refused (store.Entry.Subject, with what it found as the reason): the command that mends it
+// (files.TrustFix, as the agent's own error printed it), then the tick again. "" when the entry
+// names none (an older agent's, or a local failure that is not the trust check's): the
+// registry's line then lists the agent's directories.
+func (in Input) trustFix(w *Why) string {
+	if w.subject == "" {
+		return ""
+	}
+	p := in.Limits.Paths
+	stateDir := orDefault(p.StateDir, config.DefaultStateDir)
+	deployDir := orDefault(p.DeployDir, filepath.Join(stateDir, in.Rec.EnvID))
+	// the directories the agent's user owns: an entry of one is its user's to remove
+	own := slices.Contains([]string{stateDir, filepath.Join(stateDir, "docker"), deployDir, filepath.Join(deployDir, "releases")}, filepath.Dir(w.subject))
+	user := strings.TrimPrefix(orDefault(in.Rec.Box.User, agentUser), "#")
+	mend := files.TrustFix(w.Reason, w.subject, user, own)
+	if mend == "" {
+		return ""
+	}
+	found := trustFound[w.Reason]
+	w.Fault = strings.Replace(w.Fault, causeOf(vocab.LocalFailure).Fault, "the agent does not trust its own "+w.subject+", which "+found.what+": nothing was sent", 1)
+	why := "   # " + found.mend + "; then the tick runs again"
+	if filepath.Base(w.subject) == "bao.token" && found.removes && !in.grantOnDisk() {
+		why += "; without the token the box logs in only with a fresh bootstrap.jwt: re-run the install kit first"
+	}
+	return mend + " && monky-deployd run --once" + why
+}
+
+// answerShapes are the words of a CREDENTIAL_SHAPE by whose credential it was, when it came in
+// an answer (the stored token's is a block: blockedWhy words it).
+var answerShapes = map[vocab.Reason]struct{ fault, fix string }{
+	vocab.ReasonBaoAnswerShape: {"the token in OpenBao's login answer is empty, too long or not printable ASCII, so it was not stored: what answers at bao.addr is not OpenBao's own listener (a proxy's page), or OpenBao is broken",
+		"grep -A3 '^bao:' {config}   # addr must be OpenBao's own listener; then OpenBao's audit log for the box's login"},
+	vocab.ReasonLeaseShape: {"the login_jwt in tenancy's lease is empty, too long or not printable ASCII, so it was not sent to OpenBao: tenancy answered a lease it should not have",
+		vocab.NoCommand + "the lease is tenancy's, and nothing on this box mends it: tell tenancy's operators (their log for POST /v1/agent/lease); the box asks again at its next retry"},
+}
+
+// trustFound is what a trust check's reason found and what its fix does, in words, and whether
+// the fix removes the file.
+var trustFound = map[vocab.Reason]struct {
+	what, mend string
+	removes    bool
+}{
+	vocab.ReasonTrustLink:  {"is a symlink", "removes the link: the agent writes no file through one", true},
+	vocab.ReasonTrustType:  {"is not the kind of file the agent keeps there (a FIFO, a device, a socket, or a file for a directory)", "removes it: the agent makes its own", true},
+	vocab.ReasonTrustTree:  {"is a directory where the agent keeps a file", "removes the directory: the agent makes its own file", true},
+	vocab.ReasonTrustOwner: {"is another user's", "gives it to the agent's user", false},
+	vocab.ReasonTrustMode:  {"is group- or world-writable", "makes it the agent's user's alone", false},
 }
 
 // checkedNext is the machine's next line, less what the record contradicts.
@@ -383,8 +444,11 @@ var actors = map[string][]vocab.Code{
 // whoActs is who must act on code for its typed cause: the box's operator unless another is
 // named for it. An image the registry does not hold is the bundle's to fix, whatever the code.
 func whoActs(code vocab.Code, reason vocab.Reason) string {
-	if reason == vocab.ReasonImageMissing {
+	switch reason {
+	case vocab.ReasonImageMissing:
 		return WhoPublisher
+	case vocab.ReasonLeaseShape:
+		return WhoTenancy
 	}
 	for who, codes := range actors {
 		if slices.Contains(codes, code) {
@@ -416,7 +480,7 @@ func (in Input) privateTmpNote(raw, fix string) string {
 	p := in.Limits.Paths
 	var notes []string
 	for _, d := range []struct{ name, key, dir string }{{"{state_dir}", "state_dir", p.StateDir}, {"{deploy_dir}", "deploy_dir", p.DeployDir}} {
-		if !strings.Contains(raw, d.name) || d.dir == "" {
+		if d.dir == "" || !(strings.Contains(raw, d.name) || strings.Contains(raw, d.dir)) {
 			continue
 		}
 		for _, t := range []string{"/tmp", "/var/tmp"} {

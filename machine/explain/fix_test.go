@@ -100,6 +100,21 @@ var withReasons = []struct {
 	{vocab.ComposePullFailed, vocab.ReasonRegistryDenied}, {vocab.DockerNotFound, vocab.ReasonComposeMissing},
 	{vocab.AgentUnauthenticated, vocab.ReasonGrantUnreadable}, {vocab.AgentUnauthenticated, vocab.ReasonShape},
 	{vocab.PrivilegedRefused, vocab.ReasonUnlistedField}, {vocab.Unhealthy, vocab.ReasonExited},
+	{vocab.CredentialShape, vocab.ReasonBaoAnswerShape}, {vocab.CredentialShape, vocab.ReasonLeaseShape},
+}
+
+// trustReasons are what the agent's trust check finds at one of its own files: a tick-end
+// LOCAL_FAILURE names the file (its subject) and the reason.
+var trustReasons = []vocab.Reason{vocab.ReasonTrustLink, vocab.ReasonTrustType, vocab.ReasonTrustTree, vocab.ReasonTrustOwner, vocab.ReasonTrustMode}
+
+// localFailure is a record whose newest tick ended LOCAL_FAILURE at the trust check of subject.
+func localFailure(box store.Box, reason vocab.Reason, subject string, at time.Time) explain.Input {
+	exit := vocab.ExitFail
+	return explain.Input{Rec: store.Record{EnvID: "env-a", State: string(machine.Reported), Tick: 2, Box: box},
+		Recent: []store.TickSummary{{Tick: 2, StartedAt: at, EndedAt: at, Exit: &exit}},
+		Entries: map[uint64][]store.Entry{2: {{Tick: 2, At: at, From: "Idle", To: "Idle", Event: machine.NoteTickEnd, Code: vocab.LocalFailure,
+			Reason: reason, Subject: subject, Detail: subject + ": not trusted"}}},
+		Now: at.Add(time.Minute)}
 }
 
 // everyFix is explain's verdict for every code of the registry, and for every typed cause of
@@ -135,6 +150,15 @@ func everyFix(b struct {
 			out[string(r.code)+"/"+string(r.reason)+" refused"] = decide(rec)
 		}
 	}
+	stateDir := b.lim.Paths.StateDir + b.box.StateDir
+	if stateDir == "" {
+		stateDir = "/var/lib/monky-deployd"
+	}
+	for _, r := range trustReasons {
+		in := localFailure(b.box, r, stateDir+"/bao.token", at)
+		in.Limits = b.lim
+		out[string(vocab.LocalFailure)+"/"+string(r)] = explain.Decide(in)
+	}
 	return out
 }
 
@@ -156,7 +180,7 @@ func TestEveryFixRunsAsPrinted(t *testing.T) {
 			runsAsPrinted(t, what+" fix", v.Why.Fix, true)
 			runsAsPrinted(t, what+" why.next", v.Why.Next, false)
 			runsAsPrinted(t, what+" next", v.Next, false)
-			if name == "record" && strings.Contains(v.Why.Fix, "/srv/my box") && !strings.Contains(v.Why.Fix, "'/srv/my box/state'") {
+			if name == "record" && strings.Contains(v.Why.Fix, "/srv/my box") && !strings.Contains(v.Why.Fix, "'/srv/my box/state") {
 				t.Errorf("%s: the path is not quoted: %s", what, v.Why.Fix)
 			}
 			for _, line := range []string{v.Why.Fix, v.Why.Next, v.Next} {
@@ -168,7 +192,8 @@ func TestEveryFixRunsAsPrinted(t *testing.T) {
 
 // TestFixInTheAgentsDirsRunsAsItsUser: state_dir and deploy_dir are 0700, the agent's user's:
 // every command of a fix line that names them runs under sudo, and one that changes what is in
-// them (rm, mv, chmod, touch, mkdir, cp, tee) runs as the agent's user.
+// them (rm, mv, chmod, touch, mkdir, cp, tee) runs as the agent's user, but for the removal of a
+// tree, which may hold another user's files.
 func TestFixInTheAgentsDirsRunsAsItsUser(t *testing.T) {
 	at := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	dirs := map[string][]string{"config": {"/srv/box/state", "/srv/box/deploy/env-a"}, "record": {"'/srv/my box/state'", `'/srv/it'\''s/deploy'`}}
@@ -197,6 +222,9 @@ func TestFixInTheAgentsDirsRunsAsItsUser(t *testing.T) {
 				switch {
 				case !strings.HasPrefix(c, "sudo "):
 					t.Errorf("%s %s: %q names the agent's 0700 directories without sudo: %s", name, code, c, v.Why.Fix)
+				case strings.HasPrefix(c, "sudo rm -r -- "):
+					// a tree where the agent keeps a file may hold another user's files: root
+					// removes it (files.TrustFix)
 				case changes.MatchString(strings.TrimPrefix(c, "sudo ")) || (asAgent == c && changes.MatchString(asAgent)):
 					t.Errorf("%s %s: %q changes the agent's directories as root, not as its user: %s", name, code, c, v.Why.Fix)
 				}
@@ -407,5 +435,48 @@ func TestABundleNotFoundNamesItsSha(t *testing.T) {
 	in.Rec.Sha = ""
 	if fix := explain.Decide(in).Why.Fix; !strings.Contains(fix, "publish the bundle of the desired sha,") || strings.Contains(fix, "{") {
 		t.Errorf("fix %q on a record with no sha", fix)
+	}
+}
+
+// TestARecordWithoutAReasonReadsByItsCode: every typed cause with words of its own, written by an
+// agent that kept no reason (nor subject), reads with its code's own words and a fix line that
+// runs as printed: never a cause read out of its recorded words, never a reason's fix for a
+// cause the record does not name.
+func TestARecordWithoutAReasonReadsByItsCode(t *testing.T) {
+	at := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	exit := vocab.ExitFail
+	b := boxes()["config"]
+	for _, r := range withReasons {
+		rec := recordOf(r.code, b.box, at)
+		// the words a typed cause would have written, with no type behind them
+		words := "a token that is not printable ASCII in OpenBao's login answer; manifest unknown; no such host"
+		switch {
+		case rec.Block != nil:
+			rec.Block.Detail = words
+		case rec.Refusal != nil:
+			rec.Refusal.Detail = words
+		default:
+			rec.Failure.Detail, rec.Failure.Subject = words, ""
+		}
+		v := explain.Decide(explain.Input{Rec: rec, Recent: []store.TickSummary{{Tick: 2, StartedAt: at, EndedAt: at, Exit: &exit}},
+			Now: at.Add(time.Minute), Limits: b.lim})
+		if v.Why == nil {
+			t.Fatalf("%s: no why", r.code)
+		}
+		if v.Why.Reason != "" {
+			t.Errorf("%s: reason %q read into a record that names none", r.code, v.Why.Reason)
+		}
+		withReason := everyFix(b, at)[string(r.code)+"/"+string(r.reason)]
+		if withReason.Why != nil && v.Why.Fix == withReason.Why.Fix && v.Why.Fault == withReason.Why.Fault {
+			t.Errorf("%s without a reason reads as %s: %s", r.code, r.reason, v.Why.Fault)
+		}
+		runsAsPrinted(t, string(r.code)+" without a reason, fix", v.Why.Fix, true)
+	}
+	for _, r := range trustReasons {
+		in := localFailure(store.Box{}, r, "", at)
+		in.Limits = b.lim
+		if w := explain.Decide(in).Why; w == nil || !strings.HasPrefix(w.Fix, "sudo ls -la /srv/box/state") {
+			t.Errorf("%s with no subject: %+v", r, w)
+		}
 	}
 }

@@ -36,6 +36,9 @@ type Why struct {
 	short string
 	// person: this fault alone makes the box need a person.
 	person bool
+	// subject is the file or directory the fault is about (store.Entry.Subject), which the fix
+	// line names.
+	subject string
 }
 
 // temporaryEvents are the journal notes a tick ends on when it could not go on now.
@@ -202,7 +205,7 @@ func (in Input) temporaryWhy(e store.Entry, mk maker, nextTick string) *Why {
 		next += fmt.Sprintf("; after %d in a row, check the fix below rather than wait", n)
 	}
 	w := mk(code, fault, evidence, next, e.At, e.Tick)
-	w.Reason = e.Reason
+	w.Reason, w.subject = e.Reason, e.Subject
 	switch {
 	case tenancysOwn && !vocab.Known(e.Code):
 		w.Fix = vocab.NoCommand + "the fault is tenancy's (its code names it); nothing on this box mends it: tell tenancy's operators if it lasts"
