@@ -112,7 +112,7 @@ func (tk *tick) bootstrap(ctx context.Context, grant string) error {
 		return err
 	}
 	redact.Add(t.Value)
-	if err := credential.Check("bao login", "the token in OpenBao's answer", t.Value); err != nil {
+	if err := credential.Check("bao login", "the token in OpenBao's answer", vocab.ReasonBaoAnswerShape, t.Value); err != nil {
 		_ = tk.eng.Note(machine.NoteBootstrapFailed, effects.CodeOf(err), effects.ReasonOf(err), err.Error()+"; the grant is kept for the next tick", started, nil)
 		return err
 	}

@@ -2,6 +2,7 @@ package states
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/tikali/monky-deployd/effects"
 	"github.com/tikali/monky-deployd/internal/vocab"
@@ -9,13 +10,10 @@ import (
 	"github.com/tikali/monky-deployd/store"
 )
 
-// fail commits a failure of this flight from the state whose step failed: counted, backed
-// off, reported failed with the code and names only, parked after MaxAttempts.
-func (tk *tick) fail(ctx context.Context, from machine.State, code vocab.Code, detail string, withLogs bool) error {
-	return tk.failBecause(ctx, from, code, "", detail, withLogs)
-}
-
-// failBecause is fail with the typed cause behind code, kept in the entry and the failure.
+// failBecause commits a failure of this flight from the state whose step failed: counted,
+// backed off, reported failed with the code and names only, parked after MaxAttempts. reason is
+// the typed cause behind code (the error's, effects.ReasonOf), kept in the entry, the failure
+// and the error it returns.
 func (tk *tick) failBecause(ctx context.Context, from machine.State, code vocab.Code, reason vocab.Reason, detail string, withLogs bool) error {
 	subject := tk.failSubject
 	tk.failSubject = ""
@@ -60,7 +58,7 @@ func (tk *tick) failBecause(ctx context.Context, from machine.State, code vocab.
 	if ferr := tk.flushOutbox(ctx); ferr != nil && !effects.IsTemporary(ferr) {
 		return ferr
 	}
-	return parked(effects.Permanent, code, "failed: %s: %s", code, detail)
+	return &effects.Error{Op: "tick", Kind: effects.Permanent, Code: code, Reason: reason, Msg: fmt.Sprintf("failed: %s: %s", code, detail)}
 }
 
 // logTail is the project's logs for a failed report, as compose gives them: outgoing masks,

@@ -118,7 +118,7 @@ func (tk *tick) askLease(ctx context.Context, reason string) (effects.Lease, err
 		return lease, tk.leaseRefused(err, now)
 	}
 	redact.Add(lease.LoginJWT)
-	if err := credential.Check("lease", "the login_jwt in tenancy's lease", lease.LoginJWT); err != nil {
+	if err := credential.Check("lease", "the login_jwt in tenancy's lease", vocab.ReasonLeaseShape, lease.LoginJWT); err != nil {
 		return effects.Lease{}, err
 	}
 	if lease.Addr != "" && lease.Addr != tk.Cfg.Bao.Addr {
@@ -153,7 +153,7 @@ func (tk *tick) leaseLogin(ctx context.Context, reason string) error {
 		return err
 	}
 	redact.Add(t.Value)
-	if err := credential.Check("bao login", "the token in OpenBao's answer", t.Value); err != nil {
+	if err := credential.Check("bao login", "the token in OpenBao's answer", vocab.ReasonBaoAnswerShape, t.Value); err != nil {
 		return err
 	}
 	if err := files.WriteAtomicFS(tk.fs(), tk.Cfg.TokenPath(), []byte(t.Value+"\n"), 0o600); err != nil {
@@ -221,7 +221,7 @@ func (tk *tick) leaseForApply(ctx context.Context, started time.Time) error {
 			tk.noteStop(machine.NoteLeaseDeferred, err, started, "")
 			return err
 		}
-		return tk.fail(ctx, machine.BundleVerified, codeOr(err, vocab.LeaseFailed), err.Error(), false)
+		return tk.failBecause(ctx, machine.BundleVerified, codeOr(err, vocab.LeaseFailed), effects.ReasonOf(err), err.Error(), false)
 	}
 	if err := files.WriteAtomicFS(tk.fs(), tk.Cfg.GrantPath(), []byte(lease.LoginJWT+"\n"), 0o600); err != nil {
 		return err

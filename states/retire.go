@@ -44,7 +44,7 @@ func (tk *tick) retire(ctx context.Context, resp effects.CheckinResponse) error 
 		if effects.IsTemporary(err) {
 			return err
 		}
-		return tk.fail(ctx, machine.CheckedIn, effects.CodeOf(err), "compose down: "+err.Error(), false)
+		return tk.failBecause(ctx, machine.CheckedIn, effects.CodeOf(err), effects.ReasonOf(err), "compose down: "+err.Error(), false)
 	}
 	_ = removeCurrent(tk.fs(), tk.currentDir())
 	rep := effects.Report{Sha: rec.AppliedSha, Result: effects.ResultDown, Detail: note}

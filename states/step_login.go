@@ -111,7 +111,7 @@ func (tk *tick) leaseAgain(ctx context.Context) (grant string, ok bool, err erro
 		if effects.IsTemporary(err) || local(err) || tk.isBlocked() {
 			return "", false, err
 		}
-		return "", false, tk.fail(ctx, machine.Leased, codeOr(err, vocab.LeaseFailed), err.Error(), false)
+		return "", false, tk.failBecause(ctx, machine.Leased, codeOr(err, vocab.LeaseFailed), effects.ReasonOf(err), err.Error(), false)
 	}
 	grant = lease.LoginJWT
 	if err := files.WriteAtomicFS(tk.fs(), tk.Cfg.GrantPath(), []byte(grant+"\n"), 0o600); err != nil {
@@ -135,11 +135,11 @@ func (tk *tick) login(ctx context.Context, started time.Time, grant string) erro
 			tk.noteStop(machine.NoteLoginFailed, err, started, "grant kept for the next tick")
 			return err
 		}
-		return tk.fail(ctx, machine.Leased, codeOr(err, vocab.BaoLoginRefused), err.Error(), false)
+		return tk.failBecause(ctx, machine.Leased, codeOr(err, vocab.BaoLoginRefused), effects.ReasonOf(err), err.Error(), false)
 	}
 	redact.Add(t.Value)
-	if err := credential.Check("bao login", "the token in OpenBao's answer", t.Value); err != nil {
-		return tk.fail(ctx, machine.Leased, effects.CodeOf(err), err.Error(), false)
+	if err := credential.Check("bao login", "the token in OpenBao's answer", vocab.ReasonBaoAnswerShape, t.Value); err != nil {
+		return tk.failBecause(ctx, machine.Leased, effects.CodeOf(err), effects.ReasonOf(err), err.Error(), false)
 	}
 	old := tk.token
 	if err := files.WriteAtomicFS(tk.fs(), tk.Cfg.TokenPath(), []byte(t.Value+"\n"), 0o600); err != nil {

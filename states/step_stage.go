@@ -38,7 +38,7 @@ func (tk *tick) stepStage(ctx context.Context) error {
 	}
 	man, err := b.Manifest()
 	if err != nil {
-		return tk.fail(ctx, machine.LoggedIn, vocab.BundleInvalid, err.Error(), false)
+		return tk.failBecause(ctx, machine.LoggedIn, vocab.BundleInvalid, effects.ReasonOf(err), err.Error(), false)
 	}
 	values, names, registry, ended, err := tk.readSecrets(ctx, man)
 	if ended {
@@ -47,7 +47,7 @@ func (tk *tick) stepStage(ctx context.Context) error {
 	env, err := bundle.Render(b.Files[bundle.TemplateFile], values)
 	clear(values)
 	if err != nil {
-		return tk.fail(ctx, machine.LoggedIn, vocab.EnvIncomplete, err.Error(), false)
+		return tk.failBecause(ctx, machine.LoggedIn, vocab.EnvIncomplete, effects.ReasonOf(err), err.Error(), false)
 	}
 	err = tk.promote(b, env, func(rel string) error { return tk.writeModel(ctx, b, env, rel) })
 	clear(env)
@@ -56,7 +56,7 @@ func (tk *tick) stepStage(ctx context.Context) error {
 	case errors.As(err, &mr):
 		return tk.failBecause(ctx, machine.LoggedIn, mr.code, mr.reason, mr.detail, false)
 	case err != nil:
-		return tk.fail(ctx, machine.LoggedIn, codeOr(err, vocab.StageFailed), err.Error(), false)
+		return tk.failBecause(ctx, machine.LoggedIn, codeOr(err, vocab.StageFailed), effects.ReasonOf(err), err.Error(), false)
 	}
 	sort.Strings(names)
 	detail := fmt.Sprintf("read %d secret(s): %s", len(names), strings.Join(names, ", "))
@@ -97,17 +97,17 @@ func (tk *tick) readSecrets(ctx context.Context, man bundle.Manifest) (values ma
 				return nil, nil, false, true, err
 			}
 			tk.failSubject = e.Path // the fix line names the secret
-			return nil, nil, false, true, tk.fail(ctx, machine.LoggedIn, codeOr(err, vocab.SecretReadFailed), fmt.Sprintf("read %s from %s: %s", e.Label(), e.Path, err.Error()), false)
+			return nil, nil, false, true, tk.failBecause(ctx, machine.LoggedIn, codeOr(err, vocab.SecretReadFailed), effects.ReasonOf(err), fmt.Sprintf("read %s from %s: %s", e.Label(), e.Path, err.Error()), false)
 		}
 		redact.Add(v)
 		if e.Use == bundle.UseRegistryAuth {
 			auth, err := effects.ParseRegistryAuth(v, tk.Cfg.RegistryHost)
 			if err != nil {
-				return nil, nil, false, true, tk.fail(ctx, machine.LoggedIn, vocab.RegistryAuthInvalid, fmt.Sprintf("registry credential at %s: %s", e.Path, err.Error()), false)
+				return nil, nil, false, true, tk.failBecause(ctx, machine.LoggedIn, vocab.RegistryAuthInvalid, effects.ReasonOf(err), fmt.Sprintf("registry credential at %s: %s", e.Path, err.Error()), false)
 			}
 			redact.Add(auth.Password)
 			if err := tk.Fx.Compose.WriteDockerConfig(tk.fs(), tk.Cfg.DockerConfigDir(), auth); err != nil {
-				return nil, nil, false, true, tk.fail(ctx, machine.LoggedIn, vocab.StageFailed, err.Error(), false)
+				return nil, nil, false, true, tk.failBecause(ctx, machine.LoggedIn, vocab.StageFailed, effects.ReasonOf(err), err.Error(), false)
 			}
 			registry = true
 			continue

@@ -118,12 +118,12 @@ func (tk *tick) stepVerify(ctx context.Context) error {
 	case errors.As(err, &r):
 		return tk.refuse(ctx, r.Code, r.Reason, r.Detail, 0)
 	case err != nil && effects.KindOf(err) == effects.NotFound:
-		return tk.fail(ctx, machine.CheckedIn, vocab.BundleNotFound, err.Error(), false)
+		return tk.failBecause(ctx, machine.CheckedIn, vocab.BundleNotFound, effects.ReasonOf(err), err.Error(), false)
 	case err != nil && effects.IsTemporary(err):
 		tk.noteStop(machine.NoteFetchFailed, err, started, "")
 		return err
 	case err != nil:
-		return tk.fail(ctx, machine.CheckedIn, codeOr(err, vocab.BundleFetchFailed), err.Error(), false)
+		return tk.failBecause(ctx, machine.CheckedIn, codeOr(err, vocab.BundleFetchFailed), effects.ReasonOf(err), err.Error(), false)
 	}
 	tk.bundle = b
 	detail := fmt.Sprintf("bundle %s verified: %d files, sha matches", machine.ShortSha(b.Sha), b.Count())
@@ -152,7 +152,7 @@ func (tk *tick) resumeBundleError(ctx context.Context, from machine.State, err e
 	if effects.KindOf(err) == effects.NotFound {
 		code = vocab.BundleNotFound // a 404, whatever tenancy's own code: as stepVerify reads it
 	}
-	return tk.fail(ctx, from, code, "fetching the bundle again to resume: "+err.Error(), false)
+	return tk.failBecause(ctx, from, code, effects.ReasonOf(err), "fetching the bundle again to resume: "+err.Error(), false)
 }
 
 func codeOr(err error, fallback vocab.Code) vocab.Code {

@@ -32,9 +32,10 @@ const MaxBytes = 8192
 
 // Check refuses a token or grant that is not 1 to MaxBytes printable ASCII characters without
 // spaces: such a value breaks every later request's header (a CR/LF in a token answer made
-// every tick exit 1). The error is CREDENTIAL_SHAPE with the reason ReasonShape; the value
-// itself is never in it.
-func Check(op, what, v string) error {
+// every tick exit 1). The error is CREDENTIAL_SHAPE with reason, which says whose credential it
+// was (vocab.ReasonShape the stored token, ReasonBaoAnswerShape OpenBao's login answer,
+// ReasonLeaseShape tenancy's lease); the value itself is never in it.
+func Check(op, what string, reason vocab.Reason, v string) error {
 	msg := ""
 	switch {
 	case v == "":
@@ -56,7 +57,7 @@ func Check(op, what, v string) error {
 	if msg == "" {
 		return nil
 	}
-	return &effects.Error{Op: op, Kind: effects.Permanent, Code: vocab.CredentialShape, Reason: vocab.ReasonShape, Msg: msg + ": not stored"}
+	return &effects.Error{Op: op, Kind: effects.Permanent, Code: vocab.CredentialShape, Reason: reason, Msg: msg + ": not stored"}
 }
 
 // Drop is what the agent journals when it drops the token, and the block it parks in when no

@@ -52,7 +52,7 @@ func TestDropped(t *testing.T) {
 		code   vocab.Code
 		reason vocab.Reason
 	}{
-		{"a token that is not a credential", Check("token", "/var/lib/monky-deployd/bao.token", "s.a\x07b"), vocab.CredentialShape, vocab.ReasonShape},
+		{"a token that is not a credential", Check("token", "/var/lib/monky-deployd/bao.token", vocab.ReasonShape, "s.a\x07b"), vocab.CredentialShape, vocab.ReasonShape},
 		{"OpenBao's refusal", &effects.Error{Op: "bao lookup-self", Status: 403, Code: vocab.BaoPermissionDenied, Msg: "permission denied"}, vocab.BaoPermissionDenied, vocab.ReasonBaoRefused},
 		{"tenancy's 401", &effects.Error{Op: "checkin", Kind: effects.Unauthenticated, Status: 401, Code: vocab.AgentUnauthenticated, Msg: "bearer refused"}, vocab.AgentUnauthenticated, vocab.ReasonTenancy401},
 		// words that say "not printable" do not make a shape fault: the type does
@@ -72,16 +72,16 @@ func TestDropped(t *testing.T) {
 
 func TestCheck(t *testing.T) {
 	for _, v := range []string{"", "s.a b", "s.a\r\nX: 1", string(make([]byte, MaxBytes+1))} {
-		err := Check("token", "the token", v)
+		err := Check("token", "the token", vocab.ReasonShape, v)
 		if effects.CodeOf(err) != vocab.CredentialShape || effects.ReasonOf(err) != vocab.ReasonShape {
 			t.Errorf("%q: %v", v, err)
 		}
 	}
-	if err := Check("token", "the token", "s.abcdef"); err != nil {
+	if err := Check("token", "the token", vocab.ReasonShape, "s.abcdef"); err != nil {
 		t.Errorf("a good token refused: %v", err)
 	}
 	// a space is called a space, not a byte that is not printable
-	if err := Check("token", "the token", "s.ab cd"); err == nil || !strings.Contains(err.Error(), "holds a space (0x20 at offset 4)") || strings.Contains(err.Error(), "not printable") {
+	if err := Check("token", "the token", vocab.ReasonShape, "s.ab cd"); err == nil || !strings.Contains(err.Error(), "holds a space (0x20 at offset 4)") || strings.Contains(err.Error(), "not printable") {
 		t.Errorf("a space: %v", err)
 	}
 }

@@ -32,7 +32,7 @@ type Start struct {
 func PlanStart(token, grant string, grantErr error, tokenPath, grantPath string) Start {
 	switch {
 	case token != "":
-		if err := Check("token", tokenPath, token); err != nil {
+		if err := Check("token", tokenPath, vocab.ReasonShape, token); err != nil {
 			// written by an older agent: unusable in a header, so dropped like a refused one
 			return Start{Drop: err}
 		}
