@@ -272,7 +272,7 @@ func (in Input) checked(w *Why) {
 			// the value that decided it, as the box had it
 			w.Fault = strings.Replace(w.Fault, "within healthy_timeout_s", fmt.Sprintf("within healthy_timeout_s (%d s)", t), 1)
 		}
-	case vocab.KVNotFound, vocab.KVVersionDeleted, vocab.KVKeyMissing:
+	case vocab.KVNotFound, vocab.KVVersionDeleted, vocab.KVKeyMissing, vocab.SecretReadFailed:
 		if fix := in.secretFix(w.Code); fix != "" {
 			w.Fix = fix
 		}
@@ -321,6 +321,8 @@ func (in Input) secretFix(code vocab.Code) string {
 		return look + "   # no such secret (or not at the pinned version): set it in OpenBao, or fix the entry's path in the manifest"
 	case vocab.KVVersionDeleted:
 		return look + "   # its versions: undelete the pinned one (bao kv undelete -versions=N), or publish the bundle with a live version"
+	case vocab.SecretReadFailed:
+		return look + "   # OpenBao refused or could not serve it to the box's token: the policy of the box's role must read it; a server error is OpenBao's own"
 	default:
 		return look + "   # the secret exists without the key the entry reads (the evidence lists the keys it has): add the key (bao kv patch), or fix the entry's key in the manifest"
 	}

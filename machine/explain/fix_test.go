@@ -71,7 +71,7 @@ const secretPath = "monky/data/env-a/see/it's db"
 func TestASecretFaultsFixNamesTheSecret(t *testing.T) {
 	at := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	box := store.Box{StateDir: "/var/lib/monky-deployd", User: "monky-deployd"}
-	for _, code := range []vocab.Code{vocab.KVNotFound, vocab.KVVersionDeleted, vocab.KVKeyMissing} {
+	for _, code := range []vocab.Code{vocab.KVNotFound, vocab.KVVersionDeleted, vocab.KVKeyMissing, vocab.SecretReadFailed} {
 		rec := recordOf(code, box, at)
 		exit := vocab.ExitFail
 		in := explain.Input{Rec: rec, Recent: []store.TickSummary{{Tick: 2, StartedAt: at, EndedAt: at, Exit: &exit}}, Now: at.Add(time.Minute)}
