@@ -556,14 +556,14 @@ var supportWants = map[string]supportWant{
 	"unacked-report":               {explain.Working, "", "monky-deployd --config {config} status | grep"},
 	"outbox-stuck":                 {explain.Working, "", "monky-deployd --config {config} explain -n 5"},
 	"repeated-75":                  {explain.Working, "", "systemctl status ziti-edge-tunnel"},
-	"kv-read-503":                  {explain.Working, "", `curl -s "$BAO_ADDR/v1/sys/health"`},
+	"kv-read-503":                  {explain.Working, "", "curl -s --cacert {bao_ca} {bao_addr}/v1/sys/health"},
 	"rollback-allowed-pull-failed": {explain.NeedsPerson, "publisher", "sudo -u monky-deployd grep -h 'image:' {deploy_dir}/current/compose.yaml"},
 	"token-file-unusable":          {explain.NeedsPerson, "box", "sudo rm -r -- {state_dir}/bao.token && sudo -u monky-deployd monky-deployd --config {config} run --once"},
 	"moved-aside":                  {explain.Converged, "", ""},
 	"lease-refused-by-tenancy":     {explain.Working, "", "monky-deployd --config {config} status"},
 	"dying-token-budget-spent":     {explain.NeedsPerson, "openbao", "bao read auth/jwt-tenancy/role/see-env"},
 	"token-symlink":                {explain.NeedsPerson, "box", "sudo -u monky-deployd rm -- {state_dir}/bao.token && sudo -u monky-deployd monky-deployd --config {config} run --once"},
-	"openbao-down-40m":             {explain.NeedsPerson, "openbao", `curl -s "$BAO_ADDR/v1/sys/health"`},
+	"openbao-down-40m":             {explain.NeedsPerson, "openbao", "curl -s --cacert {bao_ca} {bao_addr}/v1/sys/health"},
 	"stale-box":                    {explain.NeedsPerson, "box", "sudo systemctl enable --now monky-deployd.timer"},
 	"token-file-writable":          {explain.NeedsPerson, "box", "sudo -u monky-deployd chmod go-rwx {state_dir}/bao.token && sudo -u monky-deployd monky-deployd --config {config} run --once"},
 	"lock-file-unusable":           {explain.NeedsPerson, "box", "sudo rm -r -- {state_dir}/lock && sudo -u monky-deployd monky-deployd --config {config} run --once"},
@@ -592,7 +592,7 @@ func checkDeskReads(t *testing.T, h *harness, name string, doc explain.Doc) {
 		t.Errorf("who must act: %q, want %q", who, want.who)
 	}
 	wantFix := strings.NewReplacer("{state_dir}", h.cfg.StateDir, "{deploy_dir}", h.cfg.DeployDir, "{config}", h.cfg.Path,
-		"{bootstrap}", h.cfg.BootstrapPath).Replace(want.fix)
+		"{bootstrap}", h.cfg.BootstrapPath, "{bao_ca}", h.cfg.Bao.CAFile, "{bao_addr}", h.cfg.Bao.Addr).Replace(want.fix)
 	if !strings.HasPrefix(fix, wantFix) {
 		t.Errorf("fix %q\nwant it to begin %q", fix, wantFix)
 	}

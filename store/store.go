@@ -208,6 +208,9 @@ type Box struct {
 	Config        string `json:"config,omitempty"` // the config file the tick read
 	BootstrapPath string `json:"bootstrap_path,omitempty"`
 	BaoCAFile     string `json:"bao_ca_file,omitempty"`
+	// BaoAddr is OpenBao's address the tick dialled (bao.addr): a fix line's look at OpenBao
+	// names it, with BaoCAFile.
+	BaoAddr string `json:"bao_addr,omitempty"`
 	// Project is the compose project (compose_project, else monky-<env_id>).
 	Project           string  `json:"project,omitempty"`
 	HealthyTimeoutS   int     `json:"healthy_timeout_s,omitempty"`

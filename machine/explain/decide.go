@@ -61,7 +61,7 @@ func (l Limits) orBox(b store.Box) Limits {
 		src string
 	}{
 		{&p.StateDir, b.StateDir}, {&p.DeployDir, b.DeployDir}, {&p.Config, b.Config},
-		{&p.BootstrapPath, b.BootstrapPath}, {&p.BaoCAFile, b.BaoCAFile},
+		{&p.BootstrapPath, b.BootstrapPath}, {&p.BaoCAFile, b.BaoCAFile}, {&p.BaoAddr, b.BaoAddr},
 		{&p.Transport, b.Transport}, {&p.Identity, b.Identity},
 	} {
 		if *f.dst == "" {
@@ -89,7 +89,7 @@ func (l Limits) staleAfter() time.Duration {
 // from the record (store.Box, what decided the newest tick), else the config's defaults (a copy
 // an older agent wrote).
 type Paths struct {
-	StateDir, DeployDir, Config, BootstrapPath, BaoCAFile string
+	StateDir, DeployDir, Config, BootstrapPath, BaoCAFile, BaoAddr string
 	// Transport and Identity are the config's transport and identity file.
 	Transport, Identity string
 }

@@ -30,7 +30,7 @@ func boxes() map[string]struct {
 	}{
 		"config": {lim: explain.Limits{Paths: boxPaths}},
 		"record": {box: store.Box{Host: "qa-02.example", StateDir: "/srv/my box/state", DeployDir: "/srv/it's/deploy", Config: "/etc/m d/config.yaml",
-			BootstrapPath: "/etc/m d/bootstrap.jwt", BaoCAFile: "/etc/m d/ca.pem", Project: "shop_1", StuckAfterS: 600, StaleAfterS: 120,
+			BootstrapPath: "/etc/m d/bootstrap.jwt", BaoCAFile: "/etc/m d/ca.pem", BaoAddr: "https://bao.qa:8200", Project: "shop_1", StuckAfterS: 600, StaleAfterS: 120,
 			DiskFactor: 1.5, DiskHeadroomBytes: 2 << 30}},
 		"sdk": {box: store.Box{Host: "qa-03.example", StateDir: "/var/lib/monky-deployd", Config: "/etc/m d/config.yaml",
 			Transport: "sdk", Identity: "/var/lib/monky-deployd/id entity.json", User: "monky-deployd"}},
@@ -477,6 +477,25 @@ func TestARecordWithoutAReasonReadsByItsCode(t *testing.T) {
 		in.Limits = b.lim
 		if w := explain.Decide(in).Why; w == nil || !strings.HasPrefix(w.Fix, "sudo ls -la /srv/box/state") {
 			t.Errorf("%s with no subject: %+v", r, w)
+		}
+	}
+}
+
+// TestALookAtOpenBaoNamesTheBoxsAddress: a fix line that looks at OpenBao names the address the
+// box dialled and the CA it trusts, as the record (or the config) has them; a copy an older agent
+// wrote, which names no address, leaves it to the reader's $BAO_ADDR.
+func TestALookAtOpenBaoNamesTheBoxsAddress(t *testing.T) {
+	at := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	for name, want := range map[string]string{
+		"config":   "curl -s --cacert /srv/box/etc/ca.pem https://bao.box:8200/v1/sys/health",
+		"record":   "curl -s --cacert '/etc/m d/ca.pem' https://bao.qa:8200/v1/sys/health",
+		"old copy": `curl -s --cacert /etc/monky-deployd/openbao-ca.pem "$BAO_ADDR"/v1/sys/health`,
+	} {
+		fixes := everyFix(boxes()[name], at)
+		for _, code := range []vocab.Code{vocab.BaoUnavailable, vocab.BaoAnswer} {
+			if fix := fixes[string(code)].Why.Fix; !strings.HasPrefix(fix, want) {
+				t.Errorf("%s %s: fix %q, want it to begin %q", name, code, fix, want)
+			}
 		}
 	}
 }

@@ -49,6 +49,6 @@ func LimitsOf(cfg *config.Config) Limits {
 		StaleAfter: time.Duration(cfg.StaleAfterS) * time.Second,
 		Unwritable: Unwritable(cfg.StateDir, cfg.DeployDir),
 		Paths: Paths{StateDir: cfg.StateDir, DeployDir: cfg.DeployDir, Config: cfg.Path,
-			BootstrapPath: cfg.BootstrapPath, BaoCAFile: cfg.Bao.CAFile, Transport: cfg.Transport, Identity: cfg.Identity},
+			BootstrapPath: cfg.BootstrapPath, BaoCAFile: cfg.Bao.CAFile, BaoAddr: cfg.Bao.Addr, Transport: cfg.Transport, Identity: cfg.Identity},
 	}
 }

@@ -15,7 +15,7 @@ import (
 
 // boxPaths are a box whose paths are none of the defaults.
 var boxPaths = explain.Paths{StateDir: "/srv/box/state", DeployDir: "/srv/box/deploy/env-a", Config: "/srv/box/etc/config.yaml",
-	BootstrapPath: "/srv/box/etc/grant.jwt", BaoCAFile: "/srv/box/etc/ca.pem"}
+	BootstrapPath: "/srv/box/etc/grant.jwt", BaoCAFile: "/srv/box/etc/ca.pem", BaoAddr: "https://bao.box:8200"}
 
 // TestFixNamesTheBoxsPaths: for every code of the vocabulary, the fix names only this box's
 // configured paths (never a default it does not use, never a placeholder when the config is
