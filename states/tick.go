@@ -228,7 +228,7 @@ func (tk *tick) recordBox() {
 func BoxOf(cfg *config.Config, host string) store.Box {
 	_, err := os.Lstat(cfg.BootstrapPath)
 	return store.Box{Host: host, StateDir: cfg.StateDir, DeployDir: cfg.DeployDir, Config: cfg.Path,
-		BootstrapPath: cfg.BootstrapPath, BaoCAFile: cfg.Bao.CAFile, BaoAddr: cfg.Bao.Addr, Project: cfg.ComposeProject,
+		BootstrapPath: cfg.BootstrapPath, BaoCAFile: cfg.Bao.CAFile, BaoAddr: cfg.Bao.Addr, BaoAuthMount: cfg.Bao.AuthMount, BaoRole: cfg.Bao.Role, Project: cfg.ComposeProject,
 		HealthyTimeoutS: cfg.HealthyTimeoutS, DiskFactor: cfg.Disk.Factor, DiskHeadroomBytes: cfg.Disk.HeadroomBytes,
 		VolumesOnAbsent: cfg.VolumesOnAbsent, StuckAfterS: cfg.StuckAfterS, StaleAfterS: cfg.StaleAfterS,
 		GrantOnDisk: err == nil, User: UserName(), Transport: cfg.Transport, Identity: cfg.Identity}

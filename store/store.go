@@ -211,6 +211,10 @@ type Box struct {
 	// BaoAddr is OpenBao's address the tick dialled (bao.addr): a fix line's look at OpenBao
 	// names it, with BaoCAFile.
 	BaoAddr string `json:"bao_addr,omitempty"`
+	// BaoAuthMount and BaoRole are the auth mount and role the box logs in with (bao.auth_mount,
+	// bao.role): a fix line that reads the role names them.
+	BaoAuthMount string `json:"bao_auth_mount,omitempty"`
+	BaoRole      string `json:"bao_role,omitempty"`
 	// Project is the compose project (compose_project, else monky-<env_id>).
 	Project           string  `json:"project,omitempty"`
 	HealthyTimeoutS   int     `json:"healthy_timeout_s,omitempty"`

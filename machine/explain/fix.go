@@ -56,17 +56,16 @@ func (in Input) words() *strings.Replacer {
 	if project == "" {
 		project = "monky-" + env
 	}
-	baoAddr := `"$BAO_ADDR"` // a copy an older agent wrote: the reader's own
-	if p.BaoAddr != "" {
-		baoAddr = shellQuote(p.BaoAddr)
-	}
+	box := in.Rec.Box
+	baoRole := "auth/" + orDefault(box.BaoAuthMount, config.DefaultBaoAuthMount) + "/role/" + orDefault(box.BaoRole, config.DefaultBaoRole)
 	stateDir := orDefault(p.StateDir, config.DefaultStateDir)
 	// deploy_dir's default is state_dir/env_id (config.yaml)
 	deployDir := orDefault(p.DeployDir, strings.TrimSuffix(stateDir, "/")+"/"+env)
 	return strings.NewReplacer(
 		"{state_dir}", shellQuote(stateDir), "{deploy_dir}", shellQuote(deployDir),
 		"{config}", or(p.Config, config.DefaultPath), "{bootstrap}", or(p.BootstrapPath, config.DefaultBootstrapPath),
-		"{bao_ca}", or(p.BaoCAFile, config.DefaultBaoCAFile), "{bao_addr}", baoAddr, "{kv_mount}", or(in.Rec.KVMount, config.DefaultBaoKVMount),
+		"{bao_ca}", or(p.BaoCAFile, config.DefaultBaoCAFile), "{bao_addr}", or(p.BaoAddr, config.DefaultBaoAddr),
+		"{bao_role}", shellQuote(baoRole), "{kv_mount}", or(in.Rec.KVMount, config.DefaultBaoKVMount),
 		"{project}", shellQuote(project), "{env}", envWord, "{user}", userWord(orDefault(in.Rec.Box.User, agentUser)),
 		"{identity}", or(p.Identity, config.DefaultIdentityDir+"/monky-host."+env+".json"),
 		"{sha}", shaWords(in.Rec.Sha))

@@ -482,20 +482,28 @@ func TestARecordWithoutAReasonReadsByItsCode(t *testing.T) {
 }
 
 // TestALookAtOpenBaoNamesTheBoxsAddress: a fix line that looks at OpenBao names the address the
-// box dialled and the CA it trusts, as the record (or the config) has them; a copy an older agent
-// wrote, which names no address, leaves it to the reader's $BAO_ADDR.
+// box dialled and the CA it trusts, and a look at its role the auth mount and role it logs in
+// with, as the record (or the config) has them; a copy an older agent wrote, which names none,
+// names the config's defaults.
 func TestALookAtOpenBaoNamesTheBoxsAddress(t *testing.T) {
 	at := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	for name, want := range map[string]string{
 		"config":   "curl -s --cacert /srv/box/etc/ca.pem https://bao.box:8200/v1/sys/health",
 		"record":   "curl -s --cacert '/etc/m d/ca.pem' https://bao.qa:8200/v1/sys/health",
-		"old copy": `curl -s --cacert /etc/monky-deployd/openbao-ca.pem "$BAO_ADDR"/v1/sys/health`,
+		"old copy": "curl -s --cacert /etc/monky-deployd/openbao-ca.pem https://bao.cbs.tikali.net:8200/v1/sys/health",
 	} {
 		fixes := everyFix(boxes()[name], at)
 		for _, code := range []vocab.Code{vocab.BaoUnavailable, vocab.BaoAnswer} {
 			if fix := fixes[string(code)].Why.Fix; !strings.HasPrefix(fix, want) {
 				t.Errorf("%s %s: fix %q, want it to begin %q", name, code, fix, want)
 			}
+		}
+	}
+	b := boxes()["record"]
+	b.box.BaoAuthMount, b.box.BaoRole = "jwt qa", "env-qa-02"
+	for _, code := range []vocab.Code{vocab.LeaseEveryTick, vocab.BaoPermissionDenied} {
+		if fix := everyFix(b, at)[string(code)].Why.Fix; !strings.Contains(fix, "bao read 'auth/jwt qa/role/env-qa-02'") {
+			t.Errorf("%s: fix %q, want it to read the box's role", code, fix)
 		}
 	}
 }
