@@ -72,7 +72,7 @@ func cmdRun(c *cli.Context, stderr io.Writer) error {
 		return endEarly(log, "", err)
 	}
 	// a user docker's socket refuses: the fix, journaled, before the tick touches anything
-	if err := docker.CheckGroup(docker.Socket()); err != nil {
+	if err := docker.CheckGroup(docker.DefaultSocket); err != nil {
 		return tickExit(a.RecordStartFailure(err))
 	}
 	a.Prune = c.Bool("prune")

@@ -62,6 +62,9 @@ type CLI struct {
 	// Timeout bounds pull, up, down, logs and prune; QuickTimeout bounds ps and info.
 	Timeout      time.Duration
 	QuickTimeout time.Duration
+	// Socket is the engine's socket whose group Ready checks: DefaultSocket, the one docker
+	// dials with the environment the agent gives it (a test points it elsewhere).
+	Socket string
 }
 
 var _ effects.Compose = (*CLI)(nil)
@@ -73,7 +76,7 @@ func New(bin, project, dockerConfigDir string) *CLI {
 		bin = "docker"
 	}
 	return &CLI{Bin: bin, Project: project, DockerConfigDir: dockerConfigDir,
-		Timeout: DefaultTimeout, QuickTimeout: DefaultQuickTimeout}
+		Timeout: DefaultTimeout, QuickTimeout: DefaultQuickTimeout, Socket: DefaultSocket}
 }
 
 // result is one finished command.
@@ -433,7 +436,7 @@ func (c *CLI) Ready(ctx context.Context) error {
 			Msg:  "compose v2 or later is needed, " + c.Bin + " compose says: " + out,
 			Hint: composeSources}
 	}
-	if err := CheckGroup(Socket()); err != nil {
+	if err := CheckGroup(c.Socket); err != nil {
 		return err
 	}
 	return c.engineUp(ctx)

@@ -7,7 +7,6 @@ import (
 	"os/user"
 	"slices"
 	"strconv"
-	"strings"
 	"syscall"
 
 	"github.com/tikali/monky-deployd/effects"
@@ -19,7 +18,9 @@ import (
 // does not exist, 216/GROUP, before the agent can say anything): the user's own groups are what
 // the agent runs with, and the package's postinst adds it to docker when the group exists.
 
-// DefaultSocket is the docker engine's socket when DOCKER_HOST names none.
+// DefaultSocket is the docker engine's socket the CLI dials: docker's environment is the agent's
+// own (env), with no DOCKER_HOST, and its DOCKER_CONFIG names no context, so a DOCKER_HOST in
+// the agent's environment moves nothing docker does.
 const DefaultSocket = "/var/run/docker.sock"
 
 // access is access(2) (a test stands in: root passes every check).
@@ -29,19 +30,6 @@ var access = syscall.Access
 var groupsOf = func() ([]int, error) {
 	g, err := os.Getgroups()
 	return append(g, os.Getegid()), err
-}
-
-// Socket is the unix socket the docker CLI will dial: DOCKER_HOST's unix:// path, else the
-// default; "" when DOCKER_HOST names another kind of endpoint.
-func Socket() string {
-	h := os.Getenv("DOCKER_HOST")
-	if h == "" {
-		return DefaultSocket
-	}
-	if p, ok := strings.CutPrefix(h, "unix://"); ok {
-		return p
-	}
-	return ""
 }
 
 // CheckGroup says whether this process may use docker's socket at sock: nil when it may, when
