@@ -512,6 +512,52 @@ func supportCases(t *testing.T) []supportCase {
 			}
 			h.wantExit(h.tick(), 1)
 		}, next: func(h *harness) { h.noCheckin(1) }},
+		// the desk's cases of the issue "every line true of this box", one copy each
+		{name: "refused-ipam", code: "PRIVILEGED_REFUSED", run: func(h *harness) {
+			h.apply("v1")
+			h.release("v2", func(f map[string][]byte) {
+				f["compose.yaml"] = append(f["compose.yaml"], []byte("networks:\n  front:\n    ipam:\n      config:\n        - subnet: 10.99.0.0/24\n")...)
+			})
+			h.wantExit(h.tick(), 1)
+		}, next: (*harness).sameRefusal},
+		{name: "stored-token-space", code: "CREDENTIAL_SHAPE", run: func(h *harness) {
+			h.apply("v1")
+			if err := os.WriteFile(h.cfg.TokenPath(), []byte("s.abc def"), 0o600); err != nil {
+				h.t.Fatal(err)
+			}
+			h.wantExit(h.tick(), 1)
+		}, next: func(h *harness) {
+			h.noCheckin(1)
+			h.freshGrant()
+			h.wantExit(h.tick(), 0)
+		}},
+		{name: "bundle-not-found", code: "BUNDLE_NOT_FOUND", run: func(h *harness) {
+			h.apply("v1")
+			h.release("v2", nil)
+			h.sim.UnpublishRelease(env, "v2")
+			h.wantExit(h.tick(), 1)
+		}, next: func(h *harness) {
+			// the retry asks again by itself; published, the sha applies
+			h.release("v2", nil)
+			h.clock.Advance(time.Hour)
+			h.wantExit(h.tick(), 0)
+		}},
+		{name: "compose-missing", code: "DOCKER_NOT_FOUND", run: func(h *harness) {
+			h.apply("v1")
+			h.release("v2", nil)
+			h.dockerKnob("compose-version", "error: docker: 'compose' is not a docker command.")
+			h.wantExit(h.tick(), 1)
+		}, next: func(h *harness) {
+			h.dockerKnob("compose-version", "")
+			h.wantExit(h.tick(), 0)
+		}},
+		{name: "recheck-headroom-lowered", code: "", verdict: explain.Converged, run: func(h *harness) {
+			h.disk.free = 5 << 30
+			h.release("v1", func(f map[string][]byte) { f["bundle.json"] = []byte(`{"disk_need_bytes": 3221225472}`) })
+			h.wantExit(h.tick(), 1)
+			h.rewriteConfig("state_dir:", "disk:\n  headroom_bytes: 268435456\nstate_dir:")
+			h.wantExit(h.tick(), 0)
+		}, next: func(h *harness) { h.wantExit(h.tick(), 0) }},
 		{name: "lock-file-unusable", code: "LOCAL_FAILURE", run: func(h *harness) {
 			h.apply("v1")
 			if err := os.Remove(h.cfg.LockPath()); err != nil {
@@ -566,6 +612,11 @@ var supportWants = map[string]supportWant{
 	"openbao-down-40m":             {explain.NeedsPerson, "openbao", "curl -s --cacert {bao_ca} {bao_addr}/v1/sys/health"},
 	"stale-box":                    {explain.NeedsPerson, "box", "sudo systemctl enable --now monky-deployd.timer"},
 	"token-file-writable":          {explain.NeedsPerson, "box", "sudo -u monky-deployd chmod go-rwx {state_dir}/bao.token && sudo -u monky-deployd monky-deployd --config {config} run --once"},
+	"refused-ipam":                 {explain.NeedsPerson, "publisher", "no command: in monky-deploy, drop each finding"},
+	"stored-token-space":           {explain.NeedsPerson, "box", "sudo ls -l {bootstrap}   # no grant there: re-run the install kit"},
+	"bundle-not-found":             {explain.NeedsPerson, "publisher", "no command: in monky-deploy, publish the bundle of "},
+	"compose-missing":              {explain.NeedsPerson, "box", "sudo apt-get install -y docker-compose-plugin ||"},
+	"recheck-headroom-lowered":     {explain.Converged, "", ""},
 	"lock-file-unusable":           {explain.NeedsPerson, "box", "sudo rm -r -- {state_dir}/lock && sudo -u monky-deployd monky-deployd --config {config} run --once"},
 }
 

@@ -139,7 +139,7 @@ func (in Input) blockedWhy(mk maker, nextTick string) *Why {
 	case vocab.ReasonGrantRefused:
 		fault = "OpenBao refused the bootstrap grant at the login (expired, superseded or for another role): no token was stored and the grant cannot be used again"
 	case vocab.ReasonShape:
-		fault = "the stored token was not a credential (" + causeOf(vocab.CredentialShape).Fault + "): the agent deleted it without sending it, and no fresh bootstrap grant is on disk to log in again"
+		fault = "the stored token was not a credential (empty, too long, or holding a space or a byte that is not printable ASCII), so it was not used: the agent deleted it without sending it, and no fresh bootstrap grant is on disk to log in again"
 	case vocab.ReasonTenancy401, vocab.ReasonBaoRefused, "":
 		e, dropped := in.find(func(e store.Entry) bool { return e.Event == machine.NoteUnauthenticated })
 		switch {
