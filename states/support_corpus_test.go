@@ -603,7 +603,7 @@ var supportWants = map[string]supportWant{
 	"outbox-stuck":                 {explain.Working, "", "monky-deployd --config {config} explain -n 5"},
 	"repeated-75":                  {explain.Working, "", "systemctl status ziti-edge-tunnel"},
 	"kv-read-503":                  {explain.Working, "", "curl -s --cacert {bao_ca} {bao_addr}/v1/sys/health"},
-	"rollback-allowed-pull-failed": {explain.NeedsPerson, "publisher", "sudo -u monky-deployd grep -h 'image:' {deploy_dir}/current/compose.yaml"},
+	"rollback-allowed-pull-failed": {explain.NeedsPerson, "publisher", "sudo -u monky-deployd env DOCKER_CONFIG={state_dir}/docker docker compose -f {deploy_dir}/resolved/"},
 	"token-file-unusable":          {explain.NeedsPerson, "box", "sudo rm -r -- {state_dir}/bao.token && sudo -u monky-deployd monky-deployd --config {config} run --once"},
 	"moved-aside":                  {explain.Converged, "", ""},
 	"lease-refused-by-tenancy":     {explain.Working, "", "monky-deployd --config {config} status"},

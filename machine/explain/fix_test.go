@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tikali/monky-deployd/internal/model"
 	"github.com/tikali/monky-deployd/internal/shline"
 	"github.com/tikali/monky-deployd/internal/testkit"
 	"github.com/tikali/monky-deployd/internal/vocab"
@@ -504,6 +505,25 @@ func TestALookAtOpenBaoNamesTheBoxsAddress(t *testing.T) {
 	for _, code := range []vocab.Code{vocab.LeaseEveryTick, vocab.BaoPermissionDenied} {
 		if fix := everyFix(b, at)[string(code)].Why.Fix; !strings.Contains(fix, "bao read 'auth/jwt qa/role/env-qa-02'") {
 			t.Errorf("%s: fix %q, want it to read the box's role", code, fix)
+		}
+	}
+}
+
+// TestAPullFaultsFixPullsAsTheAgentDid: an image the registry does not hold, or a registry whose
+// name does not resolve, is named by the pull the agent ran, run again as printed: its user, its
+// docker directory, the release's resolved model (model.ModelPath, where the agent wrote it) and
+// directory, the project. Compose's own output names the image or the registry; the line no
+// longer sends the person to the evidence for it.
+func TestAPullFaultsFixPullsAsTheAgentDid(t *testing.T) {
+	at := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	sha := strings.Repeat("b", 64)
+	rel := boxPaths.DeployDir + "/releases/" + sha
+	want := "sudo -u monky-deployd env DOCKER_CONFIG=/srv/box/state/docker docker compose -f " + model.ModelPath(rel) +
+		" --env-file " + model.EmptyEnvPath(rel) + " --project-directory " + rel + " -p monky-env-a pull   # "
+	for _, r := range []vocab.Reason{vocab.ReasonImageMissing, vocab.ReasonRegistryDNS} {
+		fix := everyFix(boxes()["config"], at)[string(vocab.ComposePullFailed)+"/"+string(r)].Why.Fix
+		if !strings.HasPrefix(fix, want) || strings.Contains(fix, "evidence") {
+			t.Errorf("%s: fix %q, want it to begin %q and name no evidence", r, fix, want)
 		}
 	}
 }

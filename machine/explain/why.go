@@ -606,11 +606,15 @@ func clears(code vocab.Code) string {
 var pullKinds = map[vocab.Reason]struct{ fault, fix string }{
 	vocab.ReasonRegistryDenied: {"the registry refused the pull: the agent's credential is missing or wrong (a `docker login` by hand is invisible to it)", ""},
 	vocab.ReasonImageMissing: {"the registry does not hold an image the bundle names (tag or repository absent)",
-		"grep -h 'image:' {deploy_dir}/current/compose.yaml   # then docker manifest inspect on the image the evidence names: the tag must exist in the registry; else fix the bundle's compose.yaml"},
+		pullAgain + "   # the pull the agent ran, as its user and with its credential: compose names the image the registry does not hold; the tag must exist there, else fix the bundle's compose.yaml"},
 	vocab.ReasonRegistryDNS: {"the registry's name does not resolve on this box",
-		"grep -h 'image:' {deploy_dir}/current/compose.yaml   # then getent hosts on the registry the evidence names: the box's DNS must resolve it"},
+		pullAgain + "   # the pull the agent ran, as its user: compose names the registry whose name does not resolve; the box's DNS (/etc/resolv.conf, the mesh's resolver) must resolve it"},
 	vocab.ReasonNetwork: {"the registry could not be reached or did not answer in time", ""},
 }
+
+// pullAgain is the pull the agent ran for the desired sha, as a person runs it: its user, its
+// docker directory, the release's resolved model and directory, the project (docker.CLI's pin).
+const pullAgain = "sudo -u {user} env DOCKER_CONFIG={state_dir}/docker docker compose -f {deploy_dir}/resolved/{sha}.yaml --env-file {deploy_dir}/resolved/empty.env --project-directory {deploy_dir}/releases/{sha} -p {project} pull"
 
 // pullKind is the fault and the command of a pull fault's cause, or the code's fault and ""
 // for a cause it has no words for (a failure written before causes were kept).
