@@ -202,13 +202,14 @@ snap() {
 }
 # tick_log INV: the agent's lines and systemd's lines of one invocation
 tick_log() { box journalctl -q --no-pager -o short-monotonic "_SYSTEMD_INVOCATION_ID=$1" + "INVOCATION_ID=$1"; }
-# tick_says INV PATTERN: the tick's journal holds PATTERN, asked again for up to 10 s. A tick that
+# tick_says INV PATTERN: the tick's journal holds PATTERN, asked again for up to 30 s (a CI run
+# with every lane busy saw journald take over 10 s to show an exit-1 tick's only line). A tick that
 # ends within a few hundred milliseconds may lose its unit on lines sent through journald's native
 # protocol (systemd issue 2913, as step 5j measures): then the agent's lines written since the
 # tick started (TICK_CURSOR, start_tick's) are read by the program's name.
 tick_says() {
 	local i
-	for i in $(seq 1 20); do
+	for i in $(seq 1 60); do
 		tick_log "$1" | grep -q -- "$2" && return 0
 		if [ -n "${TICK_CURSOR:-}" ] &&
 			box journalctl -q --no-pager -o cat --after-cursor "$TICK_CURSOR" _COMM=monky-deployd | grep -q -- "$2"; then
