@@ -280,9 +280,7 @@ func (in Input) checked(w *Why) {
 			w.Fix = fix
 		}
 	case vocab.LocalFailure:
-		if fix := in.trustFix(w); fix != "" {
-			w.Fix = fix
-		}
+		in.trustWords(w)
 	case vocab.CredentialShape:
 		if s, ok := answerShapes[w.Reason]; ok {
 			w.Fault = strings.Replace(w.Fault, causeOf(vocab.CredentialShape).Fault, s.fault, 1)
@@ -331,14 +329,15 @@ func (in Input) secretFix(code vocab.Code) string {
 	}
 }
 
-// trustFix is a LOCAL_FAILURE's fix when its entry names the file or directory the trust check
-// refused (store.Entry.Subject, with what it found as the reason): the command that mends it
-// (files.TrustFix, as the agent's own error printed it), then the tick again. "" when the entry
-// names none (an older agent's, or a local failure that is not the trust check's): the
-// registry's line then lists the agent's directories.
-func (in Input) trustFix(w *Why) string {
+// trustWords words a LOCAL_FAILURE whose entry names the file or directory the trust check
+// refused (store.Entry.Subject, with what it found as the reason): the fault names the file and
+// what was found; the fix is the command that mends it (files.TrustFix, as the agent's own error
+// printed it), then the tick again. An entry that names none (an older agent's, or a local
+// failure that is not the trust check's) keeps the registry's words, whose line lists the
+// agent's directories.
+func (in Input) trustWords(w *Why) {
 	if w.subject == "" {
-		return ""
+		return
 	}
 	p := in.Limits.Paths
 	stateDir := orDefault(p.StateDir, config.DefaultStateDir)
@@ -348,7 +347,7 @@ func (in Input) trustFix(w *Why) string {
 	user := strings.TrimPrefix(orDefault(in.Rec.Box.User, agentUser), "#")
 	mend := files.TrustFix(w.Reason, w.subject, user, own)
 	if mend == "" {
-		return ""
+		return
 	}
 	found := trustFound[w.Reason]
 	w.Fault = strings.Replace(w.Fault, causeOf(vocab.LocalFailure).Fault, "the agent does not trust its own "+w.subject+", which "+found.what+": nothing was sent", 1)
@@ -356,7 +355,7 @@ func (in Input) trustFix(w *Why) string {
 	if filepath.Base(w.subject) == "bao.token" && found.removes && !in.grantOnDisk() {
 		why += "; without the token the box logs in only with a fresh bootstrap.jwt: re-run the install kit first"
 	}
-	return mend + " && monky-deployd run --once" + why
+	w.Fix = mend + " && monky-deployd run --once" + why
 }
 
 // answerShapes are the words of a CREDENTIAL_SHAPE by whose credential it was, when it came in
